@@ -1,0 +1,117 @@
+//! The command-line interface's shape: commands, arguments and their help.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use hookbox_hooks::Dialect;
+
+/// hookbox runs an AI agent's tools with hooks: programs, HTTPS endpoints or in-process
+/// callbacks that run before and after every tool call to block, rewrite, audit or enrich it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hookbox",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Validate hook configuration files and show what they define.
+    ///
+    /// Reads sandbox-dialect `.agents/hooks.json` files and SDK-dialect (Claude-style
+    /// `settings.json`) files, detecting the dialect of each. Prints every binding and every
+    /// problem with its JSON path and a hint. Exits 0 when all files are valid (warnings
+    /// allowed), 1 when any has an error.
+    Check(CheckArgs),
+    /// Show the seeds' security and privacy gates deciding real tool calls (no API key needed).
+    ///
+    /// Runs the seeds' own `hooks.json` files and hook scripts, verbatim, through the hook
+    /// engine on this host, and prints each proposed tool call, each hook's decision with its
+    /// reason, and how long each hook took. Needs `python3`.
+    Demo,
+    /// Run hooks by hand.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum HooksCommand {
+    /// Dispatch one event through the hooks of some config files, running handlers on this host.
+    ///
+    /// Builds the event payload the way the runtime would, runs every matching handler, and
+    /// prints the merged decision and a trace of each handler run. Exit status: 0 allowed,
+    /// 2 denied or blocked (or `continue: false`), 1 usage or config error.
+    Run(RunArgs),
+}
+
+/// The dialect to read a config file as.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum DialectArg {
+    /// `.agents/hooks.json`: named groups of pre/post_tool_execution rules.
+    Sandbox,
+    /// Claude-style settings: `{"hooks": {"PreToolUse": [...]}}`.
+    Sdk,
+}
+
+impl From<DialectArg> for Dialect {
+    fn from(arg: DialectArg) -> Self {
+        match arg {
+            DialectArg::Sandbox => Self::Sandbox,
+            DialectArg::Sdk => Self::Sdk,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// Config files to check.
+    #[arg(required = true, value_name = "PATH")]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Read every file as this dialect instead of detecting it.
+    #[arg(long, value_enum)]
+    pub(crate) dialect: Option<DialectArg>,
+    /// Print one JSON object for machines instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// A config file; repeat to load several (later sandbox groups replace same-named ones).
+    #[arg(long = "config", required = true, value_name = "FILE")]
+    pub(crate) configs: Vec<PathBuf>,
+    /// Read every config as this dialect instead of detecting it.
+    #[arg(long, value_enum)]
+    pub(crate) dialect: Option<DialectArg>,
+    /// The event: `pre_tool_execution`, `post_tool_execution`, or an SDK event such as
+    /// `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `Stop`, `Notification`.
+    #[arg(long, value_name = "EVENT")]
+    pub(crate) event: String,
+    /// The tool being called (required for tool events), e.g. `code_execution` or `Bash`.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) tool: Option<String>,
+    /// The tool call's arguments, a JSON object (`tool_call.args` / `tool_input`).
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub(crate) args: String,
+    /// Extra payload fields, a JSON object merged last (e.g. `{"error":"…"}` for a post event,
+    /// `{"prompt":"…"}` for UserPromptSubmit, `{"notification_type":"idle_prompt"}`).
+    #[arg(long, value_name = "JSON")]
+    pub(crate) input: Option<String>,
+    /// `environment_id` for sandbox events.
+    #[arg(long, value_name = "ID", default_value = "env_local")]
+    pub(crate) environment_id: String,
+    /// Working directory of command hooks, and the SDK payload's `cwd` (default: current).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
+    /// Print one JSON object (decision, reason, updated_input, additional_context, continue,
+    /// trace, …) instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}

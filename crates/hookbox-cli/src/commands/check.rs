@@ -1,0 +1,145 @@
+//! `hookbox check`: validate config files and show what each defines.
+
+use std::process::ExitCode;
+
+use hookbox_hooks::{Diagnostic, HookSet, LoadError, Severity};
+use serde_json::{Value, json};
+
+use crate::cli::CheckArgs;
+use crate::render;
+
+/// What checking one file found.
+struct FileReport {
+    path: String,
+    hooks: Option<HookSet>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl FileReport {
+    fn valid(&self) -> bool {
+        self.hooks.is_some()
+            && !self
+                .diagnostics
+                .iter()
+                .any(|d| d.severity == Severity::Error)
+    }
+}
+
+pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let reports: Vec<FileReport> = args
+        .paths
+        .iter()
+        .map(|path| {
+            let mut builder = HookSet::builder();
+            let loaded = builder
+                .load_file(path, args.dialect.map(Into::into))
+                .map(|_| ());
+            let path = path.display().to_string();
+            match loaded {
+                Ok(()) => {
+                    let hooks = builder.build();
+                    let diagnostics = hooks.diagnostics().to_vec();
+                    FileReport {
+                        path,
+                        hooks: Some(hooks),
+                        diagnostics,
+                    }
+                }
+                Err(LoadError::Invalid(diagnostic)) => FileReport {
+                    path,
+                    hooks: None,
+                    diagnostics: vec![*diagnostic],
+                },
+                Err(err @ LoadError::Read { .. }) => FileReport {
+                    diagnostics: vec![Diagnostic {
+                        severity: Severity::Error,
+                        source: path.clone(),
+                        json_path: "$".to_owned(),
+                        message: err.to_string(),
+                        hint: Some("check the path and its permissions".to_owned()),
+                    }],
+                    path,
+                    hooks: None,
+                },
+            }
+        })
+        .collect();
+    let valid = reports.iter().all(FileReport::valid);
+    if args.json {
+        let files: Vec<Value> = reports.iter().map(report_json).collect();
+        render::print_json(&json!({ "valid": valid, "files": files }))?;
+    } else {
+        render::print_text(&reports.iter().map(report_text).collect::<String>())?;
+    }
+    Ok(ExitCode::from(if valid { 0 } else { 1 }))
+}
+
+fn report_json(report: &FileReport) -> Value {
+    let (dialect, groups, bindings) = match &report.hooks {
+        Some(hooks) => {
+            let source = hooks.sources().first();
+            let groups: Vec<Value> = source
+                .map(|source| {
+                    source
+                        .groups
+                        .iter()
+                        .map(|group| json!({"name": group.name, "enabled": group.enabled}))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let bindings: Vec<Value> = hooks.bindings().map(render::binding_json).collect();
+            (source.map(|source| json!(source.dialect)), groups, bindings)
+        }
+        None => (None, Vec::new(), Vec::new()),
+    };
+    json!({
+        "path": report.path,
+        "valid": report.valid(),
+        "dialect": dialect,
+        "groups": groups,
+        "bindings": bindings,
+        "diagnostics": report.diagnostics,
+    })
+}
+
+fn report_text(report: &FileReport) -> String {
+    let mut text = String::new();
+    match &report.hooks {
+        Some(hooks) => {
+            if let Some(source) = hooks.sources().first() {
+                let dialect = match source.dialect {
+                    hookbox_hooks::Dialect::Sandbox => "sandbox",
+                    hookbox_hooks::Dialect::Sdk => "sdk",
+                };
+                text.push_str(&format!("{} ({dialect} dialect)\n", report.path));
+                for group in source.groups.iter().filter(|group| !group.enabled) {
+                    text.push_str(&format!("  group {} is disabled\n", group.name));
+                }
+            }
+            let mut any = false;
+            for binding in hooks.bindings() {
+                any = true;
+                text.push_str(&format!("  {}\n", render::binding_line(binding)));
+            }
+            if !any {
+                text.push_str("  (no active hooks)\n");
+            }
+        }
+        None => text.push_str(&format!("{} (not loaded)\n", report.path)),
+    }
+    for diagnostic in &report.diagnostics {
+        text.push_str(&format!("{diagnostic}\n"));
+    }
+    let errors = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let warnings = report.diagnostics.len() - errors;
+    let verdict = if report.valid() { "valid" } else { "INVALID" };
+    text.push_str(&format!(
+        "{}: {verdict} ({errors} errors, {warnings} warnings)\n\n",
+        report.path
+    ));
+    text
+}

@@ -1,0 +1,5 @@
+//! One module per command.
+
+pub(crate) mod check;
+pub(crate) mod demo;
+pub(crate) mod hooks_run;

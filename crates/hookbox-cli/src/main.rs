@@ -1,0 +1,40 @@
+//! The `hookbox` command-line program: argument parsing and exit codes only; the work is done
+//! by the library crates.
+
+mod cli;
+mod commands;
+mod render;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, HooksCommand};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // `--help` and `--version` are not errors; every real usage error exits 1.
+            let code = if err.use_stderr() { 1 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Check(args) => commands::check::run(&args),
+        Command::Demo => commands::demo::run(),
+        Command::Hooks {
+            command: HooksCommand::Run(args),
+        } => commands::hooks_run::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}

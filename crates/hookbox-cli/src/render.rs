@@ -1,0 +1,131 @@
+//! Printing results for people and for machines.
+
+use std::io::Write;
+
+use hookbox_hooks::{Binding, Handler, HandlerResult, HookOutcome, TraceEntry};
+use serde_json::{Value, json};
+
+/// Writes `text` to stdout as is.
+pub(crate) fn print_text(text: &str) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()
+}
+
+/// Writes `value` to stdout as pretty JSON and a newline.
+pub(crate) fn print_json(value: &Value) -> anyhow::Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    Ok(print_text(&text)?)
+}
+
+/// One line describing a binding: event, matcher, handler, timeout, origin.
+pub(crate) fn binding_line(binding: &Binding) -> String {
+    let matcher = match &binding.matcher {
+        Some(matcher) => format!("matcher {matcher:?}"),
+        None => "all".to_owned(),
+    };
+    let group = binding
+        .origin
+        .group
+        .as_deref()
+        .map(|group| format!(" [{group}]"))
+        .unwrap_or_default();
+    format!(
+        "{}{group} {matcher}: {} `{}` (timeout {}s{})",
+        binding.event,
+        binding.handler.kind(),
+        binding.handler.label(),
+        binding.handler.timeout().as_secs_f64(),
+        if fails_closed(&binding.handler) {
+            ", on_error deny"
+        } else {
+            ""
+        },
+    )
+}
+
+/// A binding as JSON for `check --json`.
+pub(crate) fn binding_json(binding: &Binding) -> Value {
+    json!({
+        "event": binding.event,
+        "matcher": binding.matcher,
+        "handler": binding.handler.kind(),
+        "label": binding.handler.label(),
+        "timeout_s": binding.handler.timeout().as_secs_f64(),
+        "on_error": if fails_closed(&binding.handler) { "deny" } else { "allow" },
+        "origin": binding.origin,
+    })
+}
+
+fn fails_closed(handler: &Handler) -> bool {
+    match handler {
+        Handler::Command(command) => command.on_error == hookbox_hooks::OnError::Deny,
+        Handler::Http(http) => http.on_error == hookbox_hooks::OnError::Deny,
+        Handler::Callback(_) => false,
+    }
+}
+
+/// A dispatch outcome for people: the decision, its reason, what changed, then the trace.
+pub(crate) fn outcome_text(outcome: &HookOutcome) -> String {
+    let mut text = format!(
+        "decision: {}\n",
+        json!(outcome.decision).as_str().unwrap_or_default()
+    );
+    if let Some(reason) = &outcome.reason {
+        text.push_str(&format!("reason: {reason}\n"));
+    }
+    if !outcome.continue_ {
+        text.push_str(&format!(
+            "continue: false ({})\n",
+            outcome.stop_reason.as_deref().unwrap_or("no reason given")
+        ));
+    }
+    if let Some(input) = &outcome.updated_input {
+        text.push_str(&format!("updated input: {input}\n"));
+    }
+    if let Some(context) = &outcome.additional_context {
+        text.push_str(&format!("additional context: {context}\n"));
+    }
+    if let Some(message) = &outcome.system_message {
+        text.push_str(&format!("system message: {message}\n"));
+    }
+    if outcome.trace.is_empty() {
+        text.push_str("no hook matched\n");
+    } else {
+        text.push_str("trace:\n");
+        for entry in &outcome.trace {
+            text.push_str(&format!("  {}\n", trace_line(entry)));
+        }
+    }
+    text
+}
+
+fn trace_line(entry: &TraceEntry) -> String {
+    let result = match entry.result {
+        HandlerResult::NoDecision => "no decision".to_owned(),
+        HandlerResult::Decided(decision) => json!(decision).as_str().unwrap_or_default().to_owned(),
+        HandlerResult::Skipped => "skipped (an earlier hook denied)".to_owned(),
+    };
+    let mut line = format!(
+        "{} `{}` → {result} in {:.1} ms",
+        entry.handler,
+        entry.label,
+        entry.duration.as_secs_f64() * 1000.0
+    );
+    if let Some(failure) = &entry.failure {
+        let policy = if entry.failed_closed {
+            "failed closed"
+        } else {
+            "failed open"
+        };
+        line.push_str(&format!(" ({policy}: {failure})"));
+    }
+    if let Some(reason) = &entry.reason {
+        line.push_str(&format!("; reason: {reason}"));
+    }
+    if !entry.ignored_fields.is_empty() {
+        line.push_str(&format!("; ignored: {}", entry.ignored_fields.join(", ")));
+    }
+    line
+}

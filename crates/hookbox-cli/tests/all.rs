@@ -1,0 +1,362 @@
+//! hookbox-cli integration tests: the real binary, real hook processes.
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    reason = "test helpers stop the test on setup failure"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+/// Runs the `hookbox` binary with `args`.
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn hookbox(args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(args)
+        .output()
+        .expect("run hookbox")
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().expect("exit code")
+}
+
+fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "stdout is not JSON ({err}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+fn seeds() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seeds")
+}
+
+/// A seed config with its sandbox script paths pointed at the fixtures, written to `dir`.
+fn seed_config(dir: &Path, name: &str) -> String {
+    let text = std::fs::read_to_string(seeds().join(name)).expect("seed");
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        text.replace(
+            "/.agents/hooks-scripts/",
+            &format!("{}/", seeds().display()),
+        ),
+    )
+    .expect("write");
+    path.display().to_string()
+}
+
+fn write(dir: &Path, name: &str, value: &Value) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, value.to_string()).expect("write");
+    path.display().to_string()
+}
+
+#[test]
+fn check_accepts_the_seed_configs() {
+    for name in [
+        "security-gate.hooks.json",
+        "privacy-gate.hooks.json",
+        "audit-logging.hooks.json",
+    ] {
+        let path = seeds().join(name);
+        let output = hookbox(&["check", path.to_str().expect("utf-8")]);
+        assert_eq!(
+            code(&output),
+            0,
+            "{name}: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert!(String::from_utf8_lossy(&output.stdout).contains("valid (0 errors, 0 warnings)"));
+    }
+}
+
+#[test]
+fn check_reports_problems_with_json_paths() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = write(
+        dir.path(),
+        "bad.json",
+        &json!({"g": {"pre_tool_execution": [{"matcher": "*_file", "hooks": [{"type": "command", "command": "true", "timeout": 0}]}]}}),
+    );
+    let output = hookbox(&["check", "--json", &bad]);
+    assert_eq!(code(&output), 1);
+    let report = stdout_json(&output);
+    assert_eq!(report["valid"], false);
+    let paths: Vec<&str> = report["files"][0]["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|d| d["json_path"].as_str().expect("path"))
+        .collect();
+    assert!(
+        paths.contains(&"$.g.pre_tool_execution[0].matcher"),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&"$.g.pre_tool_execution[0].hooks[0].timeout"),
+        "{paths:?}"
+    );
+
+    let text = hookbox(&["check", &bad]);
+    assert_eq!(code(&text), 1);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("hint:"));
+}
+
+#[test]
+fn check_reports_unreadable_and_non_json_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "{not json").expect("write");
+    let output = hookbox(&[
+        "check",
+        "--json",
+        garbage.to_str().expect("utf-8"),
+        "/nonexistent/hooks.json",
+    ]);
+    assert_eq!(code(&output), 1);
+    let report = stdout_json(&output);
+    assert_eq!(report["files"].as_array().expect("files").len(), 2);
+    assert!(
+        report["files"][1]["diagnostics"][0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("cannot read")
+    );
+}
+
+#[test]
+fn hooks_run_denies_with_exit_2_and_reports_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = seed_config(dir.path(), "security-gate.hooks.json");
+    let output = hookbox(&[
+        "hooks",
+        "run",
+        "--config",
+        &config,
+        "--event",
+        "pre_tool_execution",
+        "--tool",
+        "code_execution",
+        "--args",
+        r#"{"code":"rm -rf /tmp/forbidden","language":"bash"}"#,
+        "--json",
+    ]);
+    assert_eq!(
+        code(&output),
+        2,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let outcome = stdout_json(&output);
+    assert_eq!(outcome["decision"], "deny");
+    assert_eq!(
+        outcome["reason"],
+        "Destructive command blocked by security gate."
+    );
+    assert_eq!(outcome["continue"], true);
+    for field in ["updated_input", "additional_context", "trace"] {
+        assert!(outcome.get(field).is_some(), "missing {field}");
+    }
+    assert_eq!(outcome["trace"][0]["result"], json!({"decided": "deny"}));
+}
+
+#[test]
+fn hooks_run_allows_with_exit_0() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = seed_config(dir.path(), "privacy-gate.hooks.json");
+    let output = hookbox(&[
+        "hooks",
+        "run",
+        "--config",
+        &config,
+        "--event",
+        "pre_tool_execution",
+        "--tool",
+        "read_file",
+        "--args",
+        r#"{"path":"/workspace/public/summary.json"}"#,
+    ]);
+    assert_eq!(code(&output), 0);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.starts_with("decision: allow"), "{text}");
+    assert!(text.contains("check_privacy.py"), "{text}");
+}
+
+#[test]
+fn hooks_run_sdk_event_rewrites_input_and_adds_context() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write(
+        dir.path(),
+        "settings.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"updatedInput\":{\"command\":\"timeout 30 ls\"},\"additionalContext\":\"wrapped\"}}'"}
+        ]}]}}),
+    );
+    let output = hookbox(&[
+        "hooks",
+        "run",
+        "--config",
+        &config,
+        "--event",
+        "PreToolUse",
+        "--tool",
+        "Bash",
+        "--args",
+        r#"{"command":"ls"}"#,
+        "--json",
+    ]);
+    assert_eq!(
+        code(&output),
+        0,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let outcome = stdout_json(&output);
+    assert_eq!(outcome["decision"], "allow");
+    assert_eq!(
+        outcome["updated_input"],
+        json!({"command": "timeout 30 ls"})
+    );
+    assert_eq!(outcome["additional_context"], "wrapped");
+}
+
+#[test]
+fn hooks_run_passes_input_fields_and_blocks_prompts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write(
+        dir.path(),
+        "settings.json",
+        &json!({"hooks": {"UserPromptSubmit": [{"hooks": [
+            {"type": "command", "command": "grep -q secret && { echo 'no secrets' >&2; exit 2; } || true"}
+        ]}]}}),
+    );
+    let run = |prompt: &str| {
+        hookbox(&[
+            "hooks",
+            "run",
+            "--config",
+            &config,
+            "--event",
+            "UserPromptSubmit",
+            "--input",
+            &json!({"prompt": prompt}).to_string(),
+            "--json",
+        ])
+    };
+    let blocked = run("my secret is 42");
+    assert_eq!(code(&blocked), 2);
+    assert_eq!(stdout_json(&blocked)["decision"], "block");
+    assert_eq!(stdout_json(&blocked)["reason"], "no secrets");
+    assert_eq!(code(&run("hello")), 0);
+}
+
+#[test]
+fn usage_and_config_errors_exit_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = seed_config(dir.path(), "security-gate.hooks.json");
+    let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "hooks",
+            "run",
+            "--config",
+            &config,
+            "--event",
+            "pre_tool_use",
+            "--tool",
+            "x",
+        ],
+        vec![
+            "hooks",
+            "run",
+            "--config",
+            &config,
+            "--event",
+            "pre_tool_execution",
+        ],
+        vec![
+            "hooks",
+            "run",
+            "--config",
+            &config,
+            "--event",
+            "pre_tool_execution",
+            "--tool",
+            "x",
+            "--args",
+            "[1]",
+        ],
+        vec![
+            "hooks",
+            "run",
+            "--config",
+            &config,
+            "--event",
+            "pre_tool_execution",
+            "--tool",
+            "x",
+            "--args",
+            "{",
+        ],
+        vec![
+            "hooks",
+            "run",
+            "--config",
+            "/nonexistent.json",
+            "--event",
+            "pre_tool_execution",
+            "--tool",
+            "x",
+        ],
+        vec!["hooks", "run", "--event", "pre_tool_execution"],
+        vec!["frobnicate"],
+    ];
+    for args in cases {
+        let output = hookbox(&args);
+        assert_eq!(code(&output), 1, "{args:?}");
+        assert!(!output.stderr.is_empty(), "{args:?}: no message");
+    }
+}
+
+#[test]
+fn help_is_available_for_every_command() {
+    for args in [
+        vec!["--help"],
+        vec!["check", "--help"],
+        vec!["hooks", "--help"],
+        vec!["hooks", "run", "--help"],
+        vec!["demo", "--help"],
+        vec!["--version"],
+    ] {
+        let output = hookbox(&args);
+        assert_eq!(code(&output), 0, "{args:?}");
+        assert!(!output.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn demo_runs_the_seed_gates() {
+    let output = hookbox(&["demo"]);
+    assert_eq!(
+        code(&output),
+        0,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("DENY: Destructive command blocked by security gate."),
+        "{text}"
+    );
+    assert!(
+        text.contains("DENY: Access to confidential `/private/` records"),
+        "{text}"
+    );
+    assert_eq!(text.matches("ALLOW").count(), 2, "{text}");
+}

@@ -1,0 +1,70 @@
+//! Cost of `hookbox_exec::run` against a bare `std::process::Command` in the same run.
+//!
+//! `run` adds a process group, a parent-death signal (which makes std fork instead of using
+//! `posix_spawn`), three pipes read through tokio, a pidfd and the group kill.
+
+#![expect(clippy::unwrap_used, reason = "a failing benchmark should stop")]
+
+use std::hint::black_box;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use hookbox_exec::{ExitKind, ProcessSpec, run};
+
+/// The baseline: spawn and wait with the standard library, stdio inherited.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the baseline hookbox-exec is measured against"
+)]
+fn bare(program: &str, args: &[&str]) -> ExitStatus {
+    std::process::Command::new(program)
+        .args(args)
+        .status()
+        .unwrap()
+}
+
+fn spawn(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let timeout = Duration::from_secs(10);
+    let direct = ProcessSpec {
+        program: "/bin/true".into(),
+        args: Vec::new(),
+        ..ProcessSpec::shell("", timeout)
+    };
+    let shell = ProcessSpec::shell("true", timeout);
+
+    let mut group = c.benchmark_group("/bin/true");
+    group.bench_function("std Command::status", |b| {
+        b.iter(|| assert!(bare("/bin/true", &[]).success()))
+    });
+    group.bench_function("hookbox_exec::run", |b| {
+        b.iter(|| {
+            assert_eq!(
+                runtime.block_on(run(black_box(&direct))).unwrap().exit,
+                ExitKind::Exited(0)
+            )
+        });
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("sh -c true");
+    group.bench_function("std Command::status", |b| {
+        b.iter(|| assert!(bare("/bin/sh", &["-c", "true"]).success()));
+    });
+    group.bench_function("hookbox_exec::run", |b| {
+        b.iter(|| {
+            assert_eq!(
+                runtime.block_on(run(black_box(&shell))).unwrap().exit,
+                ExitKind::Exited(0)
+            )
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, spawn);
+criterion_main!(benches);

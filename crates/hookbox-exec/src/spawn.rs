@@ -1,0 +1,259 @@
+//! Spawning one child in its own process group and collecting what it did.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::pin::pin;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rustix::io::Errno;
+use rustix::process::{Signal, getpid, getppid, set_parent_process_death_signal};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+use tokio::time::{Instant, timeout_at};
+
+use crate::capture::{self, CapturedOutput};
+use crate::group::ProcessGroup;
+
+/// Longest wait honoured; longer timeouts are clamped to it.
+const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// After the group is killed, how long hookbox still waits, at least, for the child to be reaped
+/// and for the pipes to reach end-of-file (a process that escaped the group may hold them open).
+const KILL_GRACE: Duration = Duration::from_millis(250);
+
+/// What to run: program, arguments, working directory, environment, stdin and limits.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// Program to execute (looked up on `PATH` when it has no slash).
+    pub program: OsString,
+    /// Arguments after the program name.
+    pub args: Vec<OsString>,
+    /// Working directory; the caller's when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Start from an empty environment instead of inheriting the caller's.
+    pub env_clear: bool,
+    /// Variables set on top of the (inherited or empty) environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Bytes written to the child's stdin, which is then closed.
+    pub stdin: Vec<u8>,
+    /// Wall-clock limit; when it passes the whole process group is killed (clamped to a year).
+    pub timeout: Duration,
+    /// Bytes kept from each of stdout and stderr; the rest is read and dropped.
+    pub output_limit: usize,
+}
+
+impl ProcessSpec {
+    /// Default cap on each of stdout and stderr: 1 MiB.
+    pub const DEFAULT_OUTPUT_LIMIT: usize = 1024 * 1024;
+
+    /// `/bin/sh -c COMMAND`, inheriting the environment, with the default output cap.
+    pub fn shell(command: &str, timeout: Duration) -> Self {
+        Self {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), command.into()],
+            cwd: None,
+            env_clear: false,
+            env: Vec::new(),
+            stdin: Vec::new(),
+            timeout,
+            output_limit: Self::DEFAULT_OUTPUT_LIMIT,
+        }
+    }
+}
+
+/// How the child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitKind {
+    /// It exited by itself with this status code.
+    Exited(i32),
+    /// It was ended by this signal (not by hookbox's timeout).
+    Signaled(i32),
+    /// The timeout passed and hookbox killed its process group.
+    TimedOut,
+}
+
+/// Everything observed about one finished child.
+#[derive(Debug, Clone)]
+pub struct ProcessOutput {
+    /// How it ended.
+    pub exit: ExitKind,
+    /// What it wrote to stdout (capped).
+    pub stdout: CapturedOutput,
+    /// What it wrote to stderr (capped).
+    pub stderr: CapturedOutput,
+    /// From spawn to reaping.
+    pub duration: Duration,
+}
+
+/// Why a child could not be run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The program could not be started (not found, not executable, bad cwd, …).
+    #[error("could not start `{program}`: {source}")]
+    Spawn {
+        /// The program that failed to start.
+        program: String,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for the child failed.
+    #[error("could not wait for `{program}`: {source}")]
+    Wait {
+        /// The program being waited for.
+        program: String,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Runs `spec` to completion (or to its timeout) and reports what happened.
+///
+/// The child runs in its own process group, with stdin fed from `spec.stdin` while stdout and
+/// stderr are read, each capped at `spec.output_limit`. When the child exits by itself its
+/// whole group is killed (a background grandchild cannot keep the pipes open), the pipes are
+/// drained until end-of-file or the deadline, and the child's own status is reported. When the
+/// deadline passes first the group is killed and the result is [`ExitKind::TimedOut`], returned
+/// within a fraction of a second. Dropping the returned future kills the group too; tokio reaps
+/// the child.
+pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
+    let program = || spec.program.to_string_lossy().into_owned();
+    let started = Instant::now();
+    let deadline = started + spec.timeout.min(MAX_TIMEOUT);
+
+    let mut child = command(spec).spawn().map_err(|source| ExecError::Spawn {
+        program: program(),
+        source,
+    })?;
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let mut group = ProcessGroup::new(child).map_err(|source| ExecError::Wait {
+        program: program(),
+        source,
+    })?;
+
+    let mut out = CapturedOutput::default();
+    let mut err = CapturedOutput::default();
+    let (exit, duration) = {
+        let mut io = pin!(async {
+            tokio::join!(
+                async {
+                    if let Some(mut stdin) = stdin {
+                        // A child may exit or close its stdin without reading it all (EPIPE):
+                        // that is its business, not an error. Dropping `stdin` closes the pipe.
+                        let _ignored = stdin.write_all(&spec.stdin).await;
+                    }
+                },
+                async {
+                    if let Some(stdout) = stdout {
+                        capture::drain(stdout, &mut out, spec.output_limit).await;
+                    }
+                },
+                async {
+                    if let Some(stderr) = stderr {
+                        capture::drain(stderr, &mut err, spec.output_limit).await;
+                    }
+                },
+            )
+        });
+        let mut io_done = false;
+
+        // Run until the child exits or the deadline passes, feeding and draining meanwhile.
+        let exited = tokio::select! {
+            exited = timeout_at(deadline, group.exited()) => exited,
+            _ = &mut io => {
+                io_done = true;
+                timeout_at(deadline, group.exited()).await
+            }
+        };
+        let timed_out = match exited {
+            Ok(Ok(())) => false,
+            Err(_elapsed) => true,
+            Ok(Err(source)) => {
+                return Err(ExecError::Wait {
+                    program: program(),
+                    source,
+                });
+            }
+        };
+
+        // Either way nothing in the group may outlive the child.
+        group.kill();
+        let drain_until = deadline.max(Instant::now() + KILL_GRACE);
+        let exit = if timed_out {
+            // Normally immediate; a child stuck in the kernel is left to tokio's reaping.
+            let _reaped = timeout_at(drain_until, group.reap()).await;
+            ExitKind::TimedOut
+        } else {
+            // Already a zombie: reaping does not block.
+            let status = group.reap().await.map_err(|source| ExecError::Wait {
+                program: program(),
+                source,
+            })?;
+            // wait(2) without WUNTRACED reports only exits and deaths by signal.
+            match status.code() {
+                Some(code) => ExitKind::Exited(code),
+                None => ExitKind::Signaled(status.signal().unwrap_or_default()),
+            }
+        };
+        if !io_done {
+            let _partial = timeout_at(drain_until, io).await;
+        }
+        (exit, started.elapsed())
+    };
+    Ok(ProcessOutput {
+        exit,
+        stdout: out,
+        stderr: err,
+        duration,
+    })
+}
+
+/// The command for `spec`: its own process group, piped stdio, killed with the caller.
+///
+/// The child gets `PR_SET_PDEATHSIG(SIGKILL)`, so it dies with the thread that spawned it if
+/// hookbox dies first (its grandchildren are only reached by the group kill). That thread is a
+/// tokio worker (or the thread blocking on the runtime), which lives as long as the runtime.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "hookbox-exec is the one place that builds commands"
+)]
+#[expect(
+    unsafe_code,
+    reason = "pre_exec sets the parent-death signal in the child"
+)]
+fn command(spec: &ProcessSpec) -> Command {
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    if spec.env_clear {
+        command.env_clear();
+    }
+    command.envs(spec.env.iter().map(|(key, value)| (key, value)));
+    let parent = getpid();
+    // SAFETY: the closure runs in the forked child between fork and exec, where only
+    // async-signal-safe operations are allowed. It makes two raw system calls through rustix
+    // (prctl and getppid), which neither allocate nor take locks, and builds an io::Error from a
+    // raw errno, which does not allocate either.
+    unsafe {
+        command.pre_exec(move || {
+            set_parent_process_death_signal(Some(Signal::KILL))?;
+            // If hookbox died before prctl, the signal will never come: give up on the exec.
+            if getppid() != Some(parent) {
+                return Err(Errno::SRCH.into());
+            }
+            Ok(())
+        });
+    }
+    command
+}

@@ -1,0 +1,10 @@
+//! The test modules, one per concern.
+
+mod basics;
+mod cancel;
+mod groups;
+mod leaks;
+mod output;
+mod parent_death;
+mod support;
+mod timeout;

@@ -1,0 +1,80 @@
+//! Merging handler verdicts into one outcome, deterministically in registration order.
+
+use std::time::Duration;
+
+use crate::binding::Binding;
+use crate::decode::Verdict;
+use crate::outcome::HookOutcome;
+use crate::trace::{HandlerResult, TraceEntry};
+
+/// Folds one handler's verdict into `outcome` and records its trace entry.
+///
+/// Rules (DESIGN §2.2, which the sandbox dialect satisfies trivially): `continue: false` wins
+/// over everything and keeps the first stop reason; deny/block > ask > allow, the first handler
+/// with the winning rank gives the reason; `additionalContext` and `systemMessage` concatenate;
+/// `updatedInput` replaces the whole input, the last one wins.
+pub(crate) fn absorb(
+    outcome: &mut HookOutcome,
+    binding: &Binding,
+    verdict: Verdict,
+    duration: Duration,
+) {
+    let mut entry = TraceEntry::new(binding);
+    entry.duration = duration;
+    entry.failure = verdict.failure;
+    entry.failed_closed = verdict.failed_closed;
+    entry.ignored_fields = verdict.ignored_fields;
+    entry.exit_code = verdict.exit_code;
+    entry.reason.clone_from(&verdict.reason);
+
+    if let Some(decision) = verdict.decision {
+        entry.result = HandlerResult::Decided(decision);
+        let reason = verdict.reason.or_else(|| {
+            decision.is_blocking().then(|| {
+                format!(
+                    "blocked by {} hook `{}`",
+                    binding.event,
+                    binding.handler.label()
+                )
+            })
+        });
+        let stronger = decision.rank() > outcome.decision.rank();
+        let first_of_rank = decision.rank() == outcome.decision.rank() && outcome.reason.is_none();
+        if stronger || first_of_rank {
+            outcome.decision = decision;
+            outcome.reason = reason;
+        }
+        outcome.explicit = true;
+    }
+    if let Some(input) = verdict.updated_input {
+        outcome.updated_input = Some(input);
+    }
+    append(&mut outcome.additional_context, verdict.additional_context);
+    append(&mut outcome.system_message, verdict.system_message);
+    if let Some(stop_reason) = verdict.stop
+        && outcome.continue_
+    {
+        outcome.continue_ = false;
+        outcome.stop_reason = stop_reason;
+    }
+    outcome.trace.push(entry);
+}
+
+/// Records that `binding` did not run because an earlier handler already denied.
+pub(crate) fn skipped(outcome: &mut HookOutcome, binding: &Binding) {
+    let mut entry = TraceEntry::new(binding);
+    entry.result = HandlerResult::Skipped;
+    outcome.trace.push(entry);
+}
+
+/// Appends `more` to `text` on a new line.
+fn append(text: &mut Option<String>, more: Option<String>) {
+    match (text.as_mut(), more) {
+        (Some(text), Some(more)) => {
+            text.push('\n');
+            text.push_str(&more);
+        }
+        (None, more) => *text = more,
+        (Some(_), None) => {}
+    }
+}

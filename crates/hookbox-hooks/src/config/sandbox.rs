@@ -1,0 +1,152 @@
+//! The sandbox dialect, `.agents/hooks.json`: named groups in file order, each with `enabled`
+//! and the `pre_tool_execution` / `post_tool_execution` rule lists.
+//!
+//! Every group is listed, enabled or not, and every group is checked; only enabled groups
+//! produce bindings.
+
+use serde_json::{Map, Value};
+
+use super::GroupInfo;
+use super::path::JsonPath;
+use super::report::Report;
+use super::rule::{self, Scope};
+use super::sdk;
+use super::suggest::did_you_mean;
+use crate::binding::Binding;
+use crate::event::{Dialect, HookEvent};
+
+/// The keys of a group.
+pub(super) const GROUP_KEYS: [&str; 3] = ["enabled", "pre_tool_execution", "post_tool_execution"];
+
+/// The groups and the enabled groups' bindings of a sandbox-dialect document.
+pub(super) fn read(
+    document: &Map<String, Value>,
+    report: &mut Report,
+) -> (Vec<GroupInfo>, Vec<Binding>) {
+    let mut groups = Vec::new();
+    let mut bindings = Vec::new();
+    for (name, value) in document {
+        let path = JsonPath::root().key(name);
+        let Some(group) = report.object(value, &path) else {
+            continue;
+        };
+        let (enabled, group_bindings) = read_group(report, name, group, &path);
+        groups.push(GroupInfo {
+            name: name.clone(),
+            enabled,
+        });
+        if enabled {
+            bindings.extend(group_bindings);
+        }
+    }
+    (groups, bindings)
+}
+
+/// Whether the group `name` at `path` is enabled, and its bindings in file order.
+fn read_group(
+    report: &mut Report,
+    name: &str,
+    group: &Map<String, Value>,
+    path: &JsonPath,
+) -> (bool, Vec<Binding>) {
+    let mut enabled = true;
+    let mut bindings = Vec::new();
+    for (key, value) in group {
+        let at = path.key(key);
+        let event = match key.as_str() {
+            "enabled" => {
+                enabled = report.boolean(value, &at).unwrap_or(enabled);
+                continue;
+            }
+            "pre_tool_execution" => HookEvent::PreToolExecution,
+            "post_tool_execution" => HookEvent::PostToolExecution,
+            other if sdk::is_event_name(other) => {
+                report_sdk_event(report, &at, other);
+                continue;
+            }
+            other => {
+                report.unknown_key(&at, other, &GROUP_KEYS);
+                continue;
+            }
+        };
+        let scope = Scope {
+            dialect: Dialect::Sandbox,
+            event,
+            group: Some(name),
+        };
+        bindings.extend(rule::read_list(report, value, &at, scope));
+    }
+    (enabled, bindings)
+}
+
+/// Reports a Claude-style event name used as a group key.
+fn report_sdk_event(report: &mut Report, path: &JsonPath, name: &str) {
+    let mut hint = format!(
+        "`{name}` is an event of Claude-style settings; this file is in the sandbox dialect \
+         (.agents/hooks.json), whose events are `pre_tool_execution` and `post_tool_execution`"
+    );
+    if let Some(event) = did_you_mean(name, GROUP_KEYS[1..].iter().copied()) {
+        hint.push_str(&format!(": did you mean `{event}`?"));
+    }
+    report.error(
+        path,
+        format!("unknown key `{name}`; it is ignored"),
+        Some(hint),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::diagnostic::Severity;
+
+    #[test]
+    fn disabled_groups_are_listed_and_checked_but_not_bound() {
+        let document = json!({
+            "off": {"enabled": false, "pre_tool_execution": [{"hooks": [{"type": "command"}]}]},
+            "on": {"post_tool_execution": [{"hooks": [{"type": "command", "command": "x"}]}]},
+        });
+        let mut report = Report::new("hooks.json");
+        let (groups, bindings) = read(document.as_object().unwrap(), &mut report);
+        assert_eq!(
+            groups,
+            [
+                GroupInfo {
+                    name: "off".into(),
+                    enabled: false
+                },
+                GroupInfo {
+                    name: "on".into(),
+                    enabled: true
+                },
+            ]
+        );
+        assert_eq!(bindings.len(), 1);
+        assert_eq!(bindings[0].origin.group.as_deref(), Some("on"));
+        let diagnostics = report.into_diagnostics();
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(
+            diagnostics[0].json_path,
+            "$.off.pre_tool_execution[0].hooks[0]"
+        );
+    }
+
+    #[test]
+    fn claude_event_in_a_group_points_at_the_sandbox_names() {
+        let document = json!({"gate": {"PreToolUse": []}});
+        let mut report = Report::new("hooks.json");
+        read(document.as_object().unwrap(), &mut report);
+        let diagnostics = report.into_diagnostics();
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(diagnostics[0].severity, Severity::Error);
+        assert_eq!(diagnostics[0].json_path, "$.gate.PreToolUse");
+        let hint = diagnostics[0].hint.as_deref().unwrap();
+        assert!(hint.contains("sandbox dialect"), "{hint}");
+        assert!(
+            hint.contains("did you mean `pre_tool_execution`?"),
+            "{hint}"
+        );
+    }
+}

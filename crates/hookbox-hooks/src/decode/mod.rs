@@ -1,0 +1,193 @@
+//! Turning a handler's raw reply into a verdict, by the rules of its event's dialect.
+
+mod sandbox;
+mod sdk;
+
+use hookbox_exec::{ExitKind, ProcessOutput};
+use hookbox_net::HttpReply;
+use serde_json::Value;
+
+use crate::binding::Binding;
+use crate::event::{Dialect, HookEvent};
+use crate::handler::{Handler, OnError};
+use crate::outcome::Decision;
+use crate::trace::Failure;
+
+/// What a handler run produced before any interpretation.
+#[derive(Debug)]
+pub(crate) enum RawReply {
+    /// A command handler's finished process.
+    Process(ProcessOutput),
+    /// An HTTP handler's response.
+    Http(HttpReply),
+    /// A callback's returned object.
+    Callback(Value),
+    /// The handler could not produce a reply at all.
+    Failed(Failure),
+}
+
+/// One handler's interpreted reply.
+#[derive(Debug, Default)]
+pub(crate) struct Verdict {
+    pub(crate) decision: Option<Decision>,
+    pub(crate) reason: Option<String>,
+    pub(crate) failure: Option<Failure>,
+    pub(crate) failed_closed: bool,
+    pub(crate) updated_input: Option<Value>,
+    pub(crate) additional_context: Option<String>,
+    pub(crate) system_message: Option<String>,
+    /// `Some(reason)` when the handler asked to stop the session (`continue: false`).
+    pub(crate) stop: Option<Option<String>>,
+    pub(crate) ignored_fields: Vec<String>,
+    pub(crate) exit_code: Option<i32>,
+}
+
+impl Verdict {
+    fn failed(failure: Failure) -> Self {
+        Self {
+            failure: Some(failure),
+            ..Self::default()
+        }
+    }
+}
+
+/// Interprets `raw` from `binding`'s handler for `event`, applying its failure policy.
+pub(crate) fn decode(event: HookEvent, binding: &Binding, raw: RawReply) -> Verdict {
+    let mut verdict = match event.dialect() {
+        Dialect::Sandbox => sandbox::decode(event, binding, raw),
+        Dialect::Sdk => sdk::decode(event, binding, raw),
+    };
+    if verdict.failure.is_some() && verdict.decision.is_none() && fails_closed(event, binding) {
+        let failure = verdict
+            .failure
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        verdict.decision = Some(blocking_decision(event));
+        verdict.failed_closed = true;
+        verdict.reason = Some(format!(
+            "hook `{}` failed ({failure}) and is set to fail closed",
+            binding.handler.label()
+        ));
+    }
+    verdict
+}
+
+/// Whether a failure of this handler on this event blocks: `on_error: "deny"`, or any SDK
+/// callback (callbacks are gates).
+fn fails_closed(event: HookEvent, binding: &Binding) -> bool {
+    if !event.can_block() {
+        return false;
+    }
+    match &binding.handler {
+        Handler::Command(command) => command.on_error == OnError::Deny,
+        Handler::Http(http) => http.on_error == OnError::Deny,
+        Handler::Callback(_) => event.dialect() == Dialect::Sdk,
+    }
+}
+
+/// The decision that stops `event`: deny for tool gates, block for everything else.
+pub(crate) fn blocking_decision(event: HookEvent) -> Decision {
+    match event {
+        HookEvent::PreToolExecution | HookEvent::PreToolUse | HookEvent::PermissionRequest => {
+            Decision::Deny
+        }
+        _ => Decision::Block,
+    }
+}
+
+/// The body to interpret from a reply, or the failure that prevents it.
+///
+/// Exit statuses in `meaningful_exits` are left for the dialect to interpret (their stdout is
+/// returned as the body); any other non-zero status is a failure.
+fn reply_body(
+    binding: &Binding,
+    raw: RawReply,
+    meaningful_exits: &[i32],
+) -> (Result<Body, Failure>, Option<i32>) {
+    match raw {
+        RawReply::Process(output) => {
+            let code = match output.exit {
+                ExitKind::TimedOut => return (Err(timeout(binding)), None),
+                ExitKind::Signaled(signal) => return (Err(Failure::Signaled { signal }), None),
+                ExitKind::Exited(code) => code,
+            };
+            if code != 0 && !meaningful_exits.contains(&code) {
+                let failure = Failure::NonZeroExit {
+                    code,
+                    stderr: first_line(&output.stderr.bytes),
+                };
+                return (Err(failure), Some(code));
+            }
+            if output.stdout.truncated() {
+                return (Err(Failure::OutputTruncated), Some(code));
+            }
+            let body = Body::Text {
+                bytes: output.stdout.bytes,
+                stderr: output.stderr.bytes,
+                exit_code: code,
+            };
+            (Ok(body), Some(code))
+        }
+        RawReply::Http(reply) => {
+            if !(200..300).contains(&reply.status) {
+                return (
+                    Err(Failure::HttpStatus {
+                        status: reply.status,
+                    }),
+                    None,
+                );
+            }
+            if reply.body_dropped > 0 {
+                return (Err(Failure::OutputTruncated), None);
+            }
+            let body = Body::Text {
+                bytes: reply.body,
+                stderr: Vec::new(),
+                exit_code: 0,
+            };
+            (Ok(body), None)
+        }
+        RawReply::Callback(value) => (Ok(Body::Json(value)), None),
+        RawReply::Failed(failure) => (Err(failure), None),
+    }
+}
+
+/// A reply ready for interpretation.
+enum Body {
+    /// Bytes printed or returned over HTTP, with the command's stderr and exit status.
+    Text {
+        bytes: Vec<u8>,
+        stderr: Vec<u8>,
+        exit_code: i32,
+    },
+    /// An object a callback returned.
+    Json(Value),
+}
+
+/// The timeout failure for `binding`.
+pub(crate) fn timeout(binding: &Binding) -> Failure {
+    Failure::Timeout {
+        after_ms: u64::try_from(binding.handler.timeout().as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// The first non-empty line of some output, trimmed and capped, for messages.
+fn first_line(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or_default();
+    excerpt(line)
+}
+
+/// At most 200 characters of `text`, marked when cut.
+fn excerpt(text: &str) -> String {
+    const MAX: usize = 200;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,110 @@
+//! The runner traits dispatch calls to execute handlers, and their host implementations.
+//!
+//! The engine never spawns a process or opens a socket itself: command handlers go through a
+//! [`CommandRunner`] (on the host via `hookbox-exec`, or inside a sandbox), HTTP handlers through
+//! an [`HttpRunner`] (the guarded client of `hookbox-net`).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
+use hookbox_net::{GuardedClient, HttpReply, NetError, PostRequest};
+
+/// Bytes kept from a handler's stdout, stderr or HTTP reply body.
+pub const HANDLER_OUTPUT_LIMIT: usize = 1024 * 1024;
+
+/// One command-hook execution: a shell command line, its stdin and its time limit.
+#[derive(Debug, Clone)]
+pub struct CommandRequest {
+    /// The command line, run with `/bin/sh -c`.
+    pub command: String,
+    /// The event JSON.
+    pub stdin: Vec<u8>,
+    /// Limit for the whole process group.
+    pub timeout: Duration,
+}
+
+/// Runs command hooks somewhere (on the host, in a sandbox).
+pub trait CommandRunner: Send + Sync {
+    /// Runs one command to completion or timeout.
+    fn run(&self, request: CommandRequest) -> BoxFuture<'_, Result<ProcessOutput, ExecError>>;
+}
+
+/// One HTTP-hook delivery.
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    /// Where to POST.
+    pub url: String,
+    /// Extra request headers.
+    pub headers: Vec<(String, String)>,
+    /// The event JSON.
+    pub body: Vec<u8>,
+    /// Limit for the whole exchange.
+    pub timeout: Duration,
+}
+
+/// Delivers HTTP hooks.
+pub trait HttpRunner: Send + Sync {
+    /// POSTs one event and returns the reply (status and capped body).
+    fn post(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpReply, NetError>>;
+}
+
+/// Runs command hooks directly on the host, through `hookbox-exec`.
+#[derive(Debug, Clone, Default)]
+pub struct HostCommandRunner {
+    /// Working directory of the hooks; the caller's when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Variables added to the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl CommandRunner for HostCommandRunner {
+    fn run(&self, request: CommandRequest) -> BoxFuture<'_, Result<ProcessOutput, ExecError>> {
+        let mut spec = ProcessSpec::shell(&request.command, request.timeout);
+        spec.cwd.clone_from(&self.cwd);
+        spec.env.clone_from(&self.env);
+        spec.stdin = request.stdin;
+        spec.output_limit = HANDLER_OUTPUT_LIMIT;
+        Box::pin(async move { hookbox_exec::run(&spec).await })
+    }
+}
+
+impl HttpRunner for GuardedClient {
+    fn post(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpReply, NetError>> {
+        Box::pin(async move {
+            self.post_json(PostRequest {
+                url: &request.url,
+                headers: &request.headers,
+                body: request.body,
+                timeout: request.timeout,
+                body_limit: HANDLER_OUTPUT_LIMIT,
+            })
+            .await
+        })
+    }
+}
+
+/// The runners a dispatcher uses.
+#[derive(Clone)]
+pub struct Runners {
+    /// For command handlers.
+    pub command: Arc<dyn CommandRunner>,
+    /// For HTTP handlers.
+    pub http: Arc<dyn HttpRunner>,
+}
+
+impl Runners {
+    /// Host command runner in `cwd` plus a guarded HTTP client with default options.
+    pub fn host(cwd: Option<PathBuf>) -> Result<Self, NetError> {
+        Ok(Self {
+            command: Arc::new(HostCommandRunner {
+                cwd,
+                env: Vec::new(),
+            }),
+            http: Arc::new(GuardedClient::new(&hookbox_net::ClientOptions::default())?),
+        })
+    }
+}

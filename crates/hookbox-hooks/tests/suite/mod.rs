@@ -1,0 +1,21 @@
+//! One module per concern.
+
+/// Dispatch helpers shared by the modules below.
+mod support;
+
+/// SDK-dialect merging: deny/ask/allow mixes, continue:false, updatedInput, context, callbacks.
+mod aggregation;
+/// Configuration loading diagnostics for both dialects.
+mod config;
+/// Property tests: the parser never panics.
+mod config_props;
+/// Every fail-open cause of the sandbox dialect, and the on_error:"deny" extension.
+mod fail_open;
+/// HTTP handlers against a real local server.
+mod http;
+/// The matcher table of DESIGN §2.1 and the seeds.
+mod matchers;
+/// Floods, hangs, grandchildren, and 1,000 misbehaving dispatches without leaks.
+mod robustness;
+/// The seeds' own scripts and hooks.json files.
+mod seeds;

@@ -1,0 +1,43 @@
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hookbox_hooks::{Dispatcher, EventInput, HookOutcome, HookSet, Runners};
+use serde_json::{Value, json};
+
+/// The repository's `fixtures/seeds` folder (the seeds' scripts and hooks.json, verbatim).
+pub(super) fn seeds_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seeds")
+}
+
+/// A dispatcher over config documents given as JSON values, with host runners in `cwd`.
+pub(super) fn dispatcher(configs: &[Value], cwd: Option<&Path>) -> Dispatcher {
+    let mut builder = HookSet::builder();
+    for (index, config) in configs.iter().enumerate() {
+        builder
+            .load_str(&format!("config{index}.json"), &config.to_string(), None)
+            .expect("config loads");
+    }
+    Dispatcher::new(
+        Arc::new(builder.build()),
+        Runners::host(cwd.map(Path::to_path_buf)).expect("runners"),
+    )
+}
+
+/// A sandbox config with one `pre_tool_execution` rule holding the given handlers.
+pub(super) fn pre_rule(matcher: &str, handlers: Value) -> Value {
+    json!({"gate": {"pre_tool_execution": [{"matcher": matcher, "hooks": handlers}]}})
+}
+
+/// A command handler with a timeout in seconds.
+pub(super) fn command(command: &str, timeout: u64) -> Value {
+    json!({"type": "command", "command": command, "timeout": timeout})
+}
+
+/// Dispatches a `pre_tool_execution` of `tool` with `args`.
+pub(super) async fn pre(dispatcher: &Dispatcher, tool: &str, args: Value) -> HookOutcome {
+    dispatcher
+        .dispatch(&EventInput::pre_tool_execution(
+            tool, args, "env_test", None,
+        ))
+        .await
+}

@@ -1,0 +1,135 @@
+//! The guarded client: one keep-alive connection pool and one request entry point.
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::redirect;
+
+use crate::{ClientOptions, NetError, body, headers, target, tls};
+
+/// hookbox's HTTP client. Cloning is cheap and clones share one keep-alive connection pool.
+#[derive(Debug, Clone)]
+pub struct GuardedClient {
+    http: reqwest::Client,
+}
+
+/// One JSON `POST` to make with [`GuardedClient::post_json`]. Its `Debug` output shows header
+/// names only, never their values.
+#[derive(Clone)]
+pub struct PostRequest<'a> {
+    /// The target URL (`http://` or `https://`).
+    pub url: &'a str,
+    /// Configured headers, sent after validation. `Content-Type`, `Content-Length`, `Host` and
+    /// `Transfer-Encoding` are set by hookbox and refused here.
+    pub headers: &'a [(String, String)],
+    /// The JSON body, already serialized.
+    pub body: Vec<u8>,
+    /// The deadline for the whole exchange: connect, send and reading the entire response body.
+    pub timeout: Duration,
+    /// How many response body bytes to keep; the rest is read and discarded.
+    pub body_limit: usize,
+}
+
+impl fmt::Debug for PostRequest<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        formatter
+            .debug_struct("PostRequest")
+            .field("url", &self.url)
+            .field("header_names", &header_names)
+            .field("body_len", &self.body.len())
+            .field("timeout", &self.timeout)
+            .field("body_limit", &self.body_limit)
+            .finish()
+    }
+}
+
+/// The response to a [`PostRequest`]. Any status counts, including 3xx (redirects are not
+/// followed) and 4xx/5xx.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpReply {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The first [`PostRequest::body_limit`] bytes of the body.
+    pub body: Vec<u8>,
+    /// How many body bytes arrived past the limit and were discarded (0 if the body fit). The body
+    /// is read to its end within the timeout, so this is exact.
+    pub body_dropped: u64,
+}
+
+impl GuardedClient {
+    /// Builds the client: rustls with ring, platform roots plus
+    /// [`ClientOptions::extra_root_certs_pem`], no redirects, no proxy from the environment.
+    pub fn new(options: &ClientOptions) -> Result<Self, NetError> {
+        Ok(Self {
+            http: build_http(options)?,
+        })
+    }
+
+    /// POSTs `request.body` as `application/json` and returns the reply, whatever its status.
+    pub async fn post_json(&self, request: PostRequest<'_>) -> Result<HttpReply, NetError> {
+        // The single place where egress policy (allowlist, address checks, header transforms)
+        // will apply: everything below sends to `url` with `headers`.
+        let url = target::check(request.url)?;
+        let mut headers = headers::configured(request.headers)?;
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let exchange = async {
+            let response = self
+                .http
+                .post(url)
+                .headers(headers)
+                .body(request.body)
+                .send()
+                .await
+                .map_err(|error| NetError::from_transport(request.url, &error))?;
+            let status = response.status().as_u16();
+            let body = body::read_capped(request.url, response, request.body_limit).await?;
+            Ok(HttpReply {
+                status,
+                body: body.kept,
+                body_dropped: body.dropped,
+            })
+        };
+        tokio::time::timeout(request.timeout, exchange)
+            .await
+            .map_err(|_elapsed| NetError::Timeout {
+                url: request.url.to_owned(),
+                after: request.timeout,
+            })?
+    }
+}
+
+#[expect(clippy::disallowed_methods, reason = "this is the one client factory")]
+fn build_http(options: &ClientOptions) -> Result<reqwest::Client, NetError> {
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls::client_config(&options.extra_root_certs_pem)?)
+        .redirect(redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(options.connect_timeout)
+        .user_agent(options.user_agent.as_str())
+        .build()
+        .map_err(|error| NetError::from_builder(&error))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::PostRequest;
+
+    #[test]
+    fn debug_output_hides_header_values() {
+        let headers = vec![("x-api-key".to_owned(), "secret-value".to_owned())];
+        let request = PostRequest {
+            url: "https://example.com/hook",
+            headers: &headers,
+            body: b"{}".to_vec(),
+            timeout: Duration::from_secs(1),
+            body_limit: 10,
+        };
+        let debug = format!("{request:?}");
+        assert!(debug.contains("x-api-key"), "{debug}");
+        assert!(!debug.contains("secret-value"), "{debug}");
+    }
+}

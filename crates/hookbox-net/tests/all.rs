@@ -1,0 +1,3 @@
+//! hookbox-net's integration tests: the guarded client against real local HTTP servers.
+
+mod suite;

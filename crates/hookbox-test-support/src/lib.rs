@@ -1,0 +1,19 @@
+//! Test-only helpers for hookbox. Never shipped in the binary.
+//!
+//! [`TestHttpServer`] is a real HTTP/1.1 server (hyper, keep-alive) bound to `127.0.0.1:0`. A
+//! responder closure turns each [`RecordedRequest`] into a [`Reply`]; every request is recorded so a
+//! test can assert on what arrived. Start it with [`TestHttpServer::start`] inside a tokio runtime, or
+//! with [`TestHttpServer::start_blocking`] from plain synchronous test code (it then runs on its own
+//! runtime thread), or over HTTPS with [`TestHttpServer::start_https`], whose certificate is
+//! signed by [`TEST_CA_PEM`]. It shuts down when dropped.
+
+mod connection;
+mod reply;
+mod request;
+mod server;
+mod tls;
+
+pub use reply::Reply;
+pub use request::RecordedRequest;
+pub use server::TestHttpServer;
+pub use tls::TEST_CA_PEM;

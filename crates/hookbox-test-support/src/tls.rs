@@ -1,0 +1,36 @@
+//! The HTTPS identity of [`TestHttpServer::start_https`](crate::TestHttpServer::start_https): a fixed
+//! test CA and a server certificate for `localhost` and `127.0.0.1` that it signed (ECDSA P-256,
+//! made once with openssl, valid until 2126; the CA's key was discarded). Test-only: never trust
+//! this CA outside tests.
+
+use std::io;
+use std::sync::Arc;
+
+use rustls::ServerConfig;
+use rustls::crypto::ring;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::TlsAcceptor;
+
+/// PEM of the CA that signed the HTTPS test server's certificate. Give it to a client as an extra
+/// trusted root to reach [`TestHttpServer::start_https`](crate::TestHttpServer::start_https).
+pub const TEST_CA_PEM: &[u8] = include_bytes!("../fixtures/tls/ca.pem");
+
+const SERVER_CERT_PEM: &[u8] = include_bytes!("../fixtures/tls/server.pem");
+const SERVER_KEY_PEM: &[u8] = include_bytes!("../fixtures/tls/server.key");
+
+/// A TLS acceptor (ring provider, HTTP/1.1 via ALPN) presenting the test server certificate.
+pub(crate) fn acceptor() -> io::Result<TlsAcceptor> {
+    let certificates = CertificateDer::pem_slice_iter(SERVER_CERT_PEM)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(io::Error::other)?;
+    let key = PrivateKeyDer::from_pem_slice(SERVER_KEY_PEM).map_err(io::Error::other)?;
+    let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(io::Error::other)?
+        .with_no_client_auth()
+        .with_single_cert(certificates, key)
+        .map_err(io::Error::other)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
