@@ -5,7 +5,6 @@ mod cli;
 mod commands;
 mod render;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -32,8 +31,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "error: {err:#}");
+            render::print_error(&format!("error: {err:#}\n"));
             ExitCode::from(1)
         }
     }

@@ -12,6 +12,11 @@ pub(crate) fn print_text(text: &str) -> std::io::Result<()> {
     stdout.flush()
 }
 
+/// Writes `text` to stderr, ignoring failures (there is nowhere left to report them).
+pub(crate) fn print_error(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
 /// Writes `value` to stdout as pretty JSON and a newline.
 pub(crate) fn print_json(value: &Value) -> anyhow::Result<()> {
     let mut text = serde_json::to_string_pretty(value)?;

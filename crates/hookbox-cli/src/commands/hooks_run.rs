@@ -43,12 +43,10 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         builder.load_file(path, args.dialect.map(Into::into))?;
     }
     let hooks = builder.build();
-    let mut stderr_text = String::new();
+    // Problems inside the configs do not stop the run (the runtime would run the rest too),
+    // but they are shown.
     for diagnostic in hooks.diagnostics() {
-        stderr_text.push_str(&format!("{diagnostic}\n"));
-    }
-    if !stderr_text.is_empty() {
-        eprint_text(&stderr_text);
+        render::print_error(&format!("{diagnostic}\n"));
     }
 
     let input = match event.dialect() {
@@ -116,23 +114,9 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 fn json_object(flag: &str, text: &str) -> anyhow::Result<Map<String, Value>> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(object)) => Ok(object),
-        Ok(other) => bail!("{flag} must be a JSON object, got {}", kind(&other)),
+        Ok(other) => {
+            bail!("{flag} must be a JSON object such as '{{\"key\":\"value\"}}', got `{other}`")
+        }
         Err(err) => bail!("{flag} is not valid JSON: {err}"),
     }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn eprint_text(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
