@@ -191,3 +191,106 @@ fn excerpt(text: &str) -> String {
         None => text.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use hookbox_exec::CapturedOutput;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::binding::Origin;
+    use crate::handler::{CommandHandler, HttpHandler};
+
+    fn binding(event: HookEvent, handler: Handler) -> Binding {
+        let origin = Origin {
+            source: "prop".into(),
+            group: None,
+            json_path: "$".into(),
+        };
+        Binding::new(event, None, handler, origin)
+    }
+
+    fn command(on_error: OnError) -> Handler {
+        Handler::Command(CommandHandler {
+            command: "x".into(),
+            timeout: Duration::from_secs(1),
+            on_error,
+        })
+    }
+
+    /// Replies shaped like what hooks print: JSON objects with the real keys, random values.
+    fn reply_text() -> impl Strategy<Value = Vec<u8>> {
+        let key = prop::sample::select(vec![
+            "decision",
+            "reason",
+            "continue",
+            "stopReason",
+            "systemMessage",
+            "hookSpecificOutput",
+            "hookEventName",
+            "permissionDecision",
+            "updatedInput",
+            "additionalContext",
+            "behavior",
+            "message",
+            "other",
+        ]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            prop::sample::select(vec!["deny", "allow", "ask", "block", "approve", "DENY", ""])
+                .prop_map(Value::from),
+            ".{0,20}".prop_map(Value::from),
+        ];
+        let value = leaf.prop_recursive(3, 32, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((key.clone(), inner), 0..6).prop_map(|pairs| {
+                    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+                }),
+            ]
+        });
+        prop_oneof![
+            value.prop_map(|value| value.to_string().into_bytes()),
+            prop::collection::vec(any::<u8>(), 0..64),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_never_panics(
+            event in prop::sample::select(HookEvent::ALL.to_vec()),
+            code in prop::sample::select(vec![0, 1, 2, 127, -1]),
+            stdout in reply_text(),
+            stderr in prop::collection::vec(any::<u8>(), 0..32),
+            dropped in prop::sample::select(vec![0u64, 1]),
+            fail_closed in any::<bool>(),
+        ) {
+            let on_error = if fail_closed { OnError::Deny } else { OnError::Allow };
+            let bound = binding(event, command(on_error));
+            let output = ProcessOutput {
+                exit: ExitKind::Exited(code),
+                stdout: CapturedOutput { bytes: stdout.clone(), dropped },
+                stderr: CapturedOutput { bytes: stderr, dropped: 0 },
+                duration: Duration::ZERO,
+            };
+            let verdict = decode(event, &bound, RawReply::Process(output));
+            prop_assert!(verdict.decision.is_none() || event.can_block() || verdict.failed_closed);
+
+            let http = binding(event, Handler::Http(HttpHandler {
+                url: "https://x".into(),
+                headers: Vec::new(),
+                timeout: Duration::from_secs(1),
+                on_error,
+            }));
+            let reply = HttpReply { status: 200, body: stdout.clone(), body_dropped: dropped };
+            decode(event, &http, RawReply::Http(reply));
+            if let Ok(value) = serde_json::from_slice::<Value>(&stdout) {
+                decode(event, &bound, RawReply::Callback(value));
+            }
+        }
+    }
+}
