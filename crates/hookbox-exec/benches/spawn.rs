@@ -1,7 +1,8 @@
 //! Cost of `hookbox_exec::run` against a bare `std::process::Command` in the same run.
 //!
-//! `run` adds a process group, a parent-death signal (which makes std fork instead of using
-//! `posix_spawn`), three pipes read through tokio, a pidfd and the group kill.
+//! `run` adds a process group, three pipes read through tokio, a pidfd and the group kill, and,
+//! with `die_with_parent`, a parent-death signal (which makes std fork instead of using
+//! `posix_spawn`).
 
 #![expect(clippy::unwrap_used, reason = "a failing benchmark should stop")]
 
@@ -36,6 +37,10 @@ fn spawn(c: &mut Criterion) {
         ..ProcessSpec::shell("", timeout)
     };
     let shell = ProcessSpec::shell("true", timeout);
+    let shell_fast = ProcessSpec {
+        die_with_parent: false,
+        ..shell.clone()
+    };
 
     let mut group = c.benchmark_group("/bin/true");
     group.bench_function("std Command::status", |b| {
@@ -59,6 +64,14 @@ fn spawn(c: &mut Criterion) {
         b.iter(|| {
             assert_eq!(
                 runtime.block_on(run(black_box(&shell))).unwrap().exit,
+                ExitKind::Exited(0)
+            )
+        });
+    });
+    group.bench_function("hookbox_exec::run without die_with_parent", |b| {
+        b.iter(|| {
+            assert_eq!(
+                runtime.block_on(run(black_box(&shell_fast))).unwrap().exit,
                 ExitKind::Exited(0)
             )
         });
