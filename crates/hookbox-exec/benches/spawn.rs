@@ -11,7 +11,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use hookbox_exec::{ExitKind, ProcessSpec, run};
+use hookbox_exec::{ExitKind, ProcessSpec, Sandbox, run};
 
 /// The baseline: spawn and wait with the standard library, stdio inherited.
 #[expect(
@@ -50,6 +50,33 @@ fn spawn(c: &mut Criterion) {
         b.iter(|| {
             assert_eq!(
                 runtime.block_on(run(black_box(&direct))).unwrap().exit,
+                ExitKind::Exited(0)
+            )
+        });
+    });
+    group.finish();
+
+    // A whole sandbox (namespaces, mounts, pivot_root, landlock, seccomp, cgroups as root)
+    // around the same /bin/true.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("workspace")).unwrap();
+    let sandboxed = ProcessSpec {
+        sandbox: Some(Sandbox::new(root.path())),
+        ..direct.clone()
+    };
+    let mut group = c.benchmark_group("/bin/true sandboxed");
+    group.bench_function("hookbox_exec::run bare", |b| {
+        b.iter(|| {
+            assert_eq!(
+                runtime.block_on(run(black_box(&direct))).unwrap().exit,
+                ExitKind::Exited(0)
+            )
+        });
+    });
+    group.bench_function("hookbox_exec::run in a sandbox", |b| {
+        b.iter(|| {
+            assert_eq!(
+                runtime.block_on(run(black_box(&sandboxed))).unwrap().exit,
                 ExitKind::Exited(0)
             )
         });

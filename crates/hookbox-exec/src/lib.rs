@@ -2,7 +2,7 @@
 //!
 //! Every child runs in its own process group with its stdin fed from memory, its stdout and
 //! stderr read concurrently and capped, a deadline after which the **whole group** is killed
-//! (grandchildren included), and a parent-death signal so nothing outlives hookbox. The group is
+//! (grandchildren included), and optionally a parent-death signal. The group is
 //! also killed when the direct child exits, so a background grandchild that keeps a pipe open
 //! cannot stall the caller. Children are always reaped: no zombies, no leaked descriptors.
 //!
@@ -11,10 +11,82 @@
 //!
 //! Linux only (5.3 or later): the child's exit is watched through a pidfd, so that its group can
 //! be killed while the group id is still certainly ours (before the child is reaped).
+//!
+//! # The sandbox
+//!
+//! With [`ProcessSpec::sandbox`] set, [`run`] executes the program in an isolated sandbox built
+//! from raw system calls (no bubblewrap, no libseccomp, nothing installed at run time). When
+//! any part of it cannot be set up, `run` returns [`ExecError::Isolation`] and runs nothing:
+//! there is no fallback to running unsandboxed. [`check_isolation`] is a cheap probe (one
+//! fork) of whether this process can create the namespaces at all.
+//!
+//! **Processes.** The spawned child (the one watched through its pidfd, leading the process
+//! group) joins the run's cgroups, enters new user, mount, pid, net, ipc, uts and cgroup
+//! namespaces, maps the caller's uid and gid to 0 (after denying `setgroups`), and forks pid 1
+//! of the new pid namespace, which becomes the program. The intermediate closes every other
+//! descriptor, waits for pid 1 and exits the same way (re-raising its signal). Both have
+//! `PR_SET_PDEATHSIG(SIGKILL)` (pid 1 always; the intermediate with `die_with_parent`), so
+//! killing the intermediate (timeout, exit, cancellation, or hookbox dying) kills pid 1, and
+//! the kernel then kills everything in the namespace, including `setsid` double forks. `run`
+//! returns only after pid 1 is gone, which the kernel completes once the namespace is empty
+//! (bounded by a short grace after a kill).
+//!
+//! **File system.** A fresh tmpfs becomes `/` (`pivot_root`; the host root is detached, and
+//! `/` is remounted read-only at the end), holding: `/usr`, `/bin`, `/sbin`, `/lib`, `/lib64`,
+//! `/lib32`, `/libx32` bound read-only from the host (symlinks, as on merged-/usr Debian,
+//! reproduced as symlinks); an allowlist of `/etc` entries bound read-only (`ld.so.*`,
+//! `alternatives`, `ssl`, `ca-certificates`, `passwd`, `group`, `nsswitch.conf`, `hosts`, …,
+//! never `shadow`, `gshadow`, `sudoers`, `ssh`); each top-level entry of [`Sandbox::root`] at
+//! `/<entry>`, read-write except those named in [`Sandbox::read_only`] (entries are opened
+//! without following links and bound from their descriptor; a symlink entry is reproduced as
+//! a symlink, never followed on the host); a private tmpfs `/tmp`; a fresh `/proc` of the new
+//! pid namespace; a read-only tmpfs `/dev` with `null`, `zero`, `full`, `random`, `urandom`
+//! bound from the host, `fd`/`stdin`/`stdout`/`stderr` symlinks and a tmpfs `/dev/shm`. There
+//! is no `/sys`, host `/root`, `/home`, `/tmp`, `/var` or `/run`. All binds are `nosuid`,
+//! `nodev` (except the device nodes). The working directory is `/workspace` (or
+//! [`ProcessSpec::cwd`], a path inside the sandbox), the hostname `sandbox`. The environment
+//! is never inherited from the caller: `PATH`, `HOME=/workspace`, `TMPDIR=/tmp`, then
+//! [`ProcessSpec::env`].
+//!
+//! **Network.** An empty network namespace with only `lo` (brought up): any other destination
+//! is `ENETUNREACH`.
+//!
+//! **Privileges.** The program runs as uid 0 *inside* the user namespace (the caller's uid
+//! outside), with no capability: the bounding, ambient, inheritable, permitted and effective
+//! sets are emptied and the securebits `NOROOT`/`NO_SETUID_FIXUP`/`NO_CAP_AMBIENT_RAISE` set
+//! and locked, so executing programs as uid 0 grants nothing back; `no_new_privs` is set.
+//! Landlock (when the kernel has it; ABI up to 6) allows reading and executing everywhere but
+//! writing only beneath `/workspace` and the other read-write entries, `/tmp`, `/dev` and
+//! `/dev/shm`, and scopes signals and abstract Unix sockets to the sandbox; on a kernel without
+//! landlock it is skipped ([`Sandbox::enforcement`] says so) and the read-only mounts still
+//! hold. Two seccomp filters (built with `seccompiler` and by hand, in the parent) make these
+//! fail with `EPERM`: `mount`, `umount2`, `pivot_root`, `chroot` and the new mount API,
+//! `unshare`, `setns`, `clone` with any namespace flag, `ptrace`, `process_vm_*`, `kcmp`,
+//! `bpf`, `keyctl`, `add_key`, `request_key`, `io_uring_*`, `perf_event_open`, `userfaultfd`,
+//! `kexec_*`, module loading, `open_by_handle_at`, `swapon`/`swapoff`, `reboot`, `acct`,
+//! `quotactl`, `syslog`, clock setting, `sethostname`, `iopl`/`ioperm`, `personality`
+//! changes, `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)` (masked compare), and x32 system calls;
+//! `clone3` fails with `ENOSYS` (its flags cannot be inspected; the C library falls back to
+//! `clone`).
+//!
+//! **Limits** ([`Limits`]): see its table. As root, a per-run cgroup (v1 `pids` and `memory`
+//! under this process's own cgroups, or v2 when those controllers are delegated) caps
+//! processes and memory for the whole sandbox; it is created before the spawn and removed
+//! after the run. Without a pids cgroup, a root run with a process limit is refused (root is
+//! exempt from `RLIMIT_NPROC`). As another user, `RLIMIT_NPROC` is counted within the
+//! sandbox's own user namespace, and memory is `RLIMIT_AS` per process. CPU time, file size and
+//! open files are per-process rlimits; core dumps are off.
+//!
+//! **Known limits.** Only x86_64 and aarch64 get seccomp filters (elsewhere a sandboxed run is
+//! refused). Mounts below a bound host directory keep their own flags. The pid-1 program does
+//! not reap orphans it did not start (they are zombies until the run ends). Everything between
+//! fork and exec is async-signal-safe: the parent prepares every path, map, rule and filter.
 
 mod capture;
 mod group;
+mod sandbox;
 mod spawn;
 
 pub use capture::CapturedOutput;
+pub use sandbox::{Enforcement, IsolationError, LimitMode, Limits, Sandbox, check_isolation};
 pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, run};

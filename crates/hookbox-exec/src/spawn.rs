@@ -15,6 +15,10 @@ use tokio::time::{Instant, timeout_at};
 
 use crate::capture::{self, CapturedOutput};
 use crate::group::ProcessGroup;
+use crate::sandbox::{self, IsolationError, Prepared, Sandbox};
+
+/// `PATH` inside a sandbox.
+const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Longest wait honoured; longer timeouts are clamped to it.
 const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
@@ -30,9 +34,12 @@ pub struct ProcessSpec {
     pub program: OsString,
     /// Arguments after the program name.
     pub args: Vec<OsString>,
-    /// Working directory; the caller's when `None`.
+    /// Working directory; the caller's when `None`. In a sandbox it is a path inside the
+    /// sandbox (relative ones are relative to `/workspace`), `/workspace` when `None`.
     pub cwd: Option<PathBuf>,
-    /// Start from an empty environment instead of inheriting the caller's.
+    /// Start from an empty environment instead of inheriting the caller's. A sandboxed child
+    /// never inherits the caller's environment: it starts from `PATH`, `HOME=/workspace` and
+    /// `TMPDIR=/tmp`, whatever this says.
     pub env_clear: bool,
     /// Variables set on top of the (inherited or empty) environment.
     pub env: Vec<(OsString, OsString)>,
@@ -50,6 +57,10 @@ pub struct ProcessSpec {
     /// using its `posix_spawn` fast path. Leave it off on latency-critical paths whose children
     /// are bounded otherwise (a timeout, a pid namespace).
     pub die_with_parent: bool,
+    /// Run the program inside this sandbox (see the crate documentation). hookbox never falls
+    /// back to running it unsandboxed: when isolation fails, [`run`] returns
+    /// [`ExecError::Isolation`].
+    pub sandbox: Option<Sandbox>,
 }
 
 impl ProcessSpec {
@@ -69,6 +80,7 @@ impl ProcessSpec {
             timeout,
             output_limit: Self::DEFAULT_OUTPUT_LIMIT,
             die_with_parent: true,
+            sandbox: None,
         }
     }
 }
@@ -118,6 +130,15 @@ pub enum ExecError {
         #[source]
         source: std::io::Error,
     },
+    /// The sandbox could not be set up; nothing was run.
+    #[error("refusing to run `{program}` unsandboxed: {source}")]
+    Isolation {
+        /// The program that was to run.
+        program: String,
+        /// What is missing or failed.
+        #[source]
+        source: IsolationError,
+    },
 }
 
 /// Runs `spec` to completion (or to its timeout) and reports what happened.
@@ -134,15 +155,53 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
     let started = Instant::now();
     let deadline = started + spec.timeout.min(MAX_TIMEOUT);
 
-    let mut child = command(spec).spawn().map_err(|source| ExecError::Spawn {
-        program: program(),
-        source,
-    })?;
+    let prepared = match &spec.sandbox {
+        Some(sandbox) => {
+            let (prepared, child_end) =
+                sandbox::prepare(sandbox, spec.cwd.as_deref(), spec.die_with_parent).map_err(
+                    |source| ExecError::Isolation {
+                        program: program(),
+                        source,
+                    },
+                )?;
+            Some((prepared, child_end))
+        }
+        None => None,
+    };
+    let (prepared, child_end) = match prepared {
+        Some((prepared, child_end)) => (Some(prepared), Some(child_end)),
+        None => (None, None),
+    };
+    let spawned = command(spec, prepared.as_ref()).spawn();
+    // The children hold their own copies; ours would keep the status socket from ending.
+    drop(child_end);
+    let mut child =
+        spawned.map_err(
+            |source| match prepared.as_ref().and_then(Prepared::failure) {
+                Some(failure) => ExecError::Isolation {
+                    program: program(),
+                    source: failure,
+                },
+                None => ExecError::Spawn {
+                    program: program(),
+                    source,
+                },
+            },
+        )?;
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let mut group = ProcessGroup::new(child).map_err(|source| ExecError::Wait {
         program: program(),
         source,
     })?;
+    // The sandbox's init (pid 1 of its namespace): once it is gone, so is everything inside.
+    let init = match &prepared {
+        Some(prepared) => timeout_at(deadline, prepared.init_pidfd())
+            .await
+            .ok()
+            .flatten()
+            .and_then(|fd| sandbox::async_fd(fd).ok()),
+        None => None,
+    };
 
     let mut out = CapturedOutput::default();
     let mut err = CapturedOutput::default();
@@ -208,11 +267,18 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
                 None => ExitKind::Signaled(status.signal().unwrap_or_default()),
             }
         };
+        if let Some(init) = &init {
+            // Killing the intermediate killed the init (parent-death signal), whose exit
+            // completes only once the kernel has killed and reaped the whole namespace.
+            let _gone = timeout_at(drain_until, init.readable()).await;
+        }
         if !io_done {
             let _partial = timeout_at(drain_until, io).await;
         }
         (exit, started.elapsed())
     };
+    // Removes the run's cgroups (now empty).
+    drop(prepared);
     Ok(ProcessOutput {
         exit,
         stdout: out,
@@ -224,17 +290,19 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
 /// The command for `spec`: its own process group, piped stdio, killed with the caller.
 ///
 /// With `die_with_parent`, the child gets `PR_SET_PDEATHSIG(SIGKILL)`, so it dies with the
-/// thread that spawned it if hookbox dies first (its grandchildren are only reached by the group kill). That thread is a
-/// tokio worker (or the thread blocking on the runtime), which lives as long as the runtime.
+/// thread that spawned it if hookbox dies first (its grandchildren are only reached by the group
+/// kill). That thread is a tokio worker (or the thread blocking on the runtime), which lives as
+/// long as the runtime. In a sandbox, the pre-exec step builds the sandbox instead (see
+/// [`crate::sandbox`]), setting the parent-death signal the same way.
 #[expect(
     clippy::disallowed_methods,
     reason = "hookbox-exec is the one place that builds commands"
 )]
 #[expect(
     unsafe_code,
-    reason = "pre_exec sets the parent-death signal in the child"
+    reason = "pre_exec sets the parent-death signal or builds the sandbox in the child"
 )]
-fn command(spec: &ProcessSpec) -> Command {
+fn command(spec: &ProcessSpec, sandboxed: Option<&Prepared>) -> Command {
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -243,6 +311,22 @@ fn command(spec: &ProcessSpec) -> Command {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(prepared) = sandboxed {
+        command
+            .env_clear()
+            .env("PATH", SANDBOX_PATH)
+            .env("HOME", "/workspace")
+            .env("TMPDIR", "/tmp")
+            .envs(spec.env.iter().map(|(key, value)| (key, value)));
+        let plan = std::sync::Arc::clone(&prepared.plan);
+        // SAFETY: the closure runs in the forked child between fork and exec. `sandbox::child`
+        // only makes raw system calls on data the parent prepared (no allocation, no lock);
+        // see that module.
+        unsafe {
+            command.pre_exec(move || sandbox::enter(&plan));
+        }
+        return command;
+    }
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }

@@ -6,5 +6,6 @@ mod groups;
 mod leaks;
 mod output;
 mod parent_death;
+mod sandbox;
 mod support;
 mod timeout;

@@ -1,0 +1,209 @@
+//! Per-run cgroups (v1 `pids` and `memory`, or v2 when those controllers are delegated),
+//! created by the parent before the spawn and removed once everything inside has died.
+//!
+//! Used when hookbox runs as root, where `RLIMIT_NPROC` does not apply.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::{IsolationError, Limits};
+
+/// Distinguishes the runs of one process.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// What the cgroups of one run enforce.
+#[derive(Debug, Default)]
+pub(crate) struct RunCgroups {
+    /// Directories created for this run (removed on drop).
+    dirs: Vec<PathBuf>,
+    /// `cgroup.procs` files the child writes `0` into before entering its namespaces.
+    pub(crate) procs: Vec<CString>,
+    /// Whether a `pids` limit is in force.
+    pub(crate) pids: bool,
+    /// Whether a `memory` limit is in force.
+    pub(crate) memory: bool,
+}
+
+/// The path of this process's cgroup for `controller` (v1), or for the unified hierarchy
+/// when `controller` is empty.
+fn own_path(controller: &str) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let matches = if controller.is_empty() {
+            controllers.is_empty()
+        } else {
+            controllers.split(',').any(|c| c == controller)
+        };
+        matches.then(|| path.to_owned())
+    })
+}
+
+fn write(path: &Path, value: &str) -> std::io::Result<()> {
+    std::fs::write(path, value)
+}
+
+impl RunCgroups {
+    /// Creates the cgroups limiting `limits` for one run, nested under this process's own
+    /// cgroups. What could not be created is left out (see the flags).
+    pub(crate) fn create(limits: &Limits) -> Self {
+        let mut cgroups = Self::default();
+        let name = format!(
+            "hookbox-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let base = Path::new("/sys/fs/cgroup");
+        // cgroup v1 controllers.
+        for controller in ["pids", "memory"] {
+            let Some(own) = own_path(controller) else {
+                continue;
+            };
+            let dir = base
+                .join(controller)
+                .join(own.trim_start_matches('/'))
+                .join(&name);
+            if std::fs::create_dir(&dir).is_err() {
+                continue;
+            }
+            cgroups.dirs.push(dir.clone());
+            let ok = match controller {
+                "pids" => {
+                    // One more for the intermediate process, which is in the cgroup too.
+                    write(
+                        &dir.join("pids.max"),
+                        &limits.max_processes.saturating_add(1).to_string(),
+                    )
+                    .is_ok()
+                }
+                _ => {
+                    let bytes = limits.memory_bytes.to_string();
+                    let ok = write(&dir.join("memory.limit_in_bytes"), &bytes).is_ok();
+                    let memsw = dir.join("memory.memsw.limit_in_bytes");
+                    // Without swap accounting there is nothing to set; with it, no swapping
+                    // past the limit.
+                    ok && (!memsw.exists() || write(&memsw, &bytes).is_ok())
+                }
+            };
+            if ok {
+                cgroups.flag(controller);
+                cgroups.push_procs(&dir);
+            }
+        }
+        // cgroup v2, when the controllers are delegated to our cgroup's children.
+        if !(cgroups.pids && cgroups.memory) {
+            cgroups.create_v2(limits, &name);
+        }
+        cgroups
+    }
+
+    fn flag(&mut self, controller: &str) {
+        match controller {
+            "pids" => self.pids = true,
+            _ => self.memory = true,
+        }
+    }
+
+    fn push_procs(&mut self, dir: &Path) {
+        if let Ok(path) = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()) {
+            self.procs.push(path);
+        }
+    }
+
+    fn create_v2(&mut self, limits: &Limits, name: &str) {
+        let Some(own) = own_path("") else { return };
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        let Some(mount) = mounts.lines().find_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (_source, target, kind) = (fields.next()?, fields.next()?, fields.next()?);
+            (kind == "cgroup2").then(|| PathBuf::from(target))
+        }) else {
+            return;
+        };
+        let parent = mount.join(own.trim_start_matches('/'));
+        let delegated =
+            std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
+        let has = |c: &str| delegated.split_whitespace().any(|d| d == c);
+        let wanted: Vec<&str> = ["pids", "memory"]
+            .into_iter()
+            .filter(|&c| has(c) && !self.has(c))
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
+        let dir = parent.join(name);
+        if std::fs::create_dir(&dir).is_err() {
+            return;
+        }
+        self.dirs.push(dir.clone());
+        let mut any = false;
+        for controller in wanted {
+            let ok = match controller {
+                "pids" => write(
+                    &dir.join("pids.max"),
+                    &limits.max_processes.saturating_add(1).to_string(),
+                )
+                .is_ok(),
+                _ => {
+                    let bytes = limits.memory_bytes.to_string();
+                    write(&dir.join("memory.max"), &bytes).is_ok()
+                        && write(&dir.join("memory.swap.max"), "0").is_ok()
+                }
+            };
+            if ok {
+                self.flag(controller);
+                any = true;
+            }
+        }
+        if any {
+            self.push_procs(&dir);
+        }
+    }
+
+    fn has(&self, controller: &str) -> bool {
+        match controller {
+            "pids" => self.pids,
+            _ => self.memory,
+        }
+    }
+
+    /// Whether a process cap is in force; errors when it is needed and is not.
+    pub(crate) fn require_pids(&self, limits: &Limits) -> Result<(), IsolationError> {
+        if limits.max_processes == 0 || self.pids {
+            return Ok(());
+        }
+        Err(IsolationError::Unsupported(
+            "running as root, the process limit needs a writable `pids` cgroup \
+             (/sys/fs/cgroup/pids, or cgroup v2 with `pids` delegated), and none could be \
+             created (RLIMIT_NPROC does not apply to root); set `Limits::max_processes` to 0 \
+             to run without a process limit"
+                .into(),
+        ))
+    }
+}
+
+impl Drop for RunCgroups {
+    fn drop(&mut self) {
+        let mut left = std::mem::take(&mut self.dirs);
+        left.retain(|dir| std::fs::remove_dir(dir).is_err() && dir.exists());
+        if left.is_empty() {
+            return;
+        }
+        // The last processes of a killed sandbox may take a moment to go.
+        let _detached = std::thread::Builder::new()
+            .name("hookbox-cgroup-cleanup".into())
+            .spawn(move || {
+                for _ in 0..500 {
+                    std::thread::sleep(Duration::from_millis(10));
+                    left.retain(|dir| std::fs::remove_dir(dir).is_err() && dir.exists());
+                    if left.is_empty() {
+                        return;
+                    }
+                }
+            });
+    }
+}

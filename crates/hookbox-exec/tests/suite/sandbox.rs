@@ -1,0 +1,500 @@
+//! The sandbox, attacked from inside: each test is an escape or a resource attack that must
+//! fail. Real namespaces, mounts, landlock and seccomp; python3 (at /usr/bin/python3 inside)
+//! makes raw system calls through ctypes.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hookbox_exec::{
+    ExecError, ExitKind, IsolationError, Limits, ProcessOutput, ProcessSpec, Sandbox,
+    check_isolation, run,
+};
+
+use super::support::{exclusive, shared};
+
+/// A sandbox root with `workspace` and a read-only `.agents`, removed on drop.
+struct Root {
+    dir: tempfile::TempDir,
+}
+
+impl Root {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("workspace")).unwrap();
+        std::fs::create_dir(dir.path().join(".agents")).unwrap();
+        std::fs::write(dir.path().join(".agents/hooks.json"), "{}").unwrap();
+        Self { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn sandbox(&self) -> Sandbox {
+        Sandbox::new(self.path())
+    }
+}
+
+fn spec(sandbox: Sandbox, command: &str, timeout: Duration) -> ProcessSpec {
+    ProcessSpec {
+        sandbox: Some(sandbox),
+        ..ProcessSpec::shell(command, timeout)
+    }
+}
+
+/// Runs `command` with `sh -c` in `root`'s sandbox and returns what happened.
+async fn sh(root: &Root, command: &str) -> ProcessOutput {
+    run(&spec(root.sandbox(), command, Duration::from_secs(30)))
+        .await
+        .unwrap()
+}
+
+/// Like [`sh`], asserting exit 0 and returning stdout.
+async fn ok(root: &Root, command: &str) -> String {
+    let out = sh(root, command).await;
+    assert_eq!(
+        out.exit,
+        ExitKind::Exited(0),
+        "`{command}` failed: {}{}",
+        out.stdout.to_text(),
+        out.stderr.to_text()
+    );
+    out.stdout.to_text()
+}
+
+/// Inodes of the pid namespaces of every process on the host other than ours.
+fn foreign_pid_namespaces() -> HashSet<String> {
+    let ours = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name();
+            name.to_str()?.parse::<u32>().ok()?;
+            let ns = std::fs::read_link(Path::new("/proc").join(&name).join("ns/pid")).ok()?;
+            (ns != ours).then(|| ns.to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// Waits (up to 5 s) until no pid namespace other than those in `before` has a process.
+async fn no_namespace_left(before: &HashSet<String>) {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = foreign_pid_namespaces();
+        let new: Vec<_> = now.difference(before).collect();
+        if new.is_empty() {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "processes left in {new:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[test]
+fn isolation_is_available_here() {
+    check_isolation().unwrap();
+}
+
+/// The core checks, also run as an unprivileged user by
+/// [`an_unprivileged_user_gets_the_same_sandbox`].
+#[tokio::test]
+async fn core_isolation_holds() {
+    let _guard = shared().await;
+    check_isolation().unwrap();
+    let root = Root::new();
+    let status = ok(&root, "cat /proc/self/status").await;
+    for line in ["NoNewPrivs:\t1", "CapEff:\t0000000000000000", "Seccomp:\t2"] {
+        assert!(status.contains(line), "missing {line:?} in {status}");
+    }
+    let out = ok(
+        &root,
+        "echo hi > /workspace/out; touch /usr/x /x /.agents/x 2>/dev/null; \
+         cat /proc/1/cmdline | tr '\\0' ' '; echo; hostname; id -u",
+    )
+    .await;
+    assert!(out.contains("/bin/sh -c echo hi"), "{out}");
+    assert!(out.contains("sandbox\n0\n"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("workspace/out")).unwrap(),
+        "hi\n"
+    );
+    assert!(!root.path().join(".agents/x").exists());
+    // Namespaces may not be created again inside.
+    let out = sh(&root, "unshare -U true").await;
+    assert_ne!(out.exit, ExitKind::Exited(0), "{}", out.stdout.to_text());
+}
+
+#[tokio::test]
+async fn host_secrets_are_not_there() {
+    let _guard = shared().await;
+    let root = Root::new();
+    // A marker in the host's /tmp, invisible inside.
+    let marker = tempfile::Builder::new()
+        .prefix("hookbox-host-marker")
+        .tempfile_in("/tmp")
+        .unwrap();
+    let name = marker.path().file_name().unwrap().to_str().unwrap();
+    let out = ok(
+        &root,
+        &format!(
+            "for p in /root /home /sys /etc/shadow /etc/gshadow /etc/sudoers /etc/ssh \
+             /tmp/{name} /var /run /boot /old_root; do \
+               if [ -e $p ]; then echo present $p; fi; done; ls -A /tmp; ls /; ls /etc"
+        ),
+    )
+    .await;
+    assert!(!out.contains("present"), "{out}");
+    assert!(!out.contains("hookbox-host-marker"), "{out}");
+    assert!(!out.contains("shadow"), "{out}");
+    // The system is still usable.
+    assert!(out.contains("ld.so.cache"), "{out}");
+}
+
+#[tokio::test]
+async fn host_processes_are_not_there() {
+    let _guard = shared().await;
+    let root = Root::new();
+    let me = std::process::id();
+    let out = ok(&root, "sleep 0.1 & ls /proc | grep -E '^[0-9]+$'; wait").await;
+    let pids: Vec<u32> = out.lines().map(|l| l.parse().unwrap()).collect();
+    assert!(pids.contains(&1), "{pids:?}");
+    // The shell, sleep and ls (and grep): nothing from the host.
+    assert!(pids.len() <= 5, "{pids:?}");
+    assert!(pids.iter().all(|&pid| pid < 10), "{pids:?}");
+    assert!(!pids.contains(&me) || me < 10);
+    let out = sh(&root, "cat /proc/1/environ | tr '\\0' '\\n'").await;
+    assert!(
+        !out.stdout.to_text().contains("CARGO"),
+        "host environment leaked"
+    );
+}
+
+#[tokio::test]
+async fn writes_outside_workspace_and_tmp_fail() {
+    let _guard = shared().await;
+    let root = Root::new();
+    for target in [
+        "/usr/evil",
+        "/evil",
+        "/.agents/hooks.json",
+        "/.agents/new",
+        "/etc/passwd",
+        "/etc/evil",
+        "/dev/evil",
+        "/proc/evil",
+    ] {
+        let out = sh(&root, &format!("echo x > {target}")).await;
+        assert_ne!(out.exit, ExitKind::Exited(0), "wrote {target}");
+        let err = out.stderr.to_text();
+        assert!(
+            err.contains("Read-only file system")
+                || err.contains("Permission denied")
+                || err.contains("No such file")
+                || err.contains("Directory nonexistent"),
+            "{target}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.path().join(".agents/hooks.json")).unwrap(),
+        "{}"
+    );
+    // /tmp is writable but private: nothing reaches the host's /tmp.
+    let out = ok(
+        &root,
+        "echo x > /tmp/hookbox-private-tmp && cat /tmp/hookbox-private-tmp",
+    )
+    .await;
+    assert_eq!(out, "x\n");
+    assert!(!Path::new("/tmp/hookbox-private-tmp").exists());
+}
+
+/// `name number args…`, run through ctypes; prints `name errno` for each.
+const PROBES_X86_64: &str = "
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+probes = [('mount', 165, (0, 0, 0, 0, 0)), ('umount2', 166, (0, 0)),
+          ('pivot_root', 155, (0, 0)), ('unshare', 272, (0x10000000,)),
+          ('setns', 308, (0, 0)), ('ptrace', 101, (0, 0, 0, 0)),
+          ('bpf', 321, (0, 0, 0)), ('keyctl', 250, (0, 0, 0, 0, 0)),
+          ('add_key', 248, (0, 0, 0, 0, 0)), ('io_uring_setup', 425, (1, 0)),
+          ('perf_event_open', 298, (0, 0, 0, 0, 0)), ('userfaultfd', 323, (0,)),
+          ('init_module', 175, (0, 0, 0)), ('kexec_load', 246, (0, 0, 0, 0)),
+          ('personality', 135, (0x0040000,)), ('clone_newuser', 56, (0x10000000 | 17, 0, 0, 0, 0)),
+          ('ioctl_tiocsti', 16, (0, 0x5412, 0))]
+for name, nr, args in probes:
+    ctypes.set_errno(0)
+    r = libc.syscall(nr, *args)
+    print(name, r, ctypes.get_errno())
+";
+
+#[cfg(target_arch = "x86_64")]
+#[tokio::test]
+async fn privileged_system_calls_fail_with_eperm() {
+    let _guard = shared().await;
+    let root = Root::new();
+    let out = ok(&root, &format!("python3 -c \"{PROBES_X86_64}\"")).await;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 17, "{out}");
+    for line in lines {
+        assert!(line.ends_with(" -1 1"), "not EPERM: {line}");
+    }
+}
+
+#[tokio::test]
+async fn there_is_no_network() {
+    let _guard = shared().await;
+    let root = Root::new();
+    // The only connection attempt: refused by the empty namespace before any packet leaves.
+    let out = sh(
+        &root,
+        "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), timeout=2)'",
+    )
+    .await;
+    assert_ne!(out.exit, ExitKind::Exited(0));
+    assert!(
+        out.stderr.to_text().contains("Network is unreachable"),
+        "{}",
+        out.stderr.to_text()
+    );
+    let out = ok(&root, "ls /proc/sys/net/ipv4/conf").await;
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        ["all", "default", "lo"]
+    );
+}
+
+#[tokio::test]
+async fn a_fork_bomb_is_contained_and_leaves_nothing() {
+    let _guard = exclusive().await;
+    let before = foreign_pid_namespaces();
+    let root = Root::new();
+    let sandbox = Sandbox {
+        limits: Limits {
+            max_processes: 64,
+            ..Limits::default()
+        },
+        ..root.sandbox()
+    };
+    let bomb = spec(
+        sandbox,
+        "bomb() { bomb | bomb & }; bomb",
+        Duration::from_secs(5),
+    );
+    let out = run(&ProcessSpec {
+        program: "/bin/bash".into(),
+        ..bomb
+    })
+    .await
+    .unwrap();
+    assert!(
+        matches!(out.exit, ExitKind::TimedOut | ExitKind::Exited(_)),
+        "{:?}",
+        out.exit
+    );
+    no_namespace_left(&before).await;
+    // The host is fine: the next run is quick.
+    let out = ok(&root, "echo alive").await;
+    assert_eq!(out, "alive\n");
+}
+
+#[tokio::test]
+async fn a_memory_bomb_fails_inside() {
+    let _guard = shared().await;
+    let root = Root::new();
+    let sandbox = Sandbox {
+        limits: Limits {
+            memory_bytes: 1024 * 1024 * 1024,
+            ..Limits::default()
+        },
+        ..root.sandbox()
+    };
+    let out = run(&spec(
+        sandbox,
+        "python3 -c 'b = bytearray(8 << 30); b[::4096] = b\"x\" * len(b[::4096]); print(\"allocated\")'",
+        Duration::from_secs(60),
+    ))
+    .await
+    .unwrap();
+    assert_ne!(out.exit, ExitKind::Exited(0));
+    assert!(!out.stdout.to_text().contains("allocated"));
+}
+
+#[tokio::test]
+async fn background_processes_do_not_survive() {
+    let _guard = exclusive().await;
+    let before = foreign_pid_namespaces();
+    let root = Root::new();
+    let out = ok(
+        &root,
+        "sleep 1000 & setsid sleep 1000 & (setsid nohup sh -c 'sleep 1000' &) ; echo started",
+    )
+    .await;
+    assert_eq!(out, "started\n");
+    no_namespace_left(&before).await;
+
+    // Same on timeout.
+    let out = run(&spec(
+        root.sandbox(),
+        "setsid sleep 1000 & sleep 1000",
+        Duration::from_millis(500),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(out.exit, ExitKind::TimedOut);
+    no_namespace_left(&before).await;
+}
+
+#[tokio::test]
+async fn two_sandboxes_cannot_see_each_other() {
+    let _guard = shared().await;
+    let (a, b) = (Root::new(), Root::new());
+    std::fs::write(a.path().join("workspace/secret-of-a"), "a").unwrap();
+    let a_path = a.path().display().to_string();
+    let out = ok(
+        &b,
+        &format!(
+            "ls -A /workspace; ls {a_path} 2>&1; find / -name 'secret-of-a' -not -path '/proc/*' 2>/dev/null; true"
+        ),
+    )
+    .await;
+    assert!(!out.contains("secret-of-a"), "{out}");
+    assert!(out.contains("No such file"), "{out}");
+}
+
+#[tokio::test]
+async fn a_bad_root_is_refused_with_a_clear_error() {
+    let _guard = shared().await;
+    let dir = tempfile::tempdir().unwrap();
+    let error = run(&spec(
+        Sandbox::new(dir.path()),
+        "true",
+        Duration::from_secs(5),
+    ))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            ExecError::Isolation {
+                source: IsolationError::Root { .. },
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("no `workspace`"), "{error}");
+
+    let root = Root::new();
+    std::fs::create_dir(root.path().join("etc")).unwrap();
+    let error = run(&spec(root.sandbox(), "true", Duration::from_secs(5)))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("`etc`"), "{error}");
+
+    // A program missing inside is a spawn error, not an isolation one.
+    let root = Root::new();
+    let missing = ProcessSpec {
+        program: "/no/such/program".into(),
+        args: Vec::new(),
+        ..spec(root.sandbox(), "", Duration::from_secs(5))
+    };
+    let error = run(&missing).await.unwrap_err();
+    assert!(matches!(error, ExecError::Spawn { .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn symlinked_entries_are_not_followed() {
+    let _guard = shared().await;
+    let root = Root::new();
+    std::os::unix::fs::symlink("/root", root.path().join("escape")).unwrap();
+    let out = ok(&root, "readlink /escape; ls /escape/ 2>&1 || true").await;
+    assert!(out.starts_with("/root\n"), "{out}");
+    assert!(out.contains("No such file"), "{out}");
+}
+
+/// A user to run the test binary as, created when we are root and `useradd` exists.
+#[expect(clippy::disallowed_methods, reason = "test setup, not a sandboxed run")]
+fn unprivileged_user() -> Result<String, String> {
+    if !rustix::process::geteuid().is_root() {
+        return Err("not root: cannot switch users".into());
+    }
+    let name = "hookbox-sbx";
+    let exists = std::process::Command::new("id")
+        .arg(name)
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !exists {
+        let created = std::process::Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                name,
+            ])
+            .status()
+            .map_err(|e| format!("useradd unavailable: {e}"))?;
+        if !created.success() {
+            return Err(format!("useradd failed: {created}"));
+        }
+    }
+    Ok(name.into())
+}
+
+/// Every directory above `path` must be searchable by others for the user to run it.
+fn reachable_by_others(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.ancestors()
+        .skip(1)
+        .all(|dir| std::fs::metadata(dir).is_ok_and(|meta| meta.permissions().mode() & 0o001 != 0))
+}
+
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "runs this test binary as another user"
+)]
+fn an_unprivileged_user_gets_the_same_sandbox() {
+    if std::env::var_os("HOOKBOX_SANDBOX_INNER").is_some() {
+        return;
+    }
+    let exe: PathBuf = std::env::current_exe().unwrap();
+    let user = match unprivileged_user() {
+        Ok(user) => user,
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+    if !reachable_by_others(&exe) {
+        eprintln!("skipped: {} is not reachable by other users", exe.display());
+        return;
+    }
+    let out = std::process::Command::new("runuser")
+        .args(["-u", &user, "--"])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "suite::sandbox::core_isolation_holds",
+            "suite::sandbox::a_fork_bomb_is_contained_and_leaves_nothing",
+            "suite::sandbox::a_memory_bomb_fails_inside",
+            "suite::sandbox::privileged_system_calls_fail_with_eperm",
+            "--test-threads=2",
+        ])
+        .env("HOOKBOX_SANDBOX_INNER", "1")
+        .env("TMPDIR", "/tmp")
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "as {user}: {text}");
+    assert!(text.contains("4 passed"), "as {user}: {text}");
+}
