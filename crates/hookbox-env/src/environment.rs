@@ -1,0 +1,184 @@
+//! One stored environment: its metadata and where its files are.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::env_vars::{EnvValue, EnvVar};
+use crate::sandbox_path::AGENTS;
+use crate::sources::{DirectoryKind, Source};
+
+/// What one source put in the environment, as recorded in its metadata (inline contents are
+/// not duplicated: they are in the files).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceSummary {
+    /// `inline`, `repository`, `gcs` or `local`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Sandbox path written, e.g. `/.agents/hooks.json`.
+    pub target: String,
+    /// Repository URL or directory the files came from (not for `inline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Branch or tag cloned (`repository` only).
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// Size of the file written (`inline` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+}
+
+impl SourceSummary {
+    /// The summary of `source`.
+    pub(crate) fn of(source: &Source) -> Self {
+        let target = source.target().to_string();
+        match source {
+            Source::Inline { content, .. } => Self {
+                kind: "inline".to_owned(),
+                target,
+                source: None,
+                git_ref: None,
+                size_bytes: Some(content.len() as u64),
+            },
+            Source::Repository { url, git_ref, .. } => Self {
+                kind: "repository".to_owned(),
+                target,
+                source: Some(url.clone()),
+                git_ref: git_ref.clone(),
+                size_bytes: None,
+            },
+            Source::Directory { kind, dir, .. } => Self {
+                kind: match kind {
+                    DirectoryKind::Gcs => "gcs",
+                    DirectoryKind::Local => "local",
+                }
+                .to_owned(),
+                target,
+                source: Some(dir.display().to_string()),
+                git_ref: None,
+                size_bytes: None,
+            },
+        }
+    }
+}
+
+/// The `environment.json` beside an environment's root.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Metadata {
+    pub(crate) id: String,
+    pub(crate) created: String,
+    pub(crate) updated: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) from_environment: Option<String>,
+    pub(crate) agents_writable: bool,
+    pub(crate) sources: Vec<SourceSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) network: Option<Value>,
+    pub(crate) env: Vec<EnvVar>,
+}
+
+/// A stored environment.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    meta: Metadata,
+    root: PathBuf,
+}
+
+impl Environment {
+    /// Pairs metadata with the root directory it describes.
+    pub(crate) fn new(meta: Metadata, root: PathBuf) -> Self {
+        Self { meta, root }
+    }
+
+    /// The id, `env_…`.
+    pub fn id(&self) -> &str {
+        &self.meta.id
+    }
+
+    /// When it was created (ISO-8601 UTC, `YYYY-MM-DDThh:mm:ssZ`).
+    pub fn created(&self) -> &str {
+        &self.meta.created
+    }
+
+    /// When it was last updated (ISO-8601 UTC).
+    pub fn updated(&self) -> &str {
+        &self.meta.updated
+    }
+
+    /// The environment it was copied from, if any.
+    pub fn from_environment(&self) -> Option<&str> {
+        self.meta.from_environment.as_deref()
+    }
+
+    /// The host directory whose top-level entries are the sandbox's `/` (has `workspace/`).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether `/.agents` is writable (hookbox extension; read-only by default).
+    pub fn agents_writable(&self) -> bool {
+        self.meta.agents_writable
+    }
+
+    /// Variables to set in the sandbox (credentials by id only).
+    pub fn env_vars(&self) -> &[EnvVar] {
+        &self.meta.env
+    }
+
+    /// The network policy as given (validated in shape only); `None` when none was given.
+    pub fn network(&self) -> Option<&Value> {
+        self.meta.network.as_ref()
+    }
+
+    /// What each source applied so far wrote, in order (updates append).
+    pub fn sources(&self) -> &[SourceSummary] {
+        &self.meta.sources
+    }
+
+    /// Top-level entries of the root that the sandbox mounts read-only.
+    pub fn read_only_entries(&self) -> Vec<String> {
+        if self.meta.agents_writable {
+            Vec::new()
+        } else {
+            vec![AGENTS.to_owned()]
+        }
+    }
+
+    /// The sandbox that code and command hooks of this environment run in: its root's
+    /// top-level entries at `/`, `/.agents` read-only unless the environment allows writes.
+    pub fn sandbox(&self) -> hookbox_exec::Sandbox {
+        hookbox_exec::Sandbox {
+            read_only: self.read_only_entries(),
+            ..hookbox_exec::Sandbox::new(self.root())
+        }
+    }
+
+    /// Variables with literal values, as `(name, value)`, for a process in this environment.
+    /// Credential-backed variables are left out: secrets never enter the sandbox (they are
+    /// injected by the egress proxy instead).
+    pub fn literal_env_vars(&self) -> Vec<(String, String)> {
+        self.meta
+            .env
+            .iter()
+            .filter_map(|var| match &var.value {
+                EnvValue::Literal(value) => Some((var.name.clone(), value.clone())),
+                EnvValue::Credential { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The environment as the API shows it: its metadata plus `status`.
+    pub fn to_json(&self) -> Value {
+        let mut value = serde_json::to_value(&self.meta).unwrap_or(Value::Null);
+        if let Value::Object(object) = &mut value {
+            object.insert("status".to_owned(), "active".into());
+        }
+        value
+    }
+
+    /// The metadata, for rewriting after an update.
+    pub(crate) fn metadata(&self) -> &Metadata {
+        &self.meta
+    }
+}

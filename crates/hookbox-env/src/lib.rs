@@ -1,0 +1,42 @@
+//! hookbox environments: what an agent's sandbox contains, and the built-in file tools.
+//!
+//! * [`EnvironmentSpec`] validates the Interactions API `environment` object (and the
+//!   Environments API create body): `sources` (`inline`, `repository`, `gcs`, and the hookbox
+//!   extension `local`), `network` (shape-checked only), `env`, `environment_id`,
+//!   `from_environment`, and the hookbox extension `agents_writable`. Errors name the JSON path.
+//! * [`Environments`] keeps environments under `$HOOKBOX_HOME/environments/<id>/`: `root/` (the
+//!   sandbox's top-level entries, always with `workspace/`) and `environment.json`. Creation is
+//!   all-or-nothing (staged, then renamed into place).
+//! * [`FileTools`] runs `read_file`, `write_file`, `list_files` and `delete_file` on the host,
+//!   confined to the environment root by `openat2`.
+//!
+//! Source targets are sandbox paths relative to `/` (`.agents/hooks.json` is
+//! `/.agents/hooks.json`); targets in system directories (`/usr`, `/etc`, `/proc`, …) or above
+//! `/` are refused. `local` and `gcs` (`file://`) sources and local repository paths read this
+//! host's filesystem: a server exposing the API to untrusted clients should refuse them.
+
+mod clock;
+mod confined;
+mod env_vars;
+mod environment;
+mod git;
+mod id;
+mod json;
+mod materialise;
+mod network;
+mod place;
+mod sandbox_path;
+mod sources;
+mod spec;
+mod store;
+mod target;
+mod tools;
+
+pub use env_vars::{EnvValue, EnvVar};
+pub use environment::{Environment, SourceSummary};
+pub use json::SpecError;
+pub use sources::{DirectoryKind, Source};
+pub use spec::EnvironmentSpec;
+pub use store::{Environments, StoreError};
+pub use target::Target;
+pub use tools::{BuiltinTools, FileTools, Isolation, ToolError, ToolOutcome, environment_for};

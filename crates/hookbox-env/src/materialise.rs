@@ -1,0 +1,184 @@
+//! Writing validated sources into a private staging root (plain paths: nobody else writes
+//! there), detecting files that two sources both write.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+
+use crate::git;
+use crate::sources::Source;
+
+/// Most files one environment's sources may produce.
+const MAX_FILES: usize = 100_000;
+
+/// A source that could not be written: which one (index into the spec's `sources`) and why.
+#[derive(Debug)]
+pub(crate) struct SourceFailure {
+    /// Index of the source in the spec.
+    pub(crate) index: usize,
+    /// What went wrong and what to do.
+    pub(crate) problem: String,
+}
+
+/// Writes `sources`, in order, below `root`, using `scratch` (an empty private directory) for
+/// clones.
+pub(crate) async fn materialise(
+    sources: &[Source],
+    root: &Path,
+    scratch: &Path,
+) -> Result<(), SourceFailure> {
+    let mut writer = Writer {
+        root,
+        owners: HashMap::new(),
+        index: 0,
+    };
+    for (index, source) in sources.iter().enumerate() {
+        writer.index = index;
+        let fail = |problem| SourceFailure { index, problem };
+        let dest = root.join(source.target().path().relative());
+        match source {
+            Source::Inline { content, .. } => writer.file(&dest, content).map_err(fail)?,
+            Source::Directory { dir, .. } => writer.tree(dir, &dest).map_err(fail)?,
+            Source::Repository { url, git_ref, .. } => {
+                let clone = scratch.join(format!("clone-{index}"));
+                git::clone(url, git_ref.as_deref(), &clone)
+                    .await
+                    .map_err(fail)?;
+                writer.tree(&clone, &dest).map_err(fail)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies the tree at `src` into `dest` (both trusted host paths), merging with what is there;
+/// symlinks are copied as symlinks, never followed.
+pub(crate) fn copy_tree(src: &Path, dest: &Path) -> Result<(), String> {
+    Writer {
+        root: dest,
+        owners: HashMap::new(),
+        index: 0,
+    }
+    .tree(src, dest)
+}
+
+/// The state of one materialisation: which source wrote which file.
+struct Writer<'a> {
+    root: &'a Path,
+    owners: HashMap<PathBuf, usize>,
+    index: usize,
+}
+
+impl Writer<'_> {
+    /// Writes one file at `dest`; `#!` scripts are made executable.
+    fn file(&mut self, dest: &Path, content: &[u8]) -> Result<(), String> {
+        self.claim(dest)?;
+        let mode = if content.starts_with(b"#!") {
+            0o755
+        } else {
+            0o644
+        };
+        fs::write(dest, content)
+            .and_then(|()| fs::set_permissions(dest, fs::Permissions::from_mode(mode)))
+            .map_err(|err| self.describe("write", dest, &err))
+    }
+
+    /// Copies the directory `src` into `dest`.
+    fn tree(&mut self, src: &Path, dest: &Path) -> Result<(), String> {
+        let entries = fs::read_dir(src).map_err(|err| {
+            format!(
+                "cannot read directory `{}`: {err}; check that it exists",
+                src.display()
+            )
+        })?;
+        self.directory(dest)?;
+        for entry in entries {
+            let entry = entry.map_err(|err| format!("cannot read `{}`: {err}", src.display()))?;
+            let (from, to) = (entry.path(), dest.join(entry.file_name()));
+            let kind = entry
+                .file_type()
+                .map_err(|err| format!("cannot inspect `{}`: {err}", from.display()))?;
+            if kind.is_dir() {
+                self.tree(&from, &to)?;
+            } else if kind.is_file() {
+                self.claim(&to)?;
+                fs::copy(&from, &to).map_err(|err| self.describe("copy into", &to, &err))?;
+            } else if kind.is_symlink() {
+                self.claim(&to)?;
+                let link = fs::read_link(&from)
+                    .map_err(|err| format!("cannot read link `{}`: {err}", from.display()))?;
+                symlink(&link, &to).map_err(|err| self.describe("create link", &to, &err))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates `dest` and its missing parents below the root as directories, refusing to go
+    /// through a symlink or a file an earlier source put on the way (a repository's link to a
+    /// host directory must not become a way out of the staging root).
+    fn directory(&self, dest: &Path) -> Result<(), String> {
+        let rel = dest
+            .strip_prefix(self.root)
+            .map_err(|_| format!("`{}` is outside the environment root", dest.display()))?;
+        let mut current = self.root.to_path_buf();
+        for component in rel.components() {
+            current.push(component);
+            match fs::symlink_metadata(&current) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => {
+                    return Err(format!(
+                        "`{}` is a file or symlink written by an earlier source, so nothing can \
+                         be written below it",
+                        self.sandbox_path(&current)
+                    ));
+                }
+                Err(err) if err.kind() == io::ErrorKind::NotFound => fs::create_dir(&current)
+                    .map_err(|err| self.describe("create directory", &current, &err))?,
+                Err(err) => return Err(self.describe("inspect", &current, &err)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that the current source writes `dest`, refusing a file another source wrote,
+    /// and makes room for it (parents created, a file copied from elsewhere replaced).
+    fn claim(&mut self, dest: &Path) -> Result<(), String> {
+        if self.owners.len() >= MAX_FILES {
+            return Err(format!(
+                "the sources hold more than {MAX_FILES} files; keep environments smaller"
+            ));
+        }
+        if let Some(earlier) = self.owners.insert(dest.to_path_buf(), self.index) {
+            return Err(format!(
+                "`{}` is also written by `$.sources[{earlier}]`; give each file one source",
+                self.sandbox_path(dest)
+            ));
+        }
+        if let Some(parent) = dest.parent() {
+            self.directory(parent)?;
+        }
+        match fs::symlink_metadata(dest) {
+            Ok(meta) if meta.is_dir() => Err(format!(
+                "`{}` is a directory, so a file cannot be written there",
+                self.sandbox_path(dest)
+            )),
+            Ok(_) => fs::remove_file(dest).map_err(|err| self.describe("replace", dest, &err)),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// A sentence for a failed `action` on `dest`.
+    fn describe(&self, action: &str, dest: &Path, err: &io::Error) -> String {
+        format!("cannot {action} `{}`: {err}", self.sandbox_path(dest))
+    }
+
+    /// `dest` as the sandbox will see it.
+    fn sandbox_path(&self, dest: &Path) -> String {
+        format!(
+            "/{}",
+            dest.strip_prefix(self.root).unwrap_or(dest).display()
+        )
+    }
+}

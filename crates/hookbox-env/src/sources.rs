@@ -1,0 +1,290 @@
+//! The `sources` of an environment spec: what to put where in the sandbox.
+
+use std::path::PathBuf;
+
+use base64::prelude::{BASE64_STANDARD, Engine as _};
+use serde_json::{Map, Value};
+
+use crate::json::{self, SpecError, member};
+use crate::sandbox_path::SandboxPath;
+use crate::target::Target;
+
+/// The source types hookbox understands, for error messages.
+const SOURCE_TYPES: &str = "inline, repository, gcs, local";
+
+/// One validated source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `{"type":"inline","target","content","encoding"?}`: one file with the given bytes.
+    Inline {
+        /// Where the file goes.
+        target: Target,
+        /// The file's bytes (base64 already decoded).
+        content: Vec<u8>,
+    },
+    /// `{"type":"repository","source","target"?,"ref"?}`: a shallow `git clone`.
+    Repository {
+        /// A git URL or a local repository path.
+        url: String,
+        /// Branch or tag to check out (`git clone --branch`); the default branch when absent.
+        git_ref: Option<String>,
+        /// Directory the working tree goes to; `workspace/<repo-name>` by default.
+        target: Target,
+    },
+    /// `{"type":"gcs"|"local","source","target"?}`: a copy of a local directory tree.
+    ///
+    /// `gcs` accepts `file:///dir` and plain absolute paths (`gs://` needs an object-store client
+    /// this build does not have); `local` is a hookbox extension taking an absolute path.
+    Directory {
+        /// The source type as written (`gcs` or `local`), for the metadata.
+        kind: DirectoryKind,
+        /// The host directory to copy.
+        dir: PathBuf,
+        /// Directory the tree's contents are merged into; `workspace` by default.
+        target: Target,
+    },
+}
+
+/// Which spelling introduced a [`Source::Directory`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirectoryKind {
+    /// `"type":"gcs"` with a `file://` URL or a local path.
+    Gcs,
+    /// `"type":"local"` (hookbox extension).
+    Local,
+}
+
+impl Source {
+    /// Where this source writes in the sandbox.
+    pub fn target(&self) -> &Target {
+        match self {
+            Self::Inline { target, .. }
+            | Self::Repository { target, .. }
+            | Self::Directory { target, .. } => target,
+        }
+    }
+
+    /// Parses the source at JSON path `path`.
+    pub(crate) fn parse(value: &Value, path: &str) -> Result<Self, SpecError> {
+        let map = json::object(value, path, "a source object")?;
+        let kind = json::required(map, path, "type", SOURCE_TYPES)?;
+        let kind_path = member(path, "type");
+        match json::string(kind, &kind_path, "a source type string")? {
+            "inline" => parse_inline(map, path),
+            "repository" => parse_repository(map, path),
+            "gcs" => parse_directory(map, path, DirectoryKind::Gcs),
+            "local" => parse_directory(map, path, DirectoryKind::Local),
+            other => Err(SpecError::new(
+                kind_path,
+                format!(
+                    "source type `{other}` is not supported by hookbox; use one of: {SOURCE_TYPES}"
+                ),
+            )),
+        }
+    }
+}
+
+/// `inline`: target and content are required; `encoding` may only be `base64`.
+fn parse_inline(map: &Map<String, Value>, path: &str) -> Result<Source, SpecError> {
+    json::known_keys(map, path, &["type", "target", "content", "encoding"])?;
+    let target = required_target(map, path, "the file's path in the sandbox")?;
+    let content_path = member(path, "content");
+    let content = json::required(map, path, "content", "the file's text")?;
+    let content = json::string(content, &content_path, "the file's content as a string")?;
+    let content = match map.get("encoding") {
+        None => content.as_bytes().to_vec(),
+        Some(encoding) => {
+            let encoding_path = member(path, "encoding");
+            match json::string(encoding, &encoding_path, "an encoding string")? {
+                "base64" => BASE64_STANDARD.decode(content).map_err(|err| {
+                    SpecError::new(
+                        &content_path,
+                        format!(
+                            "is not valid base64 ({err}); encode the bytes with standard padded \
+                             base64, or drop `encoding` to pass plain text"
+                        ),
+                    )
+                })?,
+                other => {
+                    return Err(SpecError::new(
+                        encoding_path,
+                        format!(
+                            "unknown encoding `{other}`; the only encoding is `base64` (omit it \
+                             for plain text)"
+                        ),
+                    ));
+                }
+            }
+        }
+    };
+    Ok(Source::Inline { target, content })
+}
+
+/// `repository`: a git URL or local path, an optional ref and target.
+fn parse_repository(map: &Map<String, Value>, path: &str) -> Result<Source, SpecError> {
+    json::known_keys(map, path, &["type", "source", "target", "ref"])?;
+    let url_path = member(path, "source");
+    let url = json::required(map, path, "source", "a git URL or a local repository path")?;
+    let url = argument(url, &url_path, "a git URL or local repository path")?;
+    let git_ref = match map.get("ref") {
+        Some(value) => Some(argument(
+            value,
+            &member(path, "ref"),
+            "a branch or tag name",
+        )?),
+        None => None,
+    };
+    let target = match optional_target(map, path)? {
+        Some(target) => target,
+        None => Target::from_path(default_repository_target(&url, &url_path)?),
+    };
+    Ok(Source::Repository {
+        url,
+        git_ref,
+        target,
+    })
+}
+
+/// `gcs` and `local`: a directory tree on this host.
+fn parse_directory(
+    map: &Map<String, Value>,
+    path: &str,
+    kind: DirectoryKind,
+) -> Result<Source, SpecError> {
+    json::known_keys(map, path, &["type", "source", "target"])?;
+    let dir_path = member(path, "source");
+    let source = json::required(map, path, "source", "the directory to copy")?;
+    let source = json::string(source, &dir_path, "a directory path string")?;
+    json::no_nul(source, &dir_path)?;
+    let dir = match kind {
+        DirectoryKind::Gcs => gcs_directory(source, &dir_path)?,
+        DirectoryKind::Local => absolute_dir(source, &dir_path)?,
+    };
+    let target = match optional_target(map, path)? {
+        Some(target) => target,
+        None => Target::from_path(SandboxPath::workspace()),
+    };
+    Ok(Source::Directory { kind, dir, target })
+}
+
+/// The host directory behind a `gcs` source: `file:///dir` or `/dir`; `gs://` is unavailable.
+fn gcs_directory(source: &str, path: &str) -> Result<PathBuf, SpecError> {
+    if source.starts_with("gs://") {
+        return Err(SpecError::new(
+            path,
+            format!(
+                "`{source}`: Cloud Storage (gs://) sources are not available in this build of \
+                 hookbox; copy the objects to a local directory and use `file:///that/dir`"
+            ),
+        ));
+    }
+    absolute_dir(source.strip_prefix("file://").unwrap_or(source), path)
+}
+
+/// `text` as an absolute host directory path.
+fn absolute_dir(text: &str, path: &str) -> Result<PathBuf, SpecError> {
+    if !text.starts_with('/') {
+        return Err(SpecError::new(
+            path,
+            format!("`{text}` is not an absolute directory path; write it as `/path/to/dir`"),
+        ));
+    }
+    Ok(PathBuf::from(text))
+}
+
+/// A string that is passed to `git` as an argument: non-empty, no NUL, not an option.
+fn argument(value: &Value, path: &str, what: &str) -> Result<String, SpecError> {
+    let text = json::string(value, path, what)?;
+    json::no_nul(text, path)?;
+    if text.is_empty() || text.starts_with('-') {
+        return Err(SpecError::new(
+            path,
+            format!("`{text}` is not {what}: it must be non-empty and not start with `-`"),
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// The required `target` of `map`.
+fn required_target(map: &Map<String, Value>, path: &str, what: &str) -> Result<Target, SpecError> {
+    target(json::required(map, path, "target", what)?, path)
+}
+
+/// The optional `target` of `map`, validated.
+fn optional_target(map: &Map<String, Value>, path: &str) -> Result<Option<Target>, SpecError> {
+    map.get("target")
+        .map(|value| target(value, path))
+        .transpose()
+}
+
+/// `value`, the `target` member of the source at `path`, validated.
+fn target(value: &Value, path: &str) -> Result<Target, SpecError> {
+    let target_path = member(path, "target");
+    let text = json::string(value, &target_path, "a sandbox path string")?;
+    Target::parse(text, &target_path)
+}
+
+/// `/workspace/<repo-name>` for a repository URL or path such as `https://host/org/repo.git`.
+fn default_repository_target(url: &str, path: &str) -> Result<SandboxPath, SpecError> {
+    let name = url
+        .trim_end_matches('/')
+        .rsplit(['/', ':'])
+        .next()
+        .unwrap_or_default();
+    let name = name.strip_suffix(".git").unwrap_or(name);
+    if matches!(name, "" | "." | "..") {
+        return Err(SpecError::new(
+            path,
+            format!("cannot tell the repository name from `{url}`; set `target` explicitly"),
+        ));
+    }
+    Ok(SandboxPath::workspace().join(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse(value: Value) -> Result<Source, SpecError> {
+        Source::parse(&value, "$.sources[0]")
+    }
+
+    #[test]
+    fn inline_decodes_base64() {
+        let source =
+            parse(json!({"type":"inline","target":"a.txt","content":"aGk=","encoding":"base64"}));
+        let Source::Inline { target, content } = source.unwrap() else {
+            panic!("not inline");
+        };
+        assert_eq!(
+            (target.to_string(), content),
+            ("/a.txt".to_owned(), b"hi".to_vec())
+        );
+    }
+
+    #[test]
+    fn repositories_default_to_their_name_under_the_workspace() {
+        for (url, expected) in [
+            ("https://example.com/org/tools.git", "/workspace/tools"),
+            ("git@example.com:org/tools.git/", "/workspace/tools"),
+            ("/srv/repos/proj", "/workspace/proj"),
+        ] {
+            let source = parse(json!({"type":"repository","source":url})).unwrap();
+            assert_eq!(source.target().to_string(), expected);
+        }
+        let err = parse(json!({"type":"repository","source":"--upload-pack=x"})).unwrap_err();
+        assert_eq!(err.path, "$.sources[0].source");
+    }
+
+    #[test]
+    fn gcs_accepts_file_urls_and_refuses_gs() {
+        let source = parse(json!({"type":"gcs","source":"file:///data/x"})).unwrap();
+        assert_eq!(source.target().to_string(), "/workspace");
+        let err = parse(json!({"type":"gcs","source":"gs://bucket/p"})).unwrap_err();
+        assert!(err.problem.contains("not available in this build"), "{err}");
+        let err = parse(json!({"type":"local","source":"rel/dir"})).unwrap_err();
+        assert_eq!(err.path, "$.sources[0].source");
+    }
+}

@@ -1,0 +1,347 @@
+//! Environments on disk: `<home>/environments/<id>/{root/, environment.json}`.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::clock;
+use crate::environment::{Environment, Metadata, SourceSummary};
+use crate::id;
+use crate::materialise::{self, SourceFailure};
+use crate::place;
+use crate::sandbox_path::WORKSPACE;
+use crate::spec::EnvironmentSpec;
+
+/// Name of the metadata file beside each root.
+const METADATA: &str = "environment.json";
+
+/// Prefix of directories being built; removed by [`Environments::open`] after a crash.
+const STAGING_PREFIX: &str = ".staging-";
+
+/// Prefix of directories being deleted; removed by [`Environments::open`] after a crash.
+const TRASH_PREFIX: &str = ".trash-";
+
+/// Why an environment operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// No environment has this id (or the id is malformed).
+    #[error("environment `{id}` not found; list the environments to see which exist")]
+    NotFound {
+        /// The id asked for.
+        id: String,
+    },
+    /// A source could not be written; nothing was changed.
+    #[error("invalid environment at `$.sources[{index}]`: {problem}")]
+    Source {
+        /// Index of the source in the spec's `sources`.
+        index: usize,
+        /// What went wrong and what to do.
+        problem: String,
+    },
+    /// The update's files clash with the environment's; nothing was changed.
+    #[error("cannot update environment `{id}`: {problem}")]
+    Update {
+        /// The environment.
+        id: String,
+        /// What went wrong and what to do.
+        problem: String,
+    },
+    /// The spec asks for something this operation does not do.
+    #[error("invalid environment at `{path}`: {problem}")]
+    Misplaced {
+        /// JSON path of the field.
+        path: String,
+        /// What to do instead.
+        problem: String,
+    },
+    /// No place to keep environments was configured.
+    #[error("cannot tell where to keep environments: set HOOKBOX_HOME (or XDG_DATA_HOME or HOME)")]
+    NoHome,
+    /// A filesystem operation on hookbox's own files failed.
+    #[error("cannot {action} `{}`: {source}", path.display())]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The `Io` error for `action` on `path`.
+fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreError + use<> {
+    let path = path.to_path_buf();
+    move |source| StoreError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// The environments kept under one hookbox home.
+#[derive(Debug, Clone)]
+pub struct Environments {
+    dir: PathBuf,
+}
+
+impl Environments {
+    /// `$HOOKBOX_HOME`, else `$XDG_DATA_HOME/hookbox`, else `$HOME/.local/share/hookbox`.
+    pub fn default_home() -> Result<PathBuf, StoreError> {
+        let var =
+            |name| std::env::var_os(name).filter(|value: &std::ffi::OsString| !value.is_empty());
+        if let Some(home) = var("HOOKBOX_HOME") {
+            return Ok(PathBuf::from(home));
+        }
+        if let Some(data) = var("XDG_DATA_HOME") {
+            return Ok(PathBuf::from(data).join("hookbox"));
+        }
+        var("HOME")
+            .map(|home| PathBuf::from(home).join(".local/share/hookbox"))
+            .ok_or(StoreError::NoHome)
+    }
+
+    /// Opens (creating it if needed) `<home>/environments`, removing what an interrupted
+    /// create, update or delete left behind.
+    pub fn open(home: &Path) -> Result<Self, StoreError> {
+        let dir = home.join("environments");
+        fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
+        for entry in fs::read_dir(&dir).map_err(io_error("read", &dir))? {
+            let entry = entry.map_err(io_error("read", &dir))?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(STAGING_PREFIX) || name.starts_with(TRASH_PREFIX) {
+                let path = entry.path();
+                fs::remove_dir_all(&path).map_err(io_error("remove leftover", &path))?;
+            }
+        }
+        Ok(Self { dir })
+    }
+
+    /// Creates an environment from `spec` (it must not name `environment_id`). Either the
+    /// whole environment appears or nothing does: it is built in a staging directory that is
+    /// renamed into place.
+    pub async fn create(&self, spec: &EnvironmentSpec) -> Result<Environment, StoreError> {
+        if spec.environment_id.is_some() {
+            return Err(StoreError::Misplaced {
+                path: "$.environment_id".to_owned(),
+                problem: "creating an environment cannot update one; call update (or apply)"
+                    .to_owned(),
+            });
+        }
+        let base = spec
+            .from_environment
+            .as_deref()
+            .map(|from| self.get(from))
+            .transpose()?;
+        let staging = Staging::new(&self.dir)?;
+        let root = staging.path.join("root");
+        create_dir(&root.join(WORKSPACE))?;
+        if let Some(base) = &base {
+            materialise::copy_tree(base.root(), &root).map_err(|problem| {
+                StoreError::Misplaced {
+                    path: "$.from_environment".to_owned(),
+                    problem,
+                }
+            })?;
+        }
+        staging.materialise(spec, &root).await?;
+        create_dir(&root.join(WORKSPACE))?;
+        let now = clock::now();
+        let meta = Metadata {
+            id: id::generate().map_err(io_error(
+                "read random bytes from",
+                Path::new("/dev/urandom"),
+            ))?,
+            created: now.clone(),
+            updated: now,
+            from_environment: spec.from_environment.clone(),
+            agents_writable: spec.agents_writable.unwrap_or(false),
+            sources: spec.sources.iter().map(SourceSummary::of).collect(),
+            network: spec.network.clone(),
+            env: spec.env.clone().unwrap_or_default(),
+        };
+        write_metadata(&staging.path, &meta)?;
+        let final_dir = self.dir.join(&meta.id);
+        fs::rename(&staging.path, &final_dir).map_err(io_error("move into place", &final_dir))?;
+        Ok(Environment::new(meta, final_dir.join("root")))
+    }
+
+    /// Adds `spec`'s sources to environment `id` (files they write replace existing ones) and
+    /// replaces its network, env and `agents_writable` where `spec` gives them. Sources are
+    /// fetched into a staging directory first; nothing changes if any of them fails.
+    pub async fn update(
+        &self,
+        id: &str,
+        spec: &EnvironmentSpec,
+    ) -> Result<Environment, StoreError> {
+        let current = self.get(id)?;
+        if let Some(other) = spec.environment_id.as_deref().filter(|other| *other != id) {
+            return Err(StoreError::Misplaced {
+                path: "$.environment_id".to_owned(),
+                problem: format!("names `{other}`, but the update is for `{id}`"),
+            });
+        }
+        if spec.from_environment.is_some() {
+            return Err(StoreError::Misplaced {
+                path: "$.from_environment".to_owned(),
+                problem: "an existing environment cannot be re-based; create a new one".to_owned(),
+            });
+        }
+        let staging = Staging::new(&self.dir)?;
+        let staged_root = staging.path.join("root");
+        create_dir(&staged_root)?;
+        staging.materialise(spec, &staged_root).await?;
+        place::place(&staged_root, current.root()).map_err(|problem| StoreError::Update {
+            id: id.to_owned(),
+            problem,
+        })?;
+        let mut meta = current.metadata().clone();
+        meta.updated = clock::now();
+        meta.sources
+            .extend(spec.sources.iter().map(SourceSummary::of));
+        if let Some(network) = &spec.network {
+            meta.network = Some(network.clone());
+        }
+        if let Some(env) = &spec.env {
+            meta.env = env.clone();
+        }
+        if let Some(agents_writable) = spec.agents_writable {
+            meta.agents_writable = agents_writable;
+        }
+        write_metadata(&self.dir.join(id), &meta)?;
+        Ok(Environment::new(meta, current.root().to_path_buf()))
+    }
+
+    /// Updates the environment `spec.environment_id` names, or creates one if it names none.
+    pub async fn apply(&self, spec: &EnvironmentSpec) -> Result<Environment, StoreError> {
+        match &spec.environment_id {
+            Some(id) => self.update(id, spec).await,
+            None => self.create(spec).await,
+        }
+    }
+
+    /// The environment `id`.
+    pub fn get(&self, id: &str) -> Result<Environment, StoreError> {
+        let not_found = || StoreError::NotFound { id: id.to_owned() };
+        if !id::is_valid(id) {
+            return Err(not_found());
+        }
+        let dir = self.dir.join(id);
+        let path = dir.join(METADATA);
+        let text = match fs::read(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(not_found()),
+            Err(err) => return Err(io_error("read", &path)(err)),
+        };
+        let meta: Metadata = serde_json::from_slice(&text).map_err(|err| StoreError::Io {
+            action: "parse",
+            path: path.clone(),
+            source: io::Error::new(io::ErrorKind::InvalidData, err),
+        })?;
+        Ok(Environment::new(meta, dir.join("root")))
+    }
+
+    /// Every environment, oldest first.
+    pub fn list(&self) -> Result<Vec<Environment>, StoreError> {
+        let mut all = Vec::new();
+        for entry in fs::read_dir(&self.dir).map_err(io_error("read", &self.dir))? {
+            let name = entry.map_err(io_error("read", &self.dir))?.file_name();
+            let Some(name) = name.to_str().filter(|name| id::is_valid(name)) else {
+                continue;
+            };
+            match self.get(name) {
+                Ok(environment) => all.push(environment),
+                Err(StoreError::NotFound { .. }) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        all.sort_by(|a, b| (a.created(), a.id()).cmp(&(b.created(), b.id())));
+        Ok(all)
+    }
+
+    /// Deletes environment `id` and all its files.
+    pub fn delete(&self, id: &str) -> Result<(), StoreError> {
+        self.get(id)?;
+        let dir = self.dir.join(id);
+        let trash = self.dir.join(format!("{TRASH_PREFIX}{}", token()?));
+        fs::rename(&dir, &trash).map_err(io_error("move aside", &dir))?;
+        fs::remove_dir_all(&trash).map_err(io_error("remove", &trash))
+    }
+}
+
+/// A private directory under `environments/`, removed when dropped unless renamed away.
+struct Staging {
+    path: PathBuf,
+}
+
+impl Staging {
+    /// Creates `environments/.staging-<random>`.
+    fn new(dir: &Path) -> Result<Self, StoreError> {
+        let path = dir.join(format!("{STAGING_PREFIX}{}", token()?));
+        create_dir(&path)?;
+        Ok(Self { path })
+    }
+
+    /// Writes `spec`'s sources below `root`, cloning into a scratch directory.
+    async fn materialise(&self, spec: &EnvironmentSpec, root: &Path) -> Result<(), StoreError> {
+        let scratch = self.path.join("scratch");
+        create_dir(&scratch)?;
+        materialise::materialise(&spec.sources, root, &scratch)
+            .await
+            .map_err(|SourceFailure { index, problem }| StoreError::Source { index, problem })?;
+        fs::remove_dir_all(&scratch).map_err(io_error("remove", &scratch))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // Already renamed into place on success; otherwise `open` retries what fails here.
+        if self.path.exists() {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// A random name suffix.
+fn token() -> Result<String, StoreError> {
+    id::random_token().map_err(io_error(
+        "read random bytes from",
+        Path::new("/dev/urandom"),
+    ))
+}
+
+/// Creates `path` and its missing parents.
+fn create_dir(path: &Path) -> Result<(), StoreError> {
+    fs::create_dir_all(path).map_err(io_error("create", path))
+}
+
+/// Writes `dir/environment.json` atomically (temporary file, then rename).
+fn write_metadata(dir: &Path, meta: &Metadata) -> Result<(), StoreError> {
+    let path = dir.join(METADATA);
+    let temp = dir.join(format!(".{METADATA}.{}", token()?));
+    let text = serde_json::to_vec_pretty(meta).map_err(|err| StoreError::Io {
+        action: "serialise",
+        path: path.clone(),
+        source: io::Error::other(err),
+    })?;
+    fs::write(&temp, text).map_err(io_error("write", &temp))?;
+    fs::rename(&temp, &path).map_err(io_error("replace", &path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_removes_leftovers_of_a_crash() {
+        let home = tempfile::tempdir().unwrap();
+        let envs = home.path().join("environments");
+        fs::create_dir_all(envs.join(".staging-abc/root/workspace")).unwrap();
+        fs::create_dir_all(envs.join(".trash-abc/root")).unwrap();
+        Environments::open(home.path()).unwrap();
+        let left: Vec<_> = fs::read_dir(&envs).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}

@@ -1,0 +1,82 @@
+//! Checking a file tool's JSON arguments.
+
+use serde_json::{Map, Value};
+
+use crate::json;
+use crate::tools::error::ToolError;
+
+/// A tool's arguments, checked to be an object holding only known keys.
+pub(crate) struct Args<'a> {
+    tool: &'static str,
+    map: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> Args<'a> {
+    /// Checks `value` (an object, or null for no arguments) against the `allowed` keys.
+    pub(crate) fn new(
+        tool: &'static str,
+        value: &'a Value,
+        allowed: &[&str],
+    ) -> Result<Self, ToolError> {
+        let map = match value {
+            Value::Null => None,
+            Value::Object(map) => Some(map),
+            other => {
+                return Err(ToolError::InvalidArguments {
+                    tool,
+                    problem: format!("arguments must be an object, got {}", json::kind(other)),
+                });
+            }
+        };
+        if let Some(unknown) =
+            map.and_then(|map| map.keys().find(|k| !allowed.contains(&k.as_str())))
+        {
+            return Err(ToolError::InvalidArguments {
+                tool,
+                problem: format!(
+                    "unknown argument `{unknown}`; {tool} takes: {}",
+                    allowed.join(", ")
+                ),
+            });
+        }
+        Ok(Self { tool, map })
+    }
+
+    /// The string argument `key`, if given.
+    pub(crate) fn string(&self, key: &str, what: &str) -> Result<Option<&'a str>, ToolError> {
+        match self.map.and_then(|map| map.get(key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text)),
+            Some(other) => Err(self.invalid(format!(
+                "argument `{key}` must be a string ({what}), got {}",
+                json::kind(other)
+            ))),
+        }
+    }
+
+    /// The string argument `key`, which must be given.
+    pub(crate) fn required_string(&self, key: &str, what: &str) -> Result<&'a str, ToolError> {
+        self.string(key, what)?
+            .ok_or_else(|| self.invalid(format!("missing required argument `{key}` ({what})")))
+    }
+
+    /// The boolean argument `key`, if given.
+    pub(crate) fn bool(&self, key: &str) -> Result<Option<bool>, ToolError> {
+        match self.map.and_then(|map| map.get(key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(flag)) => Ok(Some(*flag)),
+            Some(other) => Err(self.invalid(format!(
+                "argument `{key}` must be true or false, got {}",
+                json::kind(other)
+            ))),
+        }
+    }
+
+    /// An invalid-arguments error for this tool.
+    fn invalid(&self, problem: String) -> ToolError {
+        ToolError::InvalidArguments {
+            tool: self.tool,
+            problem,
+        }
+    }
+}

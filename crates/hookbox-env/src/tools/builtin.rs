@@ -1,0 +1,92 @@
+//! The five built-in sandbox tools behind one entry point.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::environment::Environment;
+use crate::tools::code;
+use crate::tools::files::FileTools;
+
+/// Whether code runs isolated. Unsandboxed runs exist only for machines where the sandbox
+/// cannot be created, behind an explicit, loudly named option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// Inside the environment's sandbox (the default).
+    Sandboxed,
+    /// On the host, in the environment's workspace, as the current user.
+    Unsandboxed,
+}
+
+/// What one tool call produced: its result, and the error text when it failed (the post hook's
+/// `error` field). A failed `code_execution` still has a result (its output).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolOutcome {
+    /// The tool's structured result, when it produced one.
+    pub result: Option<Value>,
+    /// Why the call failed, if it did.
+    pub error: Option<String>,
+}
+
+impl ToolOutcome {
+    /// A call that failed with `error` and produced nothing.
+    pub fn failed(error: String) -> Self {
+        Self {
+            result: None,
+            error: Some(error),
+        }
+    }
+}
+
+/// The built-in tools of one environment: `code_execution`, `read_file`, `write_file`,
+/// `list_files` and `delete_file`.
+#[derive(Debug)]
+pub struct BuiltinTools {
+    environment: Environment,
+    files: FileTools,
+    isolation: Isolation,
+}
+
+impl BuiltinTools {
+    /// The names models call the tools by.
+    pub const NAMES: [&'static str; 5] = [
+        "code_execution",
+        "read_file",
+        "write_file",
+        "list_files",
+        "delete_file",
+    ];
+
+    /// The tools of `environment`, running code with `isolation`.
+    pub fn new(environment: Environment, isolation: Isolation) -> Result<Self, crate::ToolError> {
+        let files = FileTools::for_environment(&environment)?;
+        Ok(Self {
+            environment,
+            files,
+            isolation,
+        })
+    }
+
+    /// The environment the tools act on.
+    pub fn environment(&self) -> &Environment {
+        &self.environment
+    }
+
+    /// How code runs.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// Runs tool `name` with `args`.
+    pub async fn call(&self, name: &str, args: &Value) -> ToolOutcome {
+        if name == "code_execution" {
+            return code::run(&self.environment, args, self.isolation).await;
+        }
+        match self.files.call(name, args) {
+            Ok(result) => ToolOutcome {
+                result: Some(result),
+                error: None,
+            },
+            Err(err) => ToolOutcome::failed(err.to_string()),
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! `delete_file {path}` → `{path, deleted: true}`.
+
+use rustix::fs::{self, AtFlags};
+use rustix::io::Errno;
+use serde_json::{Value, json};
+
+use crate::tools::args::Args;
+use crate::tools::error::ToolError;
+use crate::tools::files::{FileTools, sandbox_path};
+
+/// The tool's name.
+const TOOL: &str = "delete_file";
+
+/// Unlinks a file or a symlink (the link itself, never its target); refuses directories.
+pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
+    let args = Args::new(TOOL, args, &["path"])?;
+    let path = sandbox_path(TOOL, args.required_string("path", "the file to delete")?)?;
+    let target = tools.writable(TOOL, &path)?;
+    let parent = target
+        .area
+        .open_dir(target.parent)
+        .map_err(|errno| target.error(TOOL, "open the directory of", errno))?;
+    match fs::unlinkat(&parent, target.name, AtFlags::empty()) {
+        Ok(()) => Ok(json!({ "path": path.to_string(), "deleted": true })),
+        Err(Errno::ISDIR | Errno::PERM) if is_dir(&parent, target.name) => {
+            Err(ToolError::IsDirectory {
+                tool: TOOL,
+                path: path.to_string(),
+                hint: "delete_file removes files and symbolic links only; remove directories \
+                       with code_execution",
+            })
+        }
+        Err(errno) => Err(target.error(TOOL, "delete", errno)),
+    }
+}
+
+/// Whether `name` in `parent` is a directory (not following a link).
+fn is_dir(parent: &impl std::os::fd::AsFd, name: &str) -> bool {
+    crate::confined::entry(parent, name)
+        .ok()
+        .flatten()
+        .is_some_and(|stat| crate::confined::kind(&stat) == fs::FileType::Directory)
+}

@@ -1,0 +1,140 @@
+//! What a file tool reports when it cannot do what was asked.
+
+use std::io;
+
+use rustix::io::Errno;
+
+/// A failed file-tool call. Its message is what the model and a post hook's `error` field see,
+/// so it names the tool, the sandbox path and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// No file tool has this name.
+    #[error(
+        "unknown file tool `{0}`; the file tools are read_file, write_file, list_files and delete_file"
+    )]
+    UnknownTool(String),
+    /// The arguments are missing, of the wrong type or unknown.
+    #[error("{tool}: {problem}")]
+    InvalidArguments {
+        /// The tool called.
+        tool: &'static str,
+        /// What is wrong with the arguments.
+        problem: String,
+    },
+    /// The path is not usable (empty, NUL byte, climbs above `/`, names no file).
+    #[error("{tool}: {problem}")]
+    InvalidPath {
+        /// The tool called.
+        tool: &'static str,
+        /// What is wrong with the path.
+        problem: String,
+    },
+    /// Writing or deleting outside the writable locations.
+    #[error("{tool}: `{path}` is a read-only location; only {writable} can be modified")]
+    ReadOnly {
+        /// The tool called.
+        tool: &'static str,
+        /// The sandbox path.
+        path: String,
+        /// The writable locations, for the message.
+        writable: &'static str,
+    },
+    /// Nothing exists at the path.
+    #[error("{tool}: `{path}` does not exist")]
+    NotFound {
+        /// The tool called.
+        tool: &'static str,
+        /// The sandbox path.
+        path: String,
+    },
+    /// The path names a directory where a file is needed.
+    #[error("{tool}: `{path}` is a directory; {hint}")]
+    IsDirectory {
+        /// The tool called.
+        tool: &'static str,
+        /// The sandbox path.
+        path: String,
+        /// What to do instead.
+        hint: &'static str,
+    },
+    /// The path names something that is neither a regular file nor a directory as needed.
+    #[error("{tool}: `{path}` is not {expected}")]
+    WrongType {
+        /// The tool called.
+        tool: &'static str,
+        /// The sandbox path.
+        path: String,
+        /// What was needed, e.g. "a regular file".
+        expected: &'static str,
+    },
+    /// The file is larger than the tool returns.
+    #[error(
+        "{tool}: `{path}` is {size} bytes, more than the {limit}-byte limit; read it in parts \
+         with code_execution (e.g. `head -c`)"
+    )]
+    TooLarge {
+        /// The tool called.
+        tool: &'static str,
+        /// The sandbox path.
+        path: String,
+        /// The file's size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The path leaves its writable location through a symlink.
+    #[error(
+        "{tool}: `{path}` goes through a symbolic link that leads out of `/{area}`; file tools \
+         do not follow links out of the writable location, so use the link's target path"
+    )]
+    LeavesArea {
+        /// The tool called.
+        tool: &'static str,
+        /// The sandbox path.
+        path: String,
+        /// The writable location, e.g. `workspace`.
+        area: String,
+    },
+    /// Any other operating-system failure.
+    #[error("{tool}: cannot {action} `{path}`: {source}")]
+    Io {
+        /// The tool called.
+        tool: &'static str,
+        /// What was being done.
+        action: &'static str,
+        /// The sandbox path.
+        path: String,
+        /// The operating system's reason.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Maps an errno from `action` on sandbox path `path` to the error the model should see.
+pub(crate) fn from_errno(
+    tool: &'static str,
+    action: &'static str,
+    path: &str,
+    errno: Errno,
+) -> ToolError {
+    let path = path.to_owned();
+    match errno {
+        Errno::NOENT => ToolError::NotFound { tool, path },
+        Errno::NOTDIR => ToolError::WrongType {
+            tool,
+            path,
+            expected: "reachable: one of its parent components is not a directory",
+        },
+        Errno::LOOP => ToolError::WrongType {
+            tool,
+            path,
+            expected: "reachable: it goes through too many (or disallowed) symbolic links",
+        },
+        source => ToolError::Io {
+            tool,
+            action,
+            path,
+            source: source.into(),
+        },
+    }
+}

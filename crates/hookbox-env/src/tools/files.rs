@@ -1,0 +1,161 @@
+//! The file tools' entry point: argument dispatch and where a path may be read or written.
+
+use std::path::Path;
+
+use rustix::io::Errno;
+use serde_json::Value;
+
+use crate::confined::Confined;
+use crate::environment::Environment;
+use crate::sandbox_path::{AGENTS, SandboxPath, WORKSPACE};
+use crate::tools::error::{ToolError, from_errno};
+use crate::tools::{delete, list, read, write};
+
+/// The built-in file tools of one environment: `read_file`, `write_file`, `list_files` and
+/// `delete_file`.
+///
+/// Paths are sandbox paths (relative ones are relative to `/workspace`). Every access starts
+/// from one descriptor on the environment root and is resolved by the kernel (`openat2`):
+/// reads and listings with `RESOLVE_IN_ROOT`, so a symlink to `/etc/passwd` means the
+/// environment's own `/etc/passwd`, never the host's; writes and deletes beneath the writable
+/// location (`/workspace`, and `/.agents` when the environment allows it) with
+/// `RESOLVE_BENEATH`, so no link leads out of it. Writes go to a temporary file renamed over
+/// the target, so they never write through an existing link.
+#[derive(Debug)]
+pub struct FileTools {
+    root: Confined,
+    agents_writable: bool,
+}
+
+impl FileTools {
+    /// The names of the tools, as models call them.
+    pub const NAMES: [&'static str; 4] = ["read_file", "write_file", "list_files", "delete_file"];
+
+    /// The tools of `environment`.
+    pub fn for_environment(environment: &Environment) -> Result<Self, ToolError> {
+        Self::open(environment.root(), environment.agents_writable())
+    }
+
+    /// The tools over the environment root `root` (a host directory hookbox owns).
+    pub fn open(root: &Path, agents_writable: bool) -> Result<Self, ToolError> {
+        let root = Confined::in_root(root).map_err(|errno| ToolError::Io {
+            tool: "file tools",
+            action: "open the environment root",
+            path: "/".to_owned(),
+            source: errno.into(),
+        })?;
+        Ok(Self {
+            root,
+            agents_writable,
+        })
+    }
+
+    /// Runs tool `name` with JSON `args` and returns its JSON result.
+    pub fn call(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
+        match name {
+            "read_file" => read::run(self, args),
+            "write_file" => write::run(self, args),
+            "list_files" => list::run(self, args),
+            "delete_file" => delete::run(self, args),
+            other => Err(ToolError::UnknownTool(other.to_owned())),
+        }
+    }
+
+    /// The descriptor on the environment root (paths resolved in it as in a chroot).
+    pub(crate) fn root(&self) -> &Confined {
+        &self.root
+    }
+
+    /// The part of `path` below a writable location, opened for strict confinement: the
+    /// location, the parent components below it and the final name.
+    pub(crate) fn writable<'p>(
+        &self,
+        tool: &'static str,
+        path: &'p SandboxPath,
+    ) -> Result<Writable<'p>, ToolError> {
+        let top = path.top().unwrap_or_default();
+        let allowed = top == WORKSPACE || (top == AGENTS && self.agents_writable);
+        let writable = if self.agents_writable {
+            "/workspace and /.agents"
+        } else {
+            "/workspace"
+        };
+        if !allowed {
+            return Err(ToolError::ReadOnly {
+                tool,
+                path: path.to_string(),
+                writable,
+            });
+        }
+        let Some((name, parent)) = path.components()[1..].split_last() else {
+            return Err(ToolError::IsDirectory {
+                tool,
+                path: path.to_string(),
+                hint: "name a file inside it",
+            });
+        };
+        let area = self
+            .root
+            .beneath(top)
+            .map_err(|errno| errno_at(tool, "open", path, top, errno))?;
+        Ok(Writable {
+            area,
+            top: top.to_owned(),
+            parent,
+            name,
+            path,
+        })
+    }
+}
+
+/// A path inside a writable location.
+pub(crate) struct Writable<'p> {
+    /// The location, with strict confinement below it.
+    pub(crate) area: Confined,
+    /// The location's top-level name (`workspace`, `.agents`).
+    pub(crate) top: String,
+    /// Components between the location and the final name.
+    pub(crate) parent: &'p [String],
+    /// The final component.
+    pub(crate) name: &'p str,
+    /// The whole sandbox path.
+    pub(crate) path: &'p SandboxPath,
+}
+
+impl Writable<'_> {
+    /// The error for `errno` from `action` on this path.
+    pub(crate) fn error(
+        &self,
+        tool: &'static str,
+        action: &'static str,
+        errno: Errno,
+    ) -> ToolError {
+        errno_at(tool, action, self.path, &self.top, errno)
+    }
+}
+
+/// Maps `errno` on `path` inside location `top`, where `EXDEV` means a link led out of it.
+fn errno_at(
+    tool: &'static str,
+    action: &'static str,
+    path: &SandboxPath,
+    top: &str,
+    errno: Errno,
+) -> ToolError {
+    if errno == Errno::XDEV {
+        return ToolError::LeavesArea {
+            tool,
+            path: path.to_string(),
+            area: top.to_owned(),
+        };
+    }
+    from_errno(tool, action, &path.to_string(), errno)
+}
+
+/// Parses the sandbox path argument of `tool`.
+pub(crate) fn sandbox_path(tool: &'static str, text: &str) -> Result<SandboxPath, ToolError> {
+    SandboxPath::parse(text, WORKSPACE).map_err(|problem| ToolError::InvalidPath {
+        tool,
+        problem: problem.explain(text),
+    })
+}

@@ -1,0 +1,126 @@
+//! `list_files {path?="/workspace", recursive?=false}` → `{entries:[…]}`.
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::fs::{self, Dir, FileType, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+use serde_json::{Value, json};
+
+use crate::confined;
+use crate::sandbox_path::SandboxPath;
+use crate::tools::args::Args;
+use crate::tools::error::{ToolError, from_errno};
+use crate::tools::files::{FileTools, sandbox_path};
+
+/// The tool's name.
+const TOOL: &str = "list_files";
+
+/// Most entries returned; past it the listing stops and says `"truncated": true`.
+const MAX_ENTRIES: usize = 10_000;
+
+/// Lists a directory (recursively on request) without following symlinks, sorted by path.
+pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
+    let args = Args::new(TOOL, args, &["path", "recursive"])?;
+    let path = sandbox_path(
+        TOOL,
+        args.string("path", "the directory to list")?
+            .unwrap_or("/workspace"),
+    )?;
+    let recursive = args.bool("recursive")?.unwrap_or(false);
+    let dir = tools
+        .root()
+        .open(
+            &path.relative(),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .map_err(|errno| match errno {
+            Errno::NOTDIR => ToolError::WrongType {
+                tool: TOOL,
+                path: path.to_string(),
+                expected: "a directory (use read_file for files)",
+            },
+            errno => from_errno(TOOL, "open", &path.to_string(), errno),
+        })?;
+    let mut listing = Listing {
+        entries: Vec::new(),
+        truncated: false,
+        recursive,
+    };
+    listing
+        .walk(&dir, &path)
+        .map_err(|(at, errno)| from_errno(TOOL, "list", &at.to_string(), errno))?;
+    listing
+        .entries
+        .sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    let mut result = json!({ "entries": listing.entries });
+    if listing.truncated {
+        result["truncated"] = Value::Bool(true);
+    }
+    Ok(result)
+}
+
+/// Entries gathered so far.
+struct Listing {
+    entries: Vec<Value>,
+    truncated: bool,
+    recursive: bool,
+}
+
+impl Listing {
+    /// Adds the entries of `dir` (sandbox path `at`), descending into real directories only.
+    fn walk(&mut self, dir: &impl AsFd, at: &SandboxPath) -> Result<(), (SandboxPath, Errno)> {
+        let fail = |errno| (at.clone(), errno);
+        let mut names = Vec::new();
+        for entry in Dir::read_from(dir).map_err(fail)? {
+            let name = entry
+                .map_err(fail)?
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
+            if name != "." && name != ".." {
+                names.push(name);
+            }
+        }
+        names.sort();
+        for name in names {
+            if self.entries.len() >= MAX_ENTRIES {
+                self.truncated = true;
+                return Ok(());
+            }
+            // Gone since the directory was read: skip it.
+            let Some(stat) = confined::entry(dir, &name).map_err(fail)? else {
+                continue;
+            };
+            let kind = confined::kind(&stat);
+            let path = at.join(&name);
+            let type_name = match kind {
+                FileType::Directory => "directory",
+                FileType::Symlink => "symlink",
+                _ => "file",
+            };
+            self.entries.push(json!({
+                "path": path.to_string(),
+                "name": name,
+                "type": type_name,
+                "size_bytes": if kind == FileType::Directory { 0 } else { stat.st_size.max(0) },
+            }));
+            if self.recursive && kind == FileType::Directory {
+                let sub = open_subdir(dir, &name).map_err(|errno| (path.clone(), errno))?;
+                self.walk(&sub, &path)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Opens the subdirectory `name` of `dir`, refusing a symlink put there since it was listed.
+fn open_subdir(dir: &impl AsFd, name: &str) -> Result<OwnedFd, Errno> {
+    fs::openat2(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+    )
+}

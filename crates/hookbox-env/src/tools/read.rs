@@ -1,0 +1,83 @@
+//! `read_file {path}` → `{content, encoding?}`.
+
+use std::fs::File;
+use std::io::Read;
+
+use base64::prelude::{BASE64_STANDARD, Engine as _};
+use rustix::fs::{FileType, Mode, OFlags};
+use serde_json::{Value, json};
+
+use crate::tools::args::Args;
+use crate::tools::error::{ToolError, from_errno};
+use crate::tools::files::{FileTools, sandbox_path};
+
+/// The tool's name.
+const TOOL: &str = "read_file";
+
+/// Largest file returned: 10 MiB.
+const LIMIT: u64 = 10 * 1024 * 1024;
+
+/// Reads a regular file; UTF-8 text as is, anything else as base64 with `encoding:"base64"`.
+pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
+    let args = Args::new(TOOL, args, &["path"])?;
+    let path = sandbox_path(TOOL, args.required_string("path", "the file to read")?)?;
+    let shown = path.to_string();
+    let error = |action, errno| from_errno(TOOL, action, &shown, errno);
+    // O_NONBLOCK: opening a FIFO the sandbox made must not hang the host.
+    let fd = tools
+        .root()
+        .open(
+            &path.relative(),
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+            Mode::empty(),
+        )
+        .map_err(|errno| error("open", errno))?;
+    let stat = rustix::fs::fstat(&fd).map_err(|errno| error("inspect", errno))?;
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => {}
+        FileType::Directory => {
+            return Err(ToolError::IsDirectory {
+                tool: TOOL,
+                path: shown,
+                hint: "use list_files to see what it holds",
+            });
+        }
+        _ => {
+            return Err(ToolError::WrongType {
+                tool: TOOL,
+                path: shown,
+                expected: "a regular file",
+            });
+        }
+    }
+    let too_large = |size| ToolError::TooLarge {
+        tool: TOOL,
+        path: shown.clone(),
+        size,
+        limit: LIMIT,
+    };
+    let size = u64::try_from(stat.st_size).unwrap_or_default();
+    if size > LIMIT {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::new();
+    File::from(fd)
+        .take(LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| ToolError::Io {
+            tool: TOOL,
+            action: "read",
+            path: shown.clone(),
+            source,
+        })?;
+    if bytes.len() as u64 > LIMIT {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => json!({ "content": text }),
+        Err(err) => json!({
+            "content": BASE64_STANDARD.encode(err.as_bytes()),
+            "encoding": "base64",
+        }),
+    })
+}

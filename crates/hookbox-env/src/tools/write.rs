@@ -1,0 +1,109 @@
+//! `write_file {path, content, encoding?}` → `{path, bytes_written}`.
+
+use std::fs::File;
+use std::io::Write as _;
+
+use base64::prelude::{BASE64_STANDARD, Engine as _};
+use rustix::fs::{self, AtFlags, FileType, Mode, OFlags};
+use serde_json::{Value, json};
+
+use crate::confined;
+use crate::id;
+use crate::tools::args::Args;
+use crate::tools::error::ToolError;
+use crate::tools::files::{FileTools, Writable, sandbox_path};
+
+/// The tool's name.
+const TOOL: &str = "write_file";
+
+/// Writes a file through a temporary file renamed over the target, creating missing parent
+/// directories; an existing file keeps its permission bits.
+pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
+    let args = Args::new(TOOL, args, &["path", "content", "encoding"])?;
+    let path = sandbox_path(TOOL, args.required_string("path", "the file to write")?)?;
+    let content = args.required_string("content", "the file's new content")?;
+    let bytes = match args.string("encoding", "\"base64\" or absent")? {
+        None => content.as_bytes().to_vec(),
+        Some("base64") => {
+            BASE64_STANDARD
+                .decode(content)
+                .map_err(|err| ToolError::InvalidArguments {
+                    tool: TOOL,
+                    problem: format!("`content` is not valid base64 ({err})"),
+                })?
+        }
+        Some(other) => {
+            return Err(ToolError::InvalidArguments {
+                tool: TOOL,
+                problem: format!(
+                    "unknown encoding `{other}`; use \"base64\" or omit `encoding` for text"
+                ),
+            });
+        }
+    };
+    let target = tools.writable(TOOL, &path)?;
+    let parent = target
+        .area
+        .make_dirs(target.parent)
+        .map_err(|errno| target.error(TOOL, "create the parent directories of", errno))?;
+    let mode = match confined::entry(&parent, target.name) {
+        Ok(Some(stat)) if confined::kind(&stat) == FileType::Directory => {
+            return Err(ToolError::IsDirectory {
+                tool: TOOL,
+                path: path.to_string(),
+                hint: "write to a file path inside it",
+            });
+        }
+        Ok(Some(stat)) if confined::kind(&stat) == FileType::RegularFile => stat.st_mode & 0o777,
+        Ok(_) => 0o644,
+        Err(errno) => return Err(target.error(TOOL, "inspect", errno)),
+    };
+    replace(&parent, &target, &bytes, Mode::from_raw_mode(mode))?;
+    Ok(json!({ "path": path.to_string(), "bytes_written": bytes.len() }))
+}
+
+/// Writes `bytes` to a new temporary file in `parent` and renames it over the target.
+fn replace(
+    parent: &impl std::os::fd::AsFd,
+    target: &Writable<'_>,
+    bytes: &[u8],
+    mode: Mode,
+) -> Result<(), ToolError> {
+    let temp = format!(
+        ".hookbox-write-{}",
+        id::random_token().map_err(|source| ToolError::Io {
+            tool: TOOL,
+            action: "name a temporary file for",
+            path: target.path.to_string(),
+            source,
+        })?
+    );
+    let fd = fs::openat(
+        parent,
+        temp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        mode,
+    )
+    .map_err(|errno| target.error(TOOL, "create a temporary file for", errno))?;
+    let written = fs::fchmod(&fd, mode)
+        .map_err(|errno| target.error(TOOL, "set the mode of", errno))
+        .and_then(|()| {
+            File::from(fd)
+                .write_all(bytes)
+                .map_err(|source| ToolError::Io {
+                    tool: TOOL,
+                    action: "write",
+                    path: target.path.to_string(),
+                    source,
+                })
+        })
+        .and_then(|()| {
+            fs::renameat(parent, temp.as_str(), parent, target.name)
+                .map_err(|errno| target.error(TOOL, "replace", errno))
+        });
+    if written.is_err() {
+        // Best effort: the error being reported matters more than a leftover temporary file.
+        let _ = fs::unlinkat(parent, temp.as_str(), AtFlags::empty());
+    }
+    written
+}

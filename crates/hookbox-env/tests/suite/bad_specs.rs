@@ -1,0 +1,157 @@
+use hookbox_env::{EnvironmentSpec, StoreError};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::support::{Home, snapshot};
+
+/// Parses and creates `spec`, returning the JSON path of the error.
+async fn refused_at(home: &Home, spec: &Value) -> String {
+    let spec = match EnvironmentSpec::from_json(spec) {
+        Ok(spec) => spec,
+        Err(err) => return err.path,
+    };
+    match home.envs.create(&spec).await {
+        Ok(env) => panic!("created {}", env.id()),
+        Err(StoreError::Source { index, .. }) => format!("$.sources[{index}]"),
+        Err(other) => panic!("unexpected error: {other}"),
+    }
+}
+
+fn inline(target: &str) -> Value {
+    json!({"type": "inline", "target": target, "content": "x"})
+}
+
+#[tokio::test]
+async fn every_bad_spec_is_refused_at_its_json_path_and_nothing_is_written() {
+    let home = Home::new();
+    let host = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(host.path().join("one")).unwrap();
+    std::fs::create_dir_all(host.path().join("two")).unwrap();
+    std::fs::write(host.path().join("one/same.txt"), "1").unwrap();
+    std::fs::write(host.path().join("two/same.txt"), "2").unwrap();
+    let one = host.path().join("one").display().to_string();
+    let two = host.path().join("two").display().to_string();
+    let missing = host.path().join("missing").display().to_string();
+
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"sources": [{"type": "skill_registry", "source": "x"}]}),
+            "$.sources[0].type",
+        ),
+        (json!({"sources": [{"target": "a"}]}), "$.sources[0].type"),
+        (
+            json!({"sources": [inline("a"), inline("../escape")]}),
+            "$.sources[1].target",
+        ),
+        (
+            json!({"sources": [inline("workspace/../../x")]}),
+            "$.sources[0].target",
+        ),
+        (json!({"sources": [inline("/")]}), "$.sources[0].target"),
+        (json!({"sources": [inline("")]}), "$.sources[0].target"),
+        (
+            json!({"sources": [inline("etc/passwd")]}),
+            "$.sources[0].target",
+        ),
+        (
+            json!({"sources": [inline("usr/bin/x")]}),
+            "$.sources[0].target",
+        ),
+        (
+            json!({"sources": [inline("/lib64/x")]}),
+            "$.sources[0].target",
+        ),
+        (
+            json!({"sources": [inline("workspace/a\u{0}b")]}),
+            "$.sources[0].target",
+        ),
+        (
+            json!({"sources": [{"type": "inline", "target": "a", "content": "!!!", "encoding": "base64"}]}),
+            "$.sources[0].content",
+        ),
+        (
+            json!({"sources": [{"type": "inline", "target": "a", "content": "x", "encoding": "hex"}]}),
+            "$.sources[0].encoding",
+        ),
+        (
+            json!({"sources": [{"type": "inline", "target": "a"}]}),
+            "$.sources[0].content",
+        ),
+        (
+            json!({"sources": [{"type": "inline", "target": "a", "content": 42}]}),
+            "$.sources[0].content",
+        ),
+        (
+            json!({"sources": [{"type": "inline", "content": "x"}]}),
+            "$.sources[0].target",
+        ),
+        (
+            json!({"sources": [inline("workspace/a"), inline("/workspace/a")]}),
+            "$.sources[1].target",
+        ),
+        (
+            json!({"sources": [inline("workspace/a"), inline("workspace/a/b")]}),
+            "$.sources[1].target",
+        ),
+        (
+            json!({"sources": [{"type": "inline", "target": "a", "content": "x", "mode": "755"}]}),
+            "$.sources[0].mode",
+        ),
+        (json!({"sourcez": []}), "$.sourcez"),
+        (json!({"sources": {"type": "inline"}}), "$.sources"),
+        (json!({"type": "local"}), "$.type"),
+        (json!({"type": 3}), "$.type"),
+        (json!({"env": {"A": 1}}), "$.env.A"),
+        (json!({"env": {"BAD-NAME": "1"}}), "$.env.BAD-NAME"),
+        (json!({"network": "open"}), "$.network"),
+        (
+            json!({"network": {"allowlist": [{"transform": {}}]}}),
+            "$.network.allowlist[0].domain",
+        ),
+        (json!({"agents_writable": "yes"}), "$.agents_writable"),
+        (json!({"environment_id": "../x"}), "$.environment_id"),
+        (
+            json!({"sources": [{"type": "gcs", "source": "gs://bucket/prefix"}]}),
+            "$.sources[0].source",
+        ),
+        (
+            json!({"sources": [{"type": "repository", "source": "-u evil"}]}),
+            "$.sources[0].source",
+        ),
+        (
+            json!({"sources": [{"type": "local", "source": "relative/dir"}]}),
+            "$.sources[0].source",
+        ),
+        // Only found while materialising: still nothing written.
+        (
+            json!({"sources": [inline("workspace/ok"), {"type": "local", "source": missing}]}),
+            "$.sources[1]",
+        ),
+        (
+            json!({"sources": [{"type": "local", "source": one}, {"type": "gcs", "source": format!("file://{two}")}]}),
+            "$.sources[1]",
+        ),
+        (
+            json!({"sources": [inline("workspace/ok"), {"type": "repository", "source": missing}]}),
+            "$.sources[1]",
+        ),
+    ];
+    let before = snapshot(home.dir.path());
+    for (spec, path) in &cases {
+        assert_eq!(refused_at(&home, spec).await, *path, "spec {spec}");
+    }
+    assert_eq!(snapshot(home.dir.path()), before);
+}
+
+#[tokio::test]
+async fn errors_say_what_to_do() {
+    let err = EnvironmentSpec::from_json(&json!({"sources": [inline("etc/passwd")]})).unwrap_err();
+    assert!(err.to_string().contains("workspace/"), "{err}");
+    let err =
+        EnvironmentSpec::from_json(&json!({"sources": [{"type": "gcs", "source": "gs://b/p"}]}))
+            .unwrap_err();
+    assert!(
+        err.to_string().contains("not available in this build"),
+        "{err}"
+    );
+}

@@ -1,0 +1,16 @@
+//! One module per concern.
+
+/// Specs that must be refused without writing anything.
+mod bad_specs;
+/// File tools: normal use and the F1–F5 attacks.
+mod file_tools;
+/// F3: a directory swapped for a symlink while reads run.
+mod races;
+/// Repository sources cloned from a local git repository.
+mod repository;
+/// Building environments from the seeds' inline sources.
+mod seeds;
+/// Persistence, update, delete and id handling.
+mod store;
+/// Shared helpers.
+mod support;

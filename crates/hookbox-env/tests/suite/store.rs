@@ -1,0 +1,190 @@
+use hookbox_env::{EnvValue, EnvironmentSpec, Environments, StoreError};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::support::{Home, snapshot};
+
+#[tokio::test]
+async fn environments_survive_a_reopen_and_metadata_holds_no_inline_content() {
+    let home = Home::new();
+    let env = home
+        .create(json!({
+            "sources": [{"type": "inline", "target": "workspace/secret.txt", "content": "very-secret-content"}],
+            "network": {"allowlist": [{"domain": "*.example.com"}]},
+            "env": {"A": "1", "TOKEN": {"credential": "cred-1"}},
+        }))
+        .await;
+    let reopened = Environments::open(home.dir.path()).unwrap();
+    let again = reopened.get(env.id()).unwrap();
+    assert_eq!(again.root(), env.root());
+    assert_eq!(again.created(), env.created());
+    assert_eq!(
+        again.network(),
+        Some(&json!({"allowlist": [{"domain": "*.example.com"}]}))
+    );
+    let values: Vec<_> = again
+        .env_vars()
+        .iter()
+        .map(|v| (v.name.as_str(), v.value.clone()))
+        .collect();
+    assert_eq!(
+        values,
+        [
+            ("A", EnvValue::Literal("1".into())),
+            (
+                "TOKEN",
+                EnvValue::Credential {
+                    credential: "cred-1".into()
+                }
+            )
+        ]
+    );
+    let ids: Vec<_> = reopened
+        .list()
+        .unwrap()
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
+    assert_eq!(ids, [env.id().to_owned()]);
+    let meta =
+        std::fs::read_to_string(env.root().parent().unwrap().join("environment.json")).unwrap();
+    assert!(!meta.contains("very-secret-content"), "{meta}");
+    assert!(
+        env.id().starts_with("env_") && env.id().len() == 30,
+        "{}",
+        env.id()
+    );
+    assert!(
+        env.created().ends_with('Z') && env.created().len() == 20,
+        "{}",
+        env.created()
+    );
+}
+
+#[tokio::test]
+async fn update_adds_files_and_replaces_what_it_gives() {
+    let home = Home::new();
+    let env = home
+        .create(json!({
+            "sources": [{"type": "inline", "target": "workspace/a.txt", "content": "a"}],
+            "env": {"A": "1"},
+        }))
+        .await;
+    std::fs::write(env.root().join("workspace/agent-made.txt"), "kept").unwrap();
+    let spec = EnvironmentSpec::from_json(&json!({
+        "environment_id": env.id(),
+        "sources": [
+            {"type": "inline", "target": "workspace/a.txt", "content": "a2"},
+            {"type": "inline", "target": "workspace/new/b.txt", "content": "b"},
+        ],
+        "network": "disabled",
+        "agents_writable": true,
+    }))
+    .unwrap();
+    let updated = home.envs.apply(&spec).await.unwrap();
+    assert_eq!(updated.id(), env.id());
+    let read = |rel: &str| std::fs::read_to_string(env.root().join(rel)).unwrap();
+    assert_eq!(read("workspace/a.txt"), "a2");
+    assert_eq!(read("workspace/new/b.txt"), "b");
+    assert_eq!(read("workspace/agent-made.txt"), "kept");
+    let again = home.envs.get(env.id()).unwrap();
+    assert_eq!(again.sources().len(), 3);
+    assert_eq!(again.network(), Some(&json!("disabled")));
+    assert_eq!(again.env_vars().len(), 1, "env kept when not given");
+    assert!(again.agents_writable());
+    assert!(again.read_only_entries().is_empty());
+}
+
+#[tokio::test]
+async fn an_update_that_clashes_changes_nothing() {
+    let home = Home::new();
+    let env = home
+        .create(
+            json!({"sources": [{"type": "inline", "target": "workspace/dir/x", "content": "x"}]}),
+        )
+        .await;
+    let before = snapshot(home.dir.path());
+    let spec = EnvironmentSpec::from_json(&json!({"sources": [
+        {"type": "inline", "target": "workspace/fine.txt", "content": "f"},
+        {"type": "inline", "target": "workspace/dir", "content": "file over a directory"},
+    ]}))
+    .unwrap();
+    let err = home.envs.update(env.id(), &spec).await.unwrap_err();
+    assert!(matches!(err, StoreError::Update { .. }), "{err}");
+    assert_eq!(snapshot(home.dir.path()), before);
+}
+
+#[tokio::test]
+async fn from_environment_copies_the_files() {
+    let home = Home::new();
+    let base = home
+        .create(
+            json!({"sources": [{"type": "inline", "target": "workspace/a.txt", "content": "a"}]}),
+        )
+        .await;
+    let copy = home
+        .create(json!({"from_environment": base.id(), "sources": [{"type": "inline", "target": "workspace/b.txt", "content": "b"}]}))
+        .await;
+    assert_ne!(copy.id(), base.id());
+    assert_eq!(
+        std::fs::read_to_string(copy.root().join("workspace/a.txt")).unwrap(),
+        "a"
+    );
+    assert_eq!(copy.from_environment(), Some(base.id()));
+    assert!(!base.root().join("workspace/b.txt").exists());
+}
+
+#[tokio::test]
+async fn delete_removes_everything() {
+    let home = Home::new();
+    let env = home.create(json!({})).await;
+    let dir = env.root().parent().unwrap().to_path_buf();
+    home.envs.delete(env.id()).unwrap();
+    assert!(!dir.exists());
+    assert!(matches!(
+        home.envs.get(env.id()),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        home.envs.delete(env.id()),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(home.envs.list().unwrap().is_empty());
+    let left: Vec<_> = std::fs::read_dir(dir.parent().unwrap()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[tokio::test]
+async fn invalid_ids_are_not_found_without_touching_anything() {
+    let home = Home::new();
+    let outside = home.dir.path().join("victim");
+    std::fs::create_dir_all(outside.join("root")).unwrap();
+    std::fs::write(outside.join("environment.json"), "{}").unwrap();
+    let before = snapshot(home.dir.path());
+    for id in [
+        "../victim",
+        "env_../../victim",
+        "",
+        "env_",
+        "ENV_AAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "env_aaaaaaaaaaaaaaaaaaaaaaaaaa",
+    ] {
+        assert!(
+            matches!(home.envs.get(id), Err(StoreError::NotFound { .. })),
+            "{id}"
+        );
+        assert!(
+            matches!(home.envs.delete(id), Err(StoreError::NotFound { .. })),
+            "{id}"
+        );
+        let spec = EnvironmentSpec::default();
+        assert!(
+            matches!(
+                home.envs.update(id, &spec).await,
+                Err(StoreError::NotFound { .. })
+            ),
+            "{id}"
+        );
+    }
+    assert_eq!(snapshot(home.dir.path()), before);
+}
