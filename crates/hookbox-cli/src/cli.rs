@@ -39,6 +39,69 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: HooksCommand,
     },
+    /// Create, inspect and delete sandbox environments.
+    Env {
+        #[command(subcommand)]
+        command: EnvCommand,
+    },
+    /// Run one built-in tool in an environment, through its hooks.
+    ///
+    /// Discovers `/.agents/hooks.json` and `/workspace/.agents/hooks.json` in the environment,
+    /// runs the `pre_tool_execution` hooks (inside the sandbox), the tool unless a hook denied
+    /// it, then the `post_tool_execution` hooks. Prints whether it was denied and why, the
+    /// tool's result or error, and the hook trace. Exit status: 0 the tool ran and succeeded,
+    /// 2 denied by a hook, 3 the tool ran and failed, 1 usage or config error.
+    Exec(ExecArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum EnvCommand {
+    /// Create an environment from a spec (the Interactions API `environment` object) and print
+    /// its id.
+    Create {
+        /// The spec file, or `-` for standard input.
+        #[arg(long, value_name = "FILE|-")]
+        spec: PathBuf,
+        /// Print the whole environment object as JSON instead of the id.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List environments.
+    List {
+        /// Print JSON instead of one line per environment.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one environment as JSON.
+    Show {
+        /// The environment's id (`env_…`).
+        id: String,
+    },
+    /// Delete an environment and its files.
+    Rm {
+        /// The environment's id (`env_…`).
+        id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExecArgs {
+    /// The environment's id (`env_…`).
+    #[arg(value_name = "ENV_ID")]
+    pub(crate) environment: String,
+    /// The tool: `code_execution`, `read_file`, `write_file`, `list_files` or `delete_file`.
+    #[arg(value_name = "TOOL")]
+    pub(crate) tool: String,
+    /// The tool's arguments, a JSON object, e.g. `{"code":"ls","language":"bash"}`.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub(crate) args: String,
+    /// Print one JSON object (denied, reason, result, error, trace) instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Run code and command hooks WITHOUT isolation, on this host, as this user. Only for
+    /// machines where the sandbox cannot be created; hookbox warns loudly.
+    #[arg(long)]
+    pub(crate) unsandboxed: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -24,6 +24,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args),
         Command::Demo => commands::demo::run(),
+        Command::Env { command } => commands::env::run(&command),
+        Command::Exec(args) => commands::exec::run(&args),
         Command::Hooks {
             command: HooksCommand::Run(args),
         } => commands::hooks_run::run(&args),

@@ -106,14 +106,17 @@ pub(crate) fn outcome_text(outcome: &HookOutcome) -> String {
     text
 }
 
-fn trace_line(entry: &TraceEntry) -> String {
+/// One line describing a handler run: what it was, what it decided, how long it took, why it
+/// failed.
+pub(crate) fn trace_line(entry: &TraceEntry) -> String {
     let result = match entry.result {
         HandlerResult::NoDecision => "no decision".to_owned(),
         HandlerResult::Decided(decision) => json!(decision).as_str().unwrap_or_default().to_owned(),
         HandlerResult::Skipped => "skipped (an earlier hook denied)".to_owned(),
     };
     let mut line = format!(
-        "{} `{}` → {result} in {:.1} ms",
+        "{} {} `{}` → {result} in {:.1} ms",
+        entry.event,
         entry.handler,
         entry.label,
         entry.duration.as_secs_f64() * 1000.0

@@ -6,6 +6,9 @@
     reason = "test helpers stop the test on setup failure"
 )]
 
+/// `hookbox env` and `hookbox exec`: environments, the sandbox and hooks inside it.
+mod environments;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -18,6 +21,27 @@ fn hookbox(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run hookbox")
+}
+
+/// Runs the `hookbox` binary with `args`, `HOOKBOX_HOME` set to `home` and `stdin` fed in.
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn hookbox_in(home: &Path, args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(args)
+        .env("HOOKBOX_HOME", home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run hookbox");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin)
+        .expect("write stdin");
+    child.wait_with_output().expect("wait for hookbox")
 }
 
 fn code(output: &Output) -> i32 {
@@ -332,6 +356,9 @@ fn help_is_available_for_every_command() {
         vec!["hooks", "--help"],
         vec!["hooks", "run", "--help"],
         vec!["demo", "--help"],
+        vec!["env", "--help"],
+        vec!["env", "create", "--help"],
+        vec!["exec", "--help"],
         vec!["--version"],
     ] {
         let output = hookbox(&args);

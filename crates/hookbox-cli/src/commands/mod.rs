@@ -2,4 +2,6 @@
 
 pub(crate) mod check;
 pub(crate) mod demo;
+pub(crate) mod env;
+pub(crate) mod exec;
 pub(crate) mod hooks_run;

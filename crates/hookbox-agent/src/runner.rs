@@ -1,0 +1,46 @@
+//! Command hooks of an environment run where its code runs: inside its sandbox.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use hookbox_env::{Environment, Isolation, environment_for};
+use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
+use hookbox_hooks::{CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT};
+
+/// Runs command hooks in an environment's sandbox (cwd `/workspace`, the environment's
+/// variables), or in its workspace on the host when explicitly unsandboxed.
+#[derive(Debug, Clone)]
+pub struct EnvironmentCommandRunner {
+    environment: Arc<Environment>,
+    isolation: Isolation,
+}
+
+impl EnvironmentCommandRunner {
+    /// A runner for hooks of `environment`.
+    pub fn new(environment: Arc<Environment>, isolation: Isolation) -> Self {
+        Self {
+            environment,
+            isolation,
+        }
+    }
+}
+
+impl CommandRunner for EnvironmentCommandRunner {
+    fn run(&self, request: CommandRequest) -> BoxFuture<'_, Result<ProcessOutput, ExecError>> {
+        let mut spec = ProcessSpec::shell(&request.command, request.timeout);
+        spec.stdin = request.stdin;
+        spec.output_limit = HANDLER_OUTPUT_LIMIT;
+        // The sandbox's pid namespace (or the hook's timeout, unsandboxed) bounds the hook;
+        // the parent-death signal would double its spawn cost.
+        spec.die_with_parent = false;
+        spec.env_clear = true;
+        spec.env = self
+            .environment
+            .literal_env_vars()
+            .into_iter()
+            .map(|(name, value)| (name.into(), value.into()))
+            .collect();
+        environment_for(&mut spec, &self.environment, self.isolation);
+        Box::pin(async move { hookbox_exec::run(&spec).await })
+    }
+}

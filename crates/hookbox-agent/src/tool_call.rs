@@ -1,0 +1,158 @@
+//! One built-in tool call through the environment's hooks: pre hooks, the tool unless denied,
+//! post hooks.
+
+use std::sync::Arc;
+
+use hookbox_env::{BuiltinTools, Environment, FileTools, Isolation, ToolError};
+use hookbox_hooks::{
+    Decision, Diagnostic, Dispatcher, EventInput, HookOutcome, HttpRunner, Runners, TraceEntry,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::discovery::HookDiscovery;
+use crate::runner::EnvironmentCommandRunner;
+
+/// Largest tool result, serialized, sent to post hooks as `result`; larger ones are cut.
+const POST_RESULT_LIMIT: usize = 64 * 1024;
+
+/// What happened to one tool call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolCallReport {
+    /// The tool called.
+    pub tool: String,
+    /// Whether a pre hook denied the call (the tool did not run).
+    pub denied: bool,
+    /// The deny reason, for the model.
+    pub reason: Option<String>,
+    /// The tool's result, when it ran and produced one.
+    pub result: Option<Value>,
+    /// Why the tool failed, when it ran and failed.
+    pub error: Option<String>,
+    /// Every hook run, pre then post.
+    pub trace: Vec<TraceEntry>,
+    /// Problems with the environment's hook files.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Why tool calls cannot be made in an environment at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolCallError {
+    /// The tool is not one of the five built-in tools.
+    #[error(
+        "unknown tool `{0}`; the built-in tools are code_execution, read_file, write_file, \
+         list_files and delete_file"
+    )]
+    UnknownTool(String),
+    /// The environment's root cannot be opened.
+    #[error(transparent)]
+    Environment(#[from] ToolError),
+}
+
+/// The built-in tools of one environment, each call wrapped in its hooks.
+pub struct SandboxTools {
+    environment: Arc<Environment>,
+    tools: BuiltinTools,
+    files: FileTools,
+    discovery: HookDiscovery,
+    runners: Runners,
+}
+
+impl SandboxTools {
+    /// The tools of `environment`; command hooks and code run with `isolation`, HTTP hooks go
+    /// through `http`.
+    pub fn new(
+        environment: Environment,
+        isolation: Isolation,
+        http: Arc<dyn HttpRunner>,
+    ) -> Result<Self, ToolCallError> {
+        let environment = Arc::new(environment);
+        let runners = Runners {
+            command: Arc::new(EnvironmentCommandRunner::new(
+                Arc::clone(&environment),
+                isolation,
+            )),
+            http,
+        };
+        Ok(Self {
+            tools: BuiltinTools::new((*environment).clone(), isolation)?,
+            files: FileTools::for_environment(&environment)?,
+            environment,
+            discovery: HookDiscovery::default(),
+            runners,
+        })
+    }
+
+    /// Calls built-in tool `tool` with `args`, through the hooks discovered in the environment
+    /// now. `interaction_id` is passed to hooks when the call belongs to an interaction.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        interaction_id: Option<&str>,
+    ) -> Result<ToolCallReport, ToolCallError> {
+        if !BuiltinTools::NAMES.contains(&tool) {
+            return Err(ToolCallError::UnknownTool(tool.to_owned()));
+        }
+        let (hooks, diagnostics) = self.discovery.load(&self.files);
+        let dispatcher = Dispatcher::new(hooks, self.runners.clone());
+        let environment_id = self.environment.id();
+        let pre =
+            EventInput::pre_tool_execution(tool, args.clone(), environment_id, interaction_id);
+        let HookOutcome {
+            decision,
+            reason,
+            mut trace,
+            ..
+        } = dispatcher.dispatch(&pre).await;
+        let mut diagnostics = diagnostics;
+        diagnostics.extend(dispatcher.hooks().diagnostics().iter().cloned());
+        if decision == Decision::Deny {
+            return Ok(ToolCallReport {
+                tool: tool.to_owned(),
+                denied: true,
+                reason,
+                result: None,
+                error: None,
+                trace,
+                diagnostics,
+            });
+        }
+        let outcome = self.tools.call(tool, &args).await;
+        let post = EventInput::post_tool_execution(
+            tool,
+            args,
+            environment_id,
+            interaction_id,
+            outcome.result.as_ref().map(capped),
+            outcome.error.as_deref(),
+        );
+        trace.extend(dispatcher.dispatch(&post).await.trace);
+        Ok(ToolCallReport {
+            tool: tool.to_owned(),
+            denied: false,
+            reason: None,
+            result: outcome.result,
+            error: outcome.error,
+            trace,
+            diagnostics,
+        })
+    }
+}
+
+/// `result` as post hooks receive it: whole, or cut to [`POST_RESULT_LIMIT`] bytes of JSON.
+fn capped(result: &Value) -> Value {
+    let text = result.to_string();
+    if text.len() <= POST_RESULT_LIMIT {
+        return result.clone();
+    }
+    let mut cut = POST_RESULT_LIMIT;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Value::String(format!(
+        "{}… [hookbox: result cut at {POST_RESULT_LIMIT} of {} bytes]",
+        &text[..cut],
+        text.len()
+    ))
+}

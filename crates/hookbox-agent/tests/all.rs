@@ -1,0 +1,192 @@
+//! hookbox-agent integration tests: tool calls through hooks in real environments and sandboxes.
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    reason = "test helpers stop the test on setup failure"
+)]
+
+use std::sync::Arc;
+
+use hookbox_agent::{SandboxTools, ToolCallError};
+use hookbox_env::{EnvironmentSpec, Environments, Isolation};
+use serde_json::{Value, json};
+
+/// A fresh store in a temporary home, with one environment made of `sources`.
+async fn environment(sources: Value) -> (tempfile::TempDir, Environments, String) {
+    let home = tempfile::tempdir().expect("home");
+    let store = Environments::open(home.path()).expect("store");
+    let spec = EnvironmentSpec::from_json(&json!({ "sources": sources })).expect("spec");
+    let id = store.create(&spec).await.expect("create").id().to_owned();
+    (home, store, id)
+}
+
+fn tools(store: &Environments, id: &str) -> SandboxTools {
+    let http =
+        hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default()).expect("client");
+    SandboxTools::new(
+        store.get(id).expect("environment"),
+        Isolation::Sandboxed,
+        Arc::new(http),
+    )
+    .expect("tools")
+}
+
+fn deny_when(word: &str, reason: &str) -> Value {
+    let command = format!(
+        "grep -q {word} && echo '{{\"decision\":\"deny\",\"reason\":\"{reason}\"}}' || echo '{{}}'"
+    );
+    json!({"type": "command", "command": command})
+}
+
+#[tokio::test]
+async fn hook_files_are_re_read_when_they_change() {
+    let hooks = json!({"gate": {"pre_tool_execution": [{"matcher": "read_file", "hooks": [deny_when("secret", "v1")]}]}});
+    let (_home, store, id) = environment(json!([
+        {"type": "inline", "target": "workspace/.agents/hooks.json", "content": hooks.to_string()}
+    ]))
+    .await;
+    let tools = tools(&store, &id);
+    let first = tools
+        .call("read_file", json!({"path": "secret"}), None)
+        .await
+        .expect("call");
+    assert!(first.denied);
+    assert_eq!(first.reason.as_deref(), Some("v1"));
+
+    let changed = json!({"gate": {"pre_tool_execution": [{"matcher": "read_file", "hooks": [deny_when("secret", "v2")]}]}});
+    let write = tools
+        .call(
+            "write_file",
+            json!({"path": ".agents/hooks.json", "content": changed.to_string()}),
+            None,
+        )
+        .await
+        .expect("call");
+    assert_eq!(write.error, None);
+    let second = tools
+        .call("read_file", json!({"path": "secret"}), None)
+        .await
+        .expect("call");
+    assert_eq!(second.reason.as_deref(), Some("v2"));
+}
+
+#[tokio::test]
+async fn root_hooks_load_first_and_a_workspace_group_of_the_same_name_replaces_them() {
+    let root = json!({
+        "shared": {"pre_tool_execution": [{"hooks": [deny_when("x", "root")]}]},
+        "root-only": {"pre_tool_execution": [{"hooks": [deny_when("y", "root-only")]}]}
+    });
+    let workspace =
+        json!({"shared": {"pre_tool_execution": [{"hooks": [deny_when("x", "workspace")]}]}});
+    let (_home, store, id) = environment(json!([
+        {"type": "inline", "target": ".agents/hooks.json", "content": root.to_string()},
+        {"type": "inline", "target": "workspace/.agents/hooks.json", "content": workspace.to_string()}
+    ]))
+    .await;
+    let tools = tools(&store, &id);
+    let x = tools
+        .call("list_files", json!({"path": "/workspace/x"}), None)
+        .await
+        .expect("call");
+    assert_eq!(x.reason.as_deref(), Some("workspace"));
+    assert!(
+        x.diagnostics.iter().any(|d| d.message.contains("replaces")),
+        "{:?}",
+        x.diagnostics
+    );
+    let y = tools
+        .call("list_files", json!({"path": "/workspace/y"}), None)
+        .await
+        .expect("call");
+    assert_eq!(y.reason.as_deref(), Some("root-only"));
+}
+
+#[tokio::test]
+async fn an_unparsable_hook_file_is_reported_not_fatal() {
+    let (_home, store, id) = environment(json!([
+        {"type": "inline", "target": ".agents/hooks.json", "content": "{not json"}
+    ]))
+    .await;
+    let report = tools(&store, &id)
+        .call("list_files", json!({}), None)
+        .await
+        .expect("call");
+    assert!(!report.denied);
+    assert_eq!(report.error, None);
+    assert_eq!(report.diagnostics.len(), 1);
+    assert_eq!(report.diagnostics[0].source, "/.agents/hooks.json");
+}
+
+#[tokio::test]
+async fn a_denied_call_never_touches_the_sandbox() {
+    let hooks = json!({"gate": {"pre_tool_execution": [{"hooks": [deny_when("touch", "no")]}]}});
+    let (_home, store, id) = environment(json!([
+        {"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}
+    ]))
+    .await;
+    let tools = tools(&store, &id);
+    let report = tools
+        .call(
+            "code_execution",
+            json!({"code": "touch /workspace/ran", "language": "bash"}),
+            None,
+        )
+        .await
+        .expect("call");
+    assert!(report.denied);
+    assert_eq!(report.result, None);
+    let check = tools
+        .call("read_file", json!({"path": "ran"}), None)
+        .await
+        .expect("call");
+    assert!(check.error.expect("missing").contains("does not exist"));
+}
+
+#[tokio::test]
+async fn post_hooks_get_the_result_capped() {
+    let hooks = json!({"audit": {"post_tool_execution": [{"hooks": [
+        {"type": "command", "command": "wc -c > /workspace/post-size"}
+    ]}]}});
+    let (_home, store, id) = environment(json!([
+        {"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}
+    ]))
+    .await;
+    let tools = tools(&store, &id);
+    let big = tools
+        .call(
+            "code_execution",
+            json!({"code": "head -c 500000 /dev/zero | tr '\\0' a", "language": "bash"}),
+            None,
+        )
+        .await
+        .expect("call");
+    assert_eq!(
+        big.result.as_ref().expect("result")["stdout"]
+            .as_str()
+            .expect("stdout")
+            .len(),
+        500_000
+    );
+    let size = tools
+        .call("read_file", json!({"path": "post-size"}), None)
+        .await
+        .expect("call");
+    let size: usize = size.result.expect("result")["content"]
+        .as_str()
+        .expect("text")
+        .trim()
+        .parse()
+        .expect("number");
+    assert!(size < 70_000, "post payload was {size} bytes");
+}
+
+#[tokio::test]
+async fn unknown_tools_are_refused() {
+    let (_home, store, id) = environment(json!([])).await;
+    let err = tools(&store, &id)
+        .call("function_call", json!({}), None)
+        .await
+        .expect_err("refused");
+    assert!(matches!(err, ToolCallError::UnknownTool(_)));
+}

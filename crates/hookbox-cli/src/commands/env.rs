@@ -1,0 +1,80 @@
+//! `hookbox env …`: create, list, show and delete environments.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use hookbox_env::{EnvironmentSpec, Environments};
+use serde_json::Value;
+
+use crate::cli::EnvCommand;
+use crate::render;
+
+/// The environment store under `$HOOKBOX_HOME` (or the XDG data directory).
+pub(crate) fn store() -> anyhow::Result<Environments> {
+    let home = Environments::default_home()?;
+    Environments::open(&home)
+        .with_context(|| format!("cannot open the environments in {}", home.display()))
+}
+
+pub(crate) fn run(command: &EnvCommand) -> anyhow::Result<ExitCode> {
+    let environments = store()?;
+    match command {
+        EnvCommand::Create { spec, json } => {
+            let spec = read_spec(spec)?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            let environment = runtime.block_on(environments.apply(&spec))?;
+            if *json {
+                render::print_json(&environment.to_json())?;
+            } else {
+                render::print_text(&format!("{}\n", environment.id()))?;
+            }
+        }
+        EnvCommand::List { json } => {
+            let all = environments.list()?;
+            if *json {
+                let all: Vec<Value> = all.iter().map(hookbox_env::Environment::to_json).collect();
+                render::print_json(&Value::Array(all))?;
+            } else {
+                let lines: String = all
+                    .iter()
+                    .map(|environment| {
+                        format!(
+                            "{}  created {}  {} sources\n",
+                            environment.id(),
+                            environment.created(),
+                            environment.sources().len()
+                        )
+                    })
+                    .collect();
+                render::print_text(&lines)?;
+            }
+        }
+        EnvCommand::Show { id } => render::print_json(&environments.get(id)?.to_json())?,
+        EnvCommand::Rm { id } => {
+            environments.delete(id)?;
+            render::print_text(&format!("deleted {id}\n"))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads and validates a spec from `path` (`-` is standard input).
+fn read_spec(path: &Path) -> anyhow::Result<EnvironmentSpec> {
+    let mut text = String::new();
+    if path == Path::new("-") {
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the spec from standard input")?;
+    } else {
+        text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+    }
+    let value: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    Ok(EnvironmentSpec::from_json(&value)?)
+}

@@ -1,0 +1,81 @@
+//! `hookbox exec ENV_ID TOOL --args JSON`: one built-in tool call through the hooks.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use hookbox_agent::SandboxTools;
+use hookbox_env::Isolation;
+use serde_json::Value;
+
+use crate::cli::ExecArgs;
+use crate::commands::env::store;
+use crate::render;
+
+pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
+    let tool_args: Value = serde_json::from_str(&args.args).context("--args is not valid JSON")?;
+    if !tool_args.is_object() {
+        bail!("--args must be a JSON object, got `{tool_args}`");
+    }
+    let isolation = if args.unsandboxed {
+        render::print_error(
+            "WARNING: --unsandboxed: code and command hooks run on this host, as this user, with \
+             no isolation at all. Never use this with untrusted code or hooks.\n",
+        );
+        Isolation::Unsandboxed
+    } else {
+        hookbox_exec::check_isolation().context(
+            "the sandbox cannot be created on this machine; hookbox refuses to run code \
+             unisolated (--unsandboxed overrides this, at your own risk)",
+        )?;
+        Isolation::Sandboxed
+    };
+    let environment = store()?.get(&args.environment)?;
+    let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())
+        .context("cannot build the HTTP client")?;
+    let tools = SandboxTools::new(environment, isolation, Arc::new(http))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let report = runtime.block_on(tools.call(&args.tool, tool_args, None))?;
+    for diagnostic in &report.diagnostics {
+        render::print_error(&format!("{diagnostic}\n"));
+    }
+    if args.json {
+        render::print_json(&serde_json::to_value(&report)?)?;
+    } else {
+        render::print_text(&text(&report))?;
+    }
+    Ok(ExitCode::from(match (report.denied, &report.error) {
+        (true, _) => 2,
+        (false, Some(_)) => 3,
+        (false, None) => 0,
+    }))
+}
+
+/// The report for people: verdict, result or error, then one line per hook run.
+fn text(report: &hookbox_agent::ToolCallReport) -> String {
+    let mut text = if report.denied {
+        format!(
+            "denied: {}\n",
+            report
+                .reason
+                .as_deref()
+                .unwrap_or("a pre_tool_execution hook denied the call")
+        )
+    } else {
+        String::new()
+    };
+    if let Some(result) = &report.result {
+        text.push_str(&format!("result: {result}\n"));
+    }
+    if let Some(error) = &report.error {
+        text.push_str(&format!("error: {error}\n"));
+    }
+    for entry in &report.trace {
+        text.push_str(&format!("hook {}\n", render::trace_line(entry)));
+    }
+    text
+}

@@ -1,0 +1,296 @@
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use super::{code, hookbox_in, seeds, stdout_json};
+
+/// The seeds' security-gate example sources, verbatim (hooks.json as `json.dumps(…, indent=2)`).
+fn security_gate_sources() -> Value {
+    let read = |name: &str| std::fs::read_to_string(seeds().join(name)).expect("seed file");
+    json!([
+        {"type": "inline", "target": ".agents/hooks.json", "content": read("security-gate.hooks.json")},
+        {"type": "inline", "target": ".agents/hooks-scripts/gate.py", "content": read("gate.py")}
+    ])
+}
+
+/// The seeds' privacy-gate example sources, verbatim.
+fn privacy_gate_sources() -> Value {
+    let read = |name: &str| std::fs::read_to_string(seeds().join(name)).expect("seed file");
+    json!([
+        {"type": "inline", "target": ".agents/hooks.json", "content": read("privacy-gate.hooks.json")},
+        {"type": "inline", "target": ".agents/hooks-scripts/check_privacy.py", "content": read("check_privacy.py")},
+        {"type": "inline", "target": "workspace/private/employees.json",
+         "content": "{\"employees\": [{\"id\": 1, \"salary\": 150000, \"ssn\": \"000-00-0000\"}]}"},
+        {"type": "inline", "target": "workspace/public/summary.json",
+         "content": "{\"department\": \"Engineering\", \"team_size\": 42, \"status\": \"active\"}"}
+    ])
+}
+
+/// Creates an environment from `spec` (through stdin) and returns its id.
+fn create(home: &Path, spec: &Value) -> String {
+    let output = hookbox_in(
+        home,
+        &["env", "create", "--spec", "-"],
+        spec.to_string().as_bytes(),
+    );
+    assert_eq!(
+        code(&output),
+        0,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
+}
+
+fn exec(home: &Path, id: &str, tool: &str, args: &Value) -> Output {
+    hookbox_in(
+        home,
+        &["exec", id, tool, "--args", &args.to_string(), "--json"],
+        b"",
+    )
+}
+
+#[test]
+fn the_seed_security_gate_denies_rm_rf_inside_the_sandbox() {
+    let home = tempfile::tempdir().expect("home");
+    let id = create(
+        home.path(),
+        &json!({"type": "remote", "sources": security_gate_sources()}),
+    );
+    assert!(id.starts_with("env_"), "{id}");
+
+    let denied = exec(
+        home.path(),
+        &id,
+        "code_execution",
+        &json!({"code": "rm -rf /tmp/forbidden", "language": "bash"}),
+    );
+    assert_eq!(
+        code(&denied),
+        2,
+        "{}",
+        String::from_utf8_lossy(&denied.stderr)
+    );
+    let report = stdout_json(&denied);
+    assert_eq!(report["denied"], true);
+    assert_eq!(
+        report["reason"],
+        "Destructive command blocked by security gate."
+    );
+    assert_eq!(report["result"], Value::Null);
+
+    let allowed = exec(
+        home.path(),
+        &id,
+        "code_execution",
+        &json!({"code": "echo hello", "language": "bash"}),
+    );
+    assert_eq!(
+        code(&allowed),
+        0,
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    let report = stdout_json(&allowed);
+    assert_eq!(report["result"]["stdout"], "hello\n");
+    assert_eq!(report["result"]["exit_code"], 0);
+    assert_eq!(report["trace"][0]["result"], json!({"decided": "allow"}));
+}
+
+#[test]
+fn the_seed_privacy_gate_denies_private_and_serves_public() {
+    let home = tempfile::tempdir().expect("home");
+    let id = create(
+        home.path(),
+        &json!({"type": "remote", "sources": privacy_gate_sources()}),
+    );
+
+    let private = exec(
+        home.path(),
+        &id,
+        "read_file",
+        &json!({"path": "/workspace/private/employees.json"}),
+    );
+    assert_eq!(code(&private), 2);
+    assert_eq!(
+        stdout_json(&private)["reason"],
+        "Access to confidential `/private/` records is blocked by PII compliance policy. \
+         Query approved `/public/` summary tables instead."
+    );
+    let public = exec(
+        home.path(),
+        &id,
+        "read_file",
+        &json!({"path": "/workspace/public/summary.json"}),
+    );
+    assert_eq!(code(&public), 0);
+    assert_eq!(
+        stdout_json(&public)["result"]["content"],
+        "{\"department\": \"Engineering\", \"team_size\": 42, \"status\": \"active\"}"
+    );
+}
+
+#[test]
+fn files_persist_across_calls_and_code_sees_them() {
+    let home = tempfile::tempdir().expect("home");
+    let id = create(home.path(), &json!({"sources": []}));
+    let write = exec(
+        home.path(),
+        &id,
+        "write_file",
+        &json!({"path": "notes/a.txt", "content": "one"}),
+    );
+    assert_eq!(
+        code(&write),
+        0,
+        "{}",
+        String::from_utf8_lossy(&write.stdout)
+    );
+    let run = exec(
+        home.path(),
+        &id,
+        "code_execution",
+        &json!({"code": "cat /workspace/notes/a.txt; echo two > b.txt", "language": "bash"}),
+    );
+    assert_eq!(stdout_json(&run)["result"]["stdout"], "one");
+    let read = exec(
+        home.path(),
+        &id,
+        "read_file",
+        &json!({"path": "/workspace/b.txt"}),
+    );
+    assert_eq!(stdout_json(&read)["result"]["content"], "two\n");
+    let python = exec(
+        home.path(),
+        &id,
+        "code_execution",
+        &json!({"code": "print(open('b.txt').read().strip() * 2)", "language": "python"}),
+    );
+    assert_eq!(stdout_json(&python)["result"]["stdout"], "twotwo\n");
+}
+
+#[test]
+fn the_agent_cannot_modify_its_hooks_by_default() {
+    let home = tempfile::tempdir().expect("home");
+    let id = create(home.path(), &json!({"sources": security_gate_sources()}));
+    let write = exec(
+        home.path(),
+        &id,
+        "write_file",
+        &json!({"path": "/.agents/hooks.json", "content": "{}"}),
+    );
+    assert_eq!(code(&write), 3);
+    assert!(
+        stdout_json(&write)["error"]
+            .as_str()
+            .expect("error")
+            .contains("read-only")
+    );
+    let shell = exec(
+        home.path(),
+        &id,
+        "code_execution",
+        &json!({"code": "echo '{}' > /.agents/hooks.json", "language": "bash"}),
+    );
+    assert_eq!(code(&shell), 3);
+    // The gate still works afterwards.
+    let denied = exec(
+        home.path(),
+        &id,
+        "code_execution",
+        &json!({"code": "rm -rf /", "language": "bash"}),
+    );
+    assert_eq!(code(&denied), 2);
+}
+
+#[test]
+fn hooks_in_the_workspace_are_discovered_and_post_hooks_see_errors() {
+    let home = tempfile::tempdir().expect("home");
+    let hooks = json!({"audit": {"post_tool_execution": [{"matcher": ".*", "hooks": [
+        {"type": "command", "command": "cat >> /workspace/audit.log; echo >> /workspace/audit.log"}
+    ]}]}});
+    let id = create(
+        home.path(),
+        &json!({"sources": [{"type": "inline", "target": "workspace/.agents/hooks.json", "content": hooks.to_string()}]}),
+    );
+    let failed = exec(
+        home.path(),
+        &id,
+        "read_file",
+        &json!({"path": "missing.txt"}),
+    );
+    assert_eq!(code(&failed), 3);
+    let ok = exec(home.path(), &id, "list_files", &json!({}));
+    assert_eq!(code(&ok), 0);
+    let log = exec(home.path(), &id, "read_file", &json!({"path": "audit.log"}));
+    let lines: Vec<Value> = stdout_json(&log)["result"]["content"]
+        .as_str()
+        .expect("log")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["tool_call"]["name"], "read_file");
+    assert!(
+        lines[0]["error"]
+            .as_str()
+            .expect("error")
+            .contains("missing.txt")
+    );
+    assert_eq!(lines[0]["environment_id"], id.as_str());
+    assert_eq!(lines[1]["tool_call"]["name"], "list_files");
+    assert!(lines[1].get("error").is_none());
+}
+
+#[test]
+fn env_commands_show_list_and_remove() {
+    let home = tempfile::tempdir().expect("home");
+    let id = create(home.path(), &json!({"sources": privacy_gate_sources()}));
+    let show = hookbox_in(home.path(), &["env", "show", &id], b"");
+    assert_eq!(code(&show), 0);
+    let shown = stdout_json(&show);
+    assert_eq!(shown["id"], id.as_str());
+    assert_eq!(shown["status"], "active");
+    assert_eq!(shown["sources"].as_array().expect("sources").len(), 4);
+    let list = hookbox_in(home.path(), &["env", "list", "--json"], b"");
+    assert_eq!(stdout_json(&list).as_array().expect("list").len(), 1);
+    assert_eq!(code(&hookbox_in(home.path(), &["env", "rm", &id], b"")), 0);
+    assert_eq!(
+        code(&hookbox_in(home.path(), &["env", "show", &id], b"")),
+        1
+    );
+}
+
+#[test]
+fn bad_input_exits_1_and_writes_nothing() {
+    let home = tempfile::tempdir().expect("home");
+    let bad = json!({"sources": [{"type": "inline", "target": "../etc/passwd", "content": "x"}]});
+    let output = hookbox_in(
+        home.path(),
+        &["env", "create", "--spec", "-"],
+        bad.to_string().as_bytes(),
+    );
+    assert_eq!(code(&output), 1);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("$.sources[0].target"));
+    let list = hookbox_in(home.path(), &["env", "list", "--json"], b"");
+    assert_eq!(stdout_json(&list), json!([]));
+
+    let id = create(home.path(), &json!({"sources": []}));
+    for args in [
+        vec!["exec", id.as_str(), "rm_rf"],
+        vec!["exec", "env_doesnotexist", "read_file"],
+        vec!["exec", id.as_str(), "read_file", "--args", "[1]"],
+    ] {
+        let output = hookbox_in(home.path(), &args, b"");
+        assert_eq!(
+            code(&output),
+            1,
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
