@@ -40,10 +40,10 @@
 //! `/<entry>`, read-write except those named in [`Sandbox::read_only`] (entries are opened
 //! without following links and bound from their descriptor; a symlink entry is reproduced as
 //! a symlink, never followed on the host); a private tmpfs `/tmp`; a fresh `/proc` of the new
-//! pid namespace; a read-only tmpfs `/dev` with `null`, `zero`, `full`, `random`, `urandom`
-//! bound from the host, `fd`/`stdin`/`stdout`/`stderr` symlinks and a tmpfs `/dev/shm`. There
-//! is no `/sys`, host `/root`, `/home`, `/tmp`, `/var` or `/run`. All binds are `nosuid`,
-//! `nodev` (except the device nodes). The working directory is `/workspace` (or
+//! pid namespace; a read-only `/dev` (a directory of the root tmpfs) with `null`, `zero`,
+//! `full`, `random`, `urandom` bound from the host, `fd`/`stdin`/`stdout`/`stderr` symlinks and
+//! a tmpfs `/dev/shm`. There is no `/sys`, host `/root`, `/home`, `/tmp`, `/var` or `/run`.
+//! All binds are `nosuid`, `nodev` (except the device nodes). The working directory is `/workspace` (or
 //! [`ProcessSpec::cwd`], a path inside the sandbox), the hostname `sandbox`. The environment
 //! is never inherited from the caller: `PATH`, `HOME=/workspace`, `TMPDIR=/tmp`, then
 //! [`ProcessSpec::env`].
@@ -59,8 +59,8 @@
 //! writing only beneath `/workspace` and the other read-write entries, `/tmp`, `/dev` and
 //! `/dev/shm`, and scopes signals and abstract Unix sockets to the sandbox; on a kernel without
 //! landlock it is skipped ([`Sandbox::enforcement`] says so) and the read-only mounts still
-//! hold. Two seccomp filters (built with `seccompiler` and by hand, in the parent) make these
-//! fail with `EPERM`: `mount`, `umount2`, `pivot_root`, `chroot` and the new mount API,
+//! hold. One seccomp filter (classic BPF written by hand, built once per process in the parent,
+//! the call number found by binary search) makes these fail with `EPERM`: `mount`, `umount2`, `pivot_root`, `chroot` and the new mount API,
 //! `unshare`, `setns`, `clone` with any namespace flag, `ptrace`, `process_vm_*`, `kcmp`,
 //! `bpf`, `keyctl`, `add_key`, `request_key`, `io_uring_*`, `perf_event_open`, `userfaultfd`,
 //! `kexec_*`, module loading, `open_by_handle_at`, `swapon`/`swapoff`, `reboot`, `acct`,

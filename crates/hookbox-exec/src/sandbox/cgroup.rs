@@ -6,6 +6,7 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -28,9 +29,10 @@ pub(crate) struct RunCgroups {
 }
 
 /// The path of this process's cgroup for `controller` (v1), or for the unified hierarchy
-/// when `controller` is empty.
+/// when `controller` is empty (`/proc/self/cgroup` is read once per process).
 fn own_path(controller: &str) -> Option<String> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    static OWN: OnceLock<String> = OnceLock::new();
+    let text = OWN.get_or_init(|| std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default());
     text.lines().find_map(|line| {
         let mut parts = line.splitn(3, ':');
         let (_id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
@@ -116,11 +118,15 @@ impl RunCgroups {
 
     fn create_v2(&mut self, limits: &Limits, name: &str) {
         let Some(own) = own_path("") else { return };
-        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-        let Some(mount) = mounts.lines().find_map(|line| {
-            let mut fields = line.split_whitespace();
-            let (_source, target, kind) = (fields.next()?, fields.next()?, fields.next()?);
-            (kind == "cgroup2").then(|| PathBuf::from(target))
+        // Where the unified hierarchy is mounted (looked up once per process).
+        static MOUNT: OnceLock<Option<PathBuf>> = OnceLock::new();
+        let Some(mount) = MOUNT.get_or_init(|| {
+            let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+            mounts.lines().find_map(|line| {
+                let mut fields = line.split_whitespace();
+                let (_source, target, kind) = (fields.next()?, fields.next()?, fields.next()?);
+                (kind == "cgroup2").then(|| PathBuf::from(target))
+            })
         }) else {
             return;
         };

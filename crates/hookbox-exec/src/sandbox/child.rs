@@ -13,8 +13,6 @@ use std::ffi::{CStr, CString};
 use std::io;
 use std::ptr;
 
-use seccompiler::BpfProgram;
-
 /// Record kinds on the status socket (three native-endian `u32`s: kind, a, b).
 pub(crate) const RECORD_INIT: u32 = 1;
 pub(crate) const RECORD_FAILED: u32 = 2;
@@ -38,6 +36,7 @@ pub(crate) const STEPS: &[&str] = &[
     "dropping capabilities",
     "applying the seccomp filter",
     "changing to the working directory",
+    "marking inherited descriptors close-on-exec",
 ];
 const STEP_DEATH: u32 = 0;
 const STEP_CGROUP: u32 = 1;
@@ -55,6 +54,7 @@ const STEP_LANDLOCK: u32 = 12;
 const STEP_CAPS: u32 = 13;
 const STEP_SECCOMP: u32 = 14;
 const STEP_CWD: u32 = 15;
+const STEP_FDS: u32 = 16;
 /// Step number of `ops[0]`.
 pub(crate) const FIRST_OP: u32 = 100;
 
@@ -117,8 +117,8 @@ pub(crate) struct Plan {
     pub(crate) rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
     pub(crate) landlock: Option<LandlockPlan>,
     pub(crate) cap_last: u32,
-    pub(crate) deny: BpfProgram,
-    pub(crate) guard: Vec<libc::sock_filter>,
+    /// The seccomp program.
+    pub(crate) filter: &'static [libc::sock_filter],
     pub(crate) cwd: CString,
     /// The child's end of the status socket.
     pub(crate) status: libc::c_int,
@@ -607,23 +607,52 @@ fn init_process(plan: &Plan) -> Result<(), Failed> {
             apply_landlock(landlock).at(STEP_LANDLOCK)?;
         }
         drop_capabilities(plan.cap_last).at(STEP_CAPS)?;
-        let guard = libc::sock_fprog {
-            len: plan.guard.len() as u16,
-            filter: plan.guard.as_ptr().cast_mut(),
+        close_inherited_on_exec().at(STEP_FDS)?;
+        let filter = libc::sock_fprog {
+            len: plan.filter.len() as u16,
+            filter: plan.filter.as_ptr().cast_mut(),
         };
         check(libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
             0,
-            &raw const guard,
+            &raw const filter,
         ))
         .at(STEP_SECCOMP)?;
-        seccompiler::apply_filter(&plan.deny).map_err(|_| Failed {
-            step: STEP_SECCOMP,
-            errno: errno(),
-        })?;
     }
     // The init's copy of the status socket closes at exec (it is close-on-exec).
+    Ok(())
+}
+
+/// Marks every descriptor from 3 up close-on-exec, so the program gets only its stdio: hookbox
+/// may itself have inherited descriptors without that flag (from a shell, a supervisor…), and
+/// the standard library passes those on.
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+fn close_inherited_on_exec() -> Result<(), i32> {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on descriptors.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if marked == 0 {
+        return Ok(());
+    }
+    // Before Linux 5.11: flag each possible descriptor (the soft limit was just set).
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the local struct.
+    check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) }.into())?;
+    let highest = libc::c_int::try_from(limit.rlim_cur).unwrap_or(libc::c_int::MAX);
+    for fd in 3..highest {
+        // SAFETY: F_SETFD on a descriptor that may not exist fails harmlessly with EBADF.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
     Ok(())
 }
 

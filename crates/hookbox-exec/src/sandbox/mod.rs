@@ -13,7 +13,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use landlock::{ABI, Access, AccessFs, Scope};
 
@@ -233,20 +233,35 @@ fn is_root() -> bool {
 }
 
 /// The kernel's landlock ABI, capped at the newest one this code was written for (V6: file
-/// system rights and scopes).
+/// system rights and scopes). Asked once per process.
 fn landlock_abi() -> ABI {
-    #[expect(unsafe_code, reason = "the landlock version query has no safe wrapper")]
-    // SAFETY: with a null attribute, size 0 and the VERSION flag, the call only returns a
-    // number.
-    let version = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<u8>(),
-            0_usize,
-            1_u32, // LANDLOCK_CREATE_RULESET_VERSION
-        )
-    };
-    ABI::from(i32::try_from(version.min(6)).unwrap_or(0))
+    static ABI_VERSION: OnceLock<i32> = OnceLock::new();
+    let version = *ABI_VERSION.get_or_init(|| {
+        #[expect(unsafe_code, reason = "the landlock version query has no safe wrapper")]
+        // SAFETY: with a null attribute, size 0 and the VERSION flag, the call only returns a
+        // number.
+        let version = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<u8>(),
+                0_usize,
+                1_u32, // LANDLOCK_CREATE_RULESET_VERSION
+            )
+        };
+        i32::try_from(version.min(6)).unwrap_or(0)
+    });
+    ABI::from(version)
+}
+
+/// The highest capability number of the kernel (read once per process).
+fn cap_last() -> u32 {
+    static CAP_LAST: OnceLock<u32> = OnceLock::new();
+    *CAP_LAST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(63)
+    })
 }
 
 /// Everything prepared for one sandboxed run.
@@ -368,11 +383,8 @@ pub(crate) fn prepare(
             target: cstring("/newroot/tmp")?,
             data: cstring(format!("mode=1777,size={memory}"))?,
         },
+        // A directory of the root tmpfs (read-only with it at the end): no tmpfs of its own.
         Op::Mkdir(cstring("/newroot/dev")?),
-        Op::Tmpfs {
-            target: cstring("/newroot/dev")?,
-            data: cstring("mode=0755,size=64k")?,
-        },
     ]);
     for device in DEVICES {
         ops.push(Op::Host {
@@ -398,7 +410,6 @@ pub(crate) fn prepare(
             target: cstring("/newroot/dev/shm")?,
             data: cstring(format!("mode=1777,size={memory}"))?,
         },
-        Op::RemountRo(cstring("/newroot/dev")?),
         Op::Mkdir(cstring("/newroot/proc")?),
         Op::Proc(cstring("/newroot/proc")?),
         Op::Chdir(cstring("/newroot")?),
@@ -461,10 +472,7 @@ pub(crate) fn prepare(
         ));
     }
 
-    let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .ok()
-        .and_then(|text| text.trim().parse().ok())
-        .unwrap_or(63);
+    let cap_last = cap_last();
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
     let cwd = match cwd {
@@ -483,8 +491,7 @@ pub(crate) fn prepare(
         rlimits,
         landlock,
         cap_last,
-        deny: filter::deny_list()?,
-        guard: filter::guard(),
+        filter: filter::program()?,
         cwd,
         status: child_end.as_raw_fd(),
     };
