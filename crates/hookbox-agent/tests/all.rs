@@ -32,6 +32,8 @@ fn tools(store: &Environments, id: &str) -> SandboxTools {
     .expect("tools")
 }
 
+/// A command hook denying with `reason` when the event JSON contains `word` (pick words that an
+/// `env_` id, lowercase base32, cannot contain).
 fn deny_when(word: &str, reason: &str) -> Value {
     let command = format!(
         "grep -q {word} && echo '{{\"decision\":\"deny\",\"reason\":\"{reason}\"}}' || echo '{{}}'"
@@ -74,11 +76,11 @@ async fn hook_files_are_re_read_when_they_change() {
 #[tokio::test]
 async fn root_hooks_load_first_and_a_workspace_group_of_the_same_name_replaces_them() {
     let root = json!({
-        "shared": {"pre_tool_execution": [{"hooks": [deny_when("x", "root")]}]},
-        "root-only": {"pre_tool_execution": [{"hooks": [deny_when("y", "root-only")]}]}
+        "shared": {"pre_tool_execution": [{"hooks": [deny_when("x-8", "root")]}]},
+        "root-only": {"pre_tool_execution": [{"hooks": [deny_when("y-9", "root-only")]}]}
     });
     let workspace =
-        json!({"shared": {"pre_tool_execution": [{"hooks": [deny_when("x", "workspace")]}]}});
+        json!({"shared": {"pre_tool_execution": [{"hooks": [deny_when("x-8", "workspace")]}]}});
     let (_home, store, id) = environment(json!([
         {"type": "inline", "target": ".agents/hooks.json", "content": root.to_string()},
         {"type": "inline", "target": "workspace/.agents/hooks.json", "content": workspace.to_string()}
@@ -86,7 +88,7 @@ async fn root_hooks_load_first_and_a_workspace_group_of_the_same_name_replaces_t
     .await;
     let tools = tools(&store, &id);
     let x = tools
-        .call("list_files", json!({"path": "/workspace/x"}), None)
+        .call("list_files", json!({"path": "/workspace/x-8"}), None)
         .await
         .expect("call");
     assert_eq!(x.reason.as_deref(), Some("workspace"));
@@ -96,7 +98,7 @@ async fn root_hooks_load_first_and_a_workspace_group_of_the_same_name_replaces_t
         x.diagnostics
     );
     let y = tools
-        .call("list_files", json!({"path": "/workspace/y"}), None)
+        .call("list_files", json!({"path": "/workspace/y-9"}), None)
         .await
         .expect("call");
     assert_eq!(y.reason.as_deref(), Some("root-only"));
@@ -189,4 +191,66 @@ async fn unknown_tools_are_refused() {
         .await
         .expect_err("refused");
     assert!(matches!(err, ToolCallError::UnknownTool(_)));
+}
+
+#[tokio::test]
+async fn code_sees_no_inherited_fds_and_no_host_environment() {
+    // F6: nothing of hookbox's own environment (where secrets such as API keys live) and no
+    // descriptor of hookbox's reaches code in the sandbox.
+    let (_home, store, id) = environment(json!([])).await;
+    let tools = tools(&store, &id);
+    let report = tools
+        .call(
+            "code_execution",
+            json!({"code": "ls /proc/self/fd; echo ---; tr '\\0' '\\n' < /proc/1/environ; echo ---; env", "language": "bash"}),
+            None,
+        )
+        .await
+        .expect("call");
+    let stdout = report.result.expect("result")["stdout"]
+        .as_str()
+        .expect("stdout")
+        .to_owned();
+    let mut parts = stdout.split("---\n");
+    let fds: Vec<&str> = parts.next().expect("fds").lines().collect();
+    // 0, 1, 2 and the directory `ls` itself opened.
+    assert!(fds.len() <= 4, "inherited descriptors: {fds:?}");
+    let host_vars: Vec<String> = std::env::vars()
+        .map(|(name, _)| format!("{name}="))
+        .collect();
+    for inside in parts {
+        for line in inside.lines() {
+            let leaked = host_vars
+                .iter()
+                .filter(|var| {
+                    ![
+                        "PATH=", "HOME=", "TMPDIR=", "PWD=", "SHLVL=", "_=", "OLDPWD=",
+                    ]
+                    .contains(&var.as_str())
+                })
+                .any(|var| line.starts_with(var.as_str()));
+            assert!(!leaked, "host variable visible in the sandbox: {line}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_output_flood_in_the_sandbox_is_capped() {
+    let (_home, store, id) = environment(json!([])).await;
+    let report = tools(&store, &id)
+        .call(
+            "code_execution",
+            json!({"code": "head -c 209715200 /dev/zero; echo done >&2", "language": "bash"}),
+            None,
+        )
+        .await
+        .expect("call");
+    let result = report.result.expect("result");
+    let stdout = result["stdout"].as_str().expect("stdout");
+    assert!(stdout.len() < 1_100_000, "{} bytes kept", stdout.len());
+    assert!(
+        stdout.contains("[hookbox: output truncated"),
+        "no truncation marker"
+    );
+    assert_eq!(result["stderr"], "done\n");
 }

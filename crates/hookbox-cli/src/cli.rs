@@ -66,6 +66,17 @@ pub(crate) enum EnvCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Apply a spec's sources (and `network`/`env`, when given) to an existing environment.
+    Update {
+        /// The environment's id (`env_…`).
+        id: String,
+        /// The spec file, or `-` for standard input.
+        #[arg(long, value_name = "FILE|-")]
+        spec: PathBuf,
+        /// Print the whole environment object as JSON instead of the id.
+        #[arg(long)]
+        json: bool,
+    },
     /// List environments.
     List {
         /// Print JSON instead of one line per environment.

@@ -21,18 +21,11 @@ pub(crate) fn store() -> anyhow::Result<Environments> {
 pub(crate) fn run(command: &EnvCommand) -> anyhow::Result<ExitCode> {
     let environments = store()?;
     match command {
-        EnvCommand::Create { spec, json } => {
-            let spec = read_spec(spec)?;
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("cannot start the async runtime")?;
-            let environment = runtime.block_on(environments.apply(&spec))?;
-            if *json {
-                render::print_json(&environment.to_json())?;
-            } else {
-                render::print_text(&format!("{}\n", environment.id()))?;
-            }
+        EnvCommand::Create { spec, json } => apply(&environments, read_spec(spec)?, *json)?,
+        EnvCommand::Update { id, spec, json } => {
+            let mut spec = read_spec(spec)?;
+            spec.environment_id = Some(id.clone());
+            apply(&environments, spec, *json)?;
         }
         EnvCommand::List { json } => {
             let all = environments.list()?;
@@ -61,6 +54,20 @@ pub(crate) fn run(command: &EnvCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Creates the environment `spec` describes, or updates the one it names, and prints it.
+fn apply(environments: &Environments, spec: EnvironmentSpec, json: bool) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let environment = runtime.block_on(environments.apply(&spec))?;
+    if json {
+        render::print_json(&environment.to_json())
+    } else {
+        Ok(render::print_text(&format!("{}\n", environment.id()))?)
+    }
 }
 
 /// Reads and validates a spec from `path` (`-` is standard input).

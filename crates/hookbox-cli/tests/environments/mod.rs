@@ -258,6 +258,21 @@ fn env_commands_show_list_and_remove() {
     assert_eq!(shown["sources"].as_array().expect("sources").len(), 4);
     let list = hookbox_in(home.path(), &["env", "list", "--json"], b"");
     assert_eq!(stdout_json(&list).as_array().expect("list").len(), 1);
+    let more =
+        json!({"sources": [{"type": "inline", "target": "workspace/new.txt", "content": "new"}]});
+    let update = hookbox_in(
+        home.path(),
+        &["env", "update", &id, "--spec", "-"],
+        more.to_string().as_bytes(),
+    );
+    assert_eq!(
+        code(&update),
+        0,
+        "{}",
+        String::from_utf8_lossy(&update.stderr)
+    );
+    let read = exec(home.path(), &id, "read_file", &json!({"path": "new.txt"}));
+    assert_eq!(stdout_json(&read)["result"]["content"], "new");
     assert_eq!(code(&hookbox_in(home.path(), &["env", "rm", &id], b"")), 0);
     assert_eq!(
         code(&hookbox_in(home.path(), &["env", "show", &id], b"")),
