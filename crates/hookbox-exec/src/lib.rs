@@ -24,7 +24,8 @@
 //! group) joins the run's cgroups, enters new user, mount, pid, net, ipc, uts and cgroup
 //! namespaces, maps the caller's uid and gid to 0 (after denying `setgroups`), and forks pid 1
 //! of the new pid namespace, which becomes the program. The intermediate closes every other
-//! descriptor, waits for pid 1 and exits the same way (re-raising its signal). Both have
+//! descriptor, waits for pid 1 and exits the same way (re-raising its signal); pid 1 marks
+//! every descriptor from 3 up close-on-exec, so the program gets only its stdio. Both have
 //! `PR_SET_PDEATHSIG(SIGKILL)` (pid 1 always; the intermediate with `die_with_parent`), so
 //! killing the intermediate (timeout, exit, cancellation, or hookbox dying) kills pid 1, and
 //! the kernel then kills everything in the namespace, including `setsid` double forks. `run`
