@@ -1,13 +1,19 @@
-//! hookbox's agent side. For now: built-in tool calls in an environment, each wrapped in the
-//! environment's hooks.
+//! hookbox's agent side: built-in tool calls in an environment, each wrapped in the
+//! environment's hooks, and the model providers the agent loop will drive.
 //!
 //! [`SandboxTools::call`] discovers `/.agents/hooks.json` and `/workspace/.agents/hooks.json`
 //! in the environment (through the confined file tools, re-parsed only when they change), runs
 //! the `pre_tool_execution` hooks (command hooks inside the environment's sandbox), runs the
 //! tool unless a hook denied it, then runs the `post_tool_execution` hooks with the tool's
 //! `result` and, when it failed, `error`. A denied call never touches the sandbox.
+//!
+//! [`model`] speaks the real wire formats of Gemini `generateContent`, OpenAI-compatible chat
+//! completions and Anthropic messages (plain and streamed, with tool calls, retries on 429/5xx
+//! and one overall deadline), plus a `scripted` model that replays a file of turns and says so
+//! in its label. The agent loop that ties models, tools and lifecycle hooks together is next.
 
 mod discovery;
+pub mod model;
 mod runner;
 mod tool_call;
 

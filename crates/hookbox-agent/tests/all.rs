@@ -6,6 +6,8 @@
     reason = "test helpers stop the test on setup failure"
 )]
 
+mod model;
+
 use std::sync::Arc;
 
 use hookbox_agent::{SandboxTools, ToolCallError};

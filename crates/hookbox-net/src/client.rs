@@ -11,7 +11,7 @@ use crate::{ClientOptions, NetError, body, headers, target, tls};
 /// hookbox's HTTP client. Cloning is cheap and clones share one keep-alive connection pool.
 #[derive(Debug, Clone)]
 pub struct GuardedClient {
-    http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
 }
 
 /// One JSON `POST` to make with [`GuardedClient::post_json`]. Its `Debug` output shows header

@@ -6,13 +6,20 @@
 //! with [`TestHttpServer::start_blocking`] from plain synchronous test code (it then runs on its own
 //! runtime thread), or over HTTPS with [`TestHttpServer::start_https`], whose certificate is
 //! signed by [`TEST_CA_PEM`]. It shuts down when dropped.
+//!
+//! [`FakeModelServer`] builds on it: fake Gemini, OpenAI-compatible and Anthropic APIs that check
+//! each request's wire format and answer scripted [`FakeTurn`]s, streamed when asked.
 
 mod connection;
+mod fake_models;
 mod reply;
 mod request;
 mod server;
 mod tls;
 
+pub use fake_models::{
+    FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeModelServer, FakeToolCall, FakeTurn,
+};
 pub use reply::Reply;
 pub use request::RecordedRequest;
 pub use server::TestHttpServer;

@@ -1,0 +1,148 @@
+//! Provider-neutral conversation, tool and reply types.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What is sent to a model: an optional system instruction and the messages so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// The system instruction, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The messages, oldest first.
+    #[serde(default)]
+    pub messages: Vec<Message>,
+}
+
+impl Conversation {
+    /// An empty conversation with an optional system instruction.
+    pub fn new(system: Option<String>) -> Self {
+        Self {
+            system,
+            messages: Vec::new(),
+        }
+    }
+
+    /// Appends a user message.
+    pub fn push_user(&mut self, text: impl Into<String>) {
+        self.messages.push(Message::User { text: text.into() });
+    }
+
+    /// Appends the model's reply as an assistant message.
+    pub fn push_reply(&mut self, reply: &ModelReply) {
+        self.messages.push(Message::Assistant {
+            text: reply.text.clone(),
+            tool_calls: reply.tool_calls.clone(),
+        });
+    }
+
+    /// Appends the result of a tool call.
+    pub fn push_tool_result(&mut self, result: ToolResult) {
+        self.messages.push(Message::ToolResult(result));
+    }
+}
+
+/// One message of a [`Conversation`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// Text from the user.
+    User {
+        /// The text.
+        text: String,
+    },
+    /// A model turn: text (possibly empty) and the tool calls it asked for.
+    Assistant {
+        /// The text, empty when the model only called tools.
+        #[serde(default)]
+        text: String,
+        /// The tool calls, in the order the model made them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The outcome of one tool call, answering the call with the same id.
+    ToolResult(ToolResult),
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call's id: the provider's when it gives one, otherwise made up by hookbox (unique in
+    /// the reply). Tool results refer to it.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, a JSON value (normally an object).
+    pub args: Value,
+}
+
+/// The result of a tool call, sent back to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The [`ToolCall::id`] this answers.
+    pub call_id: String,
+    /// The tool's name (Gemini matches results by name).
+    pub name: String,
+    /// What the tool returned (or the error), as JSON. A string is sent as text.
+    pub content: Value,
+    /// Whether the call failed or was denied.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDeclaration {
+    /// The tool's name.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// The arguments' JSON schema (an `object` schema).
+    pub parameters: Value,
+}
+
+/// A model's answer to one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelReply {
+    /// The text, empty when the model only called tools.
+    pub text: String,
+    /// The tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped.
+    pub finish: FinishReason,
+    /// Token counts, when the provider reports them.
+    pub usage: Usage,
+}
+
+/// Why a model stopped producing output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A natural end of the answer.
+    Stop,
+    /// The model wants tool results before going on.
+    ToolCalls,
+    /// The output token limit was reached.
+    MaxTokens,
+    /// The provider's safety filter stopped the answer.
+    ContentFilter,
+    /// Another reason, as the provider named it.
+    Other(String),
+}
+
+/// Token counts reported by the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the request (prompt).
+    pub input_tokens: Option<u64>,
+    /// Tokens in the answer.
+    pub output_tokens: Option<u64>,
+}
+
+/// A tool result's content as text: a JSON string as is, anything else serialized.
+pub(crate) fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}

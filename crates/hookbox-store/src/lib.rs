@@ -1,0 +1,34 @@
+//! hookbox's persistence: environments, interactions, their steps and every hook trace.
+//!
+//! Everything sits behind the [`Store`] trait, so a server database can come later; the embedded
+//! default is [`SqliteStore`] (bundled SQLite, WAL). No SQL leaves this crate: callers see plain
+//! records and JSON values.
+//!
+//! Guarantees:
+//!
+//! * every write that touches several rows (an interaction and its idempotency key, a batch of steps
+//!   with their traces and a status change) is one transaction: after a crash it is either fully
+//!   there or absent;
+//! * [`SqliteStore::open`] marks every interaction that was still running when hookbox stopped as
+//!   [`Status::Failed`], with an error saying so ([`Store::recover`]);
+//! * creating an interaction with an idempotency key twice returns the first one
+//!   ([`Created::created`] is `false`), so a client's retries never start a second run.
+//!
+//! The store is synchronous; async callers use `spawn_blocking`.
+
+mod error;
+mod id;
+mod record;
+mod sqlite;
+mod store;
+mod time;
+
+pub use error::{DatabaseError, Entity, Error};
+pub use record::{
+    Append, Appended, ChainEnd, Created, Environment, History, HookTrace, Interaction,
+    InteractionWithSteps, NewInteraction, NewStep, NewTrace, Page, PageRequest, Status, Step,
+    UnknownStatus, Update,
+};
+pub use sqlite::SqliteStore;
+pub use store::{DEFAULT_HISTORY_DEPTH, MAX_PAGE_SIZE, Store};
+pub use time::Timestamp;

@@ -1,0 +1,179 @@
+//! The embedded SQLite implementation of [`Store`].
+
+mod environments;
+mod interactions;
+mod json;
+mod schema;
+mod steps;
+
+use std::fs;
+use std::ops::DerefMut;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::record::{
+    Append, Appended, Created, Environment, History, HookTrace, Interaction, InteractionWithSteps,
+    NewInteraction, Page, PageRequest, Step,
+};
+use crate::store::Store;
+
+/// A [`Store`] in one SQLite database file (bundled SQLite, WAL journal, foreign keys on).
+///
+/// One connection serialises every operation; writes take the database's write lock at their
+/// start (`BEGIN IMMEDIATE`), so several processes may share a file too, waiting up to the busy
+/// timeout for each other. Only one of them should run interactions: opening with
+/// [`SqliteStore::open`] fails the running ones.
+#[derive(Debug)]
+pub struct SqliteStore {
+    /// The connection.
+    connection: Mutex<Connection>,
+    /// Ids [`SqliteStore::open`] marked failed.
+    recovered: Vec<String>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`, creating its parent directory,
+    /// switching to WAL, applying pending schema migrations, and then **recovering**: every
+    /// interaction left `queued` or `in_progress` by a previous run (a crash, a kill, a restart)
+    /// is marked `failed` with an error saying hookbox restarted mid-interaction. Their ids are
+    /// in [`SqliteStore::recovered_at_open`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let mut store = Self::open_without_recovery(path)?;
+        store.recovered = store.recover()?;
+        Ok(store)
+    }
+
+    /// Like [`SqliteStore::open`] without the recovery, for tools that inspect a database while
+    /// a server may be running interactions in it.
+    pub fn open_without_recovery(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
+        if let Some(parent) = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
+            fs::create_dir_all(parent).map_err(|source| Error::CreateDir {
+                path: parent.to_owned(),
+                source,
+            })?;
+        }
+        Self::finish(schema::prepare(Connection::open(path), true), path)
+    }
+
+    /// A private, empty database in memory (for tests); gone when dropped.
+    pub fn open_in_memory() -> Result<Self, Error> {
+        let opened = schema::prepare(Connection::open_in_memory(), false);
+        Self::finish(opened, Path::new(":memory:"))
+    }
+
+    /// Ids of the interactions [`SqliteStore::open`] marked failed.
+    pub fn recovered_at_open(&self) -> &[String] {
+        &self.recovered
+    }
+
+    /// Wraps an opened connection, or explains why opening failed.
+    fn finish(opened: Result<Connection, schema::OpenError>, path: &Path) -> Result<Self, Error> {
+        let connection = opened.map_err(|error| error.at(path))?;
+        Ok(Self {
+            connection: Mutex::new(connection),
+            recovered: Vec::new(),
+        })
+    }
+
+    /// The connection. A panic while it was held rolled back its transaction (the transaction's
+    /// drop ran during unwinding), so a poisoned lock is safe to take over.
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `work` in a write transaction, committed only if it succeeds.
+    fn write<T>(
+        &self,
+        work: impl FnOnce(&Transaction<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.transaction(TransactionBehavior::Immediate, work)
+    }
+
+    /// Runs `work` in a read transaction, so it sees one state of the database.
+    fn read<T>(&self, work: impl FnOnce(&Transaction<'_>) -> Result<T, Error>) -> Result<T, Error> {
+        self.transaction(TransactionBehavior::Deferred, work)
+    }
+
+    /// Runs `work` in a transaction of the given kind; rolls back on error.
+    fn transaction<T>(
+        &self,
+        behavior: TransactionBehavior,
+        work: impl FnOnce(&Transaction<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let mut guard = self.lock();
+        let transaction = guard.deref_mut().transaction_with_behavior(behavior)?;
+        let value = work(&transaction)?;
+        transaction.commit()?;
+        Ok(value)
+    }
+}
+
+impl Store for SqliteStore {
+    fn create_interaction(&self, new: NewInteraction) -> Result<Created, Error> {
+        self.write(|tx| interactions::create(tx, new))
+    }
+
+    fn get_interaction(&self, id: &str) -> Result<Interaction, Error> {
+        self.read(|tx| interactions::get(tx, id))
+    }
+
+    fn get_interaction_with_steps(&self, id: &str) -> Result<InteractionWithSteps, Error> {
+        self.read(|tx| interactions::get_with_steps(tx, id))
+    }
+
+    fn append(&self, id: &str, append: Append) -> Result<Appended, Error> {
+        self.write(|tx| steps::append(tx, id, append))
+    }
+
+    fn list_steps(&self, id: &str) -> Result<Vec<Step>, Error> {
+        self.read(|tx| {
+            interactions::get(tx, id)?;
+            steps::list(tx, id)
+        })
+    }
+
+    fn list_traces(&self, id: &str) -> Result<Vec<HookTrace>, Error> {
+        self.read(|tx| {
+            interactions::get(tx, id)?;
+            steps::traces(tx, id)
+        })
+    }
+
+    fn history(&self, id: &str, max_depth: usize) -> Result<History, Error> {
+        self.read(|tx| steps::history(tx, id, max_depth))
+    }
+
+    fn delete_interaction(&self, id: &str) -> Result<(), Error> {
+        self.write(|tx| interactions::delete(tx, id))
+    }
+
+    fn recover(&self) -> Result<Vec<String>, Error> {
+        self.write(|tx| interactions::recover(tx))
+    }
+
+    fn put_environment(&self, id: &str, metadata: Value) -> Result<Environment, Error> {
+        self.write(|tx| environments::put(tx, id, &metadata))
+    }
+
+    fn get_environment(&self, id: &str) -> Result<Environment, Error> {
+        self.read(|tx| environments::get(tx, id))
+    }
+
+    fn list_environments(&self, page: PageRequest) -> Result<Page<Environment>, Error> {
+        self.read(|tx| environments::list(tx, &page))
+    }
+
+    fn delete_environment(&self, id: &str) -> Result<(), Error> {
+        self.write(|tx| environments::delete(tx, id))
+    }
+}

@@ -1,0 +1,152 @@
+//! Connection settings and schema migrations (tracked in `PRAGMA user_version`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::Error;
+
+/// How long a statement waits for another writer before failing with "database is locked".
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Migration `n` (from 0) takes the schema from version `n` to `n + 1`. Append only; never edit.
+const MIGRATIONS: &[&str] = &[
+    // 1: environments, interactions, steps, hook traces, idempotency keys. Times are Unix
+    // milliseconds; JSON columns hold compact JSON text.
+    "
+    CREATE TABLE environments (
+        id       TEXT PRIMARY KEY,
+        created  INTEGER NOT NULL,
+        updated  INTEGER NOT NULL,
+        metadata TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX environments_by_created ON environments (created, id);
+
+    CREATE TABLE interactions (
+        id                      TEXT PRIMARY KEY,
+        agent                   TEXT NOT NULL,
+        status                  TEXT NOT NULL CHECK (status IN ('queued', 'in_progress',
+                                    'requires_action', 'completed', 'failed', 'cancelled',
+                                    'incomplete')),
+        created                 INTEGER NOT NULL,
+        updated                 INTEGER NOT NULL,
+        environment_id          TEXT,
+        previous_interaction_id TEXT,
+        request                 TEXT NOT NULL,
+        outputs                 TEXT,
+        usage                   TEXT,
+        error                   TEXT
+    ) STRICT;
+    CREATE INDEX interactions_running ON interactions (status)
+        WHERE status IN ('queued', 'in_progress');
+
+    CREATE TABLE steps (
+        interaction_id TEXT NOT NULL REFERENCES interactions (id) ON DELETE CASCADE,
+        idx            INTEGER NOT NULL CHECK (idx >= 0),
+        created        INTEGER NOT NULL,
+        body           TEXT NOT NULL,
+        PRIMARY KEY (interaction_id, idx)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TABLE hook_traces (
+        interaction_id TEXT NOT NULL REFERENCES interactions (id) ON DELETE CASCADE,
+        seq            INTEGER NOT NULL CHECK (seq >= 0),
+        step_index     INTEGER,
+        created        INTEGER NOT NULL,
+        entry          TEXT NOT NULL,
+        PRIMARY KEY (interaction_id, seq),
+        FOREIGN KEY (interaction_id, step_index)
+            REFERENCES steps (interaction_id, idx) ON DELETE CASCADE
+    ) STRICT;
+    CREATE INDEX hook_traces_by_step ON hook_traces (interaction_id, step_index);
+
+    CREATE TABLE idempotency_keys (
+        key            TEXT PRIMARY KEY,
+        interaction_id TEXT NOT NULL REFERENCES interactions (id) ON DELETE CASCADE,
+        created        INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX idempotency_keys_by_interaction ON idempotency_keys (interaction_id);
+    ",
+];
+
+/// Why a connection could not be prepared.
+pub(super) enum OpenError {
+    /// The database failed.
+    Database(rusqlite::Error),
+    /// The schema is newer than this build.
+    TooNew {
+        /// The database's version.
+        found: i64,
+    },
+}
+
+impl OpenError {
+    /// The public error, for the database at `path`.
+    pub(super) fn at(self, path: &Path) -> Error {
+        match self {
+            Self::Database(source) => Error::Open {
+                path: path.to_owned(),
+                source: source.into(),
+            },
+            Self::TooNew { found } => Error::SchemaTooNew {
+                found,
+                supported: supported_version(),
+            },
+        }
+    }
+}
+
+impl From<rusqlite::Error> for OpenError {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Database(error)
+    }
+}
+
+/// The schema version this build writes.
+fn supported_version() -> i64 {
+    i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX)
+}
+
+/// Configures a freshly opened connection and brings its schema up to date.
+pub(super) fn prepare(
+    opened: rusqlite::Result<Connection>,
+    file: bool,
+) -> Result<Connection, OpenError> {
+    let mut connection = opened?;
+    configure(&connection, file)?;
+    migrate(&mut connection)?;
+    Ok(connection)
+}
+
+/// Sets the busy timeout, foreign keys and, for a file, the WAL journal. WAL with
+/// `synchronous = NORMAL` never loses a committed transaction when the process crashes (only,
+/// possibly, the last ones on power loss) and never leaves one half-applied.
+fn configure(connection: &Connection, file: bool) -> Result<(), OpenError> {
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    if file {
+        // Returns the resulting mode; a file system without shared memory keeps `delete`, which is
+        // slower but just as safe.
+        connection.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
+    }
+    connection.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
+    Ok(())
+}
+
+/// Applies the migrations the database lacks, all in one transaction.
+fn migrate(connection: &mut Connection) -> Result<(), OpenError> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: i64 = transaction.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let supported = supported_version();
+    if found > supported {
+        return Err(OpenError::TooNew { found });
+    }
+    if found < supported {
+        for migration in MIGRATIONS.iter().skip(usize::try_from(found).unwrap_or(0)) {
+            transaction.execute_batch(migration)?;
+        }
+        transaction.pragma_update(None, "user_version", supported)?;
+    }
+    transaction.commit()?;
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! The storage trait the rest of hookbox programs against.
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::record::{
+    Append, Appended, Created, Environment, History, HookTrace, Interaction, InteractionWithSteps,
+    NewInteraction, NewStep, Page, PageRequest, Step, Update,
+};
+
+/// How many interactions [`Store::history`] returns at most when callers have no better bound.
+pub const DEFAULT_HISTORY_DEPTH: usize = 100;
+
+/// The largest page [`Store::list_environments`] returns.
+pub const MAX_PAGE_SIZE: usize = 1000;
+
+/// Persistence of environments, interactions, steps and hook traces.
+///
+/// Methods are synchronous and may block on I/O; call them from `spawn_blocking` in async code.
+/// Every method is atomic: a multi-row write is stored entirely or not at all.
+pub trait Store: Send + Sync {
+    /// Creates an interaction, atomically with its idempotency key when one is given.
+    ///
+    /// With a key already used: the same `request` returns the existing interaction with
+    /// `created: false` (nothing is written); another request fails with
+    /// [`Error::IdempotencyMismatch`]. A given id already taken fails with
+    /// [`Error::AlreadyExists`]; an unknown `previous_interaction_id` with [`Error::NotFound`].
+    fn create_interaction(&self, new: NewInteraction) -> Result<Created, Error>;
+
+    /// The interaction, without steps.
+    fn get_interaction(&self, id: &str) -> Result<Interaction, Error>;
+
+    /// The interaction and its steps, read consistently.
+    fn get_interaction_with_steps(&self, id: &str) -> Result<InteractionWithSteps, Error>;
+
+    /// Appends steps and traces and applies an update, in one transaction.
+    ///
+    /// Fails with [`Error::Stopped`] unless the interaction is running
+    /// ([`Status::is_running`](crate::Status::is_running)), and with [`Error::InvalidInput`] if
+    /// a trace names a step that does not exist.
+    fn append(&self, id: &str, append: Append) -> Result<Appended, Error>;
+
+    /// Appends steps (with their traces); returns their indexes. See [`Store::append`].
+    fn append_steps(&self, id: &str, steps: Vec<NewStep>) -> Result<Range<u32>, Error> {
+        let append = Append {
+            steps,
+            ..Append::default()
+        };
+        self.append(id, append).map(|appended| appended.steps)
+    }
+
+    /// Changes the interaction's status or fields. See [`Store::append`].
+    fn update_interaction(&self, id: &str, update: Update) -> Result<Interaction, Error> {
+        let append = Append {
+            update: Some(update),
+            ..Append::default()
+        };
+        self.append(id, append).map(|appended| appended.interaction)
+    }
+
+    /// The interaction's steps, by index.
+    fn list_steps(&self, id: &str) -> Result<Vec<Step>, Error>;
+
+    /// The interaction's hook traces, in the order they were recorded.
+    fn list_traces(&self, id: &str) -> Result<Vec<HookTrace>, Error>;
+
+    /// The conversation ending at `id`: `id`, the interaction it continues, and so on, following
+    /// `previous_interaction_id`, oldest first, at most `max_depth` interactions (the newest
+    /// ones). Stops at a missing link or a cycle ([`History::end`] says why).
+    fn history(&self, id: &str, max_depth: usize) -> Result<History, Error>;
+
+    /// Deletes the interaction with its steps, traces and idempotency keys. Interactions that
+    /// continue it keep their `previous_interaction_id`; their history ends there.
+    fn delete_interaction(&self, id: &str) -> Result<(), Error>;
+
+    /// Marks every running interaction (`queued`, `in_progress`) `failed`, with an error saying
+    /// hookbox restarted mid-interaction; returns their ids. Call once at start-up, before any run
+    /// begins: a run still going in another process would be marked too.
+    fn recover(&self) -> Result<Vec<String>, Error>;
+
+    /// Stores an environment's metadata, creating it or replacing the metadata (keeping
+    /// `created`).
+    fn put_environment(&self, id: &str, metadata: Value) -> Result<Environment, Error>;
+
+    /// The environment.
+    fn get_environment(&self, id: &str) -> Result<Environment, Error>;
+
+    /// Environments, oldest first, a page at a time.
+    fn list_environments(&self, page: PageRequest) -> Result<Page<Environment>, Error>;
+
+    /// Deletes the environment's record. Interactions that used it keep its id.
+    fn delete_environment(&self, id: &str) -> Result<(), Error>;
+}
