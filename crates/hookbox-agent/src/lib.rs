@@ -13,6 +13,7 @@
 //! in its label. The agent loop that ties models, tools and lifecycle hooks together is next.
 
 mod discovery;
+pub mod interaction;
 pub mod model;
 mod runner;
 mod tool_call;

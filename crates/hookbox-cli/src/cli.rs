@@ -28,11 +28,12 @@ pub(crate) enum Command {
     /// problem with its JSON path and a hint. Exits 0 when all files are valid (warnings
     /// allowed), 1 when any has an error.
     Check(CheckArgs),
-    /// Show the seeds' security and privacy gates deciding real tool calls (no API key needed).
+    /// Show the seeds' security and privacy gates deciding a model's tool calls (no API key).
     ///
-    /// Runs the seeds' own `hooks.json` files and hook scripts, verbatim, through the hook
-    /// engine on this host, and prints each proposed tool call, each hook's decision with its
-    /// reason, and how long each hook took. Needs `python3`.
+    /// Builds the seeds' environments (their `hooks.json` files and hook scripts, verbatim) in a
+    /// scratch `HOOKBOX_HOME`, and runs the agent loop with a scripted model (labelled as such)
+    /// whose tool calls go through the hooks, inside the sandbox: each call, each hook decision
+    /// with its reason, each result and the model's answers are printed.
     Demo,
     /// Run hooks by hand.
     Hooks {

@@ -378,6 +378,10 @@ fn demo_runs_the_seed_gates() {
     );
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(
+        text.contains("SCRIPTED"),
+        "the scripted model must say so: {text}"
+    );
+    assert!(
         text.contains("DENY: Destructive command blocked by security gate."),
         "{text}"
     );
@@ -385,5 +389,13 @@ fn demo_runs_the_seed_gates() {
         text.contains("DENY: Access to confidential `/private/` records"),
         "{text}"
     );
-    assert_eq!(text.matches("ALLOW").count(), 2, "{text}");
+    assert!(text.contains("(in the sandbox) → ALLOW"), "{text}");
+    assert!(
+        text.contains("tool result (error): Blocked by a pre_tool_execution hook"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\\\"team_size\\\": 42"),
+        "the public summary was read: {text}"
+    );
 }

@@ -1,10 +1,15 @@
-//! `hookbox demo`: the seeds' security and privacy gates, run by the real engine on this host.
+//! `hookbox demo`: the seeds' security and privacy gates end to end — a model proposes tool
+//! calls, the environment's hooks decide inside the sandbox, the model sees the reasons.
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use hookbox_hooks::{Dispatcher, EventInput, HookOutcome, HookSet, Runners};
+use hookbox_agent::SandboxTools;
+use hookbox_agent::interaction::{Agent, RunOutcome, user_input};
+use hookbox_agent::model::{Model, ScriptedModel};
+use hookbox_env::{Environment, EnvironmentSpec, Environments, Isolation};
 use serde_json::{Value, json};
 
 use crate::render;
@@ -13,102 +18,158 @@ const GATE_PY: &str = include_str!("../../../../fixtures/seeds/gate.py");
 const CHECK_PRIVACY_PY: &str = include_str!("../../../../fixtures/seeds/check_privacy.py");
 const SECURITY_GATE: &str = include_str!("../../../../fixtures/seeds/security-gate.hooks.json");
 const PRIVACY_GATE: &str = include_str!("../../../../fixtures/seeds/privacy-gate.hooks.json");
+const SECURITY_SCRIPT: &str = include_str!("../../../../fixtures/demo/security-gate.script.json");
+const PRIVACY_SCRIPT: &str = include_str!("../../../../fixtures/demo/privacy-gate.script.json");
 
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
-    let scratch = tempfile::Builder::new()
+    hookbox_exec::check_isolation().context(
+        "the demo runs the seeds' hooks in hookbox's sandbox, which this machine cannot create",
+    )?;
+    let home = tempfile::Builder::new()
         .prefix("hookbox-demo-")
         .tempdir()
-        .context("cannot create a scratch directory")?;
-    let scripts = scratch.path().join("hooks-scripts");
-    std::fs::create_dir(&scripts)?;
-    std::fs::write(scripts.join("gate.py"), GATE_PY)?;
-    std::fs::write(scripts.join("check_privacy.py"), CHECK_PRIVACY_PY)?;
-    // The seeds' configs call scripts at their sandbox path; point them at the scratch copy.
-    let sandbox_dir = "/.agents/hooks-scripts/";
-    let local_dir = format!("{}/", scripts.display());
-
-    let mut builder = HookSet::builder();
-    builder.load_str(
-        "security-gate.hooks.json",
-        &SECURITY_GATE.replace(sandbox_dir, &local_dir),
-        None,
-    )?;
-    builder.load_str(
-        "privacy-gate.hooks.json",
-        &PRIVACY_GATE.replace(sandbox_dir, &local_dir),
-        None,
-    )?;
-    let dispatcher = Dispatcher::new(
-        Arc::new(builder.build()),
-        Runners::host(Some(scratch.path().to_path_buf()))
-            .context("cannot build the HTTP client")?,
-    );
-
-    let calls = [
-        (
-            "Security gate",
-            "code_execution",
-            json!({"code": "rm -rf /tmp/forbidden", "language": "bash"}),
-        ),
-        (
-            "Security gate",
-            "code_execution",
-            json!({"code": "ls", "language": "bash"}),
-        ),
-        (
-            "Privacy gate",
-            "read_file",
-            json!({"path": "/workspace/private/employees.json"}),
-        ),
-        (
-            "Privacy gate",
-            "read_file",
-            json!({"path": "/workspace/public/summary.json"}),
-        ),
-    ];
-    let runtime = tokio::runtime::Builder::new_current_thread()
+        .context("cannot create a scratch HOOKBOX_HOME")?;
+    let store = Environments::open(home.path())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let mut text = String::from(
-        "hookbox demo: the seeds' hooks.json and hook scripts, verbatim, run by hookbox's hook engine\n\
-         (engine only: the hooks run on this host in a scratch folder; the tool calls are \
-         proposed by this script, not a model, and are not executed)\n",
+        "hookbox demo: the seeds' hooks.json files and hook scripts, verbatim, in sandboxed \
+         environments.\nThe model is SCRIPTED (it replays fixed turns from fixtures/demo; no API \
+         key needed); the hooks, sandbox and tools are real.\n",
     );
-    for (title, tool, args) in calls {
-        let input = EventInput::pre_tool_execution(tool, args.clone(), "env_demo", None);
-        let outcome = runtime.block_on(dispatcher.dispatch(&input));
-        text.push_str(&format!("\n{title}: pre_tool_execution {tool} {args}\n"));
-        text.push_str(&describe(&outcome));
-    }
+
+    text.push_str("\n1. Security gate\n");
+    let environment = runtime.block_on(create(&store, &security_sources()))?;
+    let agent = scripted_agent(&environment, "security-gate.script.json", SECURITY_SCRIPT)?;
+    let prompt = "Run `rm -rf /tmp/forbidden` using code_execution.";
+    let outcome = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
+    describe(&mut text, &outcome);
+
+    text.push_str("\n2. Privacy gate, then a second turn in the same environment\n");
+    let environment = runtime.block_on(create(&store, &privacy_sources()))?;
+    let agent = scripted_agent(&environment, "privacy-gate.script.json", PRIVACY_SCRIPT)?;
+    let prompt = "Use your filesystem tool to read `/workspace/private/employees.json` and summarize the employee details.";
+    let first = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
+    describe(&mut text, &first);
+    let prompt = "Understood. Please read the approved `/workspace/public/summary.json` file instead and provide the summary.";
+    let second =
+        runtime.block_on(agent.run(&first.steps, vec![user_input(prompt)], None, &mut |_| {}));
+    describe(&mut text, &second);
+
     text.push_str(
-        "\nTry your own: hookbox hooks run --config FILE --event pre_tool_execution --tool NAME --args JSON\n",
+        "\nThe seeds' third example (an audit hook posting to an HTTPS endpoint through the egress \
+         proxy) needs the network layer, which is not built yet.\n",
     );
     render::print_text(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Two or three indented lines: the decision with its reason, and each hook that ran.
-fn describe(outcome: &HookOutcome) -> String {
-    let decision = match serde_json::to_value(outcome.decision) {
-        Ok(Value::String(decision)) => decision.to_uppercase(),
+/// The seeds' security-gate example sources, verbatim.
+fn security_sources() -> Value {
+    json!([
+        {"type": "inline", "target": ".agents/hooks.json", "content": SECURITY_GATE},
+        {"type": "inline", "target": ".agents/hooks-scripts/gate.py", "content": GATE_PY}
+    ])
+}
+
+/// The seeds' privacy-gate example sources, verbatim.
+fn privacy_sources() -> Value {
+    json!([
+        {"type": "inline", "target": ".agents/hooks.json", "content": PRIVACY_GATE},
+        {"type": "inline", "target": ".agents/hooks-scripts/check_privacy.py", "content": CHECK_PRIVACY_PY},
+        {"type": "inline", "target": "workspace/private/employees.json",
+         "content": "{\"employees\": [{\"id\": 1, \"salary\": 150000, \"ssn\": \"000-00-0000\"}]}"},
+        {"type": "inline", "target": "workspace/public/summary.json",
+         "content": "{\"department\": \"Engineering\", \"team_size\": 42, \"status\": \"active\"}"}
+    ])
+}
+
+async fn create(store: &Environments, sources: &Value) -> anyhow::Result<Environment> {
+    let spec = EnvironmentSpec::from_json(&json!({"type": "remote", "sources": sources}))?;
+    Ok(store.create(&spec).await?)
+}
+
+/// An agent with the scripted model `script` over `environment`'s sandboxed tools.
+fn scripted_agent(environment: &Environment, name: &str, script: &str) -> anyhow::Result<Agent> {
+    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_json(Path::new(name), script)?);
+    let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())?;
+    let tools = SandboxTools::new(environment.clone(), Isolation::Sandboxed, Arc::new(http))?;
+    Ok(Agent {
+        model,
+        tools: Some(Arc::new(tools)),
+        functions: Vec::new(),
+        system: None,
+        max_turns: 8,
+    })
+}
+
+/// A few lines per step: the prompt, each tool call, each hook decision, each result, the answer.
+fn describe(text: &mut String, outcome: &RunOutcome) {
+    for (index, step) in outcome.steps.iter().enumerate() {
+        for (_, entry) in outcome.traces.iter().filter(|(at, _)| *at == index) {
+            text.push_str(&format!("     {}\n", hook_line(entry)));
+        }
+        let line = match step["type"].as_str().unwrap_or_default() {
+            "user_input" => format!("   user: {}", content(step)),
+            "model_output" => format!("   model: {}", content(step)),
+            "code_execution_call" => format!("   model calls code_execution {}", step["arguments"]),
+            "function_call" => format!(
+                "   model calls {} {}",
+                step["name"].as_str().unwrap_or("?"),
+                step["arguments"]
+            ),
+            "code_execution_result" | "function_result" => {
+                let verdict = if step["is_error"] == true {
+                    "error"
+                } else {
+                    "ok"
+                };
+                let result = match &step["result"] {
+                    Value::String(result) => result.trim().to_owned(),
+                    other => other.to_string(),
+                };
+                format!("   tool result ({verdict}): {result}")
+            }
+            other => format!("   {other}"),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+}
+
+fn hook_line(entry: &Value) -> String {
+    let decision = match &entry["result"] {
+        Value::Object(decided) => decided
+            .get("decided")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_uppercase(),
+        Value::String(result) => result.replace('_', " "),
         _ => String::from("?"),
     };
-    let mut text = match &outcome.reason {
-        Some(reason) => format!("  → {decision}: {reason}\n"),
-        None => format!("  → {decision}: the tool call may run\n"),
-    };
-    for entry in &outcome.trace {
-        text.push_str(&format!(
-            "    hook `{}` answered in {:.1} ms{}\n",
-            entry.label,
-            entry.duration.as_secs_f64() * 1000.0,
-            entry
-                .failure
-                .as_ref()
-                .map(|failure| format!(" (failed open: {failure})"))
-                .unwrap_or_default()
-        ));
-    }
-    text
+    let reason = entry["reason"]
+        .as_str()
+        .map(|reason| format!(": {reason}"))
+        .unwrap_or_default();
+    format!(
+        "hook {} `{}` (in the sandbox) → {decision}{reason} ({:.0} ms)",
+        entry["event"].as_str().unwrap_or("?"),
+        entry["label"].as_str().unwrap_or("?"),
+        entry["duration_ms"].as_f64().unwrap_or_default()
+    )
+}
+
+fn content(step: &Value) -> String {
+    step["content"]
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
 }

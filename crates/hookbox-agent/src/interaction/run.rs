@@ -1,0 +1,228 @@
+//! The agent loop: the model proposes tool calls, each goes through the hooks and the sandbox,
+//! the results go back to the model, until it answers, asks for a client-side function, or
+//! runs out of turns.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::steps::{call_step, extend_conversation, model_output, result_step};
+use super::tools::builtin_declarations;
+use crate::model::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
+use crate::tool_call::SandboxTools;
+
+/// How an interaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model answered.
+    Completed,
+    /// The model called a client-side `function` tool: the client runs it and continues.
+    RequiresAction,
+    /// The turn limit was reached before the model answered.
+    Incomplete,
+    /// The model could not be reached or answered badly.
+    Failed,
+}
+
+/// What to run: the model, the sandbox tools (when an environment is attached), client-side
+/// function declarations, and limits.
+pub struct Agent {
+    /// The model.
+    pub model: Arc<dyn Model>,
+    /// The environment's tools, wrapped in its hooks; `None` without an environment.
+    pub tools: Option<Arc<SandboxTools>>,
+    /// Client-side `function` tools: calling one stops the loop with `requires_action`.
+    pub functions: Vec<ToolDeclaration>,
+    /// A system instruction, if any.
+    pub system: Option<String>,
+    /// Model turns allowed before the interaction ends `incomplete`.
+    pub max_turns: u32,
+}
+
+/// The result of one run: its new steps (from the input on), status, token use, hook traces
+/// (`(step index, entry)`) and, when it failed, why.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutcome {
+    /// How it ended.
+    pub status: RunStatus,
+    /// The steps of this interaction, input first.
+    pub steps: Vec<Value>,
+    /// Tokens used, summed over the model calls.
+    pub usage: Value,
+    /// Hook trace entries, each with the index of the step (in `steps`) it belongs to.
+    pub traces: Vec<(usize, Value)>,
+    /// Why it failed or is incomplete: `{code, message}`.
+    pub error: Option<Value>,
+}
+
+impl Agent {
+    /// Runs one interaction: `history` (the steps of earlier interactions, oldest first) then
+    /// `input` (this interaction's input steps). `on_step` sees each new step as it is made.
+    pub async fn run(
+        &self,
+        history: &[Value],
+        input: Vec<Value>,
+        interaction_id: Option<&str>,
+        on_step: &mut (dyn FnMut(&Value) + Send),
+    ) -> RunOutcome {
+        let mut conversation = Conversation::new(self.system.clone());
+        extend_conversation(&mut conversation, history);
+        extend_conversation(&mut conversation, &input);
+        let mut outcome = RunOutcome {
+            status: RunStatus::Incomplete,
+            steps: Vec::new(),
+            usage: json!({}),
+            traces: Vec::new(),
+            error: None,
+        };
+        for step in input {
+            on_step(&step);
+            outcome.steps.push(step);
+        }
+        let mut declarations = if self.tools.is_some() {
+            builtin_declarations()
+        } else {
+            Vec::new()
+        };
+        declarations.extend(self.functions.iter().cloned());
+        let (mut input_tokens, mut output_tokens) = (0u64, 0u64);
+
+        for _turn in 0..self.max_turns {
+            let reply = match self.model.complete(&conversation, &declarations).await {
+                Ok(reply) => reply,
+                Err(err) => {
+                    outcome.status = RunStatus::Failed;
+                    outcome.error =
+                        Some(json!({"code": "model_error", "message": err.to_string()}));
+                    break;
+                }
+            };
+            input_tokens += reply.usage.input_tokens.unwrap_or(0);
+            output_tokens += reply.usage.output_tokens.unwrap_or(0);
+            conversation.push_reply(&reply);
+            if !reply.text.is_empty() {
+                push(&mut outcome, on_step, model_output(&reply.text));
+            }
+            if reply.tool_calls.is_empty() {
+                outcome.status = RunStatus::Completed;
+                break;
+            }
+            let mut needs_client = false;
+            for call in &reply.tool_calls {
+                push(&mut outcome, on_step, call_step(call));
+                if self
+                    .functions
+                    .iter()
+                    .any(|function| function.name == call.name)
+                {
+                    needs_client = true;
+                    continue;
+                }
+                let (content, is_error) = self.call_tool(call, interaction_id, &mut outcome).await;
+                push(
+                    &mut outcome,
+                    on_step,
+                    result_step(&call.name, &call.id, &content, is_error),
+                );
+                conversation.push_tool_result(ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content,
+                    is_error,
+                });
+            }
+            if needs_client {
+                outcome.status = RunStatus::RequiresAction;
+                break;
+            }
+        }
+        if outcome.status == RunStatus::Incomplete {
+            outcome.error = Some(json!({
+                "code": "max_turns",
+                "message": format!("the model did not answer within {} turns", self.max_turns),
+            }));
+        }
+        outcome.usage = json!({
+            "total_input_tokens": input_tokens,
+            "total_output_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens,
+        });
+        outcome
+    }
+
+    /// Runs one built-in tool call through the hooks; returns what the model gets back.
+    async fn call_tool(
+        &self,
+        call: &ToolCall,
+        interaction_id: Option<&str>,
+        outcome: &mut RunOutcome,
+    ) -> (Value, bool) {
+        let Some(tools) = &self.tools else {
+            return (
+                json!(format!(
+                    "tool `{}` is not available: no environment is attached",
+                    call.name
+                )),
+                true,
+            );
+        };
+        let report = match tools
+            .call(&call.name, call.args.clone(), interaction_id)
+            .await
+        {
+            Ok(report) => report,
+            Err(err) => return (json!(err.to_string()), true),
+        };
+        // The traces belong to the result step about to be pushed.
+        let step_index = outcome.steps.len();
+        outcome.traces.extend(
+            report
+                .trace
+                .iter()
+                .filter_map(|entry| serde_json::to_value(entry).ok())
+                .map(|entry| (step_index, entry)),
+        );
+        if report.denied {
+            let reason = report
+                .reason
+                .unwrap_or_else(|| "no reason given".to_owned());
+            return (
+                json!(format!("Blocked by a pre_tool_execution hook: {reason}")),
+                true,
+            );
+        }
+        match (report.result, report.error) {
+            (Some(result), error) if call.name == "code_execution" => (
+                json!(code_output(&result, error.as_deref())),
+                error.is_some(),
+            ),
+            (Some(result), None) => (result, false),
+            (Some(result), Some(error)) => (json!({"result": result, "error": error}), true),
+            (None, error) => (json!(error.unwrap_or_default()), true),
+        }
+    }
+}
+
+/// What a `code_execution` result looks like to the model: its output as text, with the
+/// failure appended when the output does not already say it.
+fn code_output(result: &Value, error: Option<&str>) -> String {
+    let stdout = result
+        .get("stdout")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let stderr = result
+        .get("stderr")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match error {
+        Some(error) if stderr.is_empty() => format!("{stdout}{error}"),
+        _ => format!("{stdout}{stderr}"),
+    }
+}
+
+fn push(outcome: &mut RunOutcome, on_step: &mut (dyn FnMut(&Value) + Send), step: Value) {
+    on_step(&step);
+    outcome.steps.push(step);
+}

@@ -1,0 +1,115 @@
+//! Interactions API steps (`user_input`, `model_output`, `code_execution_call`, …) and their
+//! translation to and from a model conversation.
+
+use serde_json::{Value, json};
+
+use crate::model::{Conversation, Message, ToolCall, ToolResult};
+
+/// A `user_input` step with one text part.
+pub fn user_input(text: &str) -> Value {
+    json!({"type": "user_input", "content": [{"type": "text", "text": text}]})
+}
+
+/// A `model_output` step with one text part.
+pub(crate) fn model_output(text: &str) -> Value {
+    json!({"type": "model_output", "content": [{"type": "text", "text": text}]})
+}
+
+/// The step announcing `call`: `code_execution_call` for code, `function_call` otherwise.
+pub(crate) fn call_step(call: &ToolCall) -> Value {
+    if call.name == "code_execution" {
+        json!({"type": "code_execution_call", "id": call.id, "arguments": call.args})
+    } else {
+        json!({"type": "function_call", "id": call.id, "name": call.name, "arguments": call.args})
+    }
+}
+
+/// The step carrying `result` for a call to `name`.
+pub(crate) fn result_step(name: &str, call_id: &str, result: &Value, is_error: bool) -> Value {
+    if name == "code_execution" {
+        let text = match result {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        json!({"type": "code_execution_result", "call_id": call_id, "result": text, "is_error": is_error})
+    } else {
+        json!({"type": "function_result", "call_id": call_id, "name": name, "result": result, "is_error": is_error})
+    }
+}
+
+/// The text of a step's `content` list (text parts joined), if it has one.
+fn content_text(step: &Value) -> Option<String> {
+    let parts = step.get("content")?.as_array()?;
+    let text: String = parts
+        .iter()
+        .filter_map(|part| part.get("text").and_then(Value::as_str))
+        .collect();
+    Some(text)
+}
+
+/// Appends the meaning of `steps` (a history, or new input) to `conversation`.
+///
+/// Consecutive model output and calls form one assistant message; results answer them. Step
+/// types without a model meaning (thoughts, unknown ones) are skipped.
+pub(crate) fn extend_conversation(conversation: &mut Conversation, steps: &[Value]) {
+    let mut pending: Option<(String, Vec<ToolCall>)> = None;
+    for step in steps {
+        let kind = step.get("type").and_then(Value::as_str).unwrap_or_default();
+        match kind {
+            "model_output" => {
+                let text = content_text(step).unwrap_or_default();
+                pending.get_or_insert_default().0.push_str(&text);
+            }
+            "code_execution_call" | "function_call" => {
+                let call = ToolCall {
+                    id: string(step, "id"),
+                    name: tool_name(kind, step),
+                    args: step.get("arguments").cloned().unwrap_or(Value::Null),
+                };
+                pending.get_or_insert_default().1.push(call);
+            }
+            "user_input" | "code_execution_result" | "function_result" => {
+                if let Some((text, tool_calls)) = pending.take() {
+                    conversation
+                        .messages
+                        .push(Message::Assistant { text, tool_calls });
+                }
+                if kind == "user_input" {
+                    conversation.push_user(content_text(step).unwrap_or_default());
+                } else {
+                    conversation.push_tool_result(ToolResult {
+                        call_id: string(step, "call_id"),
+                        name: tool_name(kind, step),
+                        content: step.get("result").cloned().unwrap_or(Value::Null),
+                        is_error: step
+                            .get("is_error")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some((text, tool_calls)) = pending {
+        conversation
+            .messages
+            .push(Message::Assistant { text, tool_calls });
+    }
+}
+
+/// The tool a call or result step is about: `code_execution` for code steps, else its `name`.
+fn tool_name(kind: &str, step: &Value) -> String {
+    if kind.starts_with("code_execution") {
+        "code_execution".to_owned()
+    } else {
+        string(step, "name")
+    }
+}
+
+fn string(step: &Value, key: &str) -> String {
+    step.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}

@@ -1,0 +1,293 @@
+//! The agent loop: model → hooks → sandbox → model, with the seeds' gates.
+
+use std::sync::Arc;
+
+use hookbox_agent::SandboxTools;
+use hookbox_agent::interaction::{Agent, RunStatus, user_input};
+use hookbox_agent::model::{ModelConfig, ProviderKind, ToolDeclaration, build_with_env};
+use hookbox_env::{EnvironmentSpec, Environments, Isolation};
+use hookbox_net::{ClientOptions, GuardedClient};
+use hookbox_test_support::{FakeModelServer, FakeTurn};
+use serde_json::{Value, json};
+
+fn seed(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/seeds")
+        .join(name);
+    std::fs::read_to_string(path).expect("seed file")
+}
+
+/// The seeds' privacy-gate environment, verbatim.
+async fn privacy_environment(store: &Environments) -> hookbox_env::Environment {
+    let spec = json!({"type": "remote", "sources": [
+        {"type": "inline", "target": ".agents/hooks.json", "content": seed("privacy-gate.hooks.json")},
+        {"type": "inline", "target": ".agents/hooks-scripts/check_privacy.py", "content": seed("check_privacy.py")},
+        {"type": "inline", "target": "workspace/private/employees.json",
+         "content": "{\"employees\": [{\"id\": 1, \"salary\": 150000, \"ssn\": \"000-00-0000\"}]}"},
+        {"type": "inline", "target": "workspace/public/summary.json",
+         "content": "{\"department\": \"Engineering\", \"team_size\": 42, \"status\": \"active\"}"}
+    ]});
+    store
+        .create(&EnvironmentSpec::from_json(&spec).expect("spec"))
+        .await
+        .expect("environment")
+}
+
+fn client() -> GuardedClient {
+    GuardedClient::new(&ClientOptions::default()).expect("client")
+}
+
+async fn agent(server: &FakeModelServer, environment: Option<hookbox_env::Environment>) -> Agent {
+    let config = ModelConfig {
+        base_url: Some(server.base_url()),
+        max_attempts: Some(1),
+        ..ModelConfig::new(ProviderKind::Openai, "gpt-test")
+    };
+    let tools = environment.map(|environment| {
+        Arc::new(
+            SandboxTools::new(environment, Isolation::Sandboxed, Arc::new(client()))
+                .expect("tools"),
+        )
+    });
+    Agent {
+        model: build_with_env(&config, client(), |_| None).expect("model"),
+        tools,
+        functions: Vec::new(),
+        system: None,
+        max_turns: 8,
+    }
+}
+
+fn types(steps: &[Value]) -> Vec<&str> {
+    steps
+        .iter()
+        .map(|step| step["type"].as_str().unwrap_or("?"))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_privacy_gate_denies_the_model_sees_why_and_the_second_turn_recovers() {
+    let home = tempfile::tempdir().expect("home");
+    let store = Environments::open(home.path()).expect("store");
+    let environment = privacy_environment(&store).await;
+    let server = FakeModelServer::openai(
+        "gpt-test",
+        None,
+        vec![
+            FakeTurn::tool_call(
+                "",
+                "call_1",
+                "read_file",
+                json!({"path": "/workspace/private/employees.json"}),
+            ),
+            FakeTurn::text(
+                "That file is blocked by policy; I can read the public summary instead.",
+            ),
+            FakeTurn::tool_call(
+                "",
+                "call_2",
+                "read_file",
+                json!({"path": "/workspace/public/summary.json"}),
+            ),
+            FakeTurn::text("Engineering has 42 people and is active."),
+        ],
+    )
+    .await
+    .expect("server");
+    let agent = agent(&server, Some(environment)).await;
+
+    let mut seen = Vec::new();
+    let first = agent
+        .run(
+            &[],
+            vec![user_input("Read /workspace/private/employees.json")],
+            Some("int_1"),
+            &mut |step| seen.push(step.clone()),
+        )
+        .await;
+    assert_eq!(first.status, RunStatus::Completed, "{:?}", first.error);
+    assert_eq!(
+        types(&first.steps),
+        [
+            "user_input",
+            "function_call",
+            "function_result",
+            "model_output"
+        ]
+    );
+    assert_eq!(seen, first.steps, "every step is reported as it is made");
+    let denied = &first.steps[2];
+    assert_eq!(denied["is_error"], true);
+    assert!(
+        denied["result"]
+            .as_str()
+            .expect("text")
+            .contains("PII compliance policy"),
+        "{denied}"
+    );
+    // The model received the deny reason as the tool result.
+    let tool_message = server.bodies()[1]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .cloned()
+        .expect("tool message");
+    assert!(
+        tool_message["content"]
+            .as_str()
+            .expect("content")
+            .contains("PII compliance policy")
+    );
+    assert_eq!(first.traces.len(), 1);
+    assert_eq!(first.traces[0].0, 2, "the trace belongs to the result step");
+
+    // Second turn: history plus the new input; the public summary is read.
+    let second = agent
+        .run(
+            &first.steps,
+            vec![user_input("Read the public summary instead")],
+            Some("int_2"),
+            &mut |_| {},
+        )
+        .await;
+    assert_eq!(second.status, RunStatus::Completed);
+    assert_eq!(second.steps[2]["is_error"], false);
+    assert_eq!(
+        second.steps[2]["result"]["content"],
+        "{\"department\": \"Engineering\", \"team_size\": 42, \"status\": \"active\"}"
+    );
+    // The model saw the first interaction's history.
+    let messages = server.bodies()[2]["messages"]
+        .as_array()
+        .expect("messages")
+        .len();
+    assert!(messages >= 5, "history was not sent: {messages} messages");
+}
+
+#[tokio::test]
+async fn code_execution_runs_in_the_sandbox_and_uses_code_steps() {
+    let home = tempfile::tempdir().expect("home");
+    let store = Environments::open(home.path()).expect("store");
+    let environment = store
+        .create(&EnvironmentSpec::from_json(&json!({})).expect("spec"))
+        .await
+        .expect("env");
+    let server = FakeModelServer::openai(
+        "gpt-test",
+        None,
+        vec![
+            FakeTurn::tool_call(
+                "Let me check.",
+                "c1",
+                "code_execution",
+                json!({"code": "echo $((6*7))", "language": "bash"}),
+            ),
+            FakeTurn::text("42"),
+        ],
+    )
+    .await
+    .expect("server");
+    let outcome = agent(&server, Some(environment))
+        .await
+        .run(&[], vec![user_input("6*7?")], None, &mut |_| {})
+        .await;
+    assert_eq!(
+        types(&outcome.steps),
+        [
+            "user_input",
+            "model_output",
+            "code_execution_call",
+            "code_execution_result",
+            "model_output"
+        ]
+    );
+    assert_eq!(
+        outcome.steps[2]["arguments"],
+        json!({"code": "echo $((6*7))", "language": "bash"})
+    );
+    assert_eq!(outcome.steps[3]["result"], "42\n");
+    assert_eq!(outcome.steps[3]["is_error"], false);
+    assert!(outcome.usage["total_tokens"].as_u64().expect("tokens") > 0);
+    // The five built-in tools were offered with exactly their names.
+    let offered: Vec<String> = server.bodies()[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().expect("name").to_owned())
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            "code_execution",
+            "read_file",
+            "write_file",
+            "list_files",
+            "delete_file"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_function_tool_stops_with_requires_action() {
+    let server = FakeModelServer::openai(
+        "gpt-test",
+        None,
+        vec![FakeTurn::tool_call(
+            "",
+            "f1",
+            "get_weather",
+            json!({"city": "Paris"}),
+        )],
+    )
+    .await
+    .expect("server");
+    let mut agent = agent(&server, None).await;
+    agent.functions.push(ToolDeclaration {
+        name: "get_weather".into(),
+        description: "Weather by city.".into(),
+        parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+    });
+    let outcome = agent
+        .run(&[], vec![user_input("Weather?")], None, &mut |_| {})
+        .await;
+    assert_eq!(outcome.status, RunStatus::RequiresAction);
+    assert_eq!(types(&outcome.steps), ["user_input", "function_call"]);
+    assert_eq!(outcome.steps[1]["name"], "get_weather");
+}
+
+#[tokio::test]
+async fn the_turn_limit_ends_incomplete_and_model_errors_fail() {
+    let call = || FakeTurn::tool_call("", "x", "list_files", json!({}));
+    let server = FakeModelServer::openai("gpt-test", None, vec![call(), call(), call()])
+        .await
+        .expect("server");
+    let home = tempfile::tempdir().expect("home");
+    let store = Environments::open(home.path()).expect("store");
+    let environment = store
+        .create(&EnvironmentSpec::from_json(&json!({})).expect("spec"))
+        .await
+        .expect("env");
+    let mut looping = agent(&server, Some(environment)).await;
+    looping.max_turns = 2;
+    let outcome = looping
+        .run(&[], vec![user_input("loop")], None, &mut |_| {})
+        .await;
+    assert_eq!(outcome.status, RunStatus::Incomplete);
+    assert_eq!(outcome.error.expect("error")["code"], "max_turns");
+
+    let failing = FakeModelServer::openai("gpt-test", None, vec![FakeTurn::error(500, "boom")])
+        .await
+        .expect("server");
+    let outcome = agent(&failing, None)
+        .await
+        .run(&[], vec![user_input("hi")], None, &mut |_| {})
+        .await;
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert!(
+        outcome.error.expect("error")["message"]
+            .as_str()
+            .expect("message")
+            .contains("boom")
+    );
+}
