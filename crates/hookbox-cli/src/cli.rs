@@ -53,6 +53,25 @@ pub(crate) enum Command {
     /// tool's result or error, and the hook trace. Exit status: 0 the tool ran and succeeded,
     /// 2 denied by a hook, 3 the tool ran and failed, 1 usage or config error.
     Exec(ExecArgs),
+    /// Serve the REST API (the Environments API of the google-genai SDK) over HTTP.
+    ///
+    /// Point the SDK at it with `genai.Client(api_key="any", http_options={"base_url":
+    /// "http://ADDR"})`. Settings come from `--config FILE`, else `$HOOKBOX_HOME/hookbox.toml`
+    /// when it exists (`[server] listen = "127.0.0.1:8080"`, `max_body_bytes`,
+    /// `max_upload_bytes`, `allow_host_sources`). Logs go to stderr (`RUST_LOG` filters them);
+    /// SIGINT or SIGTERM stops it after the requests in flight.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on (default: the config's `[server] listen`, else 127.0.0.1:8080;
+    /// port 0 picks a free port, printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<String>,
+    /// The config file (default: `$HOOKBOX_HOME/hookbox.toml`, when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         Command::Demo => commands::demo::run(),
         Command::Env { command } => commands::env::run(&command),
         Command::Exec(args) => commands::exec::run(&args),
+        Command::Serve(args) => commands::serve::run(&args),
         Command::Hooks {
             command: HooksCommand::Run(args),
         } => commands::hooks_run::run(&args),

@@ -8,6 +8,8 @@
 
 /// `hookbox env` and `hookbox exec`: environments, the sandbox and hooks inside it.
 mod environments;
+/// `hookbox serve`: the REST API as a process, driven by the official google-genai SDK.
+mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -11,7 +11,7 @@ pub(crate) fn now() -> String {
 }
 
 /// `seconds` since the Unix epoch, formatted.
-fn format_unix(seconds: u64) -> String {
+pub(crate) fn format_unix(seconds: u64) -> String {
     let (days, rest) = (seconds / 86_400, seconds % 86_400);
     let (year, month, day) = civil_from_days(days);
     format!(

@@ -9,6 +9,8 @@
 //!   all-or-nothing (staged, then renamed into place).
 //! * [`FileTools`] runs `read_file`, `write_file`, `list_files` and `delete_file` on the host,
 //!   confined to the environment root by `openat2`.
+//! * [`EnvironmentFiles`] is the owner's view for the Environments API: listings with
+//!   metadata ([`EnvironmentFile`]), downloads and uploads, under the same confinement.
 //!
 //! Source targets are sandbox paths relative to `/` (`.agents/hooks.json` is
 //! `/.agents/hooks.json`); targets in system directories (`/usr`, `/etc`, `/proc`, …) or above
@@ -39,4 +41,7 @@ pub use sources::{DirectoryKind, Source};
 pub use spec::EnvironmentSpec;
 pub use store::{Environments, StoreError};
 pub use target::Target;
-pub use tools::{BuiltinTools, FileTools, Isolation, ToolError, ToolOutcome, environment_for};
+pub use tools::{
+    BuiltinTools, EnvironmentFile, EnvironmentFiles, FileTools, Isolation, MAX_LISTED, ToolError,
+    ToolOutcome, environment_for, mime_type,
+};

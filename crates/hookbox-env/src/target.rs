@@ -62,7 +62,7 @@ impl fmt::Display for Target {
 }
 
 /// Whether `top` (a top-level name) is a system directory.
-fn is_system(top: &str) -> bool {
+pub(crate) fn is_system(top: &str) -> bool {
     SYSTEM_DIRS.contains(&top) || top.starts_with("lib")
 }
 

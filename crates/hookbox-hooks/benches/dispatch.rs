@@ -16,6 +16,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use hookbox_hooks::{
     CallbackHandler, Dispatcher, EventInput, HookEvent, HookSet, Runners, SessionContext,
 };
+use hookbox_net::{ClientOptions, EgressPolicy};
 use hookbox_test_support::{Reply, TestHttpServer};
 use serde_json::{Value, json};
 
@@ -27,6 +28,8 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
+/// A dispatcher over `config` whose HTTP client may post to the plain-HTTP loopback server the
+/// HTTP benchmark uses.
 fn dispatcher(config: &Value) -> Dispatcher {
     let mut builder = HookSet::builder();
     builder
@@ -34,8 +37,16 @@ fn dispatcher(config: &Value) -> Dispatcher {
         .expect("config");
     Dispatcher::new(
         Arc::new(builder.build()),
-        Runners::host(None).expect("runners"),
+        Runners::host_with_http_options(None, &local_receiver()).expect("runners"),
     )
+}
+
+fn local_receiver() -> ClientOptions {
+    ClientOptions {
+        permit_loopback: true,
+        https_only: false,
+        ..ClientOptions::default()
+    }
 }
 
 /// Selecting the matching bindings among 1,000 rules, vs one anchored regex test.
@@ -161,8 +172,7 @@ fn http_round_trip(c: &mut Criterion) {
     let hooks = dispatcher(
         &json!({"g": {"pre_tool_execution": [{"hooks": [{"type": "http", "url": url}]}]}}),
     );
-    let client =
-        hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default()).expect("client");
+    let client = hookbox_net::GuardedClient::new(&local_receiver()).expect("client");
     let input =
         EventInput::pre_tool_execution("read_file", json!({"path": "a"}), "env_bench", None);
     let body = serde_json::to_vec(input.payload()).expect("payload");
@@ -174,6 +184,7 @@ fn http_round_trip(c: &mut Criterion) {
         b.iter(|| {
             rt.block_on(client.post_json(hookbox_net::PostRequest {
                 url: &url,
+                policy: &EgressPolicy::PUBLIC,
                 headers: &[],
                 body: body.clone(),
                 timeout: Duration::from_secs(30),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
-use hookbox_net::{GuardedClient, HttpReply, NetError, PostRequest};
+use hookbox_net::{ClientOptions, EgressPolicy, GuardedClient, HttpReply, NetError, PostRequest};
 
 /// Bytes kept from a handler's stdout, stderr or HTTP reply body.
 pub const HANDLER_OUTPUT_LIMIT: usize = 1024 * 1024;
@@ -80,6 +80,8 @@ impl HttpRunner for GuardedClient {
         Box::pin(async move {
             self.post_json(PostRequest {
                 url: &request.url,
+                // Environments' `network` policies do not reach hook delivery yet.
+                policy: &EgressPolicy::PUBLIC,
                 headers: &request.headers,
                 body: request.body,
                 timeout: request.timeout,
@@ -100,14 +102,26 @@ pub struct Runners {
 }
 
 impl Runners {
-    /// Host command runner in `cwd` plus a guarded HTTP client with default options.
+    /// Host command runner in `cwd` plus a guarded HTTP client with the strict default options
+    /// (HTTPS only, loopback and private addresses refused).
     pub fn host(cwd: Option<PathBuf>) -> Result<Self, NetError> {
+        Self::host_with_http_options(cwd, &ClientOptions::default())
+    }
+
+    /// Host command runner in `cwd` plus a guarded HTTP client built from `http`. This is the
+    /// explicit way to relax the hook client, e.g. to post to a self-hosted receiver on loopback
+    /// over plain HTTP (`permit_loopback`, `https_only: false`); callers that do so should say so
+    /// to the operator.
+    pub fn host_with_http_options(
+        cwd: Option<PathBuf>,
+        http: &ClientOptions,
+    ) -> Result<Self, NetError> {
         Ok(Self {
             command: Arc::new(HostCommandRunner {
                 cwd,
                 env: Vec::new(),
             }),
-            http: Arc::new(GuardedClient::new(&hookbox_net::ClientOptions::default())?),
+            http: Arc::new(GuardedClient::new(http)?),
         })
     }
 }

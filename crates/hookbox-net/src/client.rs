@@ -1,27 +1,35 @@
 //! The guarded client: one keep-alive connection pool and one request entry point.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::redirect;
 
-use crate::{ClientOptions, NetError, body, headers, target, tls};
+use crate::address::AddressRules;
+use crate::resolve::GuardedResolver;
+use crate::{ClientOptions, EgressPolicy, NetError, body, guard, tls};
 
 /// hookbox's HTTP client. Cloning is cheap and clones share one keep-alive connection pool.
 #[derive(Debug, Clone)]
 pub struct GuardedClient {
     pub(crate) http: reqwest::Client,
+    pub(crate) https_only: bool,
+    pub(crate) addresses: Arc<AddressRules>,
 }
 
 /// One JSON `POST` to make with [`GuardedClient::post_json`]. Its `Debug` output shows header
 /// names only, never their values.
 #[derive(Clone)]
 pub struct PostRequest<'a> {
-    /// The target URL (`http://` or `https://`).
+    /// The target URL (`https://`, or `http://` when the client is not HTTPS-only).
     pub url: &'a str,
+    /// The egress policy of the environment the request is made for;
+    /// [`EgressPolicy::PUBLIC`] for requests outside any environment's policy.
+    pub policy: &'a EgressPolicy,
     /// Configured headers, sent after validation. `Content-Type`, `Content-Length`, `Host` and
-    /// `Transfer-Encoding` are set by hookbox and refused here.
+    /// `Transfer-Encoding` are set by hookbox and refused here; headers the policy's
+    /// `transform` injects replace configured ones of the same name.
     pub headers: &'a [(String, String)],
     /// The JSON body, already serialized.
     pub body: Vec<u8>,
@@ -37,6 +45,7 @@ impl fmt::Debug for PostRequest<'_> {
         formatter
             .debug_struct("PostRequest")
             .field("url", &self.url)
+            .field("policy", &self.policy)
             .field("header_names", &header_names)
             .field("body_len", &self.body.len())
             .field("timeout", &self.timeout)
@@ -60,25 +69,30 @@ pub struct HttpReply {
 
 impl GuardedClient {
     /// Builds the client: rustls with ring, platform roots plus
-    /// [`ClientOptions::extra_root_certs_pem`], no redirects, no proxy from the environment.
+    /// [`ClientOptions::extra_root_certs_pem`], no redirects, no proxy from the environment, and
+    /// the guarded resolver applying the options' address rules and static overrides.
     pub fn new(options: &ClientOptions) -> Result<Self, NetError> {
+        let addresses = Arc::new(AddressRules {
+            permit_loopback: options.permit_loopback,
+            allowed: options.allow_private_cidrs.clone(),
+        });
+        let resolver = GuardedResolver::new(Arc::clone(&addresses), &options.resolve)?;
         Ok(Self {
-            http: build_http(options)?,
+            http: build_http(options, resolver)?,
+            https_only: options.https_only,
+            addresses,
         })
     }
 
     /// POSTs `request.body` as `application/json` and returns the reply, whatever its status.
+    /// Nothing is sent unless the scheme, the egress policy and the address rules all allow it.
     pub async fn post_json(&self, request: PostRequest<'_>) -> Result<HttpReply, NetError> {
-        // The single place where egress policy (allowlist, address checks, header transforms)
-        // will apply: everything below sends to `url` with `headers`.
-        let url = target::check(request.url)?;
-        let mut headers = headers::configured(request.headers)?;
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let checked = guard::check(self, &request)?;
         let exchange = async {
             let response = self
                 .http
-                .post(url)
-                .headers(headers)
+                .post(checked.url)
+                .headers(checked.headers)
                 .body(request.body)
                 .send()
                 .await
@@ -101,8 +115,12 @@ impl GuardedClient {
 }
 
 #[expect(clippy::disallowed_methods, reason = "this is the one client factory")]
-fn build_http(options: &ClientOptions) -> Result<reqwest::Client, NetError> {
+fn build_http(
+    options: &ClientOptions,
+    resolver: GuardedResolver,
+) -> Result<reqwest::Client, NetError> {
     reqwest::Client::builder()
+        .dns_resolver(resolver)
         .tls_backend_preconfigured(tls::client_config(&options.extra_root_certs_pem)?)
         .redirect(redirect::Policy::none())
         .no_proxy()
@@ -117,12 +135,14 @@ mod tests {
     use std::time::Duration;
 
     use super::PostRequest;
+    use crate::EgressPolicy;
 
     #[test]
     fn debug_output_hides_header_values() {
         let headers = vec![("x-api-key".to_owned(), "secret-value".to_owned())];
         let request = PostRequest {
             url: "https://example.com/hook",
+            policy: &EgressPolicy::PUBLIC,
             headers: &headers,
             body: b"{}".to_vec(),
             timeout: Duration::from_secs(1),

@@ -3,6 +3,8 @@
 use std::error::Error as _;
 use std::time::Duration;
 
+use crate::address::AddressRefusal;
+
 /// Why an outbound request could not be made or completed. Messages never contain header values,
 /// which may be secrets.
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +22,32 @@ pub enum NetError {
     UnsupportedScheme {
         /// The URL as given.
         url: String,
+    },
+    /// The URL is plain `http://` and the client only sends over HTTPS.
+    #[error(
+        "plain http:// is refused for `{url}`: this client only sends over HTTPS (use an https:// URL)"
+    )]
+    InsecureScheme {
+        /// The URL as given.
+        url: String,
+    },
+    /// The egress policy refuses the URL's host (checked before any DNS lookup).
+    #[error("request to `{url}` refused by the egress policy: {reason}")]
+    PolicyRefused {
+        /// The URL as given.
+        url: String,
+        /// The rule that refused it.
+        reason: String,
+    },
+    /// Every address the host resolves to (or the IP literal itself) is one this client may not
+    /// dial: loopback, private, link-local, metadata and other non-public ranges. Nothing was
+    /// sent.
+    #[error("request to `{url}` refused: {reason}")]
+    AddressRefused {
+        /// The URL as given.
+        url: String,
+        /// The host, each address and the range that refuses it.
+        reason: String,
     },
     /// A configured header has an invalid name or value, or names a header hookbox sets itself.
     #[error("invalid header `{name}`: {reason}")]
@@ -63,6 +91,12 @@ impl NetError {
     /// Classifies a reqwest failure for a request to `url`.
     pub(crate) fn from_transport(url: &str, error: &reqwest::Error) -> Self {
         let url = url.to_owned();
+        if let Some(refusal) = address_refusal(error) {
+            return Self::AddressRefused {
+                url,
+                reason: refusal.to_string(),
+            };
+        }
         let reason = causes(error);
         if error.is_connect() {
             Self::Connect { url, reason }
@@ -75,6 +109,18 @@ impl NetError {
     pub(crate) fn from_builder(error: &reqwest::Error) -> Self {
         Self::Build(causes(error))
     }
+}
+
+/// The guarded resolver's refusal, if that is why the connection failed.
+fn address_refusal(error: &reqwest::Error) -> Option<&AddressRefusal> {
+    let mut next = error.source();
+    while let Some(cause) = next {
+        if let Some(refusal) = cause.downcast_ref::<AddressRefusal>() {
+            return Some(refusal);
+        }
+        next = cause.source();
+    }
+    None
 }
 
 /// The error's sources joined with `: `, most general first, without the URL reqwest adds (the

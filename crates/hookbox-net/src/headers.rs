@@ -14,29 +14,55 @@ const RESERVED: [HeaderName; 4] = [CONTENT_TYPE, CONTENT_LENGTH, HOST, TRANSFER_
 pub(crate) fn configured(headers: &[(String, String)]) -> Result<HeaderMap, NetError> {
     let mut map = HeaderMap::with_capacity(headers.len());
     for (name, value) in headers {
-        let invalid = |reason: &str| NetError::InvalidHeader {
-            name: name.clone(),
-            reason: reason.to_owned(),
-        };
-        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-            invalid("not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)")
-        })?;
-        if RESERVED.contains(&header) {
-            return Err(invalid(
-                "hookbox sets this header itself; remove it from the configuration",
-            ));
-        }
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| invalid("the value must not contain control characters or line breaks"))?;
-        value.set_sensitive(true);
+        let (header, value) = checked(name, value)?;
         map.append(header, value);
     }
     Ok(map)
 }
 
+/// Replaces every header of `map` that `injected` names with the injected values (all of them,
+/// in order, when a name is injected more than once).
+pub(crate) fn overwrite(
+    map: &mut HeaderMap,
+    injected: &[(String, String)],
+) -> Result<(), NetError> {
+    let mut pairs = Vec::with_capacity(injected.len());
+    for (name, value) in injected {
+        pairs.push(checked(name, value)?);
+    }
+    for (header, _) in &pairs {
+        map.remove(header);
+    }
+    for (header, value) in pairs {
+        map.append(header, value);
+    }
+    Ok(())
+}
+
+/// Checks one header: a valid name that hookbox does not set itself, and a value without
+/// control characters. The error says what is wrong, never quoting the value.
+pub(crate) fn validate(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), &'static str> {
+    let header = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| "not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)")?;
+    if RESERVED.contains(&header) {
+        return Err("hookbox sets this header itself; remove it from the configuration");
+    }
+    let mut value = HeaderValue::from_str(value)
+        .map_err(|_| "the value must not contain control characters or line breaks")?;
+    value.set_sensitive(true);
+    Ok((header, value))
+}
+
+fn checked(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), NetError> {
+    validate(name, value).map_err(|reason| NetError::InvalidHeader {
+        name: name.to_owned(),
+        reason: reason.to_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::configured;
+    use super::{configured, overwrite};
     use crate::NetError;
 
     fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -81,5 +107,30 @@ mod tests {
                 "{error} leaks the value"
             );
         }
+    }
+
+    #[test]
+    fn overwrite_replaces_same_named_headers_and_keeps_the_others() {
+        let mut map = configured(&pairs(&[
+            ("Authorization", "Bearer from-sandbox"),
+            ("authorization", "Basic other"),
+            ("X-Keep", "1"),
+        ]))
+        .unwrap();
+        overwrite(
+            &mut map,
+            &pairs(&[
+                ("AUTHORIZATION", "Bearer real"),
+                ("X-New", "a"),
+                ("x-new", "b"),
+            ]),
+        )
+        .unwrap();
+        let authorization: Vec<_> = map.get_all("authorization").iter().collect();
+        assert_eq!(authorization, ["Bearer real"]);
+        let new: Vec<_> = map.get_all("x-new").iter().collect();
+        assert_eq!(new, ["a", "b"]);
+        assert_eq!(map["x-keep"], "1");
+        assert!(map["authorization"].is_sensitive());
     }
 }

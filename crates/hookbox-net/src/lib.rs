@@ -14,19 +14,36 @@
 //! * speaks TLS through rustls with the ring provider only, trusting the platform's roots plus any
 //!   configured extra roots.
 //!
-//! Egress policy (allowlist, `transform`, address classification, HTTPS-only) is not enforced yet;
-//! it will be checked where [`GuardedClient::post_json`] resolves its target.
+//! Every request also passes the egress checks, in this order, before anything is sent:
+//!
+//! 1. the scheme: `https://` only, unless the client was built with `https_only: false`;
+//! 2. the request's [`EgressPolicy`] (an environment's `network`), decided on the canonical host
+//!    before any DNS lookup; its `transform` headers replace configured ones of the same name
+//!    and are only ever sent over HTTPS;
+//! 3. the address rules on every address the request would connect to: an IP-literal host is
+//!    checked directly, a name is resolved by the client's guarded resolver (static overrides
+//!    first), which hands the connector only admitted addresses, so the dial goes to a checked
+//!    address and nothing is looked up twice. Loopback, private, link-local, CGNAT,
+//!    unique-local, multicast, unspecified, documentation, NAT64/6to4/Teredo and metadata
+//!    addresses are refused unless [`ClientOptions`] admits them.
 
+mod address;
 mod body;
 mod client;
 mod error;
+mod guard;
 mod headers;
+mod host;
 mod options;
+mod policy;
+mod resolve;
 mod stream;
 mod target;
 mod tls;
 
 pub use client::{GuardedClient, HttpReply, PostRequest};
 pub use error::NetError;
+pub use ipnet::IpNet;
 pub use options::ClientOptions;
+pub use policy::{Decision, EgressPolicy, PolicyError};
 pub use stream::StreamingReply;

@@ -1,8 +1,12 @@
 //! How a [`GuardedClient`](crate::GuardedClient) is configured.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
-/// Settings fixed when a [`GuardedClient`](crate::GuardedClient) is built.
+use ipnet::IpNet;
+
+/// Settings fixed when a [`GuardedClient`](crate::GuardedClient) is built. The defaults are the
+/// strict ones HTTP hooks use: HTTPS only, no loopback, no private ranges.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientOptions {
     /// Extra trusted root certificates, each a PEM document holding one or more `CERTIFICATE`
@@ -13,6 +17,21 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// The `User-Agent` header sent with every request (default `hookbox/<version>`).
     pub user_agent: String,
+    /// Refuse plain `http://` URLs (default `true`). Even when `false`, headers injected by an
+    /// egress policy's `transform` are only ever sent over HTTPS.
+    pub https_only: bool,
+    /// Allow dialing loopback addresses (`127.0.0.0/8`, `::1`; default `false`). For clients
+    /// that talk to operator-configured endpoints such as a local model server, or to a
+    /// self-hosted hook receiver when the operator explicitly permits it.
+    pub permit_loopback: bool,
+    /// Non-public ranges that may be dialed anyway (default none), e.g. `10.77.0.0/16` for an
+    /// internal receiver. Unspecified, multicast, broadcast and cloud metadata addresses stay
+    /// refused even inside a listed range.
+    pub allow_private_cidrs: Vec<IpNet>,
+    /// Static name overrides, like curl's `--resolve`: a name listed here resolves to its
+    /// addresses (several entries for one name add up) without a DNS lookup. The addresses are
+    /// still checked like resolved ones.
+    pub resolve: Vec<(String, IpAddr)>,
 }
 
 impl Default for ClientOptions {
@@ -21,6 +40,10 @@ impl Default for ClientOptions {
             extra_root_certs_pem: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             user_agent: concat!("hookbox/", env!("CARGO_PKG_VERSION")).to_owned(),
+            https_only: true,
+            permit_loopback: false,
+            allow_private_cidrs: Vec::new(),
+            resolve: Vec::new(),
         }
     }
 }

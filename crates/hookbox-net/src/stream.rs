@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use tokio::time::Instant;
 
-use crate::{GuardedClient, NetError, PostRequest, headers, target};
+use crate::{GuardedClient, NetError, PostRequest, guard};
 
 /// The response to [`GuardedClient::post_json_stream`]: status and headers are known, the body
 /// is read on demand with [`next_chunk`](Self::next_chunk). The request's deadline keeps running
@@ -80,20 +79,18 @@ impl GuardedClient {
     /// arrived, whatever its status; the body is then read with
     /// [`StreamingReply::next_chunk`]. `request.timeout` bounds the whole exchange including
     /// reading the body; a body longer than `request.body_limit` is an error (not truncated),
-    /// since a cut stream cannot be parsed.
+    /// since a cut stream cannot be parsed. The same checks as [`GuardedClient::post_json`]
+    /// apply before anything is sent.
     pub async fn post_json_stream(
         &self,
         request: PostRequest<'_>,
     ) -> Result<StreamingReply, NetError> {
         let deadline = Instant::now() + request.timeout;
-        // The same single policy point as `post_json`.
-        let url = target::check(request.url)?;
-        let mut headers = headers::configured(request.headers)?;
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let checked = guard::check(self, &request)?;
         let send = self
             .http
-            .post(url)
-            .headers(headers)
+            .post(checked.url)
+            .headers(checked.headers)
             .body(request.body)
             .send();
         let response = tokio::time::timeout_at(deadline, send)
@@ -130,16 +127,27 @@ mod tests {
 
     use hookbox_test_support::{Reply, TestHttpServer};
 
-    use crate::{ClientOptions, GuardedClient, NetError, PostRequest};
+    use crate::{ClientOptions, EgressPolicy, GuardedClient, NetError, PostRequest};
 
     fn request(url: &str, timeout: Duration, body_limit: usize) -> PostRequest<'_> {
         PostRequest {
             url,
+            policy: &EgressPolicy::PUBLIC,
             headers: &[],
             body: b"{}".to_vec(),
             timeout,
             body_limit,
         }
+    }
+
+    /// A client that may post to the plain-HTTP loopback test servers.
+    fn local_client() -> GuardedClient {
+        GuardedClient::new(&ClientOptions {
+            https_only: false,
+            permit_loopback: true,
+            ..ClientOptions::default()
+        })
+        .unwrap()
     }
 
     #[tokio::test]
@@ -153,7 +161,7 @@ mod tests {
         })
         .await
         .unwrap();
-        let client = GuardedClient::new(&ClientOptions::default()).unwrap();
+        let client = local_client();
         let url = server.url("/stream");
         let reply = client
             .post_json_stream(request(&url, Duration::from_secs(10), 1000))
@@ -173,7 +181,7 @@ mod tests {
         let server = TestHttpServer::start(|_| Reply::text(200, &"x".repeat(100)))
             .await
             .unwrap();
-        let client = GuardedClient::new(&ClientOptions::default()).unwrap();
+        let client = local_client();
         let url = server.url("/big");
         let reply = client
             .post_json_stream(request(&url, Duration::from_secs(10), 10))
@@ -192,7 +200,7 @@ mod tests {
             TestHttpServer::start(|_| Reply::text(200, "late").after(Duration::from_secs(5)))
                 .await
                 .unwrap();
-        let client = GuardedClient::new(&ClientOptions::default()).unwrap();
+        let client = local_client();
         let url = server.url("/slow");
         let error = client
             .post_json_stream(request(&url, Duration::from_millis(200), 10))

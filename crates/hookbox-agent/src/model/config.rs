@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hookbox_net::GuardedClient;
+use hookbox_net::{ClientOptions, GuardedClient};
 use serde::{Deserialize, Serialize};
 
 use super::anthropic::{self, AnthropicWire};
@@ -96,6 +96,19 @@ impl ModelConfig {
             max_attempts: None,
             initial_backoff_ms: None,
         }
+    }
+}
+
+/// The options for the client model requests go through (pass it to [`build`]). Model
+/// endpoints are configured by the operator, not by an environment or a hook author, and a local
+/// model server such as Ollama legitimately listens on loopback over plain HTTP, so unlike the
+/// strict hook client this one permits loopback and `http://`; every other address rule still
+/// applies.
+pub fn client_options() -> ClientOptions {
+    ClientOptions {
+        permit_loopback: true,
+        https_only: false,
+        ..ClientOptions::default()
     }
 }
 

@@ -3,7 +3,7 @@
 //! with tool calling and optional streaming, plus a [`ScriptedModel`] that replays a file.
 //!
 //! Build one from a [`ModelConfig`] with [`build`]. Every request goes through hookbox-net's
-//! guarded client. 429 and 5xx answers are retried with exponential backoff (honouring
+//! guarded client, built with [`client_options`]. 429 and 5xx answers are retried with exponential backoff (honouring
 //! `Retry-After`) within one overall deadline; a missing API key, an unreachable endpoint, an
 //! error status and a malformed answer each give a [`ModelError`] saying what to fix.
 
@@ -20,7 +20,7 @@ mod types;
 
 use futures_util::future::BoxFuture;
 
-pub use config::{ModelConfig, ProviderKind, build, build_with_env};
+pub use config::{ModelConfig, ProviderKind, build, build_with_env, client_options};
 pub use error::ModelError;
 pub use scripted::ScriptedModel;
 pub use types::{

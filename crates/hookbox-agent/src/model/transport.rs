@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use hookbox_net::{GuardedClient, NetError, PostRequest, StreamingReply};
+use hookbox_net::{EgressPolicy, GuardedClient, NetError, PostRequest, StreamingReply};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -65,6 +65,9 @@ impl Transport {
             }
             let request = PostRequest {
                 url,
+                // Provider endpoints are operator configuration, outside any environment's
+                // `network` policy; the client's address rules still apply.
+                policy: &EgressPolicy::PUBLIC,
                 headers: &self.headers,
                 body: body.clone(),
                 timeout: remaining,

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use hookbox_agent::SandboxTools;
 use hookbox_agent::interaction::{Agent, RunStatus, user_input};
-use hookbox_agent::model::{ModelConfig, ProviderKind, ToolDeclaration, build_with_env};
+use hookbox_agent::model::{
+    ModelConfig, ProviderKind, ToolDeclaration, build_with_env, client_options,
+};
 use hookbox_env::{EnvironmentSpec, Environments, Isolation};
 use hookbox_net::{ClientOptions, GuardedClient};
 use hookbox_test_support::{FakeModelServer, FakeTurn};
@@ -33,7 +35,13 @@ async fn privacy_environment(store: &Environments) -> hookbox_env::Environment {
         .expect("environment")
 }
 
-fn client() -> GuardedClient {
+/// The model's client: the fake model servers listen on plain-HTTP loopback.
+fn model_client() -> GuardedClient {
+    GuardedClient::new(&client_options()).expect("client")
+}
+
+/// The strict client HTTP hooks use.
+fn hook_client() -> GuardedClient {
     GuardedClient::new(&ClientOptions::default()).expect("client")
 }
 
@@ -45,12 +53,12 @@ async fn agent(server: &FakeModelServer, environment: Option<hookbox_env::Enviro
     };
     let tools = environment.map(|environment| {
         Arc::new(
-            SandboxTools::new(environment, Isolation::Sandboxed, Arc::new(client()))
+            SandboxTools::new(environment, Isolation::Sandboxed, Arc::new(hook_client()))
                 .expect("tools"),
         )
     });
     Agent {
-        model: build_with_env(&config, client(), |_| None).expect("model"),
+        model: build_with_env(&config, model_client(), |_| None).expect("model"),
         tools,
         functions: Vec::new(),
         system: None,

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use hookbox_agent::model::{
     Conversation, FinishReason, Model, ModelConfig, ModelError, ProviderKind, ToolDeclaration,
-    ToolResult, build_with_env,
+    ToolResult, build_with_env, client_options,
 };
-use hookbox_net::{ClientOptions, GuardedClient};
+use hookbox_net::GuardedClient;
 use hookbox_test_support::{
     FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeModelServer, FakeTurn, Reply,
 };
@@ -52,7 +52,7 @@ fn config(provider: ProviderKind, base_url: &str, stream: bool) -> ModelConfig {
 }
 
 fn client() -> GuardedClient {
-    GuardedClient::new(&ClientOptions::default()).expect("client")
+    GuardedClient::new(&client_options()).expect("client")
 }
 
 fn env(name: &str) -> Option<String> {

@@ -5,3 +5,4 @@ pub(crate) mod demo;
 pub(crate) mod env;
 pub(crate) mod exec;
 pub(crate) mod hooks_run;
+pub(crate) mod serve;

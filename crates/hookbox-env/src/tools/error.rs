@@ -47,6 +47,14 @@ pub enum ToolError {
         /// The sandbox path.
         path: String,
     },
+    /// A file is already there and replacing it was not asked for.
+    #[error("{tool}: `{path}` already exists; ask to overwrite it or pick another path")]
+    AlreadyExists {
+        /// The operation.
+        tool: &'static str,
+        /// The sandbox path.
+        path: String,
+    },
     /// The path names a directory where a file is needed.
     #[error("{tool}: `{path}` is a directory; {hint}")]
     IsDirectory {

@@ -7,6 +7,7 @@ mod delete;
 mod error;
 mod files;
 mod list;
+mod owner;
 mod read;
 mod write;
 
@@ -14,3 +15,4 @@ pub use builtin::{BuiltinTools, Isolation, ToolOutcome};
 pub use code::environment_for;
 pub use error::ToolError;
 pub use files::FileTools;
+pub use owner::{EnvironmentFile, EnvironmentFiles, MAX_LISTED, mime_type};

@@ -58,21 +58,29 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
         Ok(_) => 0o644,
         Err(errno) => return Err(target.error(TOOL, "inspect", errno)),
     };
-    replace(&parent, &target, &bytes, Mode::from_raw_mode(mode))?;
+    replace(
+        TOOL,
+        &parent,
+        &target,
+        &mut bytes.as_slice(),
+        Mode::from_raw_mode(mode),
+    )?;
     Ok(json!({ "path": path.to_string(), "bytes_written": bytes.len() }))
 }
 
-/// Writes `bytes` to a new temporary file in `parent` and renames it over the target.
-fn replace(
+/// Writes what `content` yields to a new temporary file in `parent` and renames it over the
+/// target; returns how many bytes were written.
+pub(crate) fn replace(
+    tool: &'static str,
     parent: &impl std::os::fd::AsFd,
     target: &Writable<'_>,
-    bytes: &[u8],
+    content: &mut dyn std::io::Read,
     mode: Mode,
-) -> Result<(), ToolError> {
+) -> Result<u64, ToolError> {
     let temp = format!(
         ".hookbox-write-{}",
         id::random_token().map_err(|source| ToolError::Io {
-            tool: TOOL,
+            tool,
             action: "name a temporary file for",
             path: target.path.to_string(),
             source,
@@ -84,22 +92,24 @@ fn replace(
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         mode,
     )
-    .map_err(|errno| target.error(TOOL, "create a temporary file for", errno))?;
+    .map_err(|errno| target.error(tool, "create a temporary file for", errno))?;
     let written = fs::fchmod(&fd, mode)
-        .map_err(|errno| target.error(TOOL, "set the mode of", errno))
+        .map_err(|errno| target.error(tool, "set the mode of", errno))
         .and_then(|()| {
-            File::from(fd)
-                .write_all(bytes)
+            let mut file = File::from(fd);
+            std::io::copy(content, &mut file)
+                .and_then(|count| file.flush().map(|()| count))
                 .map_err(|source| ToolError::Io {
-                    tool: TOOL,
+                    tool,
                     action: "write",
                     path: target.path.to_string(),
                     source,
                 })
         })
-        .and_then(|()| {
+        .and_then(|count| {
             fs::renameat(parent, temp.as_str(), parent, target.name)
-                .map_err(|errno| target.error(TOOL, "replace", errno))
+                .map(|()| count)
+                .map_err(|errno| target.error(tool, "replace", errno))
         });
     if written.is_err() {
         // Best effort: the error being reported matters more than a leftover temporary file.

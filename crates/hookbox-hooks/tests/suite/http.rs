@@ -4,7 +4,7 @@ use hookbox_hooks::{Decision, Failure, HookEvent};
 use hookbox_test_support::{Reply, TestHttpServer};
 use serde_json::{Value, json};
 
-use super::support::{dispatcher, pre, pre_rule};
+use super::support::{dispatcher, pre, pre_rule, strict_dispatcher};
 
 fn http(url: &str, timeout: u64) -> Value {
     json!({"type": "http", "url": url, "timeout": timeout, "headers": {"X-Event-Source": "agent-sandbox"}})
@@ -174,4 +174,35 @@ async fn sdk_http_hooks_parse_the_body_like_stdout() {
     assert_eq!(outcome.decision, Decision::Ask);
     assert_eq!(outcome.reason.as_deref(), Some("confirm"));
     assert_eq!(server.requests()[0].json()["tool_name"], "Bash");
+}
+
+#[tokio::test]
+async fn the_default_client_refuses_loopback_and_plain_http_as_a_fail_open_with_the_cause() {
+    let server = TestHttpServer::start(|_| Reply::json(200, &json!({"decision": "deny"})))
+        .await
+        .expect("server");
+    let port = server.addr().port();
+    for (url, cause) in [
+        (server.url("/"), "only sends over HTTPS"),
+        (
+            format!("https://127.0.0.1:{port}/"),
+            "127.0.0.1 is loopback",
+        ),
+        (
+            format!("https://localhost:{port}/"),
+            "127.0.0.1 is loopback",
+        ),
+    ] {
+        let hooks = strict_dispatcher(&[pre_rule(".*", json!([http(&url, 5)]))]);
+        let outcome = pre(&hooks, "read_file", json!({"path": "a"})).await;
+        assert_eq!(outcome.decision, Decision::Allow, "{url}");
+        let Some(Failure::Network { message }) = &outcome.trace[0].failure else {
+            panic!(
+                "{url}: expected a network failure, got {:?}",
+                outcome.trace[0].failure
+            );
+        };
+        assert!(message.contains(cause), "{url}: {message}");
+    }
+    assert!(server.requests().is_empty());
 }

@@ -2,6 +2,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use hookbox_hooks::{Dispatcher, EventInput, HookOutcome, HookSet, Runners};
+use hookbox_net::ClientOptions;
 use serde_json::{Value, json};
 
 /// The repository's `fixtures/seeds` folder (the seeds' scripts and hooks.json, verbatim).
@@ -9,18 +10,32 @@ pub(super) fn seeds_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seeds")
 }
 
-/// A dispatcher over config documents given as JSON values, with host runners in `cwd`.
+/// A dispatcher over config documents given as JSON values, with host runners in `cwd`. The HTTP
+/// client may post to the tests' plain-HTTP loopback receivers.
 pub(super) fn dispatcher(configs: &[Value], cwd: Option<&Path>) -> Dispatcher {
+    let local_receivers = ClientOptions {
+        permit_loopback: true,
+        https_only: false,
+        ..ClientOptions::default()
+    };
+    let runners = Runners::host_with_http_options(cwd.map(Path::to_path_buf), &local_receivers)
+        .expect("runners");
+    Dispatcher::new(hookset(configs), runners)
+}
+
+/// A dispatcher like [`dispatcher`] with the strict default runners ([`Runners::host`]).
+pub(super) fn strict_dispatcher(configs: &[Value]) -> Dispatcher {
+    Dispatcher::new(hookset(configs), Runners::host(None).expect("runners"))
+}
+
+fn hookset(configs: &[Value]) -> Arc<HookSet> {
     let mut builder = HookSet::builder();
     for (index, config) in configs.iter().enumerate() {
         builder
             .load_str(&format!("config{index}.json"), &config.to_string(), None)
             .expect("config loads");
     }
-    Dispatcher::new(
-        Arc::new(builder.build()),
-        Runners::host(cwd.map(Path::to_path_buf)).expect("runners"),
-    )
+    Arc::new(builder.build())
 }
 
 /// A sandbox config with one `pre_tool_execution` rule holding the given handlers.

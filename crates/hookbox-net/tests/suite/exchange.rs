@@ -2,7 +2,7 @@ use hookbox_net::{ClientOptions, GuardedClient, HttpReply};
 use hookbox_test_support::{Reply, TestHttpServer};
 use serde_json::json;
 
-use super::{client, headers, post};
+use super::{client, headers, local_options, post};
 
 #[tokio::test]
 async fn body_and_headers_arrive_and_the_reply_comes_back() {
@@ -101,7 +101,7 @@ async fn the_user_agent_comes_from_the_options() {
     let url = server.url("/");
     let client = GuardedClient::new(&ClientOptions {
         user_agent: "custom/1.0".to_owned(),
-        ..ClientOptions::default()
+        ..local_options()
     })
     .unwrap();
 

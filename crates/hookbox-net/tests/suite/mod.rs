@@ -2,30 +2,50 @@
 
 use std::time::Duration;
 
-use hookbox_net::{ClientOptions, GuardedClient, PostRequest};
+use hookbox_net::{ClientOptions, EgressPolicy, GuardedClient, PostRequest};
 
+/// Address rules, static overrides and policy refusals, end to end through `post_json`.
+mod egress;
 /// The request bodies, replies and headers reach both ends intact.
 mod exchange;
 /// Build-time and request-time validation errors, and transport failures.
 mod failures;
 /// The timeout and the response body cap.
 mod limits;
+/// Parsing `network` policies and deciding hosts: JSON paths, domain matching, entry order.
+mod policy;
 /// HTTPS: the ring-backed TLS stack, platform roots and extra roots.
 mod tls;
 
-/// A client with default options.
+/// Options for the local test servers: plain HTTP and loopback allowed, nothing else relaxed.
+fn local_options() -> ClientOptions {
+    ClientOptions {
+        https_only: false,
+        permit_loopback: true,
+        ..ClientOptions::default()
+    }
+}
+
+/// A client built from `options`.
 #[expect(
     clippy::unwrap_used,
     reason = "test helper: a client that fails to build fails the test"
 )]
-fn client() -> GuardedClient {
-    GuardedClient::new(&ClientOptions::default()).unwrap()
+fn client_with(options: &ClientOptions) -> GuardedClient {
+    GuardedClient::new(options).unwrap()
 }
 
-/// A small JSON POST to `url` with `headers`, a 10 s timeout and a 1 MiB body limit.
+/// A client for the local test servers ([`local_options`]).
+fn client() -> GuardedClient {
+    client_with(&local_options())
+}
+
+/// A small JSON POST to `url` with `headers`, public egress, a 10 s timeout and a 1 MiB body
+/// limit.
 fn post<'a>(url: &'a str, headers: &'a [(String, String)]) -> PostRequest<'a> {
     PostRequest {
         url,
+        policy: &EgressPolicy::PUBLIC,
         headers,
         body: br#"{"tool_call":{"name":"read_file"}}"#.to_vec(),
         timeout: Duration::from_secs(10),

@@ -2,7 +2,7 @@ use hookbox_net::{ClientOptions, GuardedClient, NetError};
 use hookbox_test_support::{Reply, TEST_CA_PEM, TestHttpServer};
 use serde_json::json;
 
-use super::{client, post};
+use super::{client, local_options, post};
 
 #[tokio::test]
 async fn https_works_with_an_extra_root_certificate() {
@@ -13,7 +13,7 @@ async fn https_works_with_an_extra_root_certificate() {
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
     let client = GuardedClient::new(&ClientOptions {
         extra_root_certs_pem: vec![TEST_CA_PEM.to_vec()],
-        ..ClientOptions::default()
+        ..local_options()
     })
     .unwrap();
 

@@ -1,0 +1,121 @@
+//! `hookbox serve`: the REST API over HTTP until SIGINT or SIGTERM.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use hookbox_env::Environments;
+use hookbox_server::ServerConfig;
+use serde::Deserialize;
+
+use crate::cli::ServeArgs;
+use crate::render;
+
+/// Where `hookbox serve` listens unless told otherwise.
+const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// The parts of `hookbox.toml` this command reads (other tables, e.g. `[agents.*]`, belong to
+/// other parts of hookbox).
+#[derive(Debug, Default, Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    server: ServerSection,
+}
+
+/// `[server]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerSection {
+    listen: Option<String>,
+    max_body_bytes: Option<usize>,
+    max_upload_bytes: Option<u64>,
+    allow_host_sources: Option<bool>,
+}
+
+pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    init_logging();
+    let home = Environments::default_home()?;
+    let file = read_config(args.config.as_deref(), &home)?;
+    let listen = args
+        .listen
+        .clone()
+        .or(file.server.listen)
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    let mut config = ServerConfig::new(&home);
+    if let Some(limit) = file.server.max_body_bytes {
+        config.max_body_bytes = limit;
+    }
+    if let Some(limit) = file.server.max_upload_bytes {
+        config.max_upload_bytes = limit;
+    }
+    if let Some(allow) = file.server.allow_host_sources {
+        config.allow_host_sources = allow;
+    }
+    let app = hookbox_server::router(config)
+        .with_context(|| format!("cannot set up the server in {}", home.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(&listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        let address = listener
+            .local_addr()
+            .context("cannot read the bound address")?;
+        let shutdown = shutdown_signal()?;
+        render::print_error(&format!(
+            "hookbox serving on http://{address} (home {})\n",
+            home.display()
+        ));
+        hookbox_server::serve(listener, app, shutdown)
+            .await
+            .context("the server stopped with an error")
+    })?;
+    render::print_error("hookbox serve: stopped\n");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads `explicit`, else `<home>/hookbox.toml` when it exists, else the defaults.
+fn read_config(explicit: Option<&Path>, home: &Path) -> anyhow::Result<ConfigFile> {
+    let path: PathBuf = match explicit {
+        Some(path) => path.to_path_buf(),
+        None => {
+            let path = home.join("hookbox.toml");
+            if !path.exists() {
+                return Ok(ConfigFile::default());
+            }
+            path
+        }
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read the config file {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+}
+
+/// Logs (`tracing`) to stderr, `info` and up unless `RUST_LOG` says otherwise.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Installs the SIGINT and SIGTERM handlers now (so a signal sent as soon as the address is
+/// printed is not lost) and returns a future that resolves on the first of them.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        render::print_error("hookbox serve: shutting down\n");
+    })
+}

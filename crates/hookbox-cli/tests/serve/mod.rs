@@ -1,0 +1,138 @@
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A running `hookbox serve` and everything it wrote to stderr so far.
+struct Served {
+    child: Child,
+    base_url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+/// Starts `hookbox serve` on a free port with `HOOKBOX_HOME` set to `home`.
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn serve(home: &Path, extra: &[&str]) -> Served {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .env("HOOKBOX_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start hookbox serve");
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let (address_tx, address_rx) = std::sync::mpsc::channel();
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let log = Arc::clone(&stderr);
+    std::thread::spawn(move || {
+        while let Some(Ok(line)) = lines.next() {
+            if let Some(rest) = line.strip_prefix("hookbox serving on ") {
+                let url = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                let _ = address_tx.send(url);
+            }
+            let mut log = log.lock().unwrap();
+            log.push_str(&line);
+            log.push('\n');
+        }
+    });
+    let base_url = address_rx
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("hookbox serve did not start: {}", stderr.lock().unwrap()));
+    Served {
+        child,
+        base_url,
+        stderr,
+    }
+}
+
+impl Served {
+    /// Sends SIGTERM and waits for the exit status.
+    fn terminate(mut self) -> (std::process::ExitStatus, String) {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                std::thread::sleep(Duration::from_millis(50));
+                let log = self.stderr.lock().unwrap().clone();
+                return (status, log);
+            }
+            assert!(Instant::now() < deadline, "hookbox serve ignored SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn serve_reads_its_config_and_stops_cleanly_on_sigterm() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("custom.toml");
+    std::fs::write(
+        &config,
+        "[server]\nlisten = \"127.0.0.1:1\"\nmax_body_bytes = 1024\n\n[agents.x]\nprovider = \"scripted\"\n",
+    )
+    .unwrap();
+    // --listen wins over the file's listen; the rest of the file applies.
+    let served = serve(home.path(), &["--config", config.to_str().unwrap()]);
+    assert!(
+        served.base_url.starts_with("http://127.0.0.1:"),
+        "{}",
+        served.base_url
+    );
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+    assert!(log.contains("hookbox serve: stopped"), "{log}");
+
+    std::fs::write(&config, "[server]\nlisten = 8080\n").unwrap();
+    let output = super::hookbox_in(
+        home.path(),
+        &["serve", "--config", config.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(super::code(&output), 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("custom.toml") && stderr.contains("listen"),
+        "{stderr}"
+    );
+}
+
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test runs the SDK's Python client"
+)]
+fn the_google_genai_sdk_drives_the_environments_api() {
+    let Some(python) = std::env::var_os("HOOKBOX_PYTHON").filter(|value| !value.is_empty()) else {
+        eprintln!(
+            "SKIPPED the_google_genai_sdk_drives_the_environments_api: set HOOKBOX_PYTHON to a \
+             python with google-genai>=3.3.0 installed (.ci/run does)"
+        );
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let served = serve(home.path(), &[]);
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../hookbox-server/tests/sdk/environments.py");
+    let output = std::process::Command::new(&python)
+        .arg(&script)
+        .arg(&served.base_url)
+        .env("GEMINI_API_KEY", "unused")
+        .output()
+        .expect("run the SDK script");
+    let (_, log) = served.terminate();
+    assert!(
+        output.status.success(),
+        "SDK script failed\nstdout:\n{}\nstderr:\n{}\nserver log:\n{log}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ok"));
+}

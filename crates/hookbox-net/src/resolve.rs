@@ -1,0 +1,90 @@
+//! The guarded DNS resolver: static overrides first, then `localhost` names (loopback, never
+//! looked up), then the system resolver; every address is checked against the client's address rules and only admitted ones are handed to the
+//! connector, so the connection goes to a checked address with no second lookup.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+use crate::NetError;
+use crate::address::AddressRules;
+use crate::host;
+
+/// Resolves names for one client. reqwest does not call it for IP-literal URLs: those are
+/// checked before sending (see `GuardedClient`).
+#[derive(Debug)]
+pub(crate) struct GuardedResolver {
+    rules: Arc<AddressRules>,
+    overrides: HashMap<String, Vec<IpAddr>>,
+}
+
+impl GuardedResolver {
+    /// A resolver applying `rules`, answering the names in `overrides` (like curl's
+    /// `--resolve`) without a lookup. Override names are canonicalized; an invalid one fails
+    /// the client build.
+    pub(crate) fn new(
+        rules: Arc<AddressRules>,
+        overrides: &[(String, IpAddr)],
+    ) -> Result<Self, NetError> {
+        let mut table: HashMap<String, Vec<IpAddr>> = HashMap::new();
+        for (name, ip) in overrides {
+            let canonical = host::canonical(name)
+                .map_err(|error| NetError::Build(format!("static resolve override: {error}")))?;
+            table.entry(canonical).or_default().push(*ip);
+        }
+        Ok(Self {
+            rules,
+            overrides: table,
+        })
+    }
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let host = name.as_str().to_owned();
+        let rules = Arc::clone(&self.rules);
+        let pinned = host::canonical(&host).ok().and_then(|canonical| {
+            self.overrides
+                .get(&canonical)
+                .cloned()
+                .or_else(|| is_localhost(&canonical).then(loopback))
+        });
+        Box::pin(async move {
+            let candidates = match pinned {
+                Some(addresses) => addresses,
+                None => tokio::net::lookup_host((host.as_str(), 0))
+                    .await?
+                    .map(|address| address.ip())
+                    .collect(),
+            };
+            let admitted = rules.admit(&host, candidates)?;
+            let addrs: Addrs = Box::new(admitted.into_iter().map(|ip| SocketAddr::new(ip, 0)));
+            Ok(addrs)
+        })
+    }
+}
+
+/// RFC 6761 §6.3: `localhost` and every name under it are loopback and are never sent to DNS
+/// (where `evil.localhost` could answer anything).
+fn is_localhost(canonical: &str) -> bool {
+    canonical == "localhost" || canonical.ends_with(".localhost")
+}
+
+fn loopback() -> Vec<IpAddr> {
+    vec![Ipv4Addr::LOCALHOST.into(), Ipv6Addr::LOCALHOST.into()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_localhost;
+
+    #[test]
+    fn localhost_names_are_recognized_on_label_boundaries() {
+        assert!(is_localhost("localhost"));
+        assert!(is_localhost("evil.localhost"));
+        assert!(!is_localhost("notlocalhost"));
+        assert!(!is_localhost("localhost.example.com"));
+    }
+}

@@ -1,0 +1,200 @@
+//! `/{v}/environments…`: create, get, list, delete.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use hookbox_env::{EnvironmentSpec, Source};
+use serde_json::{Value, json};
+
+use crate::Shared;
+use crate::error::ApiError;
+use crate::page::Page;
+
+/// Members of the create body (`spec/interactions-api.md` §9), `mode` (google-genai ≥ 3.6;
+/// only `"on_demand"`), and the hookbox extension `agents_writable`.
+const CREATE_FIELDS: &[&str] = &[
+    "from_environment",
+    "network",
+    "sources",
+    "mode",
+    "agents_writable",
+];
+
+/// `POST /{v}/environments` with `{from_environment?, network?, sources?}`.
+pub(crate) async fn create(
+    State(state): State<Shared>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let value = json_body(body)?;
+    let Value::Object(map) = &value else {
+        return Err(ApiError::invalid(format!(
+            "invalid request at `$`: expected a JSON object with `from_environment`, `network` \
+             or `sources`, got {}",
+            kind(&value)
+        )));
+    };
+    if let Some(key) = map
+        .keys()
+        .find(|key| !CREATE_FIELDS.contains(&key.as_str()))
+    {
+        return Err(ApiError::invalid(format!(
+            "invalid request at `$.{key}`: unknown field; the create body takes {}",
+            CREATE_FIELDS.join(", ")
+        )));
+    }
+    let mut map = map.clone();
+    match map.remove("mode") {
+        None => {}
+        Some(Value::String(mode)) if mode == "on_demand" => {}
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "invalid request at `$.mode`: hookbox runs environments on demand only; give \
+                 \"on_demand\" or omit `mode` (got {other})"
+            )));
+        }
+    }
+    // The SDK documents `environments/{id}` as well as `{id}`.
+    if let Some(Value::String(from)) = map.get_mut("from_environment")
+        && let Some(id) = from.strip_prefix("environments/")
+    {
+        *from = id.to_owned();
+    }
+    let spec = EnvironmentSpec::from_json(&Value::Object(map))?;
+    if !state.config.allow_host_sources {
+        refuse_host_sources(&spec)?;
+    }
+    let environment = state.environments.create(&spec).await?;
+    tracing::info!(id = environment.id(), "environment created");
+    Ok(Json(environment.to_json()))
+}
+
+/// `GET /{v}/environments/{id}`.
+pub(crate) async fn get(
+    State(state): State<Shared>,
+    Path((_version, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(state.environments.get(&id)?.to_json()))
+}
+
+/// `GET /{v}/environments?page_size=&page_token=` → `{environments, next_page_token}`.
+pub(crate) async fn list(
+    State(state): State<Shared>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let page = Page::parse(
+        query.get("page_size").map(String::as_str),
+        query.get("page_token").map(String::as_str),
+        50,
+        1000,
+    )?;
+    let all = state.environments.list()?;
+    let (environments, next) = page.take(all);
+    let environments: Vec<Value> = environments
+        .iter()
+        .map(hookbox_env::Environment::to_json)
+        .collect();
+    let mut reply = json!({ "environments": environments });
+    if let Some(next) = next {
+        reply["next_page_token"] = next.into();
+    }
+    Ok(Json(reply))
+}
+
+/// `DELETE /{v}/environments/{id}` → `{}`.
+pub(crate) async fn delete(
+    State(state): State<Shared>,
+    Path((_version, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    state.environments.delete(&id)?;
+    tracing::info!(id, "environment deleted");
+    Ok(Json(json!({})))
+}
+
+/// The request body as JSON, or a 400 saying where it stops being JSON (413 when too large).
+pub(crate) fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
+    let bytes = body.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(format!(
+                "the request body is larger than this server accepts ({rejection})"
+            ))
+        } else {
+            ApiError::invalid(format!("cannot read the request body: {rejection}"))
+        }
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(&bytes).map_err(|err| {
+        ApiError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            "invalid_json",
+            format!(
+                "the request body is not valid JSON at line {}, column {}: {err}",
+                err.line(),
+                err.column()
+            ),
+        )
+    })
+}
+
+/// Refuses sources that would copy this host's files into the environment.
+fn refuse_host_sources(spec: &EnvironmentSpec) -> Result<(), ApiError> {
+    for (index, source) in spec.sources.iter().enumerate() {
+        let host = match source {
+            Source::Directory { .. } => true,
+            Source::Repository { url, .. } => !is_remote_url(url),
+            Source::Inline { .. } => false,
+        };
+        if host {
+            return Err(ApiError::invalid(format!(
+                "invalid environment at `$.sources[{index}]`: this source reads the server's own \
+                 filesystem, which the API does not allow; use an inline source or a remote \
+                 repository URL (the server's operator can set `allow_host_sources`)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a git URL names another host (`https://…`, `ssh://…`, `user@host:path`), not a
+/// path on this one.
+fn is_remote_url(url: &str) -> bool {
+    if let Some((scheme, _)) = url.split_once("://") {
+        return !scheme.eq_ignore_ascii_case("file");
+    }
+    match (url.find(':'), url.find('/')) {
+        (Some(colon), Some(slash)) => colon < slash && colon > 0,
+        (Some(colon), None) => colon > 0,
+        _ => false,
+    }
+}
+
+/// A short name of the JSON type of `value`.
+pub(crate) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_urls_are_told_from_paths() {
+        assert!(is_remote_url("https://github.com/a/b.git"));
+        assert!(is_remote_url("git@github.com:a/b.git"));
+        assert!(!is_remote_url("file:///srv/repo"));
+        assert!(!is_remote_url("/srv/repo"));
+        assert!(!is_remote_url("./repo"));
+        assert!(!is_remote_url("repo"));
+    }
+}

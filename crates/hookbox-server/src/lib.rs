@@ -1,0 +1,228 @@
+//! hookbox's REST API, served with axum: the Environments API of the `google-genai` SDK
+//! (`spec/interactions-api.md` §2, §9), so the official client works with only `base_url`
+//! changed. The Interactions endpoints answer 501 until the agent loop is served.
+//!
+//! The server holds no business logic: environments, their files and their confinement are
+//! `hookbox-env`'s. Every error is `{"error":{"code":"<string>","message":"…"}}` with a 4xx/5xx
+//! status; nothing answers 204. Any `{v}` path segment is accepted (`v1`, `v1beta`, …).
+//!
+//! ```text
+//! POST   /{v}/environments                         create (from_environment, network, sources)
+//! GET    /{v}/environments?page_size=&page_token=  list
+//! GET    /{v}/environments/{id}                    get
+//! DELETE /{v}/environments/{id}                    delete → {}
+//! GET    /{v}/environments/{id}/files/{path}       list files (recursive=, page_size=, page_token=)
+//! GET    /{v}/environments/{id}/files/{path}?alt=media   download
+//! PUT    /upload/{v}/environments/{id}/files/{path}      start a resumable upload
+//! POST   <x-goog-upload-url>                       upload chunks (upload / upload, finalize)
+//! ```
+
+mod environments;
+mod error;
+mod files;
+mod page;
+mod upload;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, Request, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, put};
+use hookbox_env::{Environments, StoreError};
+use tokio::net::TcpListener;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::trace::TraceLayer;
+
+pub use error::ApiError;
+
+/// How the server runs: where its data lives and how much a request may carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The hookbox home (`$HOOKBOX_HOME`): environments and upload staging live below it.
+    pub home: PathBuf,
+    /// Largest request body, in bytes (JSON bodies and upload chunks; the SDK sends ≤ 8 MiB
+    /// chunks). Larger requests get 413.
+    pub max_body_bytes: usize,
+    /// Largest file a resumable upload may declare, in bytes. Larger uploads get 413.
+    pub max_upload_bytes: u64,
+    /// Whether create may use sources that read this host's filesystem (`local`, `gcs` with a
+    /// path, repositories given as a local path). Off by default: API clients are not trusted
+    /// with the server's files.
+    pub allow_host_sources: bool,
+}
+
+impl ServerConfig {
+    /// The defaults for `home`: 16 MiB bodies, 1 GiB uploads, no host sources.
+    pub fn new(home: impl Into<PathBuf>) -> Self {
+        Self {
+            home: home.into(),
+            max_body_bytes: 16 * 1024 * 1024,
+            max_upload_bytes: 1024 * 1024 * 1024,
+            allow_host_sources: false,
+        }
+    }
+}
+
+/// Why the server could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The environment store could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The upload staging directory could not be prepared.
+    #[error("cannot prepare the upload directory `{}`: {source}", path.display())]
+    Uploads {
+        /// The directory.
+        path: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What every handler shares.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) config: ServerConfig,
+    pub(crate) environments: Environments,
+    pub(crate) uploads: upload::Uploads,
+}
+
+/// The shared state as handlers receive it.
+pub(crate) type Shared = Arc<State>;
+
+/// The API's router, with body limits, JSON errors everywhere and request logging.
+pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
+    let environments = Environments::open(&config.home)?;
+    let uploads = upload::Uploads::open(&config.home.join("uploads"))?;
+    let limit = config.max_body_bytes;
+    let state: Shared = Arc::new(State {
+        config,
+        environments,
+        uploads,
+    });
+    Ok(Router::new()
+        .route(
+            "/{v}/environments",
+            get(environments::list).post(environments::create),
+        )
+        .route(
+            "/{v}/environments/{id}",
+            get(environments::get).delete(environments::delete),
+        )
+        .route("/{v}/environments/{id}/files", get(files::list_root))
+        .route("/{v}/environments/{id}/files/", get(files::list_root))
+        .route("/{v}/environments/{id}/files/{*path}", get(files::get))
+        .route(
+            "/upload/{v}/environments/{id}/files/{*path}",
+            put(upload::start).post(upload::chunk),
+        )
+        .route("/{v}/interactions", any(not_implemented))
+        .route("/{v}/interactions/{*rest}", any(not_implemented))
+        .fallback(no_route)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(RequestBodyLimitLayer::new(limit))
+        .layer(middleware::from_fn(json_errors))
+        .layer(TraceLayer::new_for_http()))
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight finish.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// The answer to every Interactions endpoint for now.
+async fn not_implemented() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_IMPLEMENTED,
+        "not_implemented",
+        "interactions arrive in a later release",
+    )
+}
+
+/// The answer to a path no route serves.
+async fn no_route(request: Request<Body>) -> ApiError {
+    ApiError::not_found(format!(
+        "no endpoint {} {}; this server implements /{{v}}/environments…",
+        request.method(),
+        request.uri().path()
+    ))
+}
+
+/// Rewrites error replies that are not JSON (axum's 405, tower-http's 413, extractor
+/// rejections) into the API's error shape, and makes sure no reply is a 204.
+async fn json_errors(request: Request<Body>, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    if status == StatusCode::NO_CONTENT {
+        let mut response = (StatusCode::OK, "{}").into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return response;
+    }
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
+    if is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    let (code, message) = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "payload_too_large",
+            "the request body is larger than this server accepts; send less (upload files in \
+             chunks)"
+                .to_owned(),
+        ),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method_not_allowed",
+            "this endpoint does not take that HTTP method".to_owned(),
+        ),
+        _ if status.is_server_error() => ("internal", text),
+        _ => ("invalid_argument", text),
+    };
+    let mut error = ApiError::new(status, code, message).into_response();
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            error.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    error
+}
+
+/// Removes and recreates `dir`.
+pub(crate) fn fresh_dir(dir: &Path) -> Result<(), ServerError> {
+    let fail = |source| ServerError::Uploads {
+        path: dir.to_path_buf(),
+        source,
+    };
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(fail(err)),
+    }
+    std::fs::create_dir_all(dir).map_err(fail)
+}

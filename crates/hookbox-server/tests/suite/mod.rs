@@ -1,0 +1,10 @@
+//! The suites, one per API area.
+
+/// `/{v}/environments`: create, get, list, delete, and the error table.
+mod environments;
+/// `/{v}/environments/{id}/files/…`: listing and download.
+mod files;
+/// The client and server the suites share.
+mod support;
+/// The resumable upload protocol.
+mod upload;
