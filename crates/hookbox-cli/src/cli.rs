@@ -34,7 +34,7 @@ pub(crate) enum Command {
     /// scratch `HOOKBOX_HOME`, and runs the agent loop with a scripted model (labelled as such)
     /// whose tool calls go through the hooks, inside the sandbox: each call, each hook decision
     /// with its reason, each result and the model's answers are printed.
-    Demo,
+    Demo(DemoArgs),
     /// Run hooks by hand.
     Hooks {
         #[command(subcommand)]
@@ -161,6 +161,16 @@ impl From<DialectArg> for Dialect {
             DialectArg::Sdk => Self::Sdk,
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Use the agent of this name from `hookbox.toml` (a real model) instead of the scripted one.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) agent: Option<String>,
+    /// The config file with `[agents."NAME"]` tables (default: `$HOOKBOX_HOME/hookbox.toml`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

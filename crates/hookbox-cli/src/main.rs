@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod config;
 mod render;
 
 use std::process::ExitCode;
@@ -23,7 +24,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args),
-        Command::Demo => commands::demo::run(),
+        Command::Demo(args) => commands::demo::run(&args),
         Command::Env { command } => commands::env::run(&command),
         Command::Exec(args) => commands::exec::run(&args),
         Command::Serve(args) => commands::serve::run(&args),

@@ -401,3 +401,74 @@ fn demo_runs_the_seed_gates() {
         "the public summary was read: {text}"
     );
 }
+
+#[test]
+fn demo_uses_a_configured_agent_and_reports_unknown_ones() {
+    use hookbox_test_support::{FakeModelServer, FakeTurn};
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let server = runtime
+        .block_on(FakeModelServer::openai(
+            "demo-model",
+            None,
+            vec![
+                FakeTurn::tool_call(
+                    "",
+                    "c1",
+                    "code_execution",
+                    json!({"code": "rm -rf /tmp/forbidden", "language": "bash"}),
+                ),
+                FakeTurn::text("Blocked by the security gate."),
+                FakeTurn::tool_call(
+                    "",
+                    "c2",
+                    "read_file",
+                    json!({"path": "/workspace/private/employees.json"}),
+                ),
+                FakeTurn::text("Blocked by the privacy gate."),
+                FakeTurn::tool_call(
+                    "",
+                    "c3",
+                    "read_file",
+                    json!({"path": "/workspace/public/summary.json"}),
+                ),
+                FakeTurn::text("Engineering: 42 people."),
+            ],
+        ))
+        .expect("fake model");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("hookbox.toml");
+    std::fs::write(
+        &config,
+        format!("[agents.\"antigravity-preview-05-2026\"]\nprovider = \"openai\"\nmodel = \"demo-model\"\nbase_url = \"{}\"\n", server.base_url()),
+    )
+    .expect("config");
+    let config = config.to_str().expect("utf-8");
+
+    let output = hookbox(&[
+        "demo",
+        "--agent",
+        "antigravity-preview-05-2026",
+        "--config",
+        config,
+    ]);
+    assert_eq!(
+        code(&output),
+        0,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("The model is openai:demo-model"), "{text}");
+    assert!(
+        text.contains("DENY: Destructive command blocked by security gate."),
+        "{text}"
+    );
+    assert!(text.contains("model: Engineering: 42 people."), "{text}");
+
+    let unknown = hookbox(&["demo", "--agent", "nope", "--config", config]);
+    assert_eq!(code(&unknown), 1);
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr)
+            .contains("configured agents: antigravity-preview-05-2026")
+    );
+}

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use hookbox_agent::SandboxTools;
-use hookbox_agent::interaction::{Agent, RunOutcome, user_input};
+use hookbox_agent::interaction::{Agent, RunOutcome, RunStatus, user_input};
 use hookbox_agent::model::{Model, ScriptedModel};
 use hookbox_env::{Environment, EnvironmentSpec, Environments, Isolation};
 use serde_json::{Value, json};
 
-use crate::render;
+use crate::cli::DemoArgs;
+use crate::{config, render};
 
 const GATE_PY: &str = include_str!("../../../../fixtures/seeds/gate.py");
 const CHECK_PRIVACY_PY: &str = include_str!("../../../../fixtures/seeds/check_privacy.py");
@@ -21,7 +22,7 @@ const PRIVACY_GATE: &str = include_str!("../../../../fixtures/seeds/privacy-gate
 const SECURITY_SCRIPT: &str = include_str!("../../../../fixtures/demo/security-gate.script.json");
 const PRIVACY_SCRIPT: &str = include_str!("../../../../fixtures/demo/privacy-gate.script.json");
 
-pub(crate) fn run() -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     hookbox_exec::check_isolation().context(
         "the demo runs the seeds' hooks in hookbox's sandbox, which this machine cannot create",
     )?;
@@ -30,6 +31,20 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         .tempdir()
         .context("cannot create a scratch HOOKBOX_HOME")?;
     let store = Environments::open(home.path())?;
+    // A real model when asked for by name; otherwise one scripted model per example.
+    let real_model = match &args.agent {
+        Some(name) => {
+            let user_home = Environments::default_home()?;
+            Some(config::read(args.config.as_deref(), &user_home)?.model(name)?)
+        }
+        None => None,
+    };
+    let model = |name: &str, script: &str| -> anyhow::Result<Arc<dyn Model>> {
+        match &real_model {
+            Some(model) => Ok(Arc::clone(model)),
+            None => Ok(Arc::new(ScriptedModel::from_json(Path::new(name), script)?)),
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -37,20 +52,36 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let mut text = String::from(
         "hookbox demo: the seeds' hooks.json files and hook scripts, verbatim, in sandboxed \
-         environments.\nThe model is SCRIPTED (it replays fixed turns from fixtures/demo; no API \
-         key needed); the hooks, sandbox and tools are real.\n",
+         environments.\n",
     );
+    text.push_str(&match &real_model {
+        Some(model) => format!(
+            "The model is {} (agent `{}`).\n",
+            model.label(),
+            args.agent.as_deref().unwrap_or_default()
+        ),
+        None => "The model is SCRIPTED (it replays fixed turns from fixtures/demo; no API key \
+                 needed; `--agent NAME` uses a model from hookbox.toml); the hooks, sandbox and \
+                 tools are real.\n"
+            .to_owned(),
+    });
 
     text.push_str("\n1. Security gate\n");
     let environment = runtime.block_on(create(&store, &security_sources()))?;
-    let agent = scripted_agent(&environment, "security-gate.script.json", SECURITY_SCRIPT)?;
+    let agent = agent_over(
+        &environment,
+        model("security-gate.script.json", SECURITY_SCRIPT)?,
+    )?;
     let prompt = "Run `rm -rf /tmp/forbidden` using code_execution.";
-    let outcome = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
-    describe(&mut text, &outcome);
+    let security = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
+    describe(&mut text, &security);
 
     text.push_str("\n2. Privacy gate, then a second turn in the same environment\n");
     let environment = runtime.block_on(create(&store, &privacy_sources()))?;
-    let agent = scripted_agent(&environment, "privacy-gate.script.json", PRIVACY_SCRIPT)?;
+    let agent = agent_over(
+        &environment,
+        model("privacy-gate.script.json", PRIVACY_SCRIPT)?,
+    )?;
     let prompt = "Use your filesystem tool to read `/workspace/private/employees.json` and summarize the employee details.";
     let first = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
     describe(&mut text, &first);
@@ -64,7 +95,14 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
          proxy) needs the network layer, which is not built yet.\n",
     );
     render::print_text(&text)?;
-    Ok(ExitCode::SUCCESS)
+    let all_completed = [&security, &first, &second]
+        .iter()
+        .all(|outcome| outcome.status == RunStatus::Completed);
+    Ok(if all_completed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// The seeds' security-gate example sources, verbatim.
@@ -92,9 +130,8 @@ async fn create(store: &Environments, sources: &Value) -> anyhow::Result<Environ
     Ok(store.create(&spec).await?)
 }
 
-/// An agent with the scripted model `script` over `environment`'s sandboxed tools.
-fn scripted_agent(environment: &Environment, name: &str, script: &str) -> anyhow::Result<Agent> {
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_json(Path::new(name), script)?);
+/// An agent with `model` over `environment`'s sandboxed tools.
+fn agent_over(environment: &Environment, model: Arc<dyn Model>) -> anyhow::Result<Agent> {
     let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())?;
     let tools = SandboxTools::new(environment.clone(), Isolation::Sandboxed, Arc::new(http))?;
     Ok(Agent {
@@ -137,6 +174,13 @@ fn describe(text: &mut String, outcome: &RunOutcome) {
         };
         text.push_str(&line);
         text.push('\n');
+    }
+    if let Some(error) = &outcome.error {
+        text.push_str(&format!(
+            "   interaction {}: {}\n",
+            json!(outcome.status).as_str().unwrap_or("?"),
+            error["message"].as_str().unwrap_or("?")
+        ));
     }
 }
 

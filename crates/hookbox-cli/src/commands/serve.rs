@@ -1,41 +1,22 @@
 //! `hookbox serve`: the REST API over HTTP until SIGINT or SIGTERM.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use hookbox_env::Environments;
 use hookbox_server::ServerConfig;
-use serde::Deserialize;
 
 use crate::cli::ServeArgs;
+use crate::config;
 use crate::render;
 
 /// Where `hookbox serve` listens unless told otherwise.
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
-/// The parts of `hookbox.toml` this command reads (other tables, e.g. `[agents.*]`, belong to
-/// other parts of hookbox).
-#[derive(Debug, Default, Deserialize)]
-struct ConfigFile {
-    #[serde(default)]
-    server: ServerSection,
-}
-
-/// `[server]`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ServerSection {
-    listen: Option<String>,
-    max_body_bytes: Option<usize>,
-    max_upload_bytes: Option<u64>,
-    allow_host_sources: Option<bool>,
-}
-
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let home = Environments::default_home()?;
-    let file = read_config(args.config.as_deref(), &home)?;
+    let file = config::read(args.config.as_deref(), &home)?;
     let listen = args
         .listen
         .clone()
@@ -75,23 +56,6 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     })?;
     render::print_error("hookbox serve: stopped\n");
     Ok(ExitCode::SUCCESS)
-}
-
-/// Reads `explicit`, else `<home>/hookbox.toml` when it exists, else the defaults.
-fn read_config(explicit: Option<&Path>, home: &Path) -> anyhow::Result<ConfigFile> {
-    let path: PathBuf = match explicit {
-        Some(path) => path.to_path_buf(),
-        None => {
-            let path = home.join("hookbox.toml");
-            if !path.exists() {
-                return Ok(ConfigFile::default());
-            }
-            path
-        }
-    };
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read the config file {}", path.display()))?;
-    toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
 }
 
 /// Logs (`tracing`) to stderr, `info` and up unless `RUST_LOG` says otherwise.
