@@ -10,12 +10,16 @@
 //! [`model`] speaks the real wire formats of Gemini `generateContent`, OpenAI-compatible chat
 //! completions and Anthropic messages (plain and streamed, with tool calls, retries on 429/5xx
 //! and one overall deadline), plus a `scripted` model that replays a file of turns and says so
-//! in its label. The agent loop that ties models, tools and lifecycle hooks together is next.
+//! in its label. [`interaction`] is the agent loop that ties models, tools and hooks together;
+//! [`service`] runs it for the Interactions API (request parsing, environments, the store,
+//! background runs, cancel, idempotent retries, streaming events), so the HTTP server only maps
+//! HTTP onto it.
 
 mod discovery;
 pub mod interaction;
 pub mod model;
 mod runner;
+pub mod service;
 mod tool_call;
 
 pub use discovery::{HOOK_FILES, HookDiscovery};

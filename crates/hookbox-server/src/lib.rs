@@ -1,6 +1,6 @@
 //! hookbox's REST API, served with axum: the Environments API of the `google-genai` SDK
 //! (`spec/interactions-api.md` §2, §9), so the official client works with only `base_url`
-//! changed. The Interactions endpoints answer 501 until the agent loop is served.
+//! changed, and the Interactions API (§2–§8), whose work is `hookbox_agent::service`'s.
 //!
 //! The server holds no business logic: environments, their files and their confinement are
 //! `hookbox-env`'s. Every error is `{"error":{"code":"<string>","message":"…"}}` with a 4xx/5xx
@@ -15,14 +15,20 @@
 //! GET    /{v}/environments/{id}/files/{path}?alt=media   download
 //! PUT    /upload/{v}/environments/{id}/files/{path}      start a resumable upload
 //! POST   <x-goog-upload-url>                       upload chunks (upload / upload, finalize)
+//! POST   /{v}/interactions                         create (JSON, or SSE with "stream": true)
+//! GET    /{v}/interactions/{id}[?stream=true&last_event_id=]   get, or replay its events
+//! POST   /{v}/interactions/{id}/cancel             cancel a running interaction
+//! DELETE /{v}/interactions/{id}                    delete → {}
 //! ```
 
 mod environments;
 mod error;
 mod files;
+mod interactions;
 mod page;
 mod upload;
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,7 +39,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Request, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, put};
+use axum::routing::{get, post, put};
+use hookbox_agent::model::ModelConfig;
+use hookbox_agent::service::{InteractionService, ServiceConfig, ServiceError};
 use hookbox_env::{Environments, StoreError};
 use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -55,6 +63,8 @@ pub struct ServerConfig {
     /// path, repositories given as a local path). Off by default: API clients are not trusted
     /// with the server's files.
     pub allow_host_sources: bool,
+    /// The agents `POST /{v}/interactions` may name (`[agents."NAME"]` of hookbox.toml).
+    pub agents: BTreeMap<String, ModelConfig>,
 }
 
 impl ServerConfig {
@@ -65,6 +75,7 @@ impl ServerConfig {
             max_body_bytes: 16 * 1024 * 1024,
             max_upload_bytes: 1024 * 1024 * 1024,
             allow_host_sources: false,
+            agents: BTreeMap::new(),
         }
     }
 }
@@ -75,6 +86,9 @@ pub enum ServerError {
     /// The environment store could not be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The interaction store could not be opened.
+    #[error(transparent)]
+    Interactions(#[from] ServiceError),
     /// The upload staging directory could not be prepared.
     #[error("cannot prepare the upload directory `{}`: {source}", path.display())]
     Uploads {
@@ -92,6 +106,7 @@ pub(crate) struct State {
     pub(crate) config: ServerConfig,
     pub(crate) environments: Environments,
     pub(crate) uploads: upload::Uploads,
+    pub(crate) interactions: Arc<InteractionService>,
 }
 
 /// The shared state as handlers receive it.
@@ -102,10 +117,15 @@ pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
     let environments = Environments::open(&config.home)?;
     let uploads = upload::Uploads::open(&config.home.join("uploads"))?;
     let limit = config.max_body_bytes;
+    let mut service = ServiceConfig::new();
+    service.agents = config.agents.clone();
+    service.allow_host_sources = config.allow_host_sources;
+    let interactions = InteractionService::open(&config.home, service)?;
     let state: Shared = Arc::new(State {
         config,
         environments,
         uploads,
+        interactions,
     });
     Ok(Router::new()
         .route(
@@ -123,8 +143,12 @@ pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
             "/upload/{v}/environments/{id}/files/{*path}",
             put(upload::start).post(upload::chunk),
         )
-        .route("/{v}/interactions", any(not_implemented))
-        .route("/{v}/interactions/{*rest}", any(not_implemented))
+        .route("/{v}/interactions", post(interactions::create))
+        .route(
+            "/{v}/interactions/{id}",
+            get(interactions::get).delete(interactions::delete),
+        )
+        .route("/{v}/interactions/{id}/cancel", post(interactions::cancel))
         .fallback(no_route)
         .with_state(state)
         .layer(DefaultBodyLimit::max(limit))
@@ -144,19 +168,10 @@ pub async fn serve(
         .await
 }
 
-/// The answer to every Interactions endpoint for now.
-async fn not_implemented() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "not_implemented",
-        "interactions arrive in a later release",
-    )
-}
-
 /// The answer to a path no route serves.
 async fn no_route(request: Request<Body>) -> ApiError {
     ApiError::not_found(format!(
-        "no endpoint {} {}; this server implements /{{v}}/environments…",
+        "no endpoint {} {}; this server implements /{{v}}/environments… and /{{v}}/interactions…",
         request.method(),
         request.uri().path()
     ))

@@ -29,6 +29,9 @@ pub trait Store: Send + Sync {
     /// [`Error::AlreadyExists`]; an unknown `previous_interaction_id` with [`Error::NotFound`].
     fn create_interaction(&self, new: NewInteraction) -> Result<Created, Error>;
 
+    /// The id of the interaction idempotency key `key` names, if it was used.
+    fn interaction_for_key(&self, key: &str) -> Result<Option<String>, Error>;
+
     /// The interaction, without steps.
     fn get_interaction(&self, id: &str) -> Result<Interaction, Error>;
 

@@ -32,6 +32,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(allow) = file.server.allow_host_sources {
         config.allow_host_sources = allow;
     }
+    config.agents = file.agents;
     let app = hookbox_server::router(config)
         .with_context(|| format!("cannot set up the server in {}", home.display()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -136,3 +136,51 @@ fn the_google_genai_sdk_drives_the_environments_api() {
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("ok"));
 }
+
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test runs the SDK's Python client"
+)]
+fn the_google_genai_sdk_runs_the_seed_hook_examples() {
+    let Some(python) = std::env::var_os("HOOKBOX_PYTHON").filter(|value| !value.is_empty()) else {
+        eprintln!(
+            "SKIPPED the_google_genai_sdk_runs_the_seed_hook_examples: set HOOKBOX_PYTHON to a \
+             python with google-genai>=3.3.0 installed (.ci/run does)"
+        );
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo");
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        format!(
+            "[agents.\"scripted-security-gate\"]\nprovider = \"scripted\"\nscript = \"{}\"\n\n\
+             [agents.\"scripted-privacy-gate\"]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            demo.join("security-gate.script.json").display(),
+            demo.join("privacy-gate.script.json").display()
+        ),
+    )
+    .unwrap();
+    let served = serve(home.path(), &[]);
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../hookbox-server/tests/sdk/interactions.py");
+    let output = std::process::Command::new(&python)
+        .arg(&script)
+        .arg(&served.base_url)
+        .env("GEMINI_API_KEY", "unused")
+        .output()
+        .expect("run the SDK script");
+    let (_, log) = served.terminate();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "SDK script failed\nstdout:\n{stdout}\nstderr:\n{}\nserver log:\n{log}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("Destructive command") || stdout.contains("security gate"),
+        "{stdout}"
+    );
+    assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
+}

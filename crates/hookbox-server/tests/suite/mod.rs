@@ -4,6 +4,8 @@
 mod environments;
 /// `/{v}/environments/{id}/files/…`: listing and download.
 mod files;
+/// `/{v}/interactions…` with a scripted agent: the seeds' gates, function tools, SSE, idempotency.
+mod interactions;
 /// The client and server the suites share.
 mod support;
 /// The resumable upload protocol.

@@ -15,6 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 pub(crate) struct Api {
     pub(crate) addr: SocketAddr,
     home: tempfile::TempDir,
+    config: ServerConfig,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -74,18 +75,35 @@ impl Api {
         let home = tempfile::tempdir().unwrap();
         let mut config = ServerConfig::new(home.path());
         tweak(&mut config);
-        let app = hookbox_server::router(config).unwrap();
+        let (addr, shutdown) = Self::listen(&config).await;
+        Self {
+            addr,
+            home,
+            config,
+            shutdown: Some(shutdown),
+        }
+    }
+
+    /// Starts a router for `config` on a free port.
+    async fn listen(config: &ServerConfig) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        let app = hookbox_server::router(config.clone()).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(hookbox_server::serve(listener, app, async {
             let _ = stop.await;
         }));
-        Self {
-            addr,
-            home,
-            shutdown: Some(shutdown),
+        (addr, shutdown)
+    }
+
+    /// Stops this server and starts a new one (a new router, store and all) on the same home.
+    pub(crate) async fn restart(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
         }
+        let (addr, shutdown) = Self::listen(&self.config).await;
+        self.addr = addr;
+        self.shutdown = Some(shutdown);
     }
 
     /// The hookbox home.

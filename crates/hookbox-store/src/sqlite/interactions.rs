@@ -132,6 +132,14 @@ fn exists(connection: &Connection, id: &str) -> Result<bool, Error> {
         .exists([id])?)
 }
 
+/// The interaction idempotency key `key` names, if any.
+pub(super) fn for_key(connection: &Connection, key: &str) -> Result<Option<String>, Error> {
+    Ok(connection
+        .prepare_cached("SELECT interaction_id FROM idempotency_keys WHERE key = ?1")?
+        .query_row([key], |row| row.get::<_, String>(0))
+        .optional()?)
+}
+
 /// Creates the interaction and its idempotency key, or returns the one the key already names.
 ///
 /// Two requests are the same when their compact JSON texts are equal: a client's retry resends

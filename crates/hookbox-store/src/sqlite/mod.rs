@@ -123,6 +123,10 @@ impl Store for SqliteStore {
         self.write(|tx| interactions::create(tx, new))
     }
 
+    fn interaction_for_key(&self, key: &str) -> Result<Option<String>, Error> {
+        self.read(|tx| interactions::for_key(tx, key))
+    }
+
     fn get_interaction(&self, id: &str) -> Result<Interaction, Error> {
         self.read(|tx| interactions::get(tx, id))
     }

@@ -100,3 +100,14 @@ fn racing_retries_make_one_interaction() {
     let id = &results[0].interaction.id;
     assert!(results.iter().all(|created| &created.interaction.id == id));
 }
+
+#[test]
+fn a_key_names_its_interaction_until_the_interaction_is_deleted() {
+    let store = memory();
+    assert_eq!(store.interaction_for_key("k").unwrap(), None);
+    let created = store.create_interaction(keyed("k", "hello")).unwrap();
+    let id = created.interaction.id;
+    assert_eq!(store.interaction_for_key("k").unwrap(), Some(id.clone()));
+    store.delete_interaction(&id).unwrap();
+    assert_eq!(store.interaction_for_key("k").unwrap(), None);
+}

@@ -1,0 +1,722 @@
+//! The Interactions API behind the HTTP layer: a create request becomes agent inputs, an
+//! environment (reused, created or updated), a stored interaction and a run of the agent loop
+//! whose every step and hook trace is recorded; get, cancel, delete and the streaming events
+//! read the store.
+//!
+//! Decisions the spec leaves open (`spec/interactions-api.md` §11):
+//!
+//! * `previous_interaction_id` continues the conversation: the steps of every interaction in the
+//!   chain (oldest first) are the model's history; `steps` in the reply are this interaction's
+//!   only, input first. Without `environment`, the environment of the previous interaction is
+//!   reused, so a second turn works in the same files.
+//! * A string `environment` reuses that environment; an object creates one, or updates the one
+//!   its `environment_id` names. `tools: [{"type": "code_execution"}]` without an environment gets
+//!   a fresh empty one. With an environment the five built-in tools are offered.
+//! * `store: false` is accepted but the interaction is stored anyway: background runs, streaming
+//!   replay, idempotent retries and `previous_interaction_id` all read the store. Delete it with
+//!   `DELETE /{v}/interactions/{id}`.
+//! * Idempotency: the SDK retries a create (408/409/429/5xx, connection errors) and sends no
+//!   idempotency header, so the key is an `Idempotency-Key` header when the client sends one,
+//!   else the exact body: the same body while the first interaction runs, or within
+//!   [`ServiceConfig::idempotency_window`] (60 s) of its last change, is that interaction (its
+//!   tools ran once). A retry of a run still going waits for it (unless `background`). A client
+//!   that means to send the same body twice in a minute sends distinct `Idempotency-Key`s.
+//! * Cancel stops a running interaction (status `cancelled`, the task is aborted); a finished one
+//!   is returned unchanged. Delete cancels first.
+
+mod events;
+mod request;
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hookbox_env::{Environment, EnvironmentSpec, Environments, Isolation, StoreError};
+use hookbox_store::{
+    Append, DEFAULT_HISTORY_DEPTH, Error as StoreFailure, InteractionWithSteps, NewInteraction,
+    NewStep, NewTrace, SqliteStore, Status, Store, Timestamp, Update,
+};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+pub use events::{Event, events_after};
+pub use request::{CreateRequest, EnvironmentChoice};
+
+use crate::interaction::{Agent, RunStatus};
+use crate::model::{Model, ModelConfig};
+use crate::tool_call::SandboxTools;
+
+/// How many earlier interactions with an identical body a create looks through.
+const MAX_IDENTICAL_BODIES: u32 = 1000;
+
+/// How the service runs interactions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceConfig {
+    /// The agents a request's `agent` may name (`[agents."NAME"]` of hookbox.toml).
+    pub agents: BTreeMap<String, ModelConfig>,
+    /// Whether environment sources may read the server's filesystem.
+    pub allow_host_sources: bool,
+    /// Model turns per interaction before it ends `incomplete`.
+    pub max_turns: u32,
+    /// How long after an interaction last changed a create with the same body counts as a retry
+    /// of it (a running one always does). The SDK retries within about 30 s of a failed
+    /// attempt.
+    pub idempotency_window: Duration,
+    /// Where tools and command hooks run.
+    pub isolation: Isolation,
+}
+
+impl ServiceConfig {
+    /// Defaults: no agents, no host sources, 32 turns, a one-minute idempotency window, sandboxed.
+    pub fn new() -> Self {
+        Self {
+            agents: BTreeMap::new(),
+            allow_host_sources: false,
+            max_turns: 32,
+            idempotency_window: Duration::from_secs(60),
+            isolation: Isolation::Sandboxed,
+        }
+    }
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What kind of failure a [`ServiceError`] is (the HTTP layer picks the status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request is wrong (400).
+    InvalidArgument,
+    /// No such interaction or environment (404).
+    NotFound,
+    /// The server is not set up for the request, e.g. an agent without its API key (400).
+    FailedPrecondition,
+    /// Something broke inside hookbox (500).
+    Internal,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ServiceError {
+    /// The kind.
+    pub kind: ErrorKind,
+    /// What was wrong and what to do.
+    pub message: String,
+}
+
+impl ServiceError {
+    /// An invalid request.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self {
+            kind: ErrorKind::InvalidArgument,
+            message: message.into(),
+        }
+    }
+
+    fn not_found(message: impl Into<String>) -> Self {
+        Self {
+            kind: ErrorKind::NotFound,
+            message: message.into(),
+        }
+    }
+
+    fn precondition(message: impl Into<String>) -> Self {
+        Self {
+            kind: ErrorKind::FailedPrecondition,
+            message: message.into(),
+        }
+    }
+
+    fn internal(context: &str, cause: &dyn std::fmt::Display) -> Self {
+        Self {
+            kind: ErrorKind::Internal,
+            message: format!("{context}: {cause}"),
+        }
+    }
+}
+
+impl From<StoreFailure> for ServiceError {
+    fn from(err: StoreFailure) -> Self {
+        match err {
+            StoreFailure::NotFound { .. } => Self::not_found(err.to_string()),
+            StoreFailure::IdempotencyMismatch { .. } | StoreFailure::InvalidInput { .. } => {
+                Self::invalid(err.to_string())
+            }
+            StoreFailure::Stopped { .. } => Self::precondition(err.to_string()),
+            other => Self::internal("interaction store failure", &other),
+        }
+    }
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound { .. } => Self::not_found(err.to_string()),
+            StoreError::Source { .. }
+            | StoreError::Update { .. }
+            | StoreError::Misplaced { .. } => Self::invalid(err.to_string()),
+            StoreError::NoHome | StoreError::Io { .. } => {
+                Self::internal("environment store failure", &err)
+            }
+        }
+    }
+}
+
+/// What a create produced.
+#[derive(Debug, Clone)]
+pub struct CreateOutcome {
+    /// The interaction's id.
+    pub id: String,
+    /// The interaction object as it stands when the call returns.
+    pub interaction: Value,
+    /// Whether the request asked for server-sent events.
+    pub stream: bool,
+}
+
+/// A run in progress: how to stop it and how to wait for it.
+struct RunHandle {
+    abort: tokio::task::AbortHandle,
+    done: watch::Receiver<bool>,
+}
+
+/// Runs and records interactions.
+pub struct InteractionService {
+    config: ServiceConfig,
+    store: Arc<dyn Store>,
+    environments: Environments,
+    http: Arc<hookbox_net::GuardedClient>,
+    runs: Mutex<HashMap<String, RunHandle>>,
+}
+
+impl std::fmt::Debug for InteractionService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InteractionService")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InteractionService {
+    /// Opens the service in hookbox home `home`: `home/hookbox.db` (interactions left running
+    /// by a previous process are marked failed) and `home/environments`.
+    pub fn open(home: &Path, config: ServiceConfig) -> Result<Arc<Self>, ServiceError> {
+        let store = SqliteStore::open(home.join("hookbox.db"))
+            .map_err(|err| ServiceError::internal("cannot open the interaction store", &err))?;
+        let environments = Environments::open(home)?;
+        let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())
+            .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP client", &err))?;
+        Ok(Arc::new(Self {
+            config,
+            store: Arc::new(store),
+            environments,
+            http: Arc::new(http),
+            runs: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Creates an interaction from the create body `body`; `idempotency_key` is the client's
+    /// `Idempotency-Key` header, if any. Without `background` (and without `stream`) it returns
+    /// once the run has finished.
+    pub async fn create(
+        self: &Arc<Self>,
+        body: Value,
+        idempotency_key: Option<String>,
+    ) -> Result<CreateOutcome, ServiceError> {
+        let request = CreateRequest::parse(&body, self.config.allow_host_sources)?;
+        let model = self.model(&request.agent)?;
+        let key = match idempotency_key {
+            Some(key) => {
+                let key = format!("client:{key}");
+                let store = Arc::clone(&self.store);
+                let lookup = key.clone();
+                if let Some(id) = blocking(move || store.interaction_for_key(&lookup)).await? {
+                    let store = Arc::clone(&self.store);
+                    let owned = id.clone();
+                    let existing = blocking(move || store.get_interaction(&owned)).await?;
+                    if existing.request != body {
+                        return Err(ServiceError::invalid(format!(
+                            "the Idempotency-Key was already used for interaction `{id}` with a \
+                             different request; resend the same request or use a new key"
+                        )));
+                    }
+                    return self.replay(id, &request).await;
+                }
+                Some(key)
+            }
+            None => match self.body_idempotency(&body).await? {
+                Ok(existing) => return self.replay(existing, &request).await,
+                Err(key) => Some(key).filter(|key| !key.is_empty()),
+            },
+        };
+        // Conversation history and the environment the previous turn used.
+        let mut history = Vec::new();
+        let mut inherited_environment = None;
+        if let Some(previous) = &request.previous_interaction_id {
+            let store = Arc::clone(&self.store);
+            let previous_id = previous.clone();
+            let chain = blocking(move || store.history(&previous_id, DEFAULT_HISTORY_DEPTH))
+                .await
+                .map_err(|err| match err.kind {
+                    ErrorKind::NotFound => ServiceError::not_found(format!(
+                        "invalid request at `$.previous_interaction_id`: interaction \
+                         `{previous}` not found"
+                    )),
+                    _ => err,
+                })?;
+            for entry in &chain.interactions {
+                history.extend(entry.steps.iter().map(|step| step.body.clone()));
+            }
+            inherited_environment = chain
+                .interactions
+                .last()
+                .and_then(|last| last.interaction.environment_id.clone());
+        }
+        let mut input = request.input.clone();
+        name_function_results(&mut input, &history);
+
+        let (environment, created_environment) = self
+            .environment(&request, inherited_environment.as_deref())
+            .await?;
+        let new = NewInteraction {
+            id: None,
+            agent: request.agent.clone(),
+            status: Status::InProgress,
+            environment_id: environment.as_ref().map(|env| env.id().to_owned()),
+            previous_interaction_id: request.previous_interaction_id.clone(),
+            request: body,
+            idempotency_key: key,
+        };
+        let store = Arc::clone(&self.store);
+        let created = match blocking(move || store.create_interaction(new)).await {
+            Ok(created) => created,
+            Err(err) => {
+                self.discard_environment(
+                    created_environment
+                        .then_some(environment.as_ref())
+                        .flatten(),
+                );
+                return Err(err);
+            }
+        };
+        if !created.created {
+            // A concurrent identical request won the race: drop what this one prepared.
+            self.discard_environment(
+                created_environment
+                    .then_some(environment.as_ref())
+                    .flatten(),
+            );
+            return self.replay(created.interaction.id, &request).await;
+        }
+        let id = created.interaction.id;
+        let tools = match &environment {
+            Some(environment) => Some(Arc::new(
+                SandboxTools::new(
+                    environment.clone(),
+                    self.config.isolation,
+                    Arc::clone(&self.http) as Arc<dyn hookbox_hooks::HttpRunner>,
+                )
+                .map_err(|err| {
+                    ServiceError::internal("cannot open the environment's tools", &err)
+                })?,
+            )),
+            None => None,
+        };
+        let agent = Agent {
+            model,
+            tools,
+            functions: request.functions.clone(),
+            system: request.system_instruction.clone(),
+            max_turns: self.config.max_turns,
+        };
+        let done = self.spawn_run(&id, agent, history, input);
+        if !request.background && !request.stream {
+            wait(done).await;
+        }
+        Ok(CreateOutcome {
+            interaction: self.get(&id).await?,
+            id,
+            stream: request.stream,
+        })
+    }
+
+    /// The interaction object of `id`.
+    pub async fn get(&self, id: &str) -> Result<Value, ServiceError> {
+        Ok(view(&self.load(id).await?))
+    }
+
+    /// The stored interaction with its steps.
+    pub async fn load(&self, id: &str) -> Result<InteractionWithSteps, ServiceError> {
+        let store = Arc::clone(&self.store);
+        let id = id.to_owned();
+        blocking(move || store.get_interaction_with_steps(&id)).await
+    }
+
+    /// Waits until the run of `id` (if one is going in this process) finishes or `timeout`
+    /// passes.
+    pub async fn wait_for(&self, id: &str, timeout: Duration) {
+        let done = self.runs_lock().get(id).map(|run| run.done.clone());
+        if let Some(done) = done {
+            let _ = tokio::time::timeout(timeout, wait(done)).await;
+        }
+    }
+
+    /// Cancels `id`: a running interaction becomes `cancelled` and its run stops; a finished
+    /// one is returned unchanged.
+    pub async fn cancel(&self, id: &str) -> Result<Value, ServiceError> {
+        let current = self.load(id).await?;
+        if current.interaction.status.is_running() {
+            let store = Arc::clone(&self.store);
+            let owned = id.to_owned();
+            let update = Update {
+                status: Some(Status::Cancelled),
+                ..Update::default()
+            };
+            let updated =
+                tokio::task::spawn_blocking(move || store.update_interaction(&owned, update))
+                    .await
+                    .map_err(|err| ServiceError::internal("a store task failed", &err))?;
+            match updated {
+                // `Stopped`: it finished meanwhile; return it as it is.
+                Ok(_) | Err(StoreFailure::Stopped { .. }) => {}
+                Err(err) => return Err(err.into()),
+            }
+            let handle = self.runs_lock().remove(id);
+            if let Some(handle) = handle {
+                handle.abort.abort();
+            }
+        }
+        self.get(id).await
+    }
+
+    /// Deletes `id` (cancelling it first when it runs), with its steps and traces.
+    pub async fn delete(&self, id: &str) -> Result<(), ServiceError> {
+        self.cancel(id).await?;
+        let store = Arc::clone(&self.store);
+        let id = id.to_owned();
+        blocking(move || store.delete_interaction(&id)).await
+    }
+
+    /// The model of agent `name`.
+    fn model(&self, name: &str) -> Result<Arc<dyn Model>, ServiceError> {
+        let Some(config) = self.config.agents.get(name) else {
+            let known: Vec<&str> = self.config.agents.keys().map(String::as_str).collect();
+            return Err(ServiceError::invalid(if known.is_empty() {
+                format!(
+                    "invalid request at `$.agent`: no agent named `{name}`; this server \
+                     configures no agents (add an [agents.\"{name}\"] table to hookbox.toml)"
+                )
+            } else {
+                format!(
+                    "invalid request at `$.agent`: no agent named `{name}`; configured agents: {}",
+                    known.join(", ")
+                )
+            }));
+        };
+        let client = hookbox_net::GuardedClient::new(&crate::model::client_options())
+            .map_err(|err| ServiceError::internal("cannot build the model's HTTP client", &err))?;
+        crate::model::build(config, client)
+            .map_err(|err| ServiceError::precondition(format!("agent `{name}` cannot run: {err}")))
+    }
+
+    /// Whether `body` repeats a create whose interaction is still running or changed within the
+    /// idempotency window: `Ok(id)` of that interaction, else `Err(key)`, a fresh key for this
+    /// one. Keys are `body:<hash>:<length>:<n>`, `n` counting identical bodies.
+    async fn body_idempotency(&self, body: &Value) -> Result<Result<String, String>, ServiceError> {
+        let text = body.to_string();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut hasher);
+        let base = format!("body:{:016x}:{}", hasher.finish(), text.len());
+        let window = i64::try_from(self.config.idempotency_window.as_millis()).unwrap_or(i64::MAX);
+        let now = Timestamp::now().unix_millis();
+        for n in 0..MAX_IDENTICAL_BODIES {
+            let key = format!("{base}:{n}");
+            let store = Arc::clone(&self.store);
+            let lookup = key.clone();
+            let Some(id) = blocking(move || store.interaction_for_key(&lookup)).await? else {
+                return Ok(Err(key));
+            };
+            let store = Arc::clone(&self.store);
+            let owned = id.clone();
+            let existing = blocking(move || store.get_interaction(&owned)).await?;
+            let recent = existing.status.is_running()
+                || now.saturating_sub(existing.updated.unix_millis()) <= window;
+            if existing.request == *body && recent {
+                return Ok(Ok(id));
+            }
+        }
+        // Pathological: that many identical bodies. Run it without a key.
+        Ok(Err(String::new()))
+    }
+
+    /// The answer to a retried create: the first interaction, once finished unless the request
+    /// is a background or streaming one.
+    async fn replay(
+        &self,
+        id: String,
+        request: &CreateRequest,
+    ) -> Result<CreateOutcome, ServiceError> {
+        if !request.background && !request.stream {
+            loop {
+                let current = self.load(&id).await?;
+                if !current.interaction.status.is_running() {
+                    break;
+                }
+                let running = self.runs_lock().get(&id).map(|run| run.done.clone());
+                match running {
+                    Some(done) => wait(done).await,
+                    None => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        }
+        Ok(CreateOutcome {
+            interaction: self.get(&id).await?,
+            id,
+            stream: request.stream,
+        })
+    }
+
+    /// The environment of the run and whether it was created for it.
+    async fn environment(
+        &self,
+        request: &CreateRequest,
+        inherited: Option<&str>,
+    ) -> Result<(Option<Environment>, bool), ServiceError> {
+        let not_found = |id: &str, path: &str| {
+            ServiceError::not_found(format!(
+                "invalid request at `{path}`: environment `{id}` not found; create one with \
+                 POST /{{v}}/environments or pass an environment object"
+            ))
+        };
+        match &request.environment {
+            Some(EnvironmentChoice::Existing(id)) => {
+                let environment = self.environments.get(id).map_err(|err| match err {
+                    StoreError::NotFound { .. } => not_found(id, "$.environment"),
+                    other => other.into(),
+                })?;
+                Ok((Some(environment), false))
+            }
+            Some(EnvironmentChoice::Config(spec)) => {
+                let created = spec.environment_id.is_none();
+                let environment = self
+                    .environments
+                    .apply(spec)
+                    .await
+                    .map_err(|err| match err {
+                        StoreError::NotFound { id } => {
+                            not_found(&id, "$.environment.environment_id")
+                        }
+                        other => other.into(),
+                    })?;
+                Ok((Some(environment), created))
+            }
+            None => match inherited {
+                Some(id) => {
+                    let environment = self.environments.get(id).map_err(|err| match err {
+                        StoreError::NotFound { .. } => ServiceError::not_found(format!(
+                            "the previous interaction's environment `{id}` no longer exists; \
+                             pass `environment` to choose another"
+                        )),
+                        other => other.into(),
+                    })?;
+                    Ok((Some(environment), false))
+                }
+                None if request.code_execution => {
+                    let spec = EnvironmentSpec::default();
+                    Ok((Some(self.environments.create(&spec).await?), true))
+                }
+                None => Ok((None, false)),
+            },
+        }
+    }
+
+    /// Removes an environment created for a create that did not go ahead.
+    fn discard_environment(&self, environment: Option<&Environment>) {
+        if let Some(environment) = environment {
+            let _ = self.environments.delete(environment.id());
+        }
+    }
+
+    fn runs_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RunHandle>> {
+        self.runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts the run of `id` on a task; the receiver turns `true` when it is over.
+    fn spawn_run(
+        self: &Arc<Self>,
+        id: &str,
+        agent: Agent,
+        history: Vec<Value>,
+        input: Vec<Value>,
+    ) -> watch::Receiver<bool> {
+        let (done_tx, done_rx) = watch::channel(false);
+        let service = Arc::clone(self);
+        let run_id = id.to_owned();
+        let guard = RunGuard {
+            service: Arc::clone(self),
+            id: id.to_owned(),
+            done: done_tx,
+        };
+        // Hold the lock while spawning so the task cannot finish before it is registered.
+        let mut runs = self.runs_lock();
+        let task = tokio::spawn(async move {
+            let _guard = guard;
+            service.run(&run_id, agent, history, input).await;
+        });
+        runs.insert(
+            id.to_owned(),
+            RunHandle {
+                abort: task.abort_handle(),
+                done: done_rx.clone(),
+            },
+        );
+        done_rx
+    }
+
+    /// Runs the agent, storing each step as it is made, then the traces and the outcome.
+    async fn run(&self, id: &str, agent: Agent, history: Vec<Value>, input: Vec<Value>) {
+        let (steps_tx, mut steps_rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+        let store = Arc::clone(&self.store);
+        let recorder_id = id.to_owned();
+        let recorder = tokio::spawn(async move {
+            while let Some(step) = steps_rx.recv().await {
+                let store = Arc::clone(&store);
+                let id = recorder_id.clone();
+                let stored =
+                    blocking(move || store.append_steps(&id, vec![NewStep::new(step)])).await;
+                if stored.is_err() {
+                    // Cancelled or deleted: nothing more to record.
+                    break;
+                }
+            }
+        });
+        let mut on_step = move |step: &Value| {
+            let _ = steps_tx.send(step.clone());
+        };
+        let outcome = agent.run(&history, input, Some(id), &mut on_step).await;
+        drop(on_step);
+        let _ = recorder.await;
+        let status = match outcome.status {
+            RunStatus::Completed => Status::Completed,
+            RunStatus::RequiresAction => Status::RequiresAction,
+            RunStatus::Incomplete => Status::Incomplete,
+            RunStatus::Failed => Status::Failed,
+        };
+        let append = Append {
+            steps: Vec::new(),
+            traces: outcome
+                .traces
+                .into_iter()
+                .map(|(index, entry)| NewTrace {
+                    step_index: u32::try_from(index).ok(),
+                    entry,
+                })
+                .collect(),
+            update: Some(Update {
+                status: Some(status),
+                usage: Some(outcome.usage),
+                error: outcome.error,
+                ..Update::default()
+            }),
+        };
+        let store = Arc::clone(&self.store);
+        let owned = id.to_owned();
+        let _ = blocking(move || store.append(&owned, append)).await;
+    }
+}
+
+/// Cleans up after a run however it ends (finished, aborted, panicked): an interaction still
+/// marked running is marked failed, the run is unregistered and waiters are woken.
+struct RunGuard {
+    service: Arc<InteractionService>,
+    id: String,
+    done: watch::Sender<bool>,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        if let Ok(current) = self.service.store.get_interaction(&self.id)
+            && current.status.is_running()
+        {
+            let update = Update {
+                status: Some(Status::Failed),
+                error: Some(json!({"code": "internal", "message": "the run stopped unexpectedly"})),
+                ..Update::default()
+            };
+            let _ = self.service.store.update_interaction(&self.id, update);
+        }
+        self.service.runs_lock().remove(&self.id);
+        let _ = self.done.send(true);
+    }
+}
+
+/// Waits until `done` is `true` (or its sender is gone).
+async fn wait(mut done: watch::Receiver<bool>) {
+    let _ = done.wait_for(|finished| *finished).await;
+}
+
+/// Runs a store call off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, StoreFailure> + Send + 'static,
+) -> Result<T, ServiceError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result.map_err(ServiceError::from),
+        Err(err) => Err(ServiceError::internal("a store task failed", &err)),
+    }
+}
+
+/// Gives `function_result` input steps without a `name` the name of the call they answer.
+fn name_function_results(input: &mut [Value], history: &[Value]) {
+    for step in input.iter_mut() {
+        if step["type"] != "function_result" || step.get("name").is_some() {
+            continue;
+        }
+        let name = history
+            .iter()
+            .rev()
+            .find(|call| call["type"] == "function_call" && call["id"] == step["call_id"])
+            .and_then(|call| call["name"].as_str())
+            .map(str::to_owned);
+        if let Some(name) = name {
+            step["name"] = name.into();
+        }
+    }
+}
+
+/// The interaction object (§4) of a stored interaction.
+pub fn view(stored: &InteractionWithSteps) -> Value {
+    let interaction = &stored.interaction;
+    let mut object = json!({
+        "id": interaction.id,
+        "status": interaction.status.as_str(),
+        "agent": interaction.agent,
+        "created": interaction.created.to_string(),
+        "updated": interaction.updated.to_string(),
+        "steps": stored.steps.iter().map(|step| step.body.clone()).collect::<Vec<_>>(),
+    });
+    if let Some(environment_id) = &interaction.environment_id {
+        object["environment_id"] = environment_id.clone().into();
+    }
+    if let Some(previous) = &interaction.previous_interaction_id {
+        object["previous_interaction_id"] = previous.clone().into();
+    }
+    for echoed in ["system_instruction", "tools", "labels", "agent_config"] {
+        if let Some(value) = interaction.request.get(echoed) {
+            object[echoed] = value.clone();
+        }
+    }
+    if let Some(usage) = &interaction.usage {
+        object["usage"] = usage.clone();
+    }
+    if let Some(error) = &interaction.error {
+        object["errors"] = json!([error]);
+    }
+    object
+}

@@ -1,0 +1,516 @@
+//! The create body (`spec/interactions-api.md` §3, agent form), checked and turned into what the
+//! agent loop takes. Every problem names its JSON path.
+
+use hookbox_env::{EnvironmentSpec, Source};
+use serde_json::{Map, Value, json};
+
+use super::ServiceError;
+use crate::model::ToolDeclaration;
+
+/// Members hookbox reads.
+const ACCEPTED: &[&str] = &[
+    "agent",
+    "agent_config",
+    "input",
+    "tools",
+    "environment",
+    "previous_interaction_id",
+    "system_instruction",
+    "background",
+    "store",
+    "stream",
+    "labels",
+    "service_tier",
+];
+
+/// Members of the SDK's create body that hookbox does not implement.
+const UNSUPPORTED: &[&str] = &[
+    "model",
+    "generation_config",
+    "cached_content",
+    "continuation_token",
+    "response_format",
+    "response_mime_type",
+    "response_modalities",
+    "safety_settings",
+    "webhook_config",
+];
+
+/// The names of the built-in sandbox tools; `function` tools may not reuse them.
+const BUILTIN_NAMES: &[&str] = &[
+    "code_execution",
+    "read_file",
+    "write_file",
+    "list_files",
+    "delete_file",
+];
+
+/// Where the interaction's environment comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvironmentChoice {
+    /// An existing environment, by id.
+    Existing(String),
+    /// A new environment (or, with `environment_id`, an update of that one).
+    Config(EnvironmentSpec),
+}
+
+/// A checked create request.
+#[derive(Debug, Clone)]
+pub struct CreateRequest {
+    /// The agent name (`[agents."NAME"]` in hookbox.toml).
+    pub agent: String,
+    /// This interaction's input steps (`user_input`, `function_result`).
+    pub input: Vec<Value>,
+    /// Client-side `function` tools.
+    pub functions: Vec<ToolDeclaration>,
+    /// Whether `code_execution` was asked for.
+    pub code_execution: bool,
+    /// The environment, if given.
+    pub environment: Option<EnvironmentChoice>,
+    /// The interaction this one continues.
+    pub previous_interaction_id: Option<String>,
+    /// The system instruction's text.
+    pub system_instruction: Option<String>,
+    /// Return at once and run on a task.
+    pub background: bool,
+    /// Answer with server-sent events.
+    pub stream: bool,
+}
+
+fn invalid(path: &str, problem: impl std::fmt::Display) -> ServiceError {
+    ServiceError::invalid(format!("invalid request at `{path}`: {problem}"))
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn string(value: &Value, path: &str) -> Result<String, ServiceError> {
+    value
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| invalid(path, format!("expected a string, got {}", kind(value))))
+}
+
+fn boolean(value: Option<&Value>, path: &str) -> Result<bool, ServiceError> {
+    match value {
+        None => Ok(false),
+        Some(Value::Bool(flag)) => Ok(*flag),
+        Some(other) => Err(invalid(
+            path,
+            format!("expected true or false, got {}", kind(other)),
+        )),
+    }
+}
+
+fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, ServiceError> {
+    value
+        .as_object()
+        .ok_or_else(|| invalid(path, format!("expected an object, got {}", kind(value))))
+}
+
+impl CreateRequest {
+    /// Checks `body` and extracts the request, or says what is wrong and where.
+    pub fn parse(body: &Value, allow_host_sources: bool) -> Result<Self, ServiceError> {
+        let map = object(body, "$")?;
+        for key in map.keys() {
+            if UNSUPPORTED.contains(&key.as_str()) {
+                return Err(invalid(
+                    &format!("$.{key}"),
+                    "not supported by hookbox; hookbox serves agents (give `agent`, the name of \
+                     an [agents.\"NAME\"] table of hookbox.toml)",
+                ));
+            }
+            if !ACCEPTED.contains(&key.as_str()) {
+                return Err(invalid(
+                    &format!("$.{key}"),
+                    format!(
+                        "unknown field; the create body takes {}",
+                        ACCEPTED.join(", ")
+                    ),
+                ));
+            }
+        }
+        let agent = match map.get("agent") {
+            Some(value) => string(value, "$.agent")?,
+            None => return Err(invalid("$.agent", "missing; name the agent to run")),
+        };
+        if let Some(config) = map.get("agent_config") {
+            object(config, "$.agent_config")?;
+        }
+        if let Some(labels) = map.get("labels") {
+            for (key, value) in object(labels, "$.labels")? {
+                string(value, &format!("$.labels.{key}"))?;
+            }
+        }
+        if let Some(tier) = map.get("service_tier") {
+            string(tier, "$.service_tier")?;
+        }
+        let input = match map.get("input") {
+            Some(value) => parse_input(value)?,
+            None => {
+                return Err(invalid(
+                    "$.input",
+                    "missing; give a string, content or steps",
+                ));
+            }
+        };
+        let (functions, code_execution) = match map.get("tools") {
+            Some(value) => parse_tools(value)?,
+            None => (Vec::new(), false),
+        };
+        let environment = match map.get("environment") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(EnvironmentChoice::Existing(
+                id.strip_prefix("environments/").unwrap_or(id).to_owned(),
+            )),
+            Some(value @ Value::Object(_)) => {
+                let spec = EnvironmentSpec::from_json_at(value, "$.environment")
+                    .map_err(|err| ServiceError::invalid(err.to_string()))?;
+                if spec.from_environment.is_some() {
+                    return Err(invalid(
+                        "$.environment.from_environment",
+                        "not part of an interaction's environment; create the environment with \
+                         POST /{v}/environments and pass its id",
+                    ));
+                }
+                if !allow_host_sources {
+                    refuse_host_sources(&spec)?;
+                }
+                Some(EnvironmentChoice::Config(spec))
+            }
+            Some(other) => {
+                return Err(invalid(
+                    "$.environment",
+                    format!(
+                        "expected an environment id or an environment object, got {}",
+                        kind(other)
+                    ),
+                ));
+            }
+        };
+        let previous_interaction_id = map
+            .get("previous_interaction_id")
+            .map(|value| string(value, "$.previous_interaction_id"))
+            .transpose()?;
+        let system_instruction = map
+            .get("system_instruction")
+            .map(|value| instruction_text(value, "$.system_instruction"))
+            .transpose()?;
+        boolean(map.get("store"), "$.store")?;
+        Ok(Self {
+            agent,
+            input,
+            functions,
+            code_execution,
+            environment,
+            previous_interaction_id,
+            system_instruction,
+            background: boolean(map.get("background"), "$.background")?,
+            stream: boolean(map.get("stream"), "$.stream")?,
+        })
+    }
+}
+
+/// `input`: a string, one content object, a list of content objects, or a list of steps.
+fn parse_input(value: &Value) -> Result<Vec<Value>, ServiceError> {
+    match value {
+        Value::String(text) => Ok(vec![crate::interaction::user_input(text)]),
+        Value::Object(map) if is_step_type(map) => Ok(vec![parse_step(value, "$.input")?]),
+        Value::Object(_) => Ok(vec![json!({
+            "type": "user_input",
+            "content": [parse_content(value, "$.input")?],
+        })]),
+        Value::Array(items) if items.is_empty() => Err(invalid("$.input", "empty list")),
+        Value::Array(items) => {
+            let steps = items
+                .iter()
+                .filter(|item| item.as_object().is_some_and(is_step_type))
+                .count();
+            if steps == items.len() {
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| parse_step(item, &format!("$.input[{index}]")))
+                    .collect()
+            } else if steps == 0 {
+                let content = items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| parse_content(item, &format!("$.input[{index}]")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(vec![json!({"type": "user_input", "content": content})])
+            } else {
+                Err(invalid(
+                    "$.input",
+                    "mixes steps and content objects; give either a list of steps or a list of \
+                     content",
+                ))
+            }
+        }
+        other => Err(invalid(
+            "$.input",
+            format!("expected a string, content or a list, got {}", kind(other)),
+        )),
+    }
+}
+
+/// Whether an input object is a step rather than content.
+fn is_step_type(map: &Map<String, Value>) -> bool {
+    map.get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| !matches!(kind, "text" | "image" | "audio" | "video" | "document"))
+}
+
+/// One input step: `user_input` or `function_result`.
+fn parse_step(value: &Value, path: &str) -> Result<Value, ServiceError> {
+    let map = object(value, path)?;
+    let kind = map.get("type").and_then(Value::as_str).unwrap_or_default();
+    match kind {
+        "user_input" => {
+            let content_path = format!("{path}.content");
+            let content = match map.get("content") {
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .enumerate()
+                    .map(|(index, part)| parse_content(part, &format!("{content_path}[{index}]")))
+                    .collect::<Result<Vec<_>, _>>()?,
+                Some(part @ Value::Object(_)) => vec![parse_content(part, &content_path)?],
+                Some(other) => {
+                    return Err(invalid(
+                        &content_path,
+                        format!("expected a list of content, got {}", kind_of(other)),
+                    ));
+                }
+                None => return Err(invalid(&content_path, "missing")),
+            };
+            Ok(json!({"type": "user_input", "content": content}))
+        }
+        "function_result" => {
+            let call_id = match map.get("call_id") {
+                Some(value) => string(value, &format!("{path}.call_id"))?,
+                None => {
+                    return Err(invalid(
+                        &format!("{path}.call_id"),
+                        "missing; give the `id` of the function_call step this answers",
+                    ));
+                }
+            };
+            let Some(result) = map.get("result") else {
+                return Err(invalid(&format!("{path}.result"), "missing"));
+            };
+            let mut step = json!({"type": "function_result", "call_id": call_id, "result": result});
+            if let Some(name) = map.get("name") {
+                step["name"] = string(name, &format!("{path}.name"))?.into();
+            }
+            if let Some(is_error) = map.get("is_error") {
+                step["is_error"] = boolean(Some(is_error), &format!("{path}.is_error"))?.into();
+            }
+            Ok(step)
+        }
+        other => Err(invalid(
+            &format!("{path}.type"),
+            format!(
+                "input step type `{other}` is not accepted; give user_input or function_result"
+            ),
+        )),
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    kind(value)
+}
+
+/// One content object; hookbox's agent loop takes text only.
+fn parse_content(value: &Value, path: &str) -> Result<Value, ServiceError> {
+    let map = object(value, path)?;
+    let kind = map.get("type").and_then(Value::as_str).unwrap_or("text");
+    if kind != "text" {
+        return Err(invalid(
+            &format!("{path}.type"),
+            format!("content type `{kind}` is not supported; hookbox agents take text input"),
+        ));
+    }
+    let text = match map.get("text") {
+        Some(text) => string(text, &format!("{path}.text"))?,
+        None => return Err(invalid(&format!("{path}.text"), "missing")),
+    };
+    Ok(json!({"type": "text", "text": text}))
+}
+
+/// `tools`: `code_execution` and `function` declarations.
+fn parse_tools(value: &Value) -> Result<(Vec<ToolDeclaration>, bool), ServiceError> {
+    let Value::Array(items) = value else {
+        return Err(invalid(
+            "$.tools",
+            format!("expected a list of tools, got {}", kind(value)),
+        ));
+    };
+    let mut functions: Vec<ToolDeclaration> = Vec::new();
+    let mut code_execution = false;
+    for (index, item) in items.iter().enumerate() {
+        let path = format!("$.tools[{index}]");
+        let map = object(item, &path)?;
+        let kind = match map.get("type") {
+            Some(kind) => string(kind, &format!("{path}.type"))?,
+            None => return Err(invalid(&format!("{path}.type"), "missing")),
+        };
+        match kind.as_str() {
+            "code_execution" => code_execution = true,
+            "function" => {
+                let name = match map.get("name") {
+                    Some(name) => string(name, &format!("{path}.name"))?,
+                    None => return Err(invalid(&format!("{path}.name"), "missing")),
+                };
+                if name.is_empty() || BUILTIN_NAMES.contains(&name.as_str()) {
+                    return Err(invalid(
+                        &format!("{path}.name"),
+                        format!(
+                            "`{name}` cannot name a function: it is empty or a built-in tool's name"
+                        ),
+                    ));
+                }
+                if functions.iter().any(|function| function.name == name) {
+                    return Err(invalid(
+                        &format!("{path}.name"),
+                        format!("function `{name}` is declared twice"),
+                    ));
+                }
+                let description = map
+                    .get("description")
+                    .map(|value| string(value, &format!("{path}.description")))
+                    .transpose()?
+                    .unwrap_or_default();
+                let parameters = match map.get("parameters") {
+                    Some(value) => {
+                        object(value, &format!("{path}.parameters"))?;
+                        value.clone()
+                    }
+                    None => json!({"type": "object", "properties": {}}),
+                };
+                functions.push(ToolDeclaration {
+                    name,
+                    description,
+                    parameters,
+                });
+            }
+            other => {
+                return Err(invalid(
+                    &format!("{path}.type"),
+                    format!(
+                        "tool type `{other}` is not supported by hookbox; supported: \
+                         code_execution, function"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok((functions, code_execution))
+}
+
+/// `system_instruction`: a string, a content object or a list of them.
+fn instruction_text(value: &Value, path: &str) -> Result<String, ServiceError> {
+    match value {
+        Value::String(text) => Ok(text.clone()),
+        Value::Object(_) => Ok(parse_content(value, path)?["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| instruction_text(item, &format!("{path}[{index}]")))
+            .collect(),
+        other => Err(invalid(
+            path,
+            format!("expected a string or text content, got {}", kind(other)),
+        )),
+    }
+}
+
+/// Refuses sources that would copy this host's files into the environment.
+fn refuse_host_sources(spec: &EnvironmentSpec) -> Result<(), ServiceError> {
+    for (index, source) in spec.sources.iter().enumerate() {
+        let host = match source {
+            Source::Directory { .. } => true,
+            Source::Repository { url, .. } => !is_remote_url(url),
+            Source::Inline { .. } => false,
+        };
+        if host {
+            return Err(invalid(
+                &format!("$.environment.sources[{index}]"),
+                "this source reads the server's own filesystem, which the API does not allow; \
+                 use an inline source or a remote repository URL (the server's operator can set \
+                 `allow_host_sources`)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a git URL names another host rather than a path on this one.
+fn is_remote_url(url: &str) -> bool {
+    if let Some((scheme, _)) = url.split_once("://") {
+        return !scheme.eq_ignore_ascii_case("file");
+    }
+    match (url.find(':'), url.find('/')) {
+        (Some(colon), Some(slash)) => colon < slash && colon > 0,
+        (Some(colon), None) => colon > 0,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(body: Value) -> String {
+        match CreateRequest::parse(&body, false) {
+            Ok(_) => panic!("accepted {body}"),
+            Err(err) => err.message,
+        }
+    }
+
+    #[test]
+    fn inputs_of_every_shape_become_steps() {
+        let parse = |input: Value| {
+            CreateRequest::parse(&json!({"agent": "a", "input": input}), false)
+                .map(|request| request.input)
+                .unwrap_or_else(|err| panic!("{}", err.message))
+        };
+        let text = json!([{"type": "user_input", "content": [{"type": "text", "text": "hi"}]}]);
+        assert_eq!(json!(parse(json!("hi"))), text);
+        assert_eq!(json!(parse(json!({"type": "text", "text": "hi"}))), text);
+        assert_eq!(json!(parse(json!([{"text": "hi"}]))), text);
+        assert_eq!(json!(parse(text.clone())), text);
+        let result =
+            parse(json!([{"type": "function_result", "call_id": "c1", "result": {"ok": 1}}]));
+        assert_eq!(result[0]["call_id"], "c1");
+    }
+
+    #[test]
+    fn problems_name_their_json_path() {
+        assert!(error(json!({"agent": "a", "input": "x", "bogus": 1})).contains("`$.bogus`"));
+        assert!(error(json!({"input": "x"})).contains("`$.agent`"));
+        assert!(
+            error(json!({"agent": "a", "input": "x", "tools": [{"type": "google_search"}]}))
+                .contains("`$.tools[0].type`")
+        );
+        assert!(
+            error(json!({"agent": "a", "input": [{"type": "function_result", "result": 1}]}))
+                .contains("`$.input[0].call_id`")
+        );
+        assert!(
+            error(json!({"agent": "a", "input": "x", "environment": {"type": "remote", "sources": [{"type": "local", "source": "/etc"}]}}))
+                .contains("$.environment.sources[0]")
+        );
+        assert!(error(json!({"agent": "a", "input": "x", "model": "m"})).contains("`$.model`"));
+    }
+}

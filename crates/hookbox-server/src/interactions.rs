@@ -1,0 +1,155 @@
+//! `/{v}/interactions…`: create, get, cancel, delete, and their server-sent events. The work is
+//! `hookbox_agent::service`'s; this module maps HTTP to it.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use hookbox_agent::service::{ErrorKind, ServiceError, events_after};
+use serde_json::{Value, json};
+
+use crate::Shared;
+use crate::environments::json_body;
+use crate::error::ApiError;
+
+impl From<ServiceError> for ApiError {
+    fn from(err: ServiceError) -> Self {
+        match err.kind {
+            ErrorKind::InvalidArgument => Self::invalid(err.message),
+            ErrorKind::NotFound => Self::not_found(err.message),
+            ErrorKind::FailedPrecondition => {
+                Self::new(StatusCode::BAD_REQUEST, "failed_precondition", err.message)
+            }
+            ErrorKind::Internal => Self::internal("interaction failure", &err.message),
+        }
+    }
+}
+
+/// `POST /{v}/interactions`.
+pub(crate) async fn create(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let value = json_body(body)?;
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|value| value.to_str().ok())
+        .filter(|value| !value.is_empty())
+        .map(str::to_owned);
+    let outcome = state.interactions.create(value, key).await?;
+    tracing::info!(id = outcome.id, "interaction created");
+    if outcome.stream {
+        return Ok(event_stream(state, outcome.id, None));
+    }
+    Ok(Json(outcome.interaction).into_response())
+}
+
+/// `GET /{v}/interactions/{id}[?stream=true&last_event_id=]`.
+pub(crate) async fn get(
+    State(state): State<Shared>,
+    Path((_version, id)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let stream = match query.get("stream").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "invalid query parameter `stream`: expected true or false, got `{other}`"
+            )));
+        }
+    };
+    let interaction = state.interactions.get(&id).await?;
+    if !stream {
+        return Ok(Json(interaction).into_response());
+    }
+    let last = match query.get("last_event_id") {
+        None => None,
+        Some(text) => Some(text.parse::<u64>().map_err(|_| {
+            ApiError::invalid(format!(
+                "invalid query parameter `last_event_id`: `{text}` is not an event id of this \
+                 server (they are numbers)"
+            ))
+        })?),
+    };
+    Ok(event_stream(state, id, last))
+}
+
+/// `POST /{v}/interactions/{id}/cancel`.
+pub(crate) async fn cancel(
+    State(state): State<Shared>,
+    Path((_version, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(state.interactions.cancel(&id).await?))
+}
+
+/// `DELETE /{v}/interactions/{id}` → `{}`.
+pub(crate) async fn delete(
+    State(state): State<Shared>,
+    Path((_version, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    state.interactions.delete(&id).await?;
+    tracing::info!(id, "interaction deleted");
+    Ok(Json(json!({})))
+}
+
+/// A `text/event-stream` reply with the interaction's events after `last`, following the run
+/// until it stops, then `data: [DONE]`.
+fn event_stream(state: Shared, id: String, last: Option<u64>) -> Response {
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
+    tokio::spawn(async move {
+        let mut last = last;
+        loop {
+            let stored = match state.interactions.load(&id).await {
+                Ok(stored) => stored,
+                Err(err) => {
+                    let error = json!({"event_type": "error", "error": {"code": "not_found", "message": err.message}});
+                    let _ = sender
+                        .send(Ok(Bytes::from(format!("event: error\ndata: {error}\n\n"))))
+                        .await;
+                    break;
+                }
+            };
+            let (events, finished) = events_after(&stored, last);
+            for event in events {
+                last = Some(event.id);
+                let frame = format!(
+                    "event: {}\nid: {}\ndata: {}\n\n",
+                    event.event_type, event.id, event.data
+                );
+                if sender.send(Ok(Bytes::from(frame))).await.is_err() {
+                    return;
+                }
+            }
+            if finished {
+                let _ = sender
+                    .send(Ok(Bytes::from_static(b"data: [DONE]\n\n")))
+                    .await;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            state
+                .interactions
+                .wait_for(&id, Duration::from_millis(200))
+                .await;
+        }
+    });
+    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|item| (item, receiver))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
