@@ -1,4 +1,5 @@
-//! hookbox's one guarded HTTP client.
+//! hookbox's one guarded HTTP client, the egress policy, and the egress proxy
+//! ([`EgressProxy`]) that applies the same policy and address rules to the traffic of sandboxes.
 //!
 //! Every outbound HTTP request hookbox makes goes through a [`GuardedClient`] (clippy's
 //! `disallowed-methods` bans building a `reqwest::Client` anywhere else). The client:
@@ -36,6 +37,7 @@ mod headers;
 mod host;
 mod options;
 mod policy;
+mod proxy;
 mod resolve;
 mod stream;
 mod target;
@@ -46,4 +48,5 @@ pub use error::NetError;
 pub use ipnet::IpNet;
 pub use options::ClientOptions;
 pub use policy::{Decision, EgressPolicy, PolicyError};
+pub use proxy::{DecisionLog, EgressProxy, ProxyDecision, ProxyListener, ProxyOptions};
 pub use stream::StreamingReply;

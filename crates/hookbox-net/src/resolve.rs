@@ -1,15 +1,17 @@
 //! The guarded DNS resolver: static overrides first, then `localhost` names (loopback, never
-//! looked up), then the system resolver; every address is checked against the client's address rules and only admitted ones are handed to the
-//! connector, so the connection goes to a checked address with no second lookup.
+//! looked up), then the system resolver; every address is checked against the address rules and
+//! only admitted ones are handed to the connector (the client's, or the egress proxy's dial), so
+//! the connection goes to a checked address with no second lookup.
 
 use std::collections::HashMap;
+use std::error::Error;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 use crate::NetError;
-use crate::address::AddressRules;
+use crate::address::{AddressRefusal, AddressRules};
 use crate::host;
 
 /// Resolves names for one client. reqwest does not call it for IP-literal URLs: those are
@@ -41,9 +43,24 @@ impl GuardedResolver {
     }
 }
 
-impl Resolve for GuardedResolver {
-    fn resolve(&self, name: Name) -> Resolving {
-        let host = name.as_str().to_owned();
+/// Why a name gave no address to dial.
+#[derive(Debug)]
+pub(crate) enum LookupError {
+    /// The system resolver failed.
+    Failed(std::io::Error),
+    /// Every address the name resolved to is refused by the address rules.
+    Refused(AddressRefusal),
+}
+
+impl GuardedResolver {
+    /// The admitted addresses of `host` (a name, not an IP literal): static overrides first,
+    /// then `localhost` names, then the system resolver; every candidate is checked against the
+    /// address rules.
+    pub(crate) fn lookup(
+        &self,
+        host: &str,
+    ) -> impl Future<Output = Result<Vec<IpAddr>, LookupError>> + Send + 'static {
+        let host = host.to_owned();
         let rules = Arc::clone(&self.rules);
         let pinned = host::canonical(&host).ok().and_then(|canonical| {
             self.overrides
@@ -51,15 +68,33 @@ impl Resolve for GuardedResolver {
                 .cloned()
                 .or_else(|| is_localhost(&canonical).then(loopback))
         });
-        Box::pin(async move {
+        async move {
             let candidates = match pinned {
                 Some(addresses) => addresses,
                 None => tokio::net::lookup_host((host.as_str(), 0))
-                    .await?
+                    .await
+                    .map_err(LookupError::Failed)?
                     .map(|address| address.ip())
                     .collect(),
             };
-            let admitted = rules.admit(&host, candidates)?;
+            rules.admit(&host, candidates).map_err(LookupError::Refused)
+        }
+    }
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let lookup = self.lookup(name.as_str());
+        Box::pin(async move {
+            // The refusal is boxed as itself so `NetError::from_transport` can find it.
+            let admitted = lookup
+                .await
+                .map_err(|error| -> Box<dyn Error + Send + Sync> {
+                    match error {
+                        LookupError::Failed(error) => Box::new(error),
+                        LookupError::Refused(refusal) => Box::new(refusal),
+                    }
+                })?;
             let addrs: Addrs = Box::new(admitted.into_iter().map(|ip| SocketAddr::new(ip, 0)));
             Ok(addrs)
         })

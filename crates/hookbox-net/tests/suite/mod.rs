@@ -14,6 +14,8 @@ mod failures;
 mod limits;
 /// Parsing `network` policies and deciding hosts: JSON paths, domain matching, entry order.
 mod policy;
+/// The egress proxy: forwarding, tunnels, refusals, limits and the decision log.
+mod proxy;
 /// HTTPS: the ring-backed TLS stack, platform roots and extra roots.
 mod tls;
 

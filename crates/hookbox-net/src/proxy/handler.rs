@@ -1,0 +1,337 @@
+//! One proxied request: the target, the policy (before any DNS lookup), the checked addresses
+//! and the dial, then either a `CONNECT` tunnel or a forwarded plain HTTP exchange.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{
+    CONNECTION, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue, PROXY_AUTHENTICATE,
+    PROXY_AUTHORIZATION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE,
+};
+use hyper::{Method, Request, Response, StatusCode, Uri, Version};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use super::target::{self, Target};
+use super::{Connection, ProxyDecision, tunnel};
+use crate::resolve::LookupError;
+
+/// The body of every response the proxy sends: upstream bodies as they stream, or its own text.
+pub(super) type ProxyBody = BoxBody<Bytes, hyper::Error>;
+
+/// Handles one request and reports its outcome to the connection's decision log.
+pub(super) async fn handle(
+    connection: Arc<Connection>,
+    request: Request<Incoming>,
+) -> Response<ProxyBody> {
+    let method = request.method().to_string();
+    let (response, decision) = match target::parse(&request) {
+        Err(bad) => (
+            text(StatusCode::BAD_REQUEST, &bad.reason),
+            ProxyDecision {
+                host: bad.host,
+                port: bad.port,
+                method,
+                allowed: false,
+                reason: bad.reason,
+            },
+        ),
+        Ok(target) => {
+            let outcome = proceed(&connection, &target, request).await;
+            let decision = ProxyDecision {
+                host: target.host,
+                port: target.port,
+                method,
+                allowed: outcome.allowed,
+                reason: outcome.reason,
+            };
+            (outcome.response, decision)
+        }
+    };
+    (connection.log)(decision);
+    response
+}
+
+/// What became of a request with a valid target.
+struct Outcome {
+    response: Response<ProxyBody>,
+    allowed: bool,
+    reason: String,
+}
+
+/// A request that is not sent upstream: the status to answer and why.
+struct Refusal {
+    status: StatusCode,
+    reason: String,
+}
+
+impl Refusal {
+    fn forbidden(reason: String) -> Self {
+        Self {
+            status: StatusCode::FORBIDDEN,
+            reason,
+        }
+    }
+}
+
+impl From<Refusal> for Outcome {
+    fn from(refusal: Refusal) -> Self {
+        Self {
+            response: text(refusal.status, &refusal.reason),
+            allowed: false,
+            reason: refusal.reason,
+        }
+    }
+}
+
+async fn proceed(
+    connection: &Arc<Connection>,
+    target: &Target,
+    mut request: Request<Incoming>,
+) -> Outcome {
+    let connect = request.method() == Method::CONNECT;
+    let (upstream, reason) = match admit_and_dial(connection, target, connect).await {
+        Ok(dialed) => dialed,
+        Err(refusal) => return refusal.into(),
+    };
+    if connect {
+        let on_upgrade = hyper::upgrade::on(&mut request);
+        tokio::spawn(tunnel::relay(on_upgrade, upstream, Arc::clone(connection)));
+        return Outcome {
+            response: Response::new(empty()),
+            allowed: true,
+            reason,
+        };
+    }
+    match forward(connection, target, request, upstream).await {
+        Ok(response) => Outcome {
+            response,
+            allowed: true,
+            reason,
+        },
+        Err(refusal) => refusal.into(),
+    }
+}
+
+/// The policy, the port and address rules, then a connection to the first checked address that
+/// answers, with the policy's reason for admitting the host.
+async fn admit_and_dial(
+    connection: &Connection,
+    target: &Target,
+    connect: bool,
+) -> Result<(TcpStream, String), Refusal> {
+    let shared = &connection.shared;
+    let options = &shared.options;
+    let decision = connection.policy.decide(&target.host);
+    if !decision.allowed {
+        return Err(Refusal::forbidden(decision.reason));
+    }
+    if !decision.inject.is_empty() {
+        return Err(Refusal::forbidden(format!(
+            "{}, whose `transform` headers are only injected on TLS the proxy terminates (never \
+             over plain HTTP or a blind tunnel); interception is not available yet, so the \
+             request is refused rather than sent without them",
+            decision.reason
+        )));
+    }
+    if connect && !options.connect_ports.contains(&target.port) {
+        return Err(Refusal::forbidden(format!(
+            "CONNECT to port {} is not allowed (allowed ports: {:?})",
+            target.port, options.connect_ports
+        )));
+    }
+    let addresses = match target.host.parse::<IpAddr>() {
+        Ok(ip) => shared.rules.admit(&target.host, [ip]),
+        Err(_) => match shared.resolver.lookup(&target.host).await {
+            Ok(addresses) => Ok(addresses),
+            Err(LookupError::Refused(refusal)) => Err(refusal),
+            Err(LookupError::Failed(error)) => {
+                return Err(Refusal {
+                    status: StatusCode::BAD_GATEWAY,
+                    reason: format!("could not resolve `{}`: {error}", target.host),
+                });
+            }
+        },
+    }
+    .map_err(|refusal| Refusal::forbidden(refusal.to_string()))?;
+    let candidates: Vec<SocketAddr> = addresses
+        .into_iter()
+        .map(|ip| SocketAddr::new(ip, target.port))
+        .filter(|address| !is_own(address, &connection.own_addresses))
+        .collect();
+    if candidates.is_empty() {
+        return Err(Refusal::forbidden(format!(
+            "`{}:{}` is hookbox's own listener; the proxy does not connect to itself",
+            target.host, target.port
+        )));
+    }
+    let mut last_error = String::new();
+    for address in candidates {
+        match tokio::time::timeout(options.connect_timeout, TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => return Ok((stream, decision.reason)),
+            Ok(Err(error)) => last_error = format!("{address}: {error}"),
+            Err(_elapsed) => last_error = format!("{address}: timed out"),
+        }
+    }
+    Err(Refusal {
+        status: StatusCode::BAD_GATEWAY,
+        reason: format!(
+            "could not connect to `{}:{}` ({last_error})",
+            target.host, target.port
+        ),
+    })
+}
+
+/// Whether `address` is one of hookbox's own listeners (an unspecified listener address stands
+/// for every address on its port).
+fn is_own(address: &SocketAddr, own: &[SocketAddr]) -> bool {
+    own.iter().any(|listener| {
+        listener.port() == address.port()
+            && (listener.ip().is_unspecified()
+                || listener.ip().to_canonical() == address.ip().to_canonical())
+    })
+}
+
+/// Sends `request` in origin form on `upstream` and returns the response head with its body
+/// streaming; hop-by-hop headers are dropped both ways and nothing is followed.
+async fn forward(
+    connection: &Connection,
+    target: &Target,
+    request: Request<Incoming>,
+    upstream: TcpStream,
+) -> Result<Response<ProxyBody>, Refusal> {
+    let bad_gateway = |reason: String| Refusal {
+        status: StatusCode::BAD_GATEWAY,
+        reason,
+    };
+    let (mut parts, body) = request.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    let host = HeaderValue::from_str(&target.host_header())
+        .map_err(|error| bad_gateway(format!("invalid upstream Host: {error}")))?;
+    parts.headers.insert(HOST, host);
+    parts.uri = target
+        .path
+        .parse::<Uri>()
+        .map_err(|error| bad_gateway(format!("invalid upstream path: {error}")))?;
+    parts.version = Version::HTTP_11;
+    let (mut sender, exchange) = hyper::client::conn::http1::handshake(TokioIo::new(upstream))
+        .await
+        .map_err(|error| bad_gateway(format!("upstream handshake failed: {error}")))?;
+    let mut shutdown = connection.shutdown.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = exchange => {}
+            _ = shutdown.changed() => {}
+        }
+    });
+    let idle = connection.shared.options.idle_timeout;
+    let response =
+        tokio::time::timeout(idle, sender.send_request(Request::from_parts(parts, body)))
+            .await
+            .map_err(|_elapsed| Refusal {
+                status: StatusCode::GATEWAY_TIMEOUT,
+                reason: format!("the upstream sent no response within {idle:?}"),
+            })?
+            .map_err(|error| bad_gateway(format!("the upstream exchange failed: {error}")))?;
+    let (mut parts, body) = response.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    Ok(Response::from_parts(parts, body.boxed()))
+}
+
+/// Removes the headers that describe one hop rather than the message: those named in
+/// `Connection`, and the standard ones (`Proxy-Authorization` among them).
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in [
+        CONNECTION,
+        PROXY_AUTHENTICATE,
+        PROXY_AUTHORIZATION,
+        TE,
+        TRAILER,
+        TRANSFER_ENCODING,
+        UPGRADE,
+        HeaderName::from_static("keep-alive"),
+        HeaderName::from_static("proxy-connection"),
+    ] {
+        headers.remove(name);
+    }
+}
+
+/// The proxy's own answer: `status` with `reason` as a short plain-text body. The connection
+/// is closed after it, so bytes a client sent after a refused `CONNECT` (or a request body of
+/// unclear framing) are never read as a next request.
+fn text(status: StatusCode, reason: &str) -> Response<ProxyBody> {
+    let body = Full::new(Bytes::from(format!("{reason}\n")))
+        .map_err(|never| match never {})
+        .boxed();
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+fn empty() -> ProxyBody {
+    Full::new(Bytes::new())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use hyper::header::{HeaderMap, HeaderName};
+
+    use super::{is_own, strip_hop_by_hop};
+
+    #[test]
+    fn hop_by_hop_headers_and_those_named_in_connection_are_removed() {
+        let mut headers = HeaderMap::new();
+        for (name, value) in [
+            ("connection", "keep-alive, x-hop"),
+            ("x-hop", "1"),
+            ("keep-alive", "timeout=5"),
+            ("proxy-authorization", "Basic c2VjcmV0"),
+            ("proxy-connection", "keep-alive"),
+            ("transfer-encoding", "chunked"),
+            ("upgrade", "websocket"),
+            ("authorization", "Bearer kept"),
+            ("accept", "*/*"),
+        ] {
+            headers.append(name, value.parse().unwrap());
+        }
+        strip_hop_by_hop(&mut headers);
+        let mut left: Vec<&str> = headers.keys().map(HeaderName::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["accept", "authorization"]);
+    }
+
+    #[test]
+    fn own_addresses_match_by_port_and_address() {
+        let address = |text: &str| text.parse::<SocketAddr>().unwrap();
+        let own = [address("127.0.0.1:3128"), address("0.0.0.0:8080")];
+        assert!(is_own(&address("127.0.0.1:3128"), &own));
+        assert!(is_own(&address("[::ffff:127.0.0.1]:3128"), &own));
+        assert!(is_own(&address("10.0.0.1:8080"), &own));
+        assert!(!is_own(&address("127.0.0.1:3129"), &own));
+        assert!(!is_own(&address("127.0.0.2:3128"), &own));
+    }
+}

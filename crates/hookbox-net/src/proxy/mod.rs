@@ -1,0 +1,320 @@
+//! The egress proxy: an HTTP/1.1 forward proxy serving one environment per listener (a Unix
+//! socket bound into its sandbox, or a TCP listener), applying that environment's
+//! [`EgressPolicy`] and the address rules to every request.
+//!
+//! Each request is handled in this order, and the first refusal answers it:
+//!
+//! 1. **Framing** (400): hyper's parser refuses CR/LF/NUL in the target, obs-fold, differing
+//!    `Content-Length`s and a `Transfer-Encoding` not ending in `chunked`, and oversized heads
+//!    (431); a request with both `Content-Length` and `Transfer-Encoding` is re-framed as
+//!    chunked (the length is dropped) and its connection closed after the response. The proxy
+//!    also refuses duplicate `Host` headers.
+//! 2. **Target** (400): `CONNECT host:port` (authority form), or an absolute `http://` URL whose
+//!    `Host` header, if any, names the same host and port. Origin-form requests, `https://`
+//!    URLs (use `CONNECT`) and user info in the target are refused. The host is canonicalized.
+//! 3. **Policy** (403), decided on the canonical host **before any DNS lookup**. Hosts whose
+//!    allowlist entry has a `transform` are refused for now, for `CONNECT` and plain HTTP alike:
+//!    their headers are only ever injected on TLS the proxy terminates, and a request must not go
+//!    out without them. `CONNECT` is limited to [`ProxyOptions::connect_ports`].
+//! 4. **Addresses** (403): an IP literal is checked directly, a name goes through the guarded
+//!    resolver; addresses of the proxy itself ([`ProxyOptions::own_addresses`] and the TCP
+//!    listener's own address) are never dialed. The dial goes to a checked address.
+//! 5. **Forwarding**: `CONNECT` answers 200 and relays bytes until either side closes or the
+//!    tunnel is idle for [`ProxyOptions::idle_timeout`]; plain HTTP is sent on a fresh upstream
+//!    connection in origin form, with hop-by-hop headers (and `Proxy-Authorization`) removed both
+//!    ways. Responses, redirects included, are passed back as they are: the proxy follows
+//!    nothing.
+//!
+//! Every request's outcome is reported once to the [`DecisionLog`] as a [`ProxyDecision`], which
+//! never carries header values. Connections beyond [`ProxyOptions::max_connections`] get a 503.
+//!
+//! next: TLS interception for hosts whose entry has a `transform` (a per-environment CA made with
+//! rcgen, leaf certificates per host, the upstream verified against the real roots, SNI and inner
+//! `Host` checked against the `CONNECT` host, `transform` headers overwriting the sandbox's),
+//! and the relay on 127.0.0.1 inside the sandbox.
+
+mod handler;
+mod target;
+mod tunnel;
+
+use std::convert::Infallible;
+use std::fmt;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use ipnet::IpNet;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::task::JoinSet;
+
+use crate::address::AddressRules;
+use crate::resolve::GuardedResolver;
+use crate::{EgressPolicy, NetError};
+
+/// Settings of an [`EgressProxy`]. The defaults are the strict ones: no loopback, no private
+/// ranges, `CONNECT` to port 443 only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyOptions {
+    /// Allow dialing loopback addresses (default `false`); for tests and local upstreams.
+    pub permit_loopback: bool,
+    /// Non-public ranges that may be dialed anyway (default none). Unspecified, multicast,
+    /// broadcast and cloud metadata addresses stay refused even inside a listed range.
+    pub allow_private_cidrs: Vec<IpNet>,
+    /// Static name overrides, like curl's `--resolve`, answered without a DNS lookup; the
+    /// addresses are still checked like resolved ones.
+    pub resolve: Vec<(String, IpAddr)>,
+    /// The ports `CONNECT` may reach (default `[443]`). Plain HTTP may use any port.
+    pub connect_ports: Vec<u16>,
+    /// Addresses that belong to hookbox itself (the relay, the hook receiver) and are never
+    /// dialed. A TCP listener's own address is added automatically.
+    pub own_addresses: Vec<SocketAddr>,
+    /// The most connections served at once per listener (default 256); more get a 503.
+    pub max_connections: usize,
+    /// How long a client may take to send a request head (default 10 s).
+    pub header_read_timeout: Duration,
+    /// The largest request head accepted, in bytes (default 16 KiB; at least 8 KiB is
+    /// enforced). Larger heads get a 431.
+    pub max_header_bytes: usize,
+    /// The longest a TCP connect upstream may take (default 10 s).
+    pub connect_timeout: Duration,
+    /// How long a tunnel may carry no bytes in either direction, and how long an upstream may
+    /// take to answer a plain HTTP request, before the connection is closed (default 5 min).
+    pub idle_timeout: Duration,
+}
+
+impl Default for ProxyOptions {
+    fn default() -> Self {
+        Self {
+            permit_loopback: false,
+            allow_private_cidrs: Vec::new(),
+            resolve: Vec::new(),
+            connect_ports: vec![443],
+            own_addresses: Vec::new(),
+            max_connections: 256,
+            header_read_timeout: Duration::from_secs(10),
+            max_header_bytes: 16 * 1024,
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// One request's outcome, for the hook trace and the audit store. It never holds header values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyDecision {
+    /// The canonical host of the request target (as written when it has no canonical form;
+    /// empty when the request had no usable target or was refused before being read).
+    pub host: String,
+    /// The target port (0 when unknown).
+    pub port: u16,
+    /// The request method (`CONNECT`, `GET`, …; empty when refused before being read).
+    pub method: String,
+    /// Whether the request was sent upstream (for `CONNECT`, whether the tunnel was opened).
+    pub allowed: bool,
+    /// Why: the rule that admitted or refused it, or the upstream failure.
+    pub reason: String,
+}
+
+/// Receives every [`ProxyDecision`]; called on the connection's task, so it should be quick
+/// (push to a channel or a buffer).
+pub type DecisionLog = Arc<dyn Fn(ProxyDecision) + Send + Sync>;
+
+/// Where an environment's clients connect to its proxy.
+#[derive(Debug)]
+pub enum ProxyListener {
+    /// A Unix socket, bound into the sandbox.
+    Unix(UnixListener),
+    /// A TCP listener (its own address is never dialed).
+    Tcp(TcpListener),
+}
+
+impl From<UnixListener> for ProxyListener {
+    fn from(listener: UnixListener) -> Self {
+        Self::Unix(listener)
+    }
+}
+
+impl From<TcpListener> for ProxyListener {
+    fn from(listener: TcpListener) -> Self {
+        Self::Tcp(listener)
+    }
+}
+
+/// One accepted connection.
+enum Accepted {
+    Unix(tokio::net::UnixStream),
+    Tcp(tokio::net::TcpStream),
+}
+
+impl ProxyListener {
+    async fn accept(&self) -> io::Result<Accepted> {
+        match self {
+            Self::Unix(listener) => Ok(Accepted::Unix(listener.accept().await?.0)),
+            Self::Tcp(listener) => Ok(Accepted::Tcp(listener.accept().await?.0)),
+        }
+    }
+}
+
+/// The egress proxy: the address rules and resolver shared by every environment it serves.
+/// Cloning is cheap.
+#[derive(Clone)]
+pub struct EgressProxy {
+    shared: Arc<Shared>,
+}
+
+/// What every connection of every listener shares.
+struct Shared {
+    options: ProxyOptions,
+    rules: Arc<AddressRules>,
+    resolver: GuardedResolver,
+}
+
+/// What one served connection needs; tunnels keep it (and so its permit) alive.
+struct Connection {
+    shared: Arc<Shared>,
+    policy: Arc<EgressPolicy>,
+    log: DecisionLog,
+    own_addresses: Arc<[SocketAddr]>,
+    /// Closed when `serve` stops, which ends every tunnel.
+    shutdown: watch::Receiver<()>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl fmt::Debug for EgressProxy {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("EgressProxy")
+            .field("options", &self.shared.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EgressProxy {
+    /// Builds a proxy from `options`; fails on an invalid `resolve` override name or a
+    /// `max_connections` of 0.
+    pub fn new(options: ProxyOptions) -> Result<Self, NetError> {
+        if options.max_connections == 0 {
+            return Err(NetError::Build(
+                "the proxy's max_connections must be at least 1".to_owned(),
+            ));
+        }
+        let rules = Arc::new(AddressRules {
+            permit_loopback: options.permit_loopback,
+            allowed: options.allow_private_cidrs.clone(),
+        });
+        let resolver = GuardedResolver::new(Arc::clone(&rules), &options.resolve)?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                options,
+                rules,
+                resolver,
+            }),
+        })
+    }
+
+    /// Serves one environment on `listener` with its `policy`, reporting every request to `log`,
+    /// until the returned future is dropped. Dropping it closes every connection and tunnel it
+    /// opened (the proxy fails closed). Accept errors (such as running out of file descriptors)
+    /// are retried after a short pause.
+    pub async fn serve(
+        &self,
+        listener: impl Into<ProxyListener>,
+        policy: Arc<EgressPolicy>,
+        log: DecisionLog,
+    ) {
+        let listener = listener.into();
+        let mut own = self.shared.options.own_addresses.clone();
+        if let ProxyListener::Tcp(tcp) = &listener
+            && let Ok(address) = tcp.local_addr()
+        {
+            own.push(address);
+        }
+        let own_addresses: Arc<[SocketAddr]> = own.into();
+        let limit = Arc::new(Semaphore::new(self.shared.options.max_connections));
+        let (_shutdown, shutdown) = watch::channel(());
+        let mut connections = JoinSet::new();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok(accepted) = accepted else {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    };
+                    let Ok(permit) = Arc::clone(&limit).try_acquire_owned() else {
+                        let limit = self.shared.options.max_connections;
+                        log(ProxyDecision {
+                            host: String::new(),
+                            port: 0,
+                            method: String::new(),
+                            allowed: false,
+                            reason: format!("too many connections (the limit is {limit})"),
+                        });
+                        match accepted {
+                            Accepted::Unix(stream) => connections.spawn(refuse_busy(stream)),
+                            Accepted::Tcp(stream) => connections.spawn(refuse_busy(stream)),
+                        };
+                        continue;
+                    };
+                    let connection = Arc::new(Connection {
+                        shared: Arc::clone(&self.shared),
+                        policy: Arc::clone(&policy),
+                        log: Arc::clone(&log),
+                        own_addresses: Arc::clone(&own_addresses),
+                        shutdown: shutdown.clone(),
+                        _permit: permit,
+                    });
+                    match accepted {
+                        Accepted::Unix(stream) => connections.spawn(serve_stream(stream, connection)),
+                        Accepted::Tcp(stream) => connections.spawn(serve_stream(stream, connection)),
+                    };
+                }
+                Some(_finished) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+    }
+}
+
+/// Serves HTTP/1.1 on one accepted connection, with upgrades for `CONNECT`.
+async fn serve_stream<S>(stream: S, connection: Arc<Connection>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let options = &connection.shared.options;
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout)
+        .max_buf_size(options.max_header_bytes.max(8192))
+        .keep_alive(true);
+    let service_connection = Arc::clone(&connection);
+    let service = service_fn(move |request| {
+        let connection = Arc::clone(&service_connection);
+        async move { Ok::<_, Infallible>(handler::handle(connection, request).await) }
+    });
+    // Client hang-ups, timeouts and parse errors (already answered by hyper) end the connection.
+    let _ = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
+}
+
+/// Answers a connection over the limit with a 503 and closes it.
+async fn refuse_busy<S>(mut stream: S)
+where
+    S: AsyncWrite + Unpin,
+{
+    const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\n\
+        content-type: text/plain\r\ncontent-length: 37\r\n\r\n\
+        the egress proxy has too many clients";
+    let write = async {
+        stream.write_all(BUSY).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
+}
