@@ -191,6 +191,8 @@ pub struct InteractionService {
     store: Arc<dyn Store>,
     environments: Environments,
     http: Arc<hookbox_net::GuardedClient>,
+    /// The models' client, built once: building one loads the system's trust roots.
+    model_http: hookbox_net::GuardedClient,
     runs: Mutex<HashMap<String, RunHandle>>,
 }
 
@@ -211,11 +213,14 @@ impl InteractionService {
         let environments = Environments::open(home)?;
         let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())
             .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP client", &err))?;
+        let model_http = hookbox_net::GuardedClient::new(&crate::model::client_options())
+            .map_err(|err| ServiceError::internal("cannot build the models' HTTP client", &err))?;
         Ok(Arc::new(Self {
             config,
             store: Arc::new(store),
             environments,
             http: Arc::new(http),
+            model_http,
             runs: Mutex::new(HashMap::new()),
         }))
     }
@@ -418,9 +423,7 @@ impl InteractionService {
                 )
             }));
         };
-        let client = hookbox_net::GuardedClient::new(&crate::model::client_options())
-            .map_err(|err| ServiceError::internal("cannot build the model's HTTP client", &err))?;
-        crate::model::build(config, client)
+        crate::model::build(config, self.model_http.clone())
             .map_err(|err| ServiceError::precondition(format!("agent `{name}` cannot run: {err}")))
     }
 
