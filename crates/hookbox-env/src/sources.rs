@@ -64,6 +64,17 @@ impl Source {
         }
     }
 
+    /// Whether this source copies files of the machine hookbox runs on: a local directory, a
+    /// `file://` tree, or a repository given as a local path. An API open to other people should
+    /// refuse these.
+    pub fn reads_host(&self) -> bool {
+        match self {
+            Self::Directory { .. } => true,
+            Self::Repository { url, .. } => !is_remote_url(url),
+            Self::Inline { .. } => false,
+        }
+    }
+
     /// Parses the source at JSON path `path`.
     pub(crate) fn parse(value: &Value, path: &str) -> Result<Self, SpecError> {
         let map = json::object(value, path, "a source object")?;
@@ -286,5 +297,18 @@ mod tests {
         assert!(err.problem.contains("not available in this build"), "{err}");
         let err = parse(json!({"type":"local","source":"rel/dir"})).unwrap_err();
         assert_eq!(err.path, "$.sources[0].source");
+    }
+}
+
+/// Whether a git URL names another host (`https://…`, `ssh://…`, `user@host:path`), not a
+/// path on this one.
+fn is_remote_url(url: &str) -> bool {
+    if let Some((scheme, _)) = url.split_once("://") {
+        return !scheme.eq_ignore_ascii_case("file");
+    }
+    match (url.find(':'), url.find('/')) {
+        (Some(colon), Some(slash)) => colon < slash && colon > 0,
+        (Some(colon), None) => colon > 0,
+        _ => false,
     }
 }

@@ -437,34 +437,15 @@ fn instruction_text(value: &Value, path: &str) -> Result<String, ServiceError> {
 
 /// Refuses sources that would copy this host's files into the environment.
 fn refuse_host_sources(spec: &EnvironmentSpec) -> Result<(), ServiceError> {
-    for (index, source) in spec.sources.iter().enumerate() {
-        let host = match source {
-            Source::Directory { .. } => true,
-            Source::Repository { url, .. } => !is_remote_url(url),
-            Source::Inline { .. } => false,
-        };
-        if host {
-            return Err(invalid(
-                &format!("$.environment.sources[{index}]"),
-                "this source reads the server's own filesystem, which the API does not allow; \
+    if let Some(index) = spec.sources.iter().position(Source::reads_host) {
+        return Err(invalid(
+            &format!("$.environment.sources[{index}]"),
+            "this source reads the server's own filesystem, which the API does not allow; \
                  use an inline source or a remote repository URL (the server's operator can set \
                  `allow_host_sources`)",
-            ));
-        }
+        ));
     }
     Ok(())
-}
-
-/// Whether a git URL names another host rather than a path on this one.
-fn is_remote_url(url: &str) -> bool {
-    if let Some((scheme, _)) = url.split_once("://") {
-        return !scheme.eq_ignore_ascii_case("file");
-    }
-    match (url.find(':'), url.find('/')) {
-        (Some(colon), Some(slash)) => colon < slash && colon > 0,
-        (Some(colon), None) => colon > 0,
-        _ => false,
-    }
 }
 
 #[cfg(test)]
