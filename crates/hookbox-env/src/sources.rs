@@ -252,11 +252,34 @@ fn default_repository_target(url: &str, path: &str) -> Result<SandboxPath, SpecE
     Ok(SandboxPath::workspace().join(name))
 }
 
+/// Whether a git URL names another host (`https://…`, `ssh://…`, `user@host:path`), not a
+/// path on this one.
+fn is_remote_url(url: &str) -> bool {
+    if let Some((scheme, _)) = url.split_once("://") {
+        return !scheme.eq_ignore_ascii_case("file");
+    }
+    match (url.find(':'), url.find('/')) {
+        (Some(colon), Some(slash)) => colon < slash && colon > 0,
+        (Some(colon), None) => colon > 0,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn remote_urls_are_told_from_paths() {
+        assert!(is_remote_url("https://github.com/a/b.git"));
+        assert!(is_remote_url("git@github.com:a/b.git"));
+        assert!(!is_remote_url("file:///srv/repo"));
+        assert!(!is_remote_url("/srv/repo"));
+        assert!(!is_remote_url("./repo"));
+        assert!(!is_remote_url("repo"));
+    }
 
     fn parse(value: Value) -> Result<Source, SpecError> {
         Source::parse(&value, "$.sources[0]")
@@ -297,18 +320,5 @@ mod tests {
         assert!(err.problem.contains("not available in this build"), "{err}");
         let err = parse(json!({"type":"local","source":"rel/dir"})).unwrap_err();
         assert_eq!(err.path, "$.sources[0].source");
-    }
-}
-
-/// Whether a git URL names another host (`https://…`, `ssh://…`, `user@host:path`), not a
-/// path on this one.
-fn is_remote_url(url: &str) -> bool {
-    if let Some((scheme, _)) = url.split_once("://") {
-        return !scheme.eq_ignore_ascii_case("file");
-    }
-    match (url.find(':'), url.find('/')) {
-        (Some(colon), Some(slash)) => colon < slash && colon > 0,
-        (Some(colon), None) => colon > 0,
-        _ => false,
     }
 }

@@ -163,18 +163,3 @@ pub(crate) fn kind(value: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn remote_urls_are_told_from_paths() {
-        assert!(is_remote_url("https://github.com/a/b.git"));
-        assert!(is_remote_url("git@github.com:a/b.git"));
-        assert!(!is_remote_url("file:///srv/repo"));
-        assert!(!is_remote_url("/srv/repo"));
-        assert!(!is_remote_url("./repo"));
-        assert!(!is_remote_url("repo"));
-    }
-}
