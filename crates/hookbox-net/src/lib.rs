@@ -48,5 +48,5 @@ pub use error::NetError;
 pub use ipnet::IpNet;
 pub use options::ClientOptions;
 pub use policy::{Decision, EgressPolicy, PolicyError};
-pub use proxy::{DecisionLog, EgressProxy, ProxyDecision, ProxyListener, ProxyOptions};
+pub use proxy::{DecisionLog, EgressProxy, ProxyCa, ProxyDecision, ProxyListener, ProxyOptions};
 pub use stream::StreamingReply;

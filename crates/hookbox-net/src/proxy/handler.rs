@@ -17,7 +17,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::target::{self, Target};
-use super::{Connection, ProxyDecision, tunnel};
+use super::{Connection, ProxyDecision, intercept, tunnel};
 use crate::resolve::LookupError;
 
 /// The body of every response the proxy sends: upstream bodies as they stream, or its own text.
@@ -38,6 +38,7 @@ pub(super) async fn handle(
                 method,
                 allowed: false,
                 reason: bad.reason,
+                intercepted: false,
             },
         ),
         Ok(target) => {
@@ -48,6 +49,7 @@ pub(super) async fn handle(
                 method,
                 allowed: outcome.allowed,
                 reason: outcome.reason,
+                intercepted: outcome.intercepted,
             };
             (outcome.response, decision)
         }
@@ -61,16 +63,24 @@ struct Outcome {
     response: Response<ProxyBody>,
     allowed: bool,
     reason: String,
+    intercepted: bool,
 }
 
 /// A request that is not sent upstream: the status to answer and why.
-struct Refusal {
-    status: StatusCode,
-    reason: String,
+pub(super) struct Refusal {
+    pub(super) status: StatusCode,
+    pub(super) reason: String,
 }
 
 impl Refusal {
-    fn forbidden(reason: String) -> Self {
+    pub(super) fn bad_gateway(reason: String) -> Self {
+        Self {
+            status: StatusCode::BAD_GATEWAY,
+            reason,
+        }
+    }
+
+    pub(super) fn forbidden(reason: String) -> Self {
         Self {
             status: StatusCode::FORBIDDEN,
             reason,
@@ -84,8 +94,16 @@ impl From<Refusal> for Outcome {
             response: text(refusal.status, &refusal.reason),
             allowed: false,
             reason: refusal.reason,
+            intercepted: false,
         }
     }
+}
+
+/// An admitted request's dialed upstream, the policy's reason and its `transform` headers.
+struct Admitted {
+    upstream: TcpStream,
+    reason: String,
+    inject: Vec<(String, String)>,
 }
 
 async fn proceed(
@@ -94,10 +112,32 @@ async fn proceed(
     mut request: Request<Incoming>,
 ) -> Outcome {
     let connect = request.method() == Method::CONNECT;
-    let (upstream, reason) = match admit_and_dial(connection, target, connect).await {
-        Ok(dialed) => dialed,
+    let Admitted {
+        upstream,
+        reason,
+        inject,
+    } = match admit_and_dial(connection, target, connect).await {
+        Ok(admitted) => admitted,
         Err(refusal) => return refusal.into(),
     };
+    if connect && !inject.is_empty() {
+        let intercept = match intercept::prepare(connection, target, upstream, inject).await {
+            Ok(intercept) => intercept,
+            Err(refusal) => return refusal.into(),
+        };
+        let on_upgrade = hyper::upgrade::on(&mut request);
+        tokio::spawn(intercept::serve(
+            on_upgrade,
+            intercept,
+            Arc::clone(connection),
+        ));
+        return Outcome {
+            response: Response::new(empty()),
+            allowed: true,
+            reason: format!("{reason}; TLS intercepted to inject its `transform` headers"),
+            intercepted: true,
+        };
+    }
     if connect {
         let on_upgrade = hyper::upgrade::on(&mut request);
         tokio::spawn(tunnel::relay(on_upgrade, upstream, Arc::clone(connection)));
@@ -105,6 +145,7 @@ async fn proceed(
             response: Response::new(empty()),
             allowed: true,
             reason,
+            intercepted: false,
         };
     }
     match forward(connection, target, request, upstream).await {
@@ -112,29 +153,38 @@ async fn proceed(
             response,
             allowed: true,
             reason,
+            intercepted: false,
         },
         Err(refusal) => refusal.into(),
     }
 }
 
 /// The policy, the port and address rules, then a connection to the first checked address that
-/// answers, with the policy's reason for admitting the host.
+/// answers, with the policy's reason for admitting the host and its `transform` headers (only
+/// ever non-empty for a `CONNECT` the connection can intercept).
 async fn admit_and_dial(
     connection: &Connection,
     target: &Target,
     connect: bool,
-) -> Result<(TcpStream, String), Refusal> {
+) -> Result<Admitted, Refusal> {
     let shared = &connection.shared;
     let options = &shared.options;
     let decision = connection.policy.decide(&target.host);
     if !decision.allowed {
         return Err(Refusal::forbidden(decision.reason));
     }
-    if !decision.inject.is_empty() {
+    if !decision.inject.is_empty() && !connect {
         return Err(Refusal::forbidden(format!(
             "{}, whose `transform` headers are only injected on TLS the proxy terminates (never \
-             over plain HTTP or a blind tunnel); interception is not available yet, so the \
-             request is refused rather than sent without them",
+             over plain HTTP); use https:// (CONNECT), so the request is not sent without them",
+            decision.reason
+        )));
+    }
+    if !decision.inject.is_empty() && connection.ca.is_none() {
+        return Err(Refusal::forbidden(format!(
+            "{}, whose `transform` headers are only injected on TLS the proxy terminates (never \
+             over a blind tunnel); this environment has no interception CA, so the request is \
+             refused rather than sent without them",
             decision.reason
         )));
     }
@@ -172,7 +222,13 @@ async fn admit_and_dial(
     let mut last_error = String::new();
     for address in candidates {
         match tokio::time::timeout(options.connect_timeout, TcpStream::connect(address)).await {
-            Ok(Ok(stream)) => return Ok((stream, decision.reason)),
+            Ok(Ok(upstream)) => {
+                return Ok(Admitted {
+                    upstream,
+                    reason: decision.reason,
+                    inject: decision.inject,
+                });
+            }
             Ok(Err(error)) => last_error = format!("{address}: {error}"),
             Err(_elapsed) => last_error = format!("{address}: timed out"),
         }
@@ -204,10 +260,7 @@ async fn forward(
     request: Request<Incoming>,
     upstream: TcpStream,
 ) -> Result<Response<ProxyBody>, Refusal> {
-    let bad_gateway = |reason: String| Refusal {
-        status: StatusCode::BAD_GATEWAY,
-        reason,
-    };
+    let bad_gateway = Refusal::bad_gateway;
     let (mut parts, body) = request.into_parts();
     strip_hop_by_hop(&mut parts.headers);
     let host = HeaderValue::from_str(&target.host_header())
@@ -244,7 +297,7 @@ async fn forward(
 
 /// Removes the headers that describe one hop rather than the message: those named in
 /// `Connection`, and the standard ones (`Proxy-Authorization` among them).
-fn strip_hop_by_hop(headers: &mut HeaderMap) {
+pub(super) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(CONNECTION)
         .iter()
@@ -273,7 +326,7 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
 /// The proxy's own answer: `status` with `reason` as a short plain-text body. The connection
 /// is closed after it, so bytes a client sent after a refused `CONNECT` (or a request body of
 /// unclear framing) are never read as a next request.
-fn text(status: StatusCode, reason: &str) -> Response<ProxyBody> {
+pub(super) fn text(status: StatusCode, reason: &str) -> Response<ProxyBody> {
     let body = Full::new(Bytes::from(format!("{reason}\n")))
         .map_err(|never| match never {})
         .boxed();
@@ -288,7 +341,7 @@ fn text(status: StatusCode, reason: &str) -> Response<ProxyBody> {
     response
 }
 
-fn empty() -> ProxyBody {
+pub(super) fn empty() -> ProxyBody {
     Full::new(Bytes::new())
         .map_err(|never| match never {})
         .boxed()

@@ -13,9 +13,10 @@
 //!    `Host` header, if any, names the same host and port. Origin-form requests, `https://`
 //!    URLs (use `CONNECT`) and user info in the target are refused. The host is canonicalized.
 //! 3. **Policy** (403), decided on the canonical host **before any DNS lookup**. Hosts whose
-//!    allowlist entry has a `transform` are refused for now, for `CONNECT` and plain HTTP alike:
-//!    their headers are only ever injected on TLS the proxy terminates, and a request must not go
-//!    out without them. `CONNECT` is limited to [`ProxyOptions::connect_ports`].
+//!    allowlist entry has a `transform` get their headers only on TLS the proxy terminates: plain
+//!    HTTP to them is refused, and so is `CONNECT` unless the environment is served with a
+//!    [`ProxyCa`] ([`EgressProxy::serve_intercepting`]), so a request never goes out without
+//!    them. `CONNECT` is limited to [`ProxyOptions::connect_ports`].
 //! 4. **Addresses** (403): an IP literal is checked directly, a name goes through the guarded
 //!    resolver; addresses of the proxy itself ([`ProxyOptions::own_addresses`] and the TCP
 //!    listener's own address) are never dialed. The dial goes to a checked address.
@@ -24,16 +25,28 @@
 //!    connection in origin form, with hop-by-hop headers (and `Proxy-Authorization`) removed both
 //!    ways. Responses, redirects included, are passed back as they are: the proxy follows
 //!    nothing.
+//! 6. **Interception** (`CONNECT` to a `transform` host, with a [`ProxyCa`]): before answering
+//!    200 the proxy opens TLS to the checked address, verified against the platform's roots plus
+//!    [`ProxyOptions::extra_root_certs_pem`] (a failure is a 502). It then terminates the
+//!    client's TLS with a leaf for the `CONNECT` host issued by the environment's CA; a
+//!    ClientHello whose SNI is not that host (or has none) gets the connection closed. On the
+//!    decrypted stream it serves HTTP/1.1: each request's `Host` (and absolute-form authority)
+//!    must name the `CONNECT` host and port (else 421), hop-by-hop headers and
+//!    `Proxy-Authorization` are removed, the `transform` headers replace same-named ones, and
+//!    the request goes upstream in origin form over the verified TLS connection (re-dialed to the
+//!    same checked address when the upstream closed it). Responses are relayed, nothing is
+//!    followed.
 //!
 //! Every request's outcome is reported once to the [`DecisionLog`] as a [`ProxyDecision`], which
-//! never carries header values. Connections beyond [`ProxyOptions::max_connections`] get a 503.
+//! never carries header values; intercepted `CONNECT`s and each request inside them are marked
+//! [`ProxyDecision::intercepted`]. Connections beyond [`ProxyOptions::max_connections`] get a 503.
 //!
-//! next: TLS interception for hosts whose entry has a `transform` (a per-environment CA made with
-//! rcgen, leaf certificates per host, the upstream verified against the real roots, SNI and inner
-//! `Host` checked against the `CONNECT` host, `transform` headers overwriting the sandbox's),
-//! and the relay on 127.0.0.1 inside the sandbox.
+//! next: the relay on 127.0.0.1 inside the sandbox, installing the CA certificate in the
+//! sandbox's trust store, and scanning responses for injected secrets (N12).
 
+mod ca;
 mod handler;
+mod intercept;
 mod target;
 mod tunnel;
 
@@ -53,9 +66,13 @@ use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 
+use rustls::ClientConfig;
+
 use crate::address::AddressRules;
 use crate::resolve::GuardedResolver;
-use crate::{EgressPolicy, NetError};
+use crate::{EgressPolicy, NetError, tls};
+
+pub use ca::ProxyCa;
 
 /// Settings of an [`EgressProxy`]. The defaults are the strict ones: no loopback, no private
 /// ranges, `CONNECT` to port 443 only.
@@ -86,6 +103,10 @@ pub struct ProxyOptions {
     /// How long a tunnel may carry no bytes in either direction, and how long an upstream may
     /// take to answer a plain HTTP request, before the connection is closed (default 5 min).
     pub idle_timeout: Duration,
+    /// Extra trusted root certificates for the upstreams of intercepted connections, each a PEM
+    /// document holding one or more `CERTIFICATE` blocks, trusted in addition to the platform's
+    /// roots (default none).
+    pub extra_root_certs_pem: Vec<Vec<u8>>,
 }
 
 impl Default for ProxyOptions {
@@ -101,6 +122,7 @@ impl Default for ProxyOptions {
             max_header_bytes: 16 * 1024,
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
+            extra_root_certs_pem: Vec::new(),
         }
     }
 }
@@ -119,6 +141,9 @@ pub struct ProxyDecision {
     pub allowed: bool,
     /// Why: the rule that admitted or refused it, or the upstream failure.
     pub reason: String,
+    /// Whether the proxy terminated the client's TLS: an intercepted `CONNECT`, or a request
+    /// sent inside one.
+    pub intercepted: bool,
 }
 
 /// Receives every [`ProxyDecision`]; called on the connection's task, so it should be quick
@@ -173,6 +198,8 @@ struct Shared {
     options: ProxyOptions,
     rules: Arc<AddressRules>,
     resolver: GuardedResolver,
+    /// TLS to the upstreams of intercepted connections (HTTP/1.1 only).
+    upstream_tls: Arc<ClientConfig>,
 }
 
 /// What one served connection needs; tunnels keep it (and so its permit) alive.
@@ -180,6 +207,8 @@ struct Connection {
     shared: Arc<Shared>,
     policy: Arc<EgressPolicy>,
     log: DecisionLog,
+    /// The environment's CA when its `transform` hosts are intercepted.
+    ca: Option<Arc<ProxyCa>>,
     own_addresses: Arc<[SocketAddr]>,
     /// Closed when `serve` stops, which ends every tunnel.
     shutdown: watch::Receiver<()>,
@@ -196,8 +225,8 @@ impl fmt::Debug for EgressProxy {
 }
 
 impl EgressProxy {
-    /// Builds a proxy from `options`; fails on an invalid `resolve` override name or a
-    /// `max_connections` of 0.
+    /// Builds a proxy from `options`; fails on an invalid `resolve` override name, a
+    /// `max_connections` of 0, or root certificates that cannot be loaded.
     pub fn new(options: ProxyOptions) -> Result<Self, NetError> {
         if options.max_connections == 0 {
             return Err(NetError::Build(
@@ -209,11 +238,14 @@ impl EgressProxy {
             allowed: options.allow_private_cidrs.clone(),
         });
         let resolver = GuardedResolver::new(Arc::clone(&rules), &options.resolve)?;
+        let mut upstream_tls = tls::client_config(&options.extra_root_certs_pem)?;
+        upstream_tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Self {
             shared: Arc::new(Shared {
                 options,
                 rules,
                 resolver,
+                upstream_tls: Arc::new(upstream_tls),
             }),
         })
     }
@@ -222,13 +254,40 @@ impl EgressProxy {
     /// until the returned future is dropped. Dropping it closes every connection and tunnel it
     /// opened (the proxy fails closed). Accept errors (such as running out of file descriptors)
     /// are retried after a short pause.
+    ///
+    /// Hosts whose allowlist entry has a `transform` are refused; use
+    /// [`serve_intercepting`](Self::serve_intercepting) to reach them.
     pub async fn serve(
         &self,
         listener: impl Into<ProxyListener>,
         policy: Arc<EgressPolicy>,
         log: DecisionLog,
     ) {
-        let listener = listener.into();
+        self.serve_with(listener.into(), policy, None, log).await;
+    }
+
+    /// Like [`serve`](Self::serve), but `CONNECT`s to hosts whose allowlist entry has a
+    /// `transform` are intercepted: TLS is terminated with leaves issued by `ca` (the
+    /// environment's own CA, whose certificate the sandbox trusts) and the `transform` headers
+    /// are injected into every request (see the module documentation, step 6).
+    pub async fn serve_intercepting(
+        &self,
+        listener: impl Into<ProxyListener>,
+        policy: Arc<EgressPolicy>,
+        ca: Arc<ProxyCa>,
+        log: DecisionLog,
+    ) {
+        self.serve_with(listener.into(), policy, Some(ca), log)
+            .await;
+    }
+
+    async fn serve_with(
+        &self,
+        listener: ProxyListener,
+        policy: Arc<EgressPolicy>,
+        ca: Option<Arc<ProxyCa>>,
+        log: DecisionLog,
+    ) {
         let mut own = self.shared.options.own_addresses.clone();
         if let ProxyListener::Tcp(tcp) = &listener
             && let Ok(address) = tcp.local_addr()
@@ -254,6 +313,7 @@ impl EgressProxy {
                             method: String::new(),
                             allowed: false,
                             reason: format!("too many connections (the limit is {limit})"),
+                            intercepted: false,
                         });
                         match accepted {
                             Accepted::Unix(stream) => connections.spawn(refuse_busy(stream)),
@@ -265,6 +325,7 @@ impl EgressProxy {
                         shared: Arc::clone(&self.shared),
                         policy: Arc::clone(&policy),
                         log: Arc::clone(&log),
+                        ca: ca.clone(),
                         own_addresses: Arc::clone(&own_addresses),
                         shutdown: shutdown.clone(),
                         _permit: permit,

@@ -116,7 +116,10 @@ pub(super) fn parse<B>(request: &Request<B>) -> Result<Target, BadRequest> {
 
 /// The canonical host and the port of `authority`; `default_port` when it has none (a port is
 /// required when there is no default). User info is refused.
-fn split(authority: &Authority, default_port: Option<u16>) -> Result<(String, u16), String> {
+pub(super) fn split(
+    authority: &Authority,
+    default_port: Option<u16>,
+) -> Result<(String, u16), String> {
     if authority.as_str().contains('@') {
         return Err("user info in the request target is refused".to_owned());
     }

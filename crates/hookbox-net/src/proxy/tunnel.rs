@@ -20,20 +20,30 @@ pub(super) async fn relay(on_upgrade: OnUpgrade, upstream: TcpStream, connection
     let Ok(upgraded) = on_upgrade.await else {
         return;
     };
-    let idle = connection.shared.options.idle_timeout;
-    let mut shutdown = connection.shutdown.clone();
     let activity = Arc::new(Mutex::new(Instant::now()));
     let mut client = Tracked::new(TokioIo::new(upgraded), &activity);
     let mut upstream = Tracked::new(upstream, &activity);
     let copy = tokio::io::copy_bidirectional(&mut client, &mut upstream);
-    tokio::pin!(copy);
+    until_idle(copy, &activity, &connection).await;
+}
+
+/// Runs `work` until it ends, the proxy stops serving, or no bytes have moved through the
+/// [`Tracked`] streams sharing `activity` for the idle timeout.
+pub(super) async fn until_idle<F: Future>(
+    work: F,
+    activity: &Mutex<Instant>,
+    connection: &Connection,
+) {
+    let idle = connection.shared.options.idle_timeout;
+    let mut shutdown = connection.shutdown.clone();
+    tokio::pin!(work);
     loop {
-        let deadline = last(&activity) + idle;
+        let deadline = last(activity) + idle;
         tokio::select! {
-            _ = &mut copy => return,
+            _ = &mut work => return,
             _ = shutdown.changed() => return,
             () = tokio::time::sleep_until(deadline) => {
-                if last(&activity) + idle <= Instant::now() {
+                if last(activity) + idle <= Instant::now() {
                     return;
                 }
             }
@@ -46,13 +56,13 @@ fn last(activity: &Mutex<Instant>) -> Instant {
 }
 
 /// A stream that records when bytes last moved through it.
-struct Tracked<S> {
+pub(super) struct Tracked<S> {
     inner: S,
     activity: Arc<Mutex<Instant>>,
 }
 
 impl<S> Tracked<S> {
-    fn new(inner: S, activity: &Arc<Mutex<Instant>>) -> Self {
+    pub(super) fn new(inner: S, activity: &Arc<Mutex<Instant>>) -> Self {
         Self {
             inner,
             activity: Arc::clone(activity),

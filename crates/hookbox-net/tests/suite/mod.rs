@@ -16,6 +16,9 @@ mod limits;
 mod policy;
 /// The egress proxy: forwarding, tunnels, refusals, limits and the decision log.
 mod proxy;
+/// The egress proxy's TLS interception for `transform` hosts: the per-environment CA, SNI and
+/// `Host` checks, header injection and upstream verification.
+mod proxy_tls;
 /// HTTPS: the ring-backed TLS stack, platform roots and extra roots.
 mod tls;
 

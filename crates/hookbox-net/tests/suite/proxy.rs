@@ -277,7 +277,7 @@ async fn connect_to_a_port_not_listed_is_refused() {
 }
 
 #[tokio::test]
-async fn transform_hosts_are_refused_until_tls_interception_exists() {
+async fn transform_hosts_are_refused_without_an_interception_ca() {
     let server = upstream().await;
     let port = server.addr().port();
     let running = start(allowlist(), loopback_options(port)).await;
