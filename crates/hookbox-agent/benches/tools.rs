@@ -46,9 +46,8 @@ fn sandbox_tools(c: &mut Criterion) {
     ]}))
     .expect("spec");
     let environment = rt.block_on(store.create(&spec)).expect("environment");
-    let http = Arc::new(
-        hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default()).expect("client"),
-    );
+    let http =
+        hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default()).expect("client");
     let tools =
         SandboxTools::new(environment.clone(), Isolation::Sandboxed, http.clone()).expect("tools");
     let files = FileTools::for_environment(&environment).expect("files");

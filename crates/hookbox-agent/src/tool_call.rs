@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use hookbox_env::{BuiltinTools, Environment, FileTools, Isolation, ToolError};
 use hookbox_hooks::{
-    Decision, Diagnostic, Dispatcher, EventInput, HookOutcome, HttpRunner, Runners, TraceEntry,
+    Decision, Diagnostic, Dispatcher, EventInput, HookOutcome, PolicyHttpRunner, Runners,
+    TraceEntry,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -47,6 +48,9 @@ pub enum ToolCallError {
     /// The environment's root cannot be opened.
     #[error(transparent)]
     Environment(#[from] ToolError),
+    /// The environment's `network` policy is not valid.
+    #[error("the environment's network policy is not valid: {0}")]
+    Network(#[from] hookbox_net::PolicyError),
 }
 
 /// The built-in tools of one environment, each call wrapped in its hooks.
@@ -60,19 +64,20 @@ pub struct SandboxTools {
 
 impl SandboxTools {
     /// The tools of `environment`; command hooks and code run with `isolation`, HTTP hooks go
-    /// through `http`.
+    /// through `client` under the environment's `network` policy (allowlist and `transform`).
     pub fn new(
         environment: Environment,
         isolation: Isolation,
-        http: Arc<dyn HttpRunner>,
+        client: hookbox_net::GuardedClient,
     ) -> Result<Self, ToolCallError> {
+        let policy = hookbox_net::EgressPolicy::from_network(environment.network())?;
         let environment = Arc::new(environment);
         let runners = Runners {
             command: Arc::new(EnvironmentCommandRunner::new(
                 Arc::clone(&environment),
                 isolation,
             )),
-            http,
+            http: Arc::new(PolicyHttpRunner { client, policy }),
         };
         Ok(Self {
             tools: BuiltinTools::new((*environment).clone(), isolation)?,

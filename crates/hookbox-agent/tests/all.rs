@@ -10,8 +10,6 @@
 mod interaction;
 mod model;
 
-use std::sync::Arc;
-
 use hookbox_agent::{SandboxTools, ToolCallError};
 use hookbox_env::{EnvironmentSpec, Environments, Isolation};
 use serde_json::{Value, json};
@@ -31,7 +29,7 @@ fn tools(store: &Environments, id: &str) -> SandboxTools {
     SandboxTools::new(
         store.get(id).expect("environment"),
         Isolation::Sandboxed,
-        Arc::new(http),
+        http,
     )
     .expect("tools")
 }
@@ -257,4 +255,76 @@ async fn an_output_flood_in_the_sandbox_is_capped() {
         "no truncation marker"
     );
     assert_eq!(result["stderr"], "done\n");
+}
+
+/// The seed's audit example, on loopback: post hooks deliver to an allowlisted HTTPS receiver
+/// with the environment's `transform` header injected; other hosts are refused (fail-open, with
+/// the cause traced) and receive nothing. The secret is only in the environment's network policy.
+#[tokio::test]
+async fn http_hooks_follow_the_environments_network_policy() {
+    use hookbox_test_support::{Reply, TEST_CA_PEM, TestHttpServer};
+    let receiver = TestHttpServer::start_https(|_| Reply::json(200, &json!({})))
+        .await
+        .expect("receiver");
+    let port = receiver.addr().port();
+    let hooks = json!({"audit-logging": {"post_tool_execution": [{"matcher": "read_file|write_file", "hooks": [
+        {"type": "http", "url": format!("https://localhost:{port}/api/v1/agent-events"), "timeout": 10},
+        {"type": "http", "url": format!("https://127.0.0.1:{port}/not-allowlisted"), "timeout": 10}
+    ]}]}});
+    let home = tempfile::tempdir().expect("home");
+    let store = Environments::open(home.path()).expect("store");
+    let spec = EnvironmentSpec::from_json(&json!({
+        "sources": [{"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}],
+        "network": {"allowlist": [
+            {"domain": "localhost", "transform": {"Authorization": "Bearer telemetry_secret_token_123"}}
+        ]}
+    }))
+    .expect("spec");
+    let environment = store.create(&spec).await.expect("environment");
+    // Hook delivery to a loopback receiver needs the operator's permission and its test CA.
+    let client = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions {
+        permit_loopback: true,
+        extra_root_certs_pem: vec![TEST_CA_PEM.to_vec()],
+        ..hookbox_net::ClientOptions::default()
+    })
+    .expect("client");
+    let tools = SandboxTools::new(environment, Isolation::Sandboxed, client).expect("tools");
+
+    let write = tools
+        .call(
+            "write_file",
+            json!({"path": "/workspace/audit.log", "content": "event 1"}),
+            None,
+        )
+        .await
+        .expect("write");
+    let read = tools
+        .call("read_file", json!({"path": "/workspace/audit.log"}), None)
+        .await
+        .expect("read");
+    assert_eq!(read.result.expect("result")["content"], "event 1");
+
+    let requests = receiver.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "one event per tool call, to the allowlisted host only"
+    );
+    for (request, tool) in requests.iter().zip(["write_file", "read_file"]) {
+        assert_eq!(request.path, "/api/v1/agent-events");
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer telemetry_secret_token_123")
+        );
+        assert_eq!(request.json()["tool_call"]["name"], tool);
+    }
+    let refused = &write.trace[1];
+    let failure = serde_json::to_string(&refused.failure).expect("json");
+    assert!(failure.contains("network"), "{failure}");
+    // The token is in none of the environment's files and not in the sandbox's environment.
+    let leak = tools
+        .call("code_execution", json!({"code": "grep -rl telemetry_secret /workspace /.agents /tmp /etc 2>/dev/null; env | grep -c telemetry_secret", "language": "bash"}), None)
+        .await
+        .expect("grep");
+    assert_eq!(leak.result.expect("result")["stdout"], "0\n");
 }

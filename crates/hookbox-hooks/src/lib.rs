@@ -78,6 +78,6 @@ pub use matcher::{MatcherKind, MatcherSet};
 pub use outcome::{Decision, HookOutcome};
 pub use runner::{
     CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HostCommandRunner, HttpRequest,
-    HttpRunner, Runners,
+    HttpRunner, PolicyHttpRunner, Runners,
 };
 pub use trace::{Failure, HandlerResult, TraceEntry};

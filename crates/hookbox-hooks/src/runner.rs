@@ -75,20 +75,46 @@ impl CommandRunner for HostCommandRunner {
     }
 }
 
-impl HttpRunner for GuardedClient {
-    fn post(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpReply, NetError>> {
-        Box::pin(async move {
-            self.post_json(PostRequest {
+/// A hook's HTTP request through the guarded client under `policy`.
+fn deliver<'a>(
+    client: &'a GuardedClient,
+    policy: &'a EgressPolicy,
+    request: HttpRequest,
+) -> BoxFuture<'a, Result<HttpReply, NetError>> {
+    Box::pin(async move {
+        client
+            .post_json(PostRequest {
                 url: &request.url,
-                // Environments' `network` policies do not reach hook delivery yet.
-                policy: &EgressPolicy::PUBLIC,
+                policy,
                 headers: &request.headers,
                 body: request.body,
                 timeout: request.timeout,
                 body_limit: HANDLER_OUTPUT_LIMIT,
             })
             .await
-        })
+    })
+}
+
+/// Hooks on the host, outside any environment: public egress under the client's own rules.
+impl HttpRunner for GuardedClient {
+    fn post(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpReply, NetError>> {
+        deliver(self, &EgressPolicy::PUBLIC, request)
+    }
+}
+
+/// Delivers HTTP hooks under an environment's `network` policy: only allowlisted hosts, with
+/// the allowlist's `transform` headers injected (secrets never appear in `hooks.json`).
+#[derive(Debug, Clone)]
+pub struct PolicyHttpRunner {
+    /// The guarded client (its address rules and trust roots apply too).
+    pub client: GuardedClient,
+    /// The environment's egress policy.
+    pub policy: EgressPolicy,
+}
+
+impl HttpRunner for PolicyHttpRunner {
+    fn post(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpReply, NetError>> {
+        deliver(&self.client, &self.policy, request)
     }
 }
 

@@ -8,7 +8,6 @@
     reason = "a benchmark whose setup fails has nothing to measure"
 )]
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -69,12 +68,8 @@ fn interactions(c: &mut Criterion) {
 
     let client = GuardedClient::new(&client_options()).expect("client");
     let counter = AtomicU64::new(0);
-    let tools = SandboxTools::new(
-        environment.clone(),
-        Isolation::Sandboxed,
-        Arc::new(client.clone()),
-    )
-    .expect("tools");
+    let tools = SandboxTools::new(environment.clone(), Isolation::Sandboxed, client.clone())
+        .expect("tools");
 
     let mut group = c.benchmark_group("interaction_one_read_file_one_hook");
     group.sample_size(30);

@@ -324,7 +324,7 @@ impl InteractionService {
                 SandboxTools::new(
                     environment.clone(),
                     self.config.isolation,
-                    Arc::clone(&self.http) as Arc<dyn hookbox_hooks::HttpRunner>,
+                    (*self.http).clone(),
                 )
                 .map_err(|err| {
                     ServiceError::internal("cannot open the environment's tools", &err)

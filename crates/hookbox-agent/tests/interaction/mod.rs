@@ -53,8 +53,7 @@ async fn agent(server: &FakeModelServer, environment: Option<hookbox_env::Enviro
     };
     let tools = environment.map(|environment| {
         Arc::new(
-            SandboxTools::new(environment, Isolation::Sandboxed, Arc::new(hook_client()))
-                .expect("tools"),
+            SandboxTools::new(environment, Isolation::Sandboxed, hook_client()).expect("tools"),
         )
     });
     Agent {

@@ -133,7 +133,7 @@ async fn create(store: &Environments, sources: &Value) -> anyhow::Result<Environ
 /// An agent with `model` over `environment`'s sandboxed tools.
 fn agent_over(environment: &Environment, model: Arc<dyn Model>) -> anyhow::Result<Agent> {
     let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())?;
-    let tools = SandboxTools::new(environment.clone(), Isolation::Sandboxed, Arc::new(http))?;
+    let tools = SandboxTools::new(environment.clone(), Isolation::Sandboxed, http)?;
     Ok(Agent {
         model,
         tools: Some(Arc::new(tools)),

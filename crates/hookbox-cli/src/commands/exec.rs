@@ -1,7 +1,6 @@
 //! `hookbox exec ENV_ID TOOL --args JSON`: one built-in tool call through the hooks.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use hookbox_agent::SandboxTools;
@@ -33,7 +32,7 @@ pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
     let environment = store()?.get(&args.environment)?;
     let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())
         .context("cannot build the HTTP client")?;
-    let tools = SandboxTools::new(environment, isolation, Arc::new(http))?;
+    let tools = SandboxTools::new(environment, isolation, http)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
