@@ -184,3 +184,70 @@ fn the_google_genai_sdk_runs_the_seed_hook_examples() {
     );
     assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
 }
+
+/// The seeds' curl examples (security gate; privacy gate in two steps), as written but for the
+/// host, against `hookbox serve` whose agent `antigravity-preview-05-2026` is scripted.
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test runs the seeds' curl commands"
+)]
+fn the_seeds_curl_examples_work_against_hookbox_serve() {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../hookbox-server/tests/sdk/curl_examples.sh");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo");
+    for (example, agent_script) in [
+        ("security", "security-gate.script.json"),
+        ("privacy", "privacy-gate.script.json"),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("hookbox.toml"),
+            format!(
+                "[agents.\"antigravity-preview-05-2026\"]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+                demo.join(agent_script).display()
+            ),
+        )
+        .unwrap();
+        let served = serve(home.path(), &[]);
+        let output = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(example)
+            .arg(&served.base_url)
+            .output()
+            .expect("run the curl examples");
+        let (_, log) = served.terminate();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{example}: curl failed\n{stdout}\n{}\nserver log:\n{log}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let replies: Vec<serde_json::Value> = stdout
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("{err}: {line}")))
+            .collect();
+        let text = |reply: &serde_json::Value| reply["steps"].to_string();
+        match example {
+            "security" => {
+                assert_eq!(replies.len(), 1);
+                assert_eq!(replies[0]["status"], "completed");
+                assert!(
+                    text(&replies[0]).contains("Destructive command blocked by security gate.")
+                );
+            }
+            _ => {
+                assert_eq!(replies.len(), 2);
+                assert!(text(&replies[0]).contains("blocked by PII compliance policy"));
+                assert_eq!(replies[1]["environment_id"], replies[0]["environment_id"]);
+                assert_eq!(replies[1]["previous_interaction_id"], replies[0]["id"]);
+                assert!(
+                    text(&replies[1]).contains("team_size"),
+                    "{}",
+                    text(&replies[1])
+                );
+            }
+        }
+    }
+}
