@@ -92,7 +92,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
 
     text.push_str(
         "\nThe seeds' third example (an audit hook posting to an HTTPS endpoint through the egress \
-         proxy) needs the network layer, which is not built yet.\n",
+         proxy) is not shown: the egress proxy is not yet wired into the sandbox.\n",
     );
     render::print_text(&text)?;
     let all_completed = [&security, &first, &second]
