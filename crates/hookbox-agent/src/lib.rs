@@ -20,6 +20,7 @@ pub mod interaction;
 pub mod model;
 mod runner;
 pub mod service;
+pub mod session;
 mod tool_call;
 
 pub use discovery::{HOOK_FILES, HookDiscovery};

@@ -9,6 +9,8 @@
 /// The agent loop against fake model servers and real sandboxes.
 mod interaction;
 mod model;
+/// SDK sessions: lifecycle events, permissions, sub-agents and compaction.
+mod session;
 
 use hookbox_agent::{SandboxTools, ToolCallError};
 use hookbox_env::{EnvironmentSpec, Environments, Isolation};

@@ -29,6 +29,21 @@ impl Confined {
         })
     }
 
+    /// `dir` (a trusted host path) with paths below it confined strictly: anything leaving it,
+    /// through `..` or a symlink (absolute links included), fails with `EXDEV`
+    /// (`RESOLVE_BENEATH`).
+    pub(crate) fn strictly_beneath(dir: &Path) -> Result<Self, Errno> {
+        let fd = fs::open(
+            dir,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Self {
+            dir: fd,
+            resolve: ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        })
+    }
+
     /// The directory `name` (one component, itself not a symlink) of this one, with paths below
     /// it confined strictly: anything leaving it, through `..` or a symlink, fails with `EXDEV`
     /// (`RESOLVE_BENEATH`).

@@ -9,6 +9,8 @@
 //!   all-or-nothing (staged, then renamed into place).
 //! * [`FileTools`] runs `read_file`, `write_file`, `list_files` and `delete_file` on the host,
 //!   confined to the environment root by `openat2`.
+//! * [`CodingTools`] runs the SDK session tools `Bash`, `Read`, `Write`, `Edit`, `Glob` and
+//!   `Grep` in a session's working directory, confined to it (`Bash` in a sandbox over it).
 //! * [`EnvironmentFiles`] is the owner's view for the Environments API: listings with
 //!   metadata ([`EnvironmentFile`]), downloads and uploads, under the same confinement.
 //!
@@ -18,6 +20,7 @@
 //! host's filesystem: a server exposing the API to untrusted clients should refuse them.
 
 mod clock;
+mod coding;
 mod confined;
 mod env_vars;
 mod environment;
@@ -34,6 +37,7 @@ mod store;
 mod target;
 mod tools;
 
+pub use coding::{CODING_TOOLS, CodingOutcome, CodingTools};
 pub use env_vars::{EnvValue, EnvVar};
 pub use environment::{Environment, SourceSummary};
 pub use json::SpecError;

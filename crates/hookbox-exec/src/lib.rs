@@ -43,10 +43,15 @@
 //! a symlink, never followed on the host); a private tmpfs `/tmp`; a fresh `/proc` of the new
 //! pid namespace; a read-only `/dev` (a directory of the root tmpfs) with `null`, `zero`,
 //! `full`, `random`, `urandom` bound from the host, `fd`/`stdin`/`stdout`/`stderr` symlinks and
-//! a tmpfs `/dev/shm`. There is no `/sys`, host `/root`, `/home`, `/tmp`, `/var` or `/run`.
-//! All binds are `nosuid`, `nodev` (except the device nodes). The working directory is `/workspace` (or
-//! [`ProcessSpec::cwd`], a path inside the sandbox), the hostname `sandbox`. The environment
-//! is never inherited from the caller: `PATH`, `HOME=/workspace`, `TMPDIR=/tmp`, then
+//! a tmpfs `/dev/shm`; each [`Bind`] of [`Sandbox::binds`] at its target (missing parents created
+//! in the sandbox's own tmpfs; read-write ones writable through landlock too). A sandbox may
+//! have binds only and no root ([`Sandbox::over_directory`]: one host directory at its own
+//! path, the working directory and `HOME`). There is no `/sys`, and nothing of the host's `/root`, `/home`, `/tmp`, `/var` or `/run`
+//! beyond the binds.
+//! All binds are `nosuid`, `nodev` (except the device nodes). The working directory is
+//! [`Sandbox::home`] (`/workspace` with a root; or [`ProcessSpec::cwd`], a path inside the
+//! sandbox), the hostname `sandbox`. The environment is never inherited from the caller:
+//! `PATH`, `HOME` (the same [`Sandbox::home`]), `TMPDIR=/tmp`, then
 //! [`ProcessSpec::env`].
 //!
 //! **Network.** An empty network namespace with only `lo` (brought up): any other destination
@@ -57,7 +62,7 @@
 //! sets are emptied and the securebits `NOROOT`/`NO_SETUID_FIXUP`/`NO_CAP_AMBIENT_RAISE` set
 //! and locked, so executing programs as uid 0 grants nothing back; `no_new_privs` is set.
 //! Landlock (when the kernel has it; ABI up to 6) allows reading and executing everywhere but
-//! writing only beneath `/workspace` and the other read-write entries, `/tmp`, `/dev` and
+//! writing only beneath `/workspace`, the other read-write entries and read-write binds, `/tmp`, `/dev` and
 //! `/dev/shm`, and scopes signals and abstract Unix sockets to the sandbox; on a kernel without
 //! landlock it is skipped ([`Sandbox::enforcement`] says so) and the read-only mounts still
 //! hold. One seccomp filter (classic BPF written by hand, built once per process in the parent,
@@ -89,5 +94,5 @@ mod sandbox;
 mod spawn;
 
 pub use capture::CapturedOutput;
-pub use sandbox::{Enforcement, IsolationError, LimitMode, Limits, Sandbox, check_isolation};
+pub use sandbox::{Bind, Enforcement, IsolationError, LimitMode, Limits, Sandbox, check_isolation};
 pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, run};

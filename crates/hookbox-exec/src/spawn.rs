@@ -35,10 +35,10 @@ pub struct ProcessSpec {
     /// Arguments after the program name.
     pub args: Vec<OsString>,
     /// Working directory; the caller's when `None`. In a sandbox it is a path inside the
-    /// sandbox (relative ones are relative to `/workspace`), `/workspace` when `None`.
+    /// sandbox (relative ones are relative to [`Sandbox::home`]), that home when `None`.
     pub cwd: Option<PathBuf>,
     /// Start from an empty environment instead of inheriting the caller's. A sandboxed child
-    /// never inherits the caller's environment: it starts from `PATH`, `HOME=/workspace` and
+    /// never inherits the caller's environment: it starts from `PATH`, `HOME` ([`Sandbox::home`]) and
     /// `TMPDIR=/tmp`, whatever this says.
     pub env_clear: bool,
     /// Variables set on top of the (inherited or empty) environment.
@@ -315,7 +315,12 @@ fn command(spec: &ProcessSpec, sandboxed: Option<&Prepared>) -> Command {
         command
             .env_clear()
             .env("PATH", SANDBOX_PATH)
-            .env("HOME", "/workspace")
+            .env(
+                "HOME",
+                spec.sandbox
+                    .as_ref()
+                    .map_or_else(|| "/workspace".into(), Sandbox::home),
+            )
             .env("TMPDIR", "/tmp")
             .envs(spec.env.iter().map(|(key, value)| (key, value)));
         let plan = std::sync::Arc::clone(&prepared.plan);

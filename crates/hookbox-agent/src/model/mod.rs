@@ -23,6 +23,7 @@ use futures_util::future::BoxFuture;
 pub use config::{ModelConfig, ProviderKind, build, build_with_env, client_options};
 pub use error::ModelError;
 pub use scripted::ScriptedModel;
+pub(crate) use types::content_text;
 pub use types::{
     Conversation, FinishReason, Message, ModelReply, ToolCall, ToolDeclaration, ToolResult, Usage,
 };

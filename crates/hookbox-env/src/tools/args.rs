@@ -72,6 +72,31 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// The non-negative integer argument `key`, if given (a number with no fractional part).
+    pub(crate) fn integer(&self, key: &str, what: &str) -> Result<Option<u64>, ToolError> {
+        match self.map.and_then(|map| map.get(key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(number)) => number
+                .as_u64()
+                .or_else(|| {
+                    number
+                        .as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e15)
+                        .map(|f| f as u64)
+                })
+                .map(Some)
+                .ok_or_else(|| {
+                    self.invalid(format!(
+                        "argument `{key}` must be a non-negative integer ({what}), got {number}"
+                    ))
+                }),
+            Some(other) => Err(self.invalid(format!(
+                "argument `{key}` must be a non-negative integer ({what}), got {}",
+                json::kind(other)
+            ))),
+        }
+    }
+
     /// An invalid-arguments error for this tool.
     fn invalid(&self, problem: String) -> ToolError {
         ToolError::InvalidArguments {

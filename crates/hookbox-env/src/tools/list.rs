@@ -115,7 +115,7 @@ impl Listing {
 }
 
 /// Opens the subdirectory `name` of `dir`, refusing a symlink put there since it was listed.
-fn open_subdir(dir: &impl AsFd, name: &str) -> Result<OwnedFd, Errno> {
+pub(crate) fn open_subdir(dir: &impl AsFd, name: &str) -> Result<OwnedFd, Errno> {
     fs::openat2(
         dir,
         name,

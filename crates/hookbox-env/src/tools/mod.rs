@@ -1,15 +1,15 @@
 //! The sandbox's built-in file tools, run on the host but confined to the environment root.
 
-mod args;
+pub(crate) mod args;
 mod builtin;
 mod code;
 mod delete;
-mod error;
+pub(crate) mod error;
 mod files;
-mod list;
+pub(crate) mod list;
 mod owner;
 mod read;
-mod write;
+pub(crate) mod write;
 
 pub use builtin::{BuiltinTools, Isolation, ToolOutcome};
 pub use code::environment_for;

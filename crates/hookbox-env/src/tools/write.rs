@@ -77,12 +77,47 @@ pub(crate) fn replace(
     content: &mut dyn std::io::Read,
     mode: Mode,
 ) -> Result<u64, ToolError> {
+    replace_named(
+        &Replacement {
+            tool,
+            name: target.name,
+            shown: &target.path.to_string(),
+            error: &|action, errno| target.error(tool, action, errno),
+        },
+        parent,
+        content,
+        mode,
+    )
+}
+
+/// What [`replace_named`] replaces, and how it reports failures.
+pub(crate) struct Replacement<'a> {
+    /// The tool called.
+    pub(crate) tool: &'static str,
+    /// The final component, in the parent directory.
+    pub(crate) name: &'a str,
+    /// The path as the caller shows it.
+    pub(crate) shown: &'a str,
+    /// The error for an errno from an action on the path.
+    pub(crate) error: &'a dyn Fn(&'static str, rustix::io::Errno) -> ToolError,
+}
+
+/// Writes what `content` yields to a new temporary file in `parent` and renames it over
+/// `target.name` (so an existing symlink there is replaced, never followed); returns how many
+/// bytes were written.
+pub(crate) fn replace_named(
+    target: &Replacement<'_>,
+    parent: &impl std::os::fd::AsFd,
+    content: &mut dyn std::io::Read,
+    mode: Mode,
+) -> Result<u64, ToolError> {
+    let tool = target.tool;
     let temp = format!(
         ".hookbox-write-{}",
         id::random_token().map_err(|source| ToolError::Io {
             tool,
             action: "name a temporary file for",
-            path: target.path.to_string(),
+            path: target.shown.to_owned(),
             source,
         })?
     );
@@ -92,9 +127,9 @@ pub(crate) fn replace(
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         mode,
     )
-    .map_err(|errno| target.error(tool, "create a temporary file for", errno))?;
+    .map_err(|errno| (target.error)("create a temporary file for", errno))?;
     let written = fs::fchmod(&fd, mode)
-        .map_err(|errno| target.error(tool, "set the mode of", errno))
+        .map_err(|errno| (target.error)("set the mode of", errno))
         .and_then(|()| {
             let mut file = File::from(fd);
             std::io::copy(content, &mut file)
@@ -102,14 +137,14 @@ pub(crate) fn replace(
                 .map_err(|source| ToolError::Io {
                     tool,
                     action: "write",
-                    path: target.path.to_string(),
+                    path: target.shown.to_owned(),
                     source,
                 })
         })
         .and_then(|count| {
             fs::renameat(parent, temp.as_str(), parent, target.name)
                 .map(|()| count)
-                .map_err(|errno| target.error(tool, "replace", errno))
+                .map_err(|errno| (target.error)("replace", errno))
         });
     if written.is_err() {
         // Best effort: the error being reported matters more than a leftover temporary file.

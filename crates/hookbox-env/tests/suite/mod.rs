@@ -2,6 +2,8 @@
 
 /// Specs that must be refused without writing anything.
 mod bad_specs;
+/// The SDK coding tools in a session's working directory.
+mod coding;
 /// File tools: normal use and the F1–F5 attacks.
 mod file_tools;
 /// F3: a directory swapped for a symlink while reads run.

@@ -87,6 +87,13 @@ pub(crate) enum Op {
         dst: CString,
         read_only: bool,
     },
+    /// A host path bound at a target of its own ([`super::Bind`]): opened without following a
+    /// final symlink (one there fails with `ELOOP`) and bound from its descriptor.
+    Bind {
+        src: CString,
+        dst: CString,
+        read_only: bool,
+    },
     /// Creates a symlink `link` → `target`.
     Symlink { target: CString, link: CString },
     /// Mounts the procfs of the new pid namespace.
@@ -541,6 +548,31 @@ fn apply(op: &Op) -> Result<(), i32> {
                     Err(errno())
                 } else if stat.st_mode & libc::S_IFMT == libc::S_IFLNK {
                     copy_link(fd, c"", dst)
+                } else {
+                    let mut buf = [0; 64];
+                    mount_point(dst, stat.st_mode)
+                        .and_then(|()| bind(fd_path(&mut buf, fd), dst, *read_only, false))
+                };
+                libc::close(fd);
+                result
+            }
+            Op::Bind {
+                src,
+                dst,
+                read_only,
+            } => {
+                let fd = libc::open(
+                    src.as_ptr(),
+                    libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                );
+                if fd < 0 {
+                    return Err(errno());
+                }
+                let mut stat: libc::stat = std::mem::zeroed();
+                let result = if libc::fstat(fd, &raw mut stat) != 0 {
+                    Err(errno())
+                } else if stat.st_mode & libc::S_IFMT == libc::S_IFLNK {
+                    Err(libc::ELOOP)
                 } else {
                     let mut buf = [0; 64];
                     mount_point(dst, stat.st_mode)

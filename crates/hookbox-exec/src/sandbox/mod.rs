@@ -64,21 +64,69 @@ impl Default for Limits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
     /// Host directory whose top-level entries appear at `/` inside (an environment's `root`).
-    /// `workspace` must exist in it; it is mounted read-write at `/workspace`.
-    pub root: PathBuf,
+    /// `workspace` must exist in it; it is mounted read-write at `/workspace`. `None` for a
+    /// sandbox made only of [`Sandbox::binds`] (see [`Sandbox::over_directory`]).
+    pub root: Option<PathBuf>,
     /// Top-level entries of `root` that are mounted read-only (by default `.agents`).
     pub read_only: Vec<String>,
+    /// Host directories (or files) bound at paths of their own inside, besides `root`.
+    pub binds: Vec<Bind>,
     /// Resource limits.
     pub limits: Limits,
+}
+
+/// A host directory (or file) made visible inside a sandbox at `target`.
+///
+/// The host path is canonicalised when the run is prepared and opened without following a
+/// final symlink. `target` must be absolute, without `.` or `..` components, and outside the
+/// sandbox's own directories (`/usr`, `/etc`, `/proc`, `/dev`, …) except below `/tmp` (the
+/// private tmpfs). Missing parent directories of `target` are created in the sandbox's own
+/// file system (never on the host); binds may not nest in one another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bind {
+    /// The host path.
+    pub host: PathBuf,
+    /// Where it appears inside the sandbox.
+    pub target: PathBuf,
+    /// Whether the sandbox may write below it (read-only otherwise, by mount and landlock).
+    pub writable: bool,
 }
 
 impl Sandbox {
     /// A sandbox over `root` with `.agents` read-only and the default limits.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
-            root: root.into(),
+            root: Some(root.into()),
             read_only: vec![".agents".into()],
+            binds: Vec::new(),
             limits: Limits::default(),
+        }
+    }
+
+    /// A sandbox whose only host directory is `dir`, bound read-write at its own canonical
+    /// absolute path (so paths inside and outside agree), which is also the working directory
+    /// and `HOME`; everything else as in any sandbox, with the default limits.
+    pub fn over_directory(dir: &Path) -> Result<Self, IsolationError> {
+        let host = canonical_dir(dir)?;
+        Ok(Self {
+            root: None,
+            read_only: Vec::new(),
+            binds: vec![Bind {
+                target: host.clone(),
+                host,
+                writable: true,
+            }],
+            limits: Limits::default(),
+        })
+    }
+
+    /// The default working directory and `HOME` inside: `/workspace` with a root, else the
+    /// first bind's target, else `/tmp`.
+    pub fn home(&self) -> PathBuf {
+        match (&self.root, self.binds.first()) {
+            (Some(_), _) => PathBuf::from("/workspace"),
+            (None, Some(bind)) => bind.target.clone(),
+            (None, None) => PathBuf::from("/tmp"),
         }
     }
 
@@ -151,6 +199,14 @@ pub enum IsolationError {
     /// The kernel or the host lacks something the sandbox needs.
     #[error("{0}")]
     Unsupported(String),
+    /// A [`Bind`] is unusable.
+    #[error("bad sandbox bind `{}`: {reason}", path.display())]
+    Bind {
+        /// The bind's host path or target in question.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A step of setting the sandbox up failed in the child.
     #[error("sandbox setup failed while {step}: {source}")]
     Setup {
@@ -284,38 +340,19 @@ pub(crate) fn prepare(
     cwd: Option<&Path>,
     die_with_parent: bool,
 ) -> Result<(Prepared, OwnedFd), IsolationError> {
-    let root = sandbox
-        .root
-        .canonicalize()
-        .map_err(|error| IsolationError::Root {
-            path: sandbox.root.clone(),
-            reason: error.to_string(),
-        })?;
-    let bad_root = |reason: String| IsolationError::Root {
-        path: sandbox.root.clone(),
-        reason,
-    };
-    if !root.join("workspace").is_dir() {
-        return Err(bad_root("it has no `workspace` directory".into()));
-    }
-    let mut entries = Vec::new();
-    for entry in std::fs::read_dir(&root).map_err(|error| bad_root(error.to_string()))? {
-        let entry = entry.map_err(|error| bad_root(error.to_string()))?;
-        let name = entry.file_name();
-        let Some(text) = name.to_str() else {
-            return Err(bad_root(format!("entry {name:?} is not UTF-8")));
-        };
-        if RESERVED.contains(&text) {
-            return Err(bad_root(format!(
-                "entry `{text}` would hide the sandbox's own `/{text}`"
-            )));
+    let (root, entries) = match &sandbox.root {
+        Some(root) => {
+            let (root, entries) = root_entries(root)?;
+            (Some(root), entries)
         }
-        let kind = entry
-            .file_type()
-            .map_err(|error| bad_root(error.to_string()))?;
-        entries.push((text.to_owned(), kind));
+        None => (None, Vec::new()),
+    };
+    if root.is_none() && sandbox.binds.is_empty() {
+        return Err(IsolationError::Unsupported(
+            "a sandbox needs a root directory or at least one bind".into(),
+        ));
     }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let binds = checked_binds(&sandbox.binds, &entries)?;
 
     let abi = landlock_abi();
     let read = AccessFs::from_read(abi).bits();
@@ -362,6 +399,7 @@ pub(crate) fn prepare(
         });
     }
     for (name, kind) in &entries {
+        let Some(root) = &root else { break };
         let read_only = sandbox.read_only.iter().any(|ro| ro == name);
         let inside = format!("/{name}");
         ops.push(Op::Entry {
@@ -383,9 +421,28 @@ pub(crate) fn prepare(
             target: cstring("/newroot/tmp")?,
             data: cstring(format!("mode=1777,size={memory}"))?,
         },
-        // A directory of the root tmpfs (read-only with it at the end): no tmpfs of its own.
-        Op::Mkdir(cstring("/newroot/dev")?),
     ]);
+    // After the private /tmp, so that binds below /tmp land on it.
+    for bind in &binds {
+        let mut ancestors: Vec<&Path> = bind.target.ancestors().skip(1).collect();
+        ancestors.reverse();
+        for ancestor in ancestors.into_iter().skip(1) {
+            ops.push(Op::Mkdir(join("/newroot", ancestor)?));
+        }
+        ops.push(Op::Bind {
+            src: join("/oldroot", &bind.host)?,
+            dst: join("/newroot", &bind.target)?,
+            read_only: !bind.writable,
+        });
+        if bind.writable {
+            writable.push((
+                path_c(&bind.target)?,
+                if bind.is_dir { all } else { file_all },
+            ));
+        }
+    }
+    // A directory of the root tmpfs (read-only with it at the end): no tmpfs of its own.
+    ops.push(Op::Mkdir(cstring("/newroot/dev")?));
     for device in DEVICES {
         ops.push(Op::Host {
             src: cstring(format!("/oldroot/dev/{device}"))?,
@@ -476,9 +533,8 @@ pub(crate) fn prepare(
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
     let cwd = match cwd {
-        Some(cwd) if cwd.is_absolute() => path_c(cwd)?,
-        Some(cwd) => join("/workspace/", cwd)?,
-        None => cstring("/workspace")?,
+        Some(cwd) => path_c(&sandbox.home().join(cwd))?,
+        None => path_c(&sandbox.home())?,
     };
 
     let (status, child_end) = socket_pair()?;
@@ -503,6 +559,139 @@ pub(crate) fn prepare(
         },
         child_end,
     ))
+}
+
+/// The canonical form of `root` and its top-level entries (sorted by name), checked to hold
+/// `workspace` and nothing that would hide the sandbox's own directories.
+fn root_entries(
+    root_path: &Path,
+) -> Result<(PathBuf, Vec<(String, std::fs::FileType)>), IsolationError> {
+    let bad_root = |reason: String| IsolationError::Root {
+        path: root_path.to_path_buf(),
+        reason,
+    };
+    let root = root_path
+        .canonicalize()
+        .map_err(|error| bad_root(error.to_string()))?;
+    if !root.join("workspace").is_dir() {
+        return Err(bad_root("it has no `workspace` directory".into()));
+    }
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(&root).map_err(|error| bad_root(error.to_string()))? {
+        let entry = entry.map_err(|error| bad_root(error.to_string()))?;
+        let name = entry.file_name();
+        let Some(text) = name.to_str() else {
+            return Err(bad_root(format!("entry {name:?} is not UTF-8")));
+        };
+        if RESERVED.contains(&text) {
+            return Err(bad_root(format!(
+                "entry `{text}` would hide the sandbox's own `/{text}`"
+            )));
+        }
+        let kind = entry
+            .file_type()
+            .map_err(|error| bad_root(error.to_string()))?;
+        entries.push((text.to_owned(), kind));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok((root, entries))
+}
+
+/// The canonical path of the host directory `dir`.
+fn canonical_dir(dir: &Path) -> Result<PathBuf, IsolationError> {
+    let bad = |reason: String| IsolationError::Bind {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    let host = dir.canonicalize().map_err(|error| bad(error.to_string()))?;
+    if !host.is_dir() {
+        return Err(bad("it is not a directory".into()));
+    }
+    Ok(host)
+}
+
+/// A bind checked and resolved by [`checked_binds`].
+struct CheckedBind {
+    /// The canonical host path.
+    host: PathBuf,
+    /// The target inside.
+    target: PathBuf,
+    writable: bool,
+    is_dir: bool,
+}
+
+/// Checks every bind (see [`Bind`]) against the sandbox's own directories, the root's
+/// `entries` and each other; canonicalises the host paths.
+fn checked_binds(
+    binds: &[Bind],
+    entries: &[(String, std::fs::FileType)],
+) -> Result<Vec<CheckedBind>, IsolationError> {
+    use std::path::Component;
+    let mut checked: Vec<CheckedBind> = Vec::new();
+    for bind in binds {
+        let bad = |reason: String| IsolationError::Bind {
+            path: bind.target.clone(),
+            reason,
+        };
+        let mut components = bind.target.components();
+        if components.next() != Some(Component::RootDir) {
+            return Err(bad("the target must be an absolute path".into()));
+        }
+        let names: Vec<&str> = components
+            .map(|component| match component {
+                Component::Normal(name) => name
+                    .to_str()
+                    .ok_or_else(|| bad("the target is not UTF-8".into())),
+                _ => Err(bad("the target may not hold `.` or `..`".into())),
+            })
+            .collect::<Result<_, _>>()?;
+        let Some(first) = names.first() else {
+            return Err(bad("the target may not be `/`".into()));
+        };
+        let below_tmp = *first == "tmp" && names.len() > 1;
+        if RESERVED.contains(first) && !below_tmp {
+            return Err(bad(format!(
+                "the target would hide or lie in the sandbox's own `/{first}`"
+            )));
+        }
+        if entries.iter().any(|(name, _)| name == first) {
+            return Err(bad(format!(
+                "the target lies in `/{first}`, an entry of the sandbox root"
+            )));
+        }
+        if let Some(other) = checked.iter().find(|other| {
+            other.target.starts_with(&bind.target) || bind.target.starts_with(&other.target)
+        }) {
+            return Err(bad(format!(
+                "binds may not nest (this one and `{}`)",
+                other.target.display()
+            )));
+        }
+        let host = bind
+            .host
+            .canonicalize()
+            .map_err(|error| IsolationError::Bind {
+                path: bind.host.clone(),
+                reason: error.to_string(),
+            })?;
+        let meta = std::fs::metadata(&host).map_err(|error| IsolationError::Bind {
+            path: bind.host.clone(),
+            reason: error.to_string(),
+        })?;
+        if !meta.is_dir() && !meta.is_file() {
+            return Err(IsolationError::Bind {
+                path: bind.host.clone(),
+                reason: "it is neither a directory nor a regular file".into(),
+            });
+        }
+        checked.push(CheckedBind {
+            host,
+            target: bind.target.clone(),
+            writable: bind.writable,
+            is_dir: meta.is_dir(),
+        });
+    }
+    Ok(checked)
 }
 
 #[expect(

@@ -2,6 +2,7 @@
 
 mod basics;
 mod cancel;
+mod directory;
 mod groups;
 mod leaks;
 mod output;

@@ -1,0 +1,193 @@
+//! What a session tells its user: the messages of the SDK message stream, in the shapes the
+//! Python agent SDKs parse (`system`, `assistant`, `user`, `result`).
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// One block of an assistant or user message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Text from the model.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call the model made.
+    ToolUse {
+        /// The call's id (`toolu_…`), which the result refers to.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// The arguments the model gave.
+        input: Value,
+    },
+    /// The outcome of a tool call, as the model sees it.
+    ToolResult {
+        /// The id of the call this answers.
+        tool_use_id: String,
+        /// What the model sees.
+        content: String,
+        /// Whether the call failed, was denied or was blocked.
+        is_error: bool,
+    },
+}
+
+/// How a query ended, as the `result` message's `subtype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultSubtype {
+    /// The model answered, or a hook stopped the session on purpose (`continue: false`).
+    Success,
+    /// The turn limit was reached.
+    ErrorMaxTurns,
+    /// The model failed, the prompt was blocked, or the query was interrupted.
+    ErrorDuringExecution,
+}
+
+/// A tool call that was not allowed to run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PermissionDenial {
+    /// The tool's name.
+    pub tool_name: String,
+    /// The call's id.
+    pub tool_use_id: String,
+    /// The input the call would have run with.
+    pub tool_input: Value,
+}
+
+/// The last message of every query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryResult {
+    /// How the query ended.
+    pub subtype: ResultSubtype,
+    /// Whether it ended in an error.
+    pub is_error: bool,
+    /// The model's final answer (or the hook's stop reason).
+    pub result: Option<String>,
+    /// Model turns taken by this query.
+    pub num_turns: u32,
+    /// Wall time of the query.
+    pub duration_ms: u64,
+    /// Time spent waiting for the model.
+    pub duration_api_ms: u64,
+    /// Tokens read and written by the model in this query.
+    pub usage: (u64, u64),
+    /// Why the session stopped when a hook said `continue: false`.
+    pub stop_reason: Option<String>,
+    /// What went wrong, for error subtypes.
+    pub errors: Vec<String>,
+    /// Tool calls that were denied.
+    pub permission_denials: Vec<PermissionDenial>,
+}
+
+/// One message of a session's stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionMessage {
+    /// The session's first message: what it runs with.
+    Init {
+        /// The working directory.
+        cwd: String,
+        /// The model's label.
+        model: String,
+        /// The tools offered to the model.
+        tools: Vec<String>,
+        /// The permission mode at start.
+        permission_mode: String,
+        /// The names of the sub-agents the `Task` tool can start.
+        agents: Vec<String>,
+    },
+    /// A model turn.
+    Assistant {
+        /// The message id.
+        id: String,
+        /// The model's label.
+        model: String,
+        /// Text and tool calls, in order.
+        content: Vec<ContentBlock>,
+        /// The `Task` call whose sub-agent produced this, if any.
+        parent_tool_use_id: Option<String>,
+    },
+    /// Tool results going back to the model.
+    User {
+        /// The tool results.
+        content: Vec<ContentBlock>,
+        /// The `Task` call whose sub-agent produced this, if any.
+        parent_tool_use_id: Option<String>,
+        /// The tool's structured response (Claude Code's `tool_use_result`).
+        tool_use_result: Option<Value>,
+    },
+    /// A note for the user: a hook's `systemMessage`, a notification, a compaction.
+    System {
+        /// `hook_system_message`, `notification` or `compact_boundary`.
+        subtype: String,
+        /// The details.
+        data: Value,
+    },
+    /// How the query ended.
+    Result(QueryResult),
+}
+
+impl SessionMessage {
+    /// The message as one stream-json line object, stamped with `session_id` and `uuid`.
+    pub fn to_wire(&self, session_id: &str, uuid: &str) -> Value {
+        match self {
+            Self::Init {
+                cwd,
+                model,
+                tools,
+                permission_mode,
+                agents,
+            } => json!({
+                "type": "system", "subtype": "init", "uuid": uuid, "session_id": session_id,
+                "cwd": cwd, "model": model, "tools": tools, "mcp_servers": [],
+                "permissionMode": permission_mode, "agents": agents, "apiKeySource": "none",
+                "slash_commands": ["compact"], "output_style": "default",
+                "claude_code_version": env!("CARGO_PKG_VERSION"),
+            }),
+            Self::Assistant {
+                id,
+                model,
+                content,
+                parent_tool_use_id,
+            } => json!({
+                "type": "assistant",
+                "message": {"id": id, "type": "message", "role": "assistant", "model": model, "content": content},
+                "parent_tool_use_id": parent_tool_use_id, "session_id": session_id, "uuid": uuid,
+            }),
+            Self::User {
+                content,
+                parent_tool_use_id,
+                tool_use_result,
+            } => {
+                let mut message = json!({
+                    "type": "user",
+                    "message": {"role": "user", "content": content},
+                    "parent_tool_use_id": parent_tool_use_id, "session_id": session_id, "uuid": uuid,
+                });
+                if let Some(result) = tool_use_result {
+                    message["tool_use_result"] = result.clone();
+                }
+                message
+            }
+            Self::System { subtype, data } => {
+                let mut message = json!({"type": "system", "subtype": subtype, "uuid": uuid, "session_id": session_id});
+                if let (Value::Object(message), Value::Object(data)) = (&mut message, data) {
+                    for (key, value) in data {
+                        message.entry(key.clone()).or_insert_with(|| value.clone());
+                    }
+                }
+                message
+            }
+            Self::Result(result) => json!({
+                "type": "result", "subtype": result.subtype, "is_error": result.is_error,
+                "duration_ms": result.duration_ms, "duration_api_ms": result.duration_api_ms,
+                "num_turns": result.num_turns, "result": result.result,
+                "stop_reason": result.stop_reason, "session_id": session_id, "uuid": uuid,
+                "total_cost_usd": 0.0,
+                "usage": {"input_tokens": result.usage.0, "output_tokens": result.usage.1},
+                "errors": result.errors, "permission_denials": result.permission_denials,
+            }),
+        }
+    }
+}

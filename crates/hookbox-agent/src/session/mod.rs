@@ -1,0 +1,476 @@
+//! SDK sessions: the agent of seed 002. A session works in a directory (`cwd`) with the coding
+//! tools `Bash`, `Read`, `Write`, `Edit`, `Glob`, `Grep` (and `Task` when it has sub-agents),
+//! and fires the lifecycle hooks: `UserPromptSubmit`, `PreToolUse`, `PermissionRequest`,
+//! `PostToolUse`, `PostToolUseFailure`, `Stop`, `SubagentStart`, `SubagentStop`, `PreCompact`,
+//! `Notification`, plus `SessionStart`. Hooks are in-process callbacks ([`HookMatcher`]),
+//! Claude-style settings files, or remote callbacks (the stream-json CLI registers those).
+//!
+//! A tool call goes: `PreToolUse` hooks (deny wins; `updatedInput` replaces the input) → the
+//! permission rules ([`PermissionMode`], allowed / disallowed tools) → when they ask,
+//! `PermissionRequest` hooks → the `can_use_tool` prompt if the session has one, else a denial
+//! the model is told about → the tool (`Bash` inside the sandbox, with `cwd` bound writable, unless
+//! the session is built [`unsandboxed`](SessionBuilder::unsandboxed)) → `PostToolUse` or
+//! `PostToolUseFailure`.
+
+mod compact;
+mod core;
+mod emit;
+mod messages;
+mod permissions;
+mod tools;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::Stream;
+use hookbox_env::{CODING_TOOLS, CodingTools, Isolation};
+use hookbox_hooks::{
+    CallbackHandler, Dialect, Dispatcher, HookCallback, HookEvent, HookSetBuilder, Runners,
+};
+use tokio::sync::mpsc;
+
+pub use messages::{ContentBlock, PermissionDenial, QueryResult, ResultSubtype, SessionMessage};
+pub use permissions::{
+    PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, UnknownPermissionMode,
+};
+
+use self::core::{Core, Shared};
+use crate::model::Model;
+
+/// A sub-agent the `Task` tool can start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentDefinition {
+    /// When to use it (shown to the model).
+    pub description: String,
+    /// Its system prompt.
+    pub prompt: String,
+    /// The tools it may use (`None` = all of the session's coding tools; never `Task`).
+    pub tools: Option<Vec<String>>,
+}
+
+/// Callbacks registered on one event under one matcher, with their time limit.
+#[derive(Clone)]
+pub struct HookMatcher {
+    matcher: Option<String>,
+    hooks: Vec<(String, Arc<dyn HookCallback>)>,
+    timeout: Duration,
+}
+
+impl HookMatcher {
+    /// Callbacks for the values `matcher` fully matches (an RE2 regex such as `Bash` or
+    /// `Write|Edit`); `None` matches everything. Time limit 60 s.
+    pub fn new(matcher: Option<&str>) -> Self {
+        Self {
+            matcher: matcher.map(str::to_owned),
+            hooks: Vec::new(),
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Adds a callback: `(input, tool_use_id) -> reply`, the reply being the SDKs' hook output
+    /// object (`{}` to do nothing).
+    pub fn hook(self, callback: impl HookCallback + 'static) -> Self {
+        let name = format!("callback {}", self.hooks.len());
+        self.named_hook(name, Arc::new(callback))
+    }
+
+    /// Adds a callback under a name shown in traces (e.g. the SDK's callback id).
+    pub fn named_hook(mut self, name: impl Into<String>, callback: Arc<dyn HookCallback>) -> Self {
+        self.hooks.push((name.into(), callback));
+        self
+    }
+
+    /// The time limit for each callback of this matcher; a callback that overruns it blocks.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+/// Why a session could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// No model was given.
+    #[error("the session has no model: call SessionBuilder::model")]
+    NoModel,
+    /// The working directory cannot be used.
+    #[error("cannot use {} as the session's working directory: {source}", path.display())]
+    Cwd {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        source: hookbox_env::ToolError,
+    },
+    /// A hook matcher or settings file is invalid.
+    #[error("invalid hooks: {0}")]
+    Hooks(String),
+    /// The session id cannot be used (it names the transcript file).
+    #[error("invalid session id `{0}`: use 1 to 128 letters, digits, `-`, `_` or `.`")]
+    SessionId(String),
+    /// The transcript file cannot be created.
+    #[error("cannot create the transcript in {}: {source}", dir.display())]
+    Transcript {
+        /// The directory.
+        dir: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// The hook runners cannot be set up.
+    #[error("cannot set up the hook runners: {0}")]
+    Runners(#[from] hookbox_net::NetError),
+}
+
+/// Builds a [`Session`].
+pub struct SessionBuilder {
+    cwd: PathBuf,
+    model: Option<Arc<dyn Model>>,
+    session_id: Option<String>,
+    mode: PermissionMode,
+    allowed: Vec<String>,
+    disallowed: Vec<String>,
+    system_prompt: Option<String>,
+    max_turns: u32,
+    agents: BTreeMap<String, SubagentDefinition>,
+    isolation: Isolation,
+    compact_threshold: u64,
+    transcript_dir: Option<PathBuf>,
+    hooks: HookSetBuilder,
+    hook_errors: Vec<String>,
+    runners: Option<Runners>,
+    prompt: Option<Arc<dyn PermissionPrompt>>,
+}
+
+impl SessionBuilder {
+    /// The model that answers (required).
+    pub fn model(mut self, model: Arc<dyn Model>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// The session id (default: a random UUID).
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// The permission mode (default [`PermissionMode::Default`]).
+    pub fn permission_mode(mut self, mode: PermissionMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Tools that run without asking.
+    pub fn allowed_tools<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.allowed.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// Tools that never run.
+    pub fn disallowed_tools<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.disallowed.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Model turns allowed per query (default 100) before it ends `error_max_turns`.
+    pub fn max_turns(mut self, turns: u32) -> Self {
+        self.max_turns = turns;
+        self
+    }
+
+    /// Adds a sub-agent the `Task` tool can start.
+    pub fn agent(mut self, name: impl Into<String>, definition: SubagentDefinition) -> Self {
+        self.agents.insert(name.into(), definition);
+        self
+    }
+
+    /// Runs `Bash` on the host in `cwd` instead of in the sandbox. Only for machines where the
+    /// sandbox cannot be built; `Bash` then asks for permission in `default` mode.
+    pub fn unsandboxed(mut self) -> Self {
+        self.isolation = Isolation::Unsandboxed;
+        self
+    }
+
+    /// The estimated conversation size (tokens) above which it is compacted before the next
+    /// model turn (default 100 000).
+    pub fn compact_threshold_tokens(mut self, tokens: u64) -> Self {
+        self.compact_threshold = tokens;
+        self
+    }
+
+    /// Writes the transcript (one stream-json line per message) to `DIR/<session_id>.jsonl`,
+    /// whose path hooks receive as `transcript_path`.
+    pub fn transcript_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.transcript_dir = Some(dir.into());
+        self
+    }
+
+    /// Registers callbacks on `event`.
+    pub fn hook(mut self, event: HookEvent, matcher: HookMatcher) -> Self {
+        for (name, callback) in matcher.hooks {
+            let handler = CallbackHandler {
+                name,
+                timeout: matcher.timeout,
+                callback,
+            };
+            if let Err(diagnostic) =
+                self.hooks
+                    .add_callback(event, matcher.matcher.as_deref(), handler)
+            {
+                self.hook_errors.push(diagnostic.message);
+            }
+        }
+        self
+    }
+
+    /// Loads the `hooks` of a Claude-style settings file (`command` and `http` handlers).
+    pub fn settings_file(mut self, path: &Path) -> Self {
+        if let Err(err) = self.hooks.load_file(path, Some(Dialect::Sdk)) {
+            self.hook_errors.push(err.to_string());
+        }
+        self
+    }
+
+    /// The runners for command and HTTP hooks (default: commands on the host in `cwd`, HTTP
+    /// through the strict guarded client).
+    pub fn runners(mut self, runners: Runners) -> Self {
+        self.runners = Some(runners);
+        self
+    }
+
+    /// Who decides tool calls that the rules and hooks leave open (the SDKs' `can_use_tool`).
+    pub fn can_use_tool(mut self, prompt: impl PermissionPrompt + 'static) -> Self {
+        self.prompt = Some(Arc::new(prompt));
+        self
+    }
+
+    /// Like [`can_use_tool`](Self::can_use_tool), for a prompt that is already shared.
+    pub fn permission_prompt(mut self, prompt: Arc<dyn PermissionPrompt>) -> Self {
+        self.prompt = Some(prompt);
+        self
+    }
+
+    /// Builds the session.
+    pub fn build(self) -> Result<Session, SessionError> {
+        let model = self.model.ok_or(SessionError::NoModel)?;
+        let hooks = self.hooks.build();
+        let mut problems = self.hook_errors;
+        problems.extend(
+            hooks
+                .diagnostics()
+                .iter()
+                .filter(|diagnostic| diagnostic.severity == hookbox_hooks::Severity::Error)
+                .map(|diagnostic| {
+                    format!(
+                        "{}: {} {}",
+                        diagnostic.source, diagnostic.json_path, diagnostic.message
+                    )
+                }),
+        );
+        if !problems.is_empty() {
+            return Err(SessionError::Hooks(problems.join("; ")));
+        }
+        let tools =
+            CodingTools::new(&self.cwd, self.isolation).map_err(|source| SessionError::Cwd {
+                path: self.cwd.clone(),
+                source,
+            })?;
+        let cwd = tools.cwd().to_path_buf();
+        let session_id = match self.session_id {
+            Some(id) if valid_session_id(&id) => id,
+            Some(id) => return Err(SessionError::SessionId(id)),
+            None => emit::new_uuid().map_err(|source| SessionError::Transcript {
+                dir: PathBuf::from("/dev/urandom"),
+                source,
+            })?,
+        };
+        let (transcript, transcript_path) = match &self.transcript_dir {
+            Some(dir) => {
+                let (file, path) = emit::open_transcript(dir, &session_id).map_err(|source| {
+                    SessionError::Transcript {
+                        dir: dir.clone(),
+                        source,
+                    }
+                })?;
+                (Some(file), path)
+            }
+            None => (None, String::new()),
+        };
+        let runners = match self.runners {
+            Some(runners) => runners,
+            None => Runners::host(Some(cwd.clone()))?,
+        };
+        let shared = Arc::new(Shared {
+            mode: Mutex::new(self.mode),
+            model: Mutex::new(model),
+            interrupted: AtomicBool::new(false),
+            interrupt: tokio::sync::Notify::new(),
+        });
+        let core = Core {
+            session_id: session_id.clone(),
+            cwd: cwd.display().to_string(),
+            transcript_path,
+            transcript,
+            dispatcher: Dispatcher::new(Arc::new(hooks), runners),
+            tools,
+            tool_names: CODING_TOOLS.to_vec(),
+            sandboxed: self.isolation == Isolation::Sandboxed,
+            allowed: self.allowed,
+            disallowed: self.disallowed,
+            agents: self.agents,
+            max_turns: self.max_turns,
+            compact_threshold: self.compact_threshold,
+            prompt: self.prompt,
+            shared: Arc::clone(&shared),
+            conversation: crate::model::Conversation::new(self.system_prompt),
+            started: false,
+        };
+        Ok(Session {
+            session_id,
+            core: Arc::new(tokio::sync::Mutex::new(core)),
+            control: SessionControl { shared },
+        })
+    }
+}
+
+fn valid_session_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id != "."
+        && id != ".."
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'))
+}
+
+/// An agent session: send it prompts with [`query`](Self::query), read what it does from the
+/// returned stream. Queries run one at a time, in the order they were sent.
+pub struct Session {
+    session_id: String,
+    core: Arc<tokio::sync::Mutex<Core>>,
+    control: SessionControl,
+}
+
+impl Session {
+    /// Starts building a session working in `cwd`.
+    pub fn builder(cwd: impl Into<PathBuf>) -> SessionBuilder {
+        SessionBuilder {
+            cwd: cwd.into(),
+            model: None,
+            session_id: None,
+            mode: PermissionMode::Default,
+            allowed: Vec::new(),
+            disallowed: Vec::new(),
+            system_prompt: None,
+            max_turns: 100,
+            agents: BTreeMap::new(),
+            isolation: Isolation::Sandboxed,
+            compact_threshold: 100_000,
+            transcript_dir: None,
+            hooks: hookbox_hooks::HookSet::builder(),
+            hook_errors: Vec::new(),
+            runners: None,
+            prompt: None,
+        }
+    }
+
+    /// The session's id (`session_id` in hook inputs and messages).
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// A handle that changes the running session: interrupt, permission mode, model.
+    pub fn control(&self) -> SessionControl {
+        self.control.clone()
+    }
+
+    /// Sends `prompt` (`/compact [instructions]` compacts the conversation instead) and returns
+    /// the stream of what happens, ending with a [`SessionMessage::Result`]. The first query
+    /// starts with [`SessionMessage::Init`]. A query runs to its end even if the stream is
+    /// dropped; use [`SessionControl::interrupt`] to stop it. Needs a Tokio runtime.
+    pub fn query(&self, prompt: impl Into<String>) -> MessageStream {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let core = Arc::clone(&self.core);
+        let prompt = prompt.into();
+        tokio::spawn(async move {
+            core.lock().await.query(prompt, sender).await;
+        });
+        MessageStream { receiver }
+    }
+}
+
+/// Changes a session from outside its queries (e.g. from the SDK's control requests).
+#[derive(Clone)]
+pub struct SessionControl {
+    shared: Arc<Shared>,
+}
+
+impl SessionControl {
+    /// Stops the running query at the next model turn, tool call or permission prompt; it
+    /// ends with an `error_during_execution` result.
+    pub fn interrupt(&self) {
+        self.shared.interrupted.store(true, Ordering::SeqCst);
+        self.shared.interrupt.notify_waiters();
+    }
+
+    /// Changes the permission mode for the next tool calls.
+    pub fn set_permission_mode(&self, mode: PermissionMode) {
+        *self
+            .shared
+            .mode
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = mode;
+    }
+
+    /// The current permission mode.
+    pub fn permission_mode(&self) -> PermissionMode {
+        self.shared.mode()
+    }
+
+    /// Changes the model for the next turns.
+    pub fn set_model(&self, model: Arc<dyn Model>) {
+        *self
+            .shared
+            .model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = model;
+    }
+}
+
+/// The messages of one query, in order, ending with its result.
+pub struct MessageStream {
+    receiver: mpsc::UnboundedReceiver<SessionMessage>,
+}
+
+impl MessageStream {
+    /// The next message, or `None` after the result.
+    pub async fn next_message(&mut self) -> Option<SessionMessage> {
+        self.receiver.recv().await
+    }
+
+    /// Every remaining message, up to and including the result.
+    pub async fn collect_all(mut self) -> Vec<SessionMessage> {
+        let mut messages = Vec::new();
+        while let Some(message) = self.receiver.recv().await {
+            messages.push(message);
+        }
+        messages
+    }
+}
+
+impl Stream for MessageStream {
+    type Item = SessionMessage;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<SessionMessage>> {
+        self.receiver.poll_recv(cx)
+    }
+}

@@ -1,0 +1,258 @@
+//! Who may run which tool: the permission modes, the allowed / disallowed lists, and the
+//! `can_use_tool` prompt a session may ask when a rule does not settle a call.
+
+use std::fmt;
+use std::future::Future;
+use std::str::FromStr;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+/// How much a session may do without asking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PermissionMode {
+    /// Host-side tools ask; `Bash` in the sandbox runs (the sandbox confines it).
+    #[default]
+    Default,
+    /// Like `Default`, and file edits (`Write`, `Edit`) and reads run without asking.
+    AcceptEdits,
+    /// Read-only: `Read`, `Glob`, `Grep` run; anything that changes things is denied.
+    Plan,
+    /// Everything runs without asking (hooks still apply, and their denials still win).
+    BypassPermissions,
+}
+
+impl PermissionMode {
+    /// The name used on the wire (`default`, `acceptEdits`, `plan`, `bypassPermissions`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::AcceptEdits => "acceptEdits",
+            Self::Plan => "plan",
+            Self::BypassPermissions => "bypassPermissions",
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A permission mode name that hookbox does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown permission mode `{0}`; expected one of default, acceptEdits, plan, bypassPermissions"
+)]
+pub struct UnknownPermissionMode(pub String);
+
+impl FromStr for PermissionMode {
+    type Err = UnknownPermissionMode;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "default" => Ok(Self::Default),
+            "acceptEdits" => Ok(Self::AcceptEdits),
+            "plan" => Ok(Self::Plan),
+            "bypassPermissions" => Ok(Self::BypassPermissions),
+            other => Err(UnknownPermissionMode(other.to_owned())),
+        }
+    }
+}
+
+/// A tool call that needs a decision from the session's `can_use_tool` prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionQuery {
+    /// The tool's name.
+    pub tool_name: String,
+    /// The input it would run with.
+    pub input: Value,
+    /// The call's id.
+    pub tool_use_id: String,
+    /// Why the call needs a decision.
+    pub decision_reason: String,
+    /// The sub-agent making the call, if any.
+    pub agent_id: Option<String>,
+}
+
+/// The prompt's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PermissionAnswer {
+    /// Run the call, with a replacement input if given.
+    Allow {
+        /// Replaces the whole input.
+        updated_input: Option<Value>,
+    },
+    /// Do not run it; `message` goes to the model.
+    Deny {
+        /// Why, for the model.
+        message: String,
+        /// Whether to stop the query too.
+        interrupt: bool,
+    },
+}
+
+/// Asks someone (the SDK's `can_use_tool` callback, a person) whether a tool call may run.
+pub trait PermissionPrompt: Send + Sync {
+    /// Decides one call.
+    fn can_use_tool(&self, query: PermissionQuery) -> BoxFuture<'static, PermissionAnswer>;
+}
+
+impl<F, Fut> PermissionPrompt for F
+where
+    F: Fn(PermissionQuery) -> Fut + Send + Sync,
+    Fut: Future<Output = PermissionAnswer> + Send + 'static,
+{
+    fn can_use_tool(&self, query: PermissionQuery) -> BoxFuture<'static, PermissionAnswer> {
+        Box::pin(self(query))
+    }
+}
+
+/// What the session's rules say about one call before anyone is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// Run it.
+    Allow,
+    /// Do not run it, for this reason.
+    Deny(String),
+    /// Ask (`PermissionRequest` hooks, then the prompt), for this reason.
+    Ask(String),
+}
+
+/// The tools that only read.
+const READ_ONLY: [&str; 3] = ["Read", "Glob", "Grep"];
+/// The tools that edit files.
+const EDITS: [&str; 2] = ["Write", "Edit"];
+
+/// The allowed / disallowed lists and the mode, applied to one call. `hook_allowed` is an
+/// explicit `allow` from a `PreToolUse` hook; `hook_asked` an explicit `ask`.
+pub(crate) struct Rules<'a> {
+    pub(crate) mode: PermissionMode,
+    pub(crate) allowed: &'a [String],
+    pub(crate) disallowed: &'a [String],
+    pub(crate) sandboxed: bool,
+}
+
+impl Rules<'_> {
+    /// Decides `tool` by rule: disallowed wins, then a hook's explicit decision, then the mode
+    /// and the allowed list.
+    pub(crate) fn decide(&self, tool: &str, hook_allowed: bool, hook_asked: bool) -> Rule {
+        if listed(self.disallowed, tool) {
+            return Rule::Deny(format!("{tool} is in this session's disallowed tools"));
+        }
+        let read_only = READ_ONLY.contains(&tool);
+        if self.mode == PermissionMode::Plan && !read_only {
+            return Rule::Deny(format!(
+                "the session is in plan mode, where {tool} may not run; only Read, Glob and Grep do"
+            ));
+        }
+        if hook_asked {
+            return Rule::Ask(format!(
+                "a PreToolUse hook asked for confirmation of {tool}"
+            ));
+        }
+        if hook_allowed
+            || read_only && self.mode == PermissionMode::Plan
+            || self.mode == PermissionMode::BypassPermissions
+        {
+            return Rule::Allow;
+        }
+        if listed(self.allowed, tool)
+            || (self.mode == PermissionMode::AcceptEdits && (read_only || EDITS.contains(&tool)))
+            || (tool == "Bash" && self.sandboxed)
+        {
+            return Rule::Allow;
+        }
+        Rule::Ask(format!(
+            "{tool} needs permission in {} mode",
+            self.mode.name()
+        ))
+    }
+}
+
+/// Whether `tool` is in `list` (exact names; `Bash(…)`-style patterns name the tool too).
+fn listed(list: &[String], tool: &str) -> bool {
+    list.iter().any(|entry| {
+        let name = entry.split('(').next().unwrap_or(entry).trim();
+        name == tool
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(mode: PermissionMode, sandboxed: bool) -> Rules<'static> {
+        Rules {
+            mode,
+            allowed: &[],
+            disallowed: &[],
+            sandboxed,
+        }
+    }
+
+    #[test]
+    fn default_mode_runs_sandboxed_bash_and_asks_for_host_tools() {
+        let default = rules(PermissionMode::Default, true);
+        assert_eq!(default.decide("Bash", false, false), Rule::Allow);
+        assert!(matches!(default.decide("Read", false, false), Rule::Ask(_)));
+        assert!(matches!(
+            default.decide("Write", false, false),
+            Rule::Ask(_)
+        ));
+        let unsandboxed = rules(PermissionMode::Default, false);
+        assert!(matches!(
+            unsandboxed.decide("Bash", false, false),
+            Rule::Ask(_)
+        ));
+    }
+
+    #[test]
+    fn modes_and_lists() {
+        assert_eq!(
+            rules(PermissionMode::AcceptEdits, false).decide("Edit", false, false),
+            Rule::Allow
+        );
+        assert!(matches!(
+            rules(PermissionMode::Plan, true).decide("Bash", true, false),
+            Rule::Deny(_)
+        ));
+        assert_eq!(
+            rules(PermissionMode::Plan, true).decide("Grep", false, false),
+            Rule::Allow
+        );
+        assert!(matches!(
+            rules(PermissionMode::Plan, true).decide("Write", false, false),
+            Rule::Deny(_)
+        ));
+        let disallowed = ["Bash".to_owned()];
+        let allowed = ["Read".to_owned()];
+        let listed = Rules {
+            mode: PermissionMode::BypassPermissions,
+            allowed: &allowed,
+            disallowed: &disallowed,
+            sandboxed: true,
+        };
+        assert!(matches!(listed.decide("Bash", true, false), Rule::Deny(_)));
+        let listed = Rules {
+            mode: PermissionMode::Default,
+            ..listed
+        };
+        assert_eq!(listed.decide("Read", false, false), Rule::Allow);
+        assert!(matches!(listed.decide("Read", false, true), Rule::Ask(_)));
+    }
+
+    #[test]
+    fn mode_names_round_trip() {
+        for mode in [
+            PermissionMode::Default,
+            PermissionMode::AcceptEdits,
+            PermissionMode::Plan,
+            PermissionMode::BypassPermissions,
+        ] {
+            assert_eq!(mode.name().parse::<PermissionMode>(), Ok(mode));
+        }
+        assert!("yolo".parse::<PermissionMode>().is_err());
+    }
+}

@@ -1,0 +1,140 @@
+//! `Bash {command, timeout?, description?}`: `bash -c` in the session's sandbox.
+
+use std::time::Duration;
+
+use hookbox_exec::{ExitKind, ProcessSpec, Sandbox};
+use serde_json::{Value, json};
+
+use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
+use crate::tools::Isolation;
+use crate::tools::args::Args;
+
+/// The tool's name.
+const TOOL: &str = "Bash";
+/// Timeout when none is given, in milliseconds.
+pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Longest timeout honoured, in milliseconds (longer ones are clamped).
+pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
+/// `PATH` for an unsandboxed run (the sandbox sets its own).
+const HOST_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// The locale given to commands.
+const LANG: &str = "C.UTF-8";
+
+/// Runs the command and reports Claude Code's `{stdout, stderr, interrupted, exit_code}`;
+/// the call failed when the command exited non-zero, was killed or timed out.
+pub(crate) async fn run(tools: &CodingTools, input: &Value) -> CodingOutcome {
+    let spec = match process(tools, input) {
+        Ok(spec) => spec,
+        Err(error) => return CodingOutcome::failed(error),
+    };
+    let output = match hookbox_exec::run(&spec).await {
+        Ok(output) => output,
+        Err(error) => return CodingOutcome::failed(format!("Bash: {error}")),
+    };
+    let stdout = output.stdout.to_text();
+    let stderr = output.stderr.to_text();
+    let timeout_ms = spec.timeout.as_millis();
+    let (exit_code, interrupted, note) = match output.exit {
+        ExitKind::Exited(0) => (0, false, None),
+        ExitKind::Exited(code) => (code, false, Some(format!("Exit code {code}"))),
+        ExitKind::Signaled(signal) => (
+            128 + signal,
+            false,
+            Some(format!(
+                "Exit code {} (killed by signal {signal})",
+                128 + signal
+            )),
+        ),
+        ExitKind::TimedOut => (
+            124,
+            true,
+            Some(format!(
+                "Command timed out after {timeout_ms} ms; it and everything it started were killed"
+            )),
+        ),
+    };
+    let text = combine(&stdout, &stderr, note.as_deref());
+    CodingOutcome {
+        response: json!({
+            "stdout": stdout,
+            "stderr": stderr,
+            "interrupted": interrupted,
+            "exit_code": exit_code,
+        }),
+        error: note.is_some().then(|| text.clone()),
+        text,
+    }
+}
+
+/// The process for `input`: `bash -c COMMAND` in the working directory, sandboxed unless the
+/// session opted out, with a small fixed environment (nothing of hookbox's own).
+pub(crate) fn process(tools: &CodingTools, input: &Value) -> Result<ProcessSpec, Failure> {
+    let args =
+        Args::new(TOOL, input, &["command", "timeout", "description"]).map_err(|e| invalid(&e))?;
+    let command = args
+        .required_string("command", "the shell command to run")
+        .map_err(|e| invalid(&e))?;
+    let timeout = args
+        .integer("timeout", "a timeout in milliseconds, at most 600000")
+        .map_err(|e| invalid(&e))?
+        .unwrap_or(DEFAULT_TIMEOUT_MS)
+        .clamp(1, MAX_TIMEOUT_MS);
+    args.string("description", "what the command does")
+        .map_err(|e| invalid(&e))?;
+    let cwd = tools.cwd().to_path_buf();
+    let mut spec = ProcessSpec::shell(command, Duration::from_millis(timeout));
+    spec.program = "/bin/bash".into();
+    spec.env_clear = true;
+    spec.env = vec![
+        ("HOME".into(), cwd.clone().into()),
+        ("LANG".into(), LANG.into()),
+        ("TERM".into(), "dumb".into()),
+    ];
+    spec.output_limit = ProcessSpec::DEFAULT_OUTPUT_LIMIT;
+    match tools.isolation() {
+        Isolation::Sandboxed => {
+            spec.sandbox = Some(
+                Sandbox::over_directory(&cwd)
+                    .map_err(|error| format!("Bash: cannot sandbox {}: {error}", cwd.display()))?,
+            );
+            spec.cwd = Some(cwd);
+        }
+        Isolation::Unsandboxed => {
+            spec.env.push(("PATH".into(), HOST_PATH.into()));
+            spec.env.push(("TMPDIR".into(), "/tmp".into()));
+            spec.cwd = Some(cwd);
+        }
+    }
+    Ok(spec)
+}
+
+/// What the model sees: stdout, stderr, then the note (exit code or timeout), each on its own
+/// lines.
+pub(crate) fn combine(stdout: &str, stderr: &str, note: Option<&str>) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in [stdout, stderr] {
+        let trimmed = part.trim_end_matches('\n');
+        if !trimmed.is_empty() {
+            parts.push(trimmed);
+        }
+    }
+    if let Some(note) = note {
+        parts.push(note);
+    }
+    parts.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combines_output_and_notes() {
+        assert_eq!(combine("out\n", "", None), "out");
+        assert_eq!(
+            combine("out\n", "err\n", Some("Exit code 2")),
+            "out\nerr\nExit code 2"
+        );
+        assert_eq!(combine("", "", None), "");
+    }
+}

@@ -1,0 +1,148 @@
+//! The coding tools of an SDK session (`Bash`, `Read`, `Write`, `Edit`, `Glob`, `Grep`), with
+//! Claude Code's inputs and `tool_response` shapes, confined to the session's working
+//! directory.
+//!
+//! Every path must lie beneath the working directory: relative ones are resolved against it,
+//! absolute ones outside it are refused, and every access is resolved by the kernel from one
+//! descriptor on it (`openat2` with `RESOLVE_BENEATH`), so no symlink or `..` leads out.
+//! Writes go through a temporary file renamed over the target, never through a link. `Bash`
+//! runs in a sandbox whose only host directory is the working directory, bound read-write at
+//! its own path ([`hookbox_exec::Sandbox::over_directory`]), unless the session runs
+//! [`Isolation::Unsandboxed`].
+
+mod bash;
+mod edit;
+mod glob;
+mod grep;
+mod paths;
+mod pattern;
+mod read;
+mod walk;
+mod write;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::confined::Confined;
+use crate::tools::{Isolation, ToolError};
+
+/// The names of the coding tools, as models call them.
+pub const CODING_TOOLS: [&str; 6] = ["Bash", "Read", "Write", "Edit", "Glob", "Grep"];
+
+/// The coding tools of one session, working in (and confined to) its working directory.
+#[derive(Debug)]
+pub struct CodingTools {
+    /// The working directory, canonical.
+    cwd: PathBuf,
+    /// The working directory as the caller named it (absolute, normalised), also accepted as
+    /// a prefix of absolute paths.
+    named: PathBuf,
+    /// How `Bash` runs.
+    isolation: Isolation,
+    /// A descriptor on the working directory, resolving paths strictly beneath it.
+    root: Confined,
+}
+
+/// What one coding-tool call produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodingOutcome {
+    /// Claude Code's `tool_response` shape (goes to PostToolUse hooks).
+    pub response: Value,
+    /// What the model sees in the tool_result (text).
+    pub text: String,
+    /// The failure text when the tool failed (goes to PostToolUseFailure's `error`); `None` on
+    /// success.
+    pub error: Option<String>,
+}
+
+impl CodingOutcome {
+    /// A successful call.
+    pub(crate) fn ok(response: Value, text: String) -> Self {
+        Self {
+            response,
+            text,
+            error: None,
+        }
+    }
+
+    /// A call that failed with `message` (shown to the model too).
+    pub fn failed(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self {
+            response: json!({ "error": message }),
+            text: message.clone(),
+            error: Some(message),
+        }
+    }
+}
+
+impl CodingTools {
+    /// Opens `cwd` (must be an existing directory; canonicalised) for a session whose `Bash`
+    /// runs with `isolation`.
+    pub fn new(cwd: &Path, isolation: Isolation) -> Result<Self, ToolError> {
+        let io = |action, source| ToolError::Io {
+            tool: "coding tools",
+            action,
+            path: cwd.display().to_string(),
+            source,
+        };
+        let canonical = cwd
+            .canonicalize()
+            .map_err(|source| io("resolve the working directory", source))?;
+        let root = Confined::strictly_beneath(&canonical)
+            .map_err(|errno| io("open the working directory", errno.into()))?;
+        let named = if cwd.is_absolute() {
+            paths::normalise(cwd)
+        } else {
+            canonical.clone()
+        };
+        Ok(Self {
+            cwd: canonical,
+            named,
+            isolation,
+            root,
+        })
+    }
+
+    /// The session's working directory (canonical).
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// How `Bash` runs.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// Runs tool `name` with Claude Code's `input`; an unknown name or a bad input gives a
+    /// failed outcome, never a panic.
+    pub async fn call(&self, name: &str, input: &Value) -> CodingOutcome {
+        let result = match name {
+            "Bash" => return bash::run(self, input).await,
+            "Read" => read::run(self, input),
+            "Write" => write::run(self, input),
+            "Edit" => edit::run(self, input),
+            "Glob" => glob::run(self, input),
+            "Grep" => grep::run(self, input),
+            other => Err(format!(
+                "unknown tool `{other}`; the coding tools are {}",
+                CODING_TOOLS.join(", ")
+            )),
+        };
+        result.unwrap_or_else(CodingOutcome::failed)
+    }
+
+    /// The descriptor on the working directory.
+    pub(crate) fn root(&self) -> &Confined {
+        &self.root
+    }
+}
+
+/// A tool's failure text.
+pub(crate) type Failure = String;
+
+/// The message of an argument error.
+pub(crate) fn invalid(error: &ToolError) -> Failure {
+    error.to_string()
+}
