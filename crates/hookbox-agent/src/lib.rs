@@ -13,7 +13,9 @@
 //! in its label. [`interaction`] is the agent loop that ties models, tools and hooks together;
 //! [`service`] runs it for the Interactions API (request parsing, environments, the store,
 //! background runs, cancel, idempotent retries, streaming events), so the HTTP server only maps
-//! HTTP onto it.
+//! HTTP onto it. [`session`] is the agent of the SDK hooks (seed 002): coding tools in a
+//! directory, the ten lifecycle events, permission modes, sub-agents and compaction; the Rust
+//! SDK (`hookbox-sdk`) and the stream-json CLI drive it.
 
 mod discovery;
 pub mod interaction;

@@ -191,3 +191,45 @@ impl SessionMessage {
         }
     }
 }
+
+/// One human-readable line per message, for examples, logs and the demo.
+impl std::fmt::Display for SessionMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Init { model, tools, .. } => {
+                write!(f, "[init] model {model}, tools {}", tools.join(", "))
+            }
+            Self::Assistant { content, .. } | Self::User { content, .. } => {
+                let parts: Vec<String> = content
+                    .iter()
+                    .map(|block| match block {
+                        ContentBlock::Text { text } => format!("[assistant] {text}"),
+                        ContentBlock::ToolUse { name, input, .. } => {
+                            format!("[tool call] {name} {input}")
+                        }
+                        ContentBlock::ToolResult {
+                            content, is_error, ..
+                        } => format!(
+                            "[tool {}] {}",
+                            if *is_error { "error" } else { "result" },
+                            content.trim_end()
+                        ),
+                    })
+                    .collect();
+                f.write_str(&parts.join("\n"))
+            }
+            Self::System { subtype, data } => write!(f, "[{subtype}] {data}"),
+            Self::Result(result) => write!(
+                f,
+                "[result] {:?}{} after {} turn(s): {}",
+                result.subtype,
+                if result.is_error { " (error)" } else { "" },
+                result.num_turns,
+                result
+                    .result
+                    .clone()
+                    .unwrap_or_else(|| result.errors.join("; "))
+            ),
+        }
+    }
+}
