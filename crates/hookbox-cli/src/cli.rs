@@ -40,6 +40,16 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: HooksCommand,
     },
+    /// Manage the server-side secrets that environments' `network.allowlist` entries name.
+    ///
+    /// An entry `{"domain": "api.example.com", "credential": "NAME"}` makes hookbox inject
+    /// credential NAME as a header on the requests it admits (HTTP hooks; replacing a header of
+    /// the same name), without the secret ever entering the sandbox. Credentials live in
+    /// `$HOOKBOX_HOME/credentials/`, one mode-0600 file each; values are never printed.
+    Credentials {
+        #[command(subcommand)]
+        command: CredentialsCommand,
+    },
     /// Create, inspect and delete sandbox environments.
     Env {
         #[command(subcommand)]
@@ -50,16 +60,19 @@ pub(crate) enum Command {
     /// Discovers `/.agents/hooks.json` and `/workspace/.agents/hooks.json` in the environment,
     /// runs the `pre_tool_execution` hooks (inside the sandbox), the tool unless a hook denied
     /// it, then the `post_tool_execution` hooks. Prints whether it was denied and why, the
-    /// tool's result or error, and the hook trace. Exit status: 0 the tool ran and succeeded,
-    /// 2 denied by a hook, 3 the tool ran and failed, 1 usage or config error.
+    /// tool's result or error, and the hook trace. HTTP hooks use the `[network]` settings of
+    /// hookbox.toml and the credentials of `hookbox credentials`. Exit status: 0 the tool ran
+    /// and succeeded, 2 denied by a hook, 3 the tool ran and failed, 1 usage or config error.
     Exec(ExecArgs),
     /// Serve the REST API (the Environments API of the google-genai SDK) over HTTP.
     ///
     /// Point the SDK at it with `genai.Client(api_key="any", http_options={"base_url":
     /// "http://ADDR"})`. Settings come from `--config FILE`, else `$HOOKBOX_HOME/hookbox.toml`
     /// when it exists (`[server] listen = "127.0.0.1:8080"`, `max_body_bytes`,
-    /// `max_upload_bytes`, `allow_host_sources`). Logs go to stderr (`RUST_LOG` filters them);
-    /// SIGINT or SIGTERM stops it after the requests in flight.
+    /// `max_upload_bytes`, `allow_host_sources`; `[network]` for HTTP hooks:
+    /// `permit_loopback_hooks`, `allow_private_cidrs`, `extra_ca_certs`, `resolve`). HTTP hooks
+    /// inject the credentials of `hookbox credentials`. Logs go to stderr (`RUST_LOG` filters
+    /// them); SIGINT or SIGTERM stops it after the requests in flight.
     Serve(ServeArgs),
 }
 
@@ -72,6 +85,36 @@ pub(crate) struct ServeArgs {
     /// The config file (default: `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CredentialsCommand {
+    /// Add a credential, or replace the one of that name, reading its value from standard input.
+    ///
+    /// One trailing newline of the input is removed; an empty value is an error. Example:
+    /// `printf %s "$TOKEN" | hookbox credentials add github --prefix "Bearer "`.
+    Add {
+        /// The credential's name, as `"credential": "NAME"` refers to it: 1 to 64 of
+        /// `A-Z a-z 0-9 _ . -`.
+        name: String,
+        /// The header the credential is sent as.
+        #[arg(long, value_name = "HEADER", default_value = hookbox_env::DEFAULT_HEADER)]
+        header: String,
+        /// Text put before the value, e.g. `"Bearer "` to send `Bearer <secret>`.
+        #[arg(long, value_name = "PREFIX")]
+        prefix: Option<String>,
+    },
+    /// List credentials: name, header and when each was added (never values).
+    List {
+        /// Print JSON (`[{"name", "header", "created"}]`) instead of one line per credential.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a credential.
+    Rm {
+        /// The credential's name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -133,6 +176,10 @@ pub(crate) struct ExecArgs {
     /// machines where the sandbox cannot be created; hookbox warns loudly.
     #[arg(long)]
     pub(crate) unsandboxed: bool,
+    /// The config file whose `[network]` section HTTP hooks use (default:
+    /// `$HOOKBOX_HOME/hookbox.toml`, when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -168,7 +215,8 @@ pub(crate) struct DemoArgs {
     /// Use the agent of this name from `hookbox.toml` (a real model) instead of the scripted one.
     #[arg(long, value_name = "NAME")]
     pub(crate) agent: Option<String>,
-    /// The config file with `[agents."NAME"]` tables (default: `$HOOKBOX_HOME/hookbox.toml`).
+    /// The config file with `[agents."NAME"]` tables and the `[network]` settings for HTTP
+    /// hooks (default: `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
 }

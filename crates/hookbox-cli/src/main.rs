@@ -24,6 +24,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args),
+        Command::Credentials { command } => commands::credentials::run(&command),
         Command::Demo(args) => commands::demo::run(&args),
         Command::Env { command } => commands::env::run(&command),
         Command::Exec(args) => commands::exec::run(&args),

@@ -6,6 +6,8 @@
     reason = "test helpers stop the test on setup failure"
 )]
 
+/// `hookbox credentials` and the `[network]` section of hookbox.toml.
+mod credentials;
 /// `hookbox env` and `hookbox exec`: environments, the sandbox and hooks inside it.
 mod environments;
 /// `hookbox serve`: the REST API as a process, driven by the official google-genai SDK.

@@ -22,6 +22,7 @@
 mod clock;
 mod coding;
 mod confined;
+mod credentials;
 mod env_vars;
 mod environment;
 mod git;
@@ -38,6 +39,9 @@ mod target;
 mod tools;
 
 pub use coding::{CODING_TOOLS, CodingOutcome, CodingTools};
+pub use credentials::{
+    CredentialError, CredentialInfo, CredentialStore, DEFAULT_HEADER, StoredCredential,
+};
 pub use env_vars::{EnvValue, EnvVar};
 pub use environment::{Environment, SourceSummary};
 pub use json::SpecError;

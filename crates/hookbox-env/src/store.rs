@@ -5,6 +5,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::clock;
+use crate::credentials::CredentialStore;
+use crate::env_vars::EnvValue;
 use crate::environment::{Environment, Metadata, SourceSummary};
 use crate::id;
 use crate::materialise::{self, SourceFailure};
@@ -135,6 +137,7 @@ impl Environments {
             .as_deref()
             .map(|from| self.get(from))
             .transpose()?;
+        self.check_credentials(spec)?;
         let staging = Staging::new(&self.dir)?;
         let root = staging.path.join("root");
         create_dir(&root.join(WORKSPACE))?;
@@ -189,6 +192,7 @@ impl Environments {
                 problem: "an existing environment cannot be re-based; create a new one".to_owned(),
             });
         }
+        self.check_credentials(spec)?;
         let staging = Staging::new(&self.dir)?;
         let staged_root = staging.path.join("root");
         create_dir(&staged_root)?;
@@ -212,6 +216,54 @@ impl Environments {
         }
         write_metadata(&self.dir.join(id), &meta)?;
         Ok(Environment::new(meta, current.root().to_path_buf()))
+    }
+
+    /// Refuses a spec that names a credential this server does not hold (in
+    /// `network.allowlist[i].credential` or an `env` value), before anything is written.
+    fn check_credentials(&self, spec: &EnvironmentSpec) -> Result<(), StoreError> {
+        let allowlist = spec
+            .network
+            .as_ref()
+            .and_then(|network| network.get("allowlist"))
+            .and_then(serde_json::Value::as_array);
+        let mut wanted: Vec<(String, &str)> = allowlist
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(index, rule)| {
+                let id = rule.get("credential")?.as_str()?;
+                Some((format!("$.network.allowlist[{index}].credential"), id))
+            })
+            .collect();
+        for var in spec.env.iter().flatten() {
+            if let EnvValue::Credential { credential } = &var.value {
+                wanted.push((format!("$.env.{}.credential", var.name), credential));
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let home = self.dir.parent().unwrap_or(&self.dir);
+        let store = CredentialStore::open(home).map_err(|err| StoreError::Misplaced {
+            path: wanted[0].0.clone(),
+            problem: format!("cannot read the credential store: {err}"),
+        })?;
+        for (path, id) in wanted {
+            let found = store.get(id).map_err(|err| StoreError::Misplaced {
+                path: path.clone(),
+                problem: format!("cannot read credential `{id}`: {err}"),
+            })?;
+            if found.is_none() {
+                return Err(StoreError::Misplaced {
+                    path,
+                    problem: format!(
+                        "this server has no credential named `{id}`; add it with \
+                         `hookbox credentials add {id}` (the value is read from stdin)"
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Updates the environment `spec.environment_id` names, or creates one if it names none.

@@ -8,7 +8,7 @@ use reqwest::redirect;
 
 use crate::address::AddressRules;
 use crate::resolve::GuardedResolver;
-use crate::{ClientOptions, EgressPolicy, NetError, body, guard, tls};
+use crate::{ClientOptions, EgressPolicy, NetError, SharedCredentials, body, guard, tls};
 
 /// hookbox's HTTP client. Cloning is cheap and clones share one keep-alive connection pool.
 #[derive(Debug, Clone)]
@@ -16,6 +16,7 @@ pub struct GuardedClient {
     pub(crate) http: reqwest::Client,
     pub(crate) https_only: bool,
     pub(crate) addresses: Arc<AddressRules>,
+    pub(crate) credentials: Option<SharedCredentials>,
 }
 
 /// One JSON `POST` to make with [`GuardedClient::post_json`]. Its `Debug` output shows header
@@ -29,7 +30,7 @@ pub struct PostRequest<'a> {
     pub policy: &'a EgressPolicy,
     /// Configured headers, sent after validation. `Content-Type`, `Content-Length`, `Host` and
     /// `Transfer-Encoding` are set by hookbox and refused here; headers the policy's
-    /// `transform` injects replace configured ones of the same name.
+    /// `transform` and `credential` inject replace configured ones of the same name.
     pub headers: &'a [(String, String)],
     /// The JSON body, already serialized.
     pub body: Vec<u8>,
@@ -81,6 +82,7 @@ impl GuardedClient {
             http: build_http(options, resolver)?,
             https_only: options.https_only,
             addresses,
+            credentials: options.credentials.clone(),
         })
     }
 

@@ -1,7 +1,8 @@
 //! The checks every request passes before anything is sent, in this order: the URL and its
 //! scheme; the egress policy's decision on the canonical host (before any DNS lookup); for an
 //! IP-literal host, the address rules (named hosts are checked at resolution, by the guarded
-//! resolver); then the configured headers, overwritten by the policy's `transform`.
+//! resolver); then the configured headers, overwritten by the policy's `transform` and
+//! `credential`.
 
 use std::net::IpAddr;
 
@@ -30,13 +31,19 @@ pub(crate) fn check(
         url: request.url.to_owned(),
         reason: "the URL has no host".to_owned(),
     })?;
-    let decision = request.policy.decide(host);
+    let decision = match &client.credentials {
+        Some(credentials) => request
+            .policy
+            .decide_with_credentials(host, credentials.source()),
+        None => request.policy.decide(host),
+    };
     if !decision.allowed {
         return Err(refused(decision.reason));
     }
     if !decision.inject.is_empty() && url.scheme() != "https" {
         return Err(refused(format!(
-            "{}, whose `transform` headers are only sent over HTTPS (use an https:// URL)",
+            "{}, whose `transform`/`credential` headers are only sent over HTTPS (use an \
+             https:// URL)",
             decision.reason
         )));
     }

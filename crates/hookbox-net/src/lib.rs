@@ -19,7 +19,8 @@
 //!
 //! 1. the scheme: `https://` only, unless the client was built with `https_only: false`;
 //! 2. the request's [`EgressPolicy`] (an environment's `network`), decided on the canonical host
-//!    before any DNS lookup; its `transform` headers replace configured ones of the same name
+//!    before any DNS lookup; its `transform` headers, and the [`Credential`] its `credential`
+//!    names (resolved through a [`CredentialSource`]), replace configured ones of the same name
 //!    and are only ever sent over HTTPS;
 //! 3. the address rules on every address the request would connect to: an IP-literal host is
 //!    checked directly, a name is resolved by the client's guarded resolver (static overrides
@@ -31,6 +32,7 @@
 mod address;
 mod body;
 mod client;
+mod credentials;
 mod error;
 mod guard;
 mod headers;
@@ -44,6 +46,7 @@ mod target;
 mod tls;
 
 pub use client::{GuardedClient, HttpReply, PostRequest};
+pub use credentials::{Credential, CredentialSource, SharedCredentials};
 pub use error::NetError;
 pub use ipnet::IpNet;
 pub use options::ClientOptions;

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
+use crate::SharedCredentials;
+
 /// Settings fixed when a [`GuardedClient`](crate::GuardedClient) is built. The defaults are the
 /// strict ones HTTP hooks use: HTTPS only, no loopback, no private ranges.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +34,12 @@ pub struct ClientOptions {
     /// addresses (several entries for one name add up) without a DNS lookup. The addresses are
     /// still checked like resolved ones.
     pub resolve: Vec<(String, IpAddr)>,
+    /// Where the `credential`s of a request's egress policy are looked up when the policy was
+    /// parsed without resolving them (default none: such requests are refused rather than sent
+    /// without their secret). See [`EgressPolicy::decide_with_credentials`].
+    ///
+    /// [`EgressPolicy::decide_with_credentials`]: crate::EgressPolicy::decide_with_credentials
+    pub credentials: Option<SharedCredentials>,
 }
 
 impl Default for ClientOptions {
@@ -44,6 +52,7 @@ impl Default for ClientOptions {
             permit_loopback: false,
             allow_private_cidrs: Vec::new(),
             resolve: Vec::new(),
+            credentials: None,
         }
     }
 }

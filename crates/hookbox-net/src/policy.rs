@@ -11,7 +11,8 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::host;
+use crate::credentials::{Credential, CredentialSource};
+use crate::{headers, host};
 use pattern::Pattern;
 
 /// Where requests may go, parsed from an environment's `network` member with
@@ -33,7 +34,24 @@ enum Mode {
 struct Entry {
     pattern: Pattern,
     transform: Vec<(String, String)>,
-    credential: Option<String>,
+    credential: Option<CredentialRef>,
+}
+
+/// An entry's `credential`: the id it names and, once resolved, the credential itself.
+#[derive(Clone, PartialEq, Eq)]
+struct CredentialRef {
+    id: String,
+    resolved: Option<Credential>,
+}
+
+/// Why a credential could not be resolved (never holding its value).
+enum Unresolved {
+    /// No source was given to resolve it.
+    NoSource,
+    /// The source has no credential of that id.
+    Unknown,
+    /// The source failed to read it, or its header is not valid.
+    Failed(String),
 }
 
 /// A `network` value that is not a valid policy.
@@ -76,16 +94,81 @@ impl EgressPolicy {
         parse::network(network)
     }
 
+    /// Parses `network` like [`from_network`](Self::from_network), then resolves every
+    /// allowlist entry's `credential` through `credentials`, so requests the entry admits carry
+    /// it. A credential that `credentials` does not have, cannot read, or whose header is not a
+    /// valid HTTP header is an error naming `network.allowlist[i].credential` (never the value).
+    pub fn from_network_with_credentials(
+        network: Option<&Value>,
+        credentials: &dyn CredentialSource,
+    ) -> Result<Self, PolicyError> {
+        parse::network(network)?.resolve_credentials(credentials)
+    }
+
+    /// This policy with every allowlist entry's `credential` resolved through `credentials`
+    /// (entries resolved before are looked up again); errors as in
+    /// [`from_network_with_credentials`](Self::from_network_with_credentials).
+    pub fn resolve_credentials(
+        mut self,
+        credentials: &dyn CredentialSource,
+    ) -> Result<Self, PolicyError> {
+        if let Mode::Allowlist(entries) = &mut self.mode {
+            for (index, entry) in entries.iter_mut().enumerate() {
+                let Some(credential) = &mut entry.credential else {
+                    continue;
+                };
+                let path = format!("network.allowlist[{index}].credential");
+                credential.resolved = match lookup(&credential.id, credentials) {
+                    Ok(resolved) => Some(resolved),
+                    Err(Unresolved::Unknown | Unresolved::NoSource) => {
+                        return Err(PolicyError {
+                            path,
+                            reason: format!(
+                                "names credential `{}`, which this server does not have (add it \
+                                 with `hookbox credentials add {}`)",
+                                credential.id, credential.id
+                            ),
+                        });
+                    }
+                    Err(Unresolved::Failed(reason)) => {
+                        return Err(PolicyError {
+                            path,
+                            reason: format!("credential `{}`: {reason}", credential.id),
+                        });
+                    }
+                };
+            }
+        }
+        Ok(self)
+    }
+
     /// Decides whether `host` (as written in a URL: a domain name or an IP literal) may be
     /// contacted, before any DNS lookup. The host is canonicalized first (lowercase, one
     /// trailing dot removed, IDNA to ASCII); a host without a canonical form is refused.
     ///
     /// Allowlist entries are tried in the order they are listed and the **first** matching entry
-    /// decides alone: its `transform` is injected and later entries are ignored, so put specific
-    /// entries (with their transforms) before broad ones such as `*`. An entry with a
-    /// `credential` refuses the request, because hookbox cannot resolve credentials yet and will
-    /// not send a request without its secret.
+    /// decides alone: its `transform` is injected, then its `credential` (replacing a
+    /// `transform` header of the same name), and later entries are ignored, so put specific
+    /// entries (with their transforms) before broad ones such as `*`. An entry whose
+    /// `credential` was not resolved (the policy was parsed with
+    /// [`from_network`](Self::from_network)) refuses the request rather than send it without
+    /// its secret; see [`decide_with_credentials`](Self::decide_with_credentials).
     pub fn decide(&self, host: &str) -> Decision {
+        self.decide_inner(host, None)
+    }
+
+    /// Like [`decide`](Self::decide), but a matching entry's `credential` that was not resolved
+    /// when the policy was built is looked up in `credentials` now; when it is unknown or
+    /// unreadable the request is refused with a reason naming the credential (never its value).
+    pub fn decide_with_credentials(
+        &self,
+        host: &str,
+        credentials: &dyn CredentialSource,
+    ) -> Decision {
+        self.decide_inner(host, Some(credentials))
+    }
+
+    fn decide_inner(&self, host: &str, credentials: Option<&dyn CredentialSource>) -> Decision {
         if self.mode == Mode::Disabled {
             return Decision::refused("the egress policy is \"disabled\": no egress".to_owned());
         }
@@ -110,19 +193,69 @@ impl EgressPolicy {
             ));
         };
         let rule = format!("`network.allowlist[{index}]` (`{}`)", entry.pattern);
-        if let Some(credential) = &entry.credential {
-            return Decision::refused(format!(
-                "host `{canonical}` matches {rule}, which needs credential `{credential}`; \
-                 credentials cannot be resolved yet, so the request is refused rather than sent \
-                 without its secret"
-            ));
-        }
+        let Some(credential) = &entry.credential else {
+            return Decision {
+                allowed: true,
+                inject: entry.transform.clone(),
+                reason: format!("host `{canonical}` matches {rule}"),
+            };
+        };
+        let id = &credential.id;
+        let resolved = match (&credential.resolved, credentials) {
+            (Some(resolved), _) => Ok(resolved.clone()),
+            (None, Some(source)) => lookup(id, source),
+            (None, None) => Err(Unresolved::NoSource),
+        };
+        let resolved = match resolved {
+            Ok(resolved) => resolved,
+            Err(unresolved) => {
+                let why = match unresolved {
+                    Unresolved::NoSource => {
+                        "no credential store was given to resolve it".to_owned()
+                    }
+                    Unresolved::Unknown => format!(
+                        "which this server does not have (add it with `hookbox credentials add \
+                         {id}`)"
+                    ),
+                    Unresolved::Failed(reason) => format!("which cannot be used: {reason}"),
+                };
+                return Decision::refused(format!(
+                    "host `{canonical}` matches {rule}, which needs credential `{id}`, {why}; \
+                     the request is refused rather than sent without its secret"
+                ));
+            }
+        };
+        let mut inject: Vec<(String, String)> = entry
+            .transform
+            .iter()
+            .filter(|(name, _)| !name.eq_ignore_ascii_case(resolved.header()))
+            .cloned()
+            .collect();
+        let header = resolved.header().to_owned();
+        inject.push((header.clone(), resolved.value().to_owned()));
         Decision {
             allowed: true,
-            inject: entry.transform.clone(),
-            reason: format!("host `{canonical}` matches {rule}"),
+            inject,
+            reason: format!(
+                "host `{canonical}` matches {rule}; credential `{id}` injected as `{header}`"
+            ),
         }
     }
+}
+
+/// Looks credential `id` up in `source` and checks that it makes a valid header.
+fn lookup(id: &str, source: &dyn CredentialSource) -> Result<Credential, Unresolved> {
+    let credential = source
+        .credential(id)
+        .map_err(Unresolved::Failed)?
+        .ok_or(Unresolved::Unknown)?;
+    headers::validate(credential.header(), credential.value()).map_err(|reason| {
+        Unresolved::Failed(format!(
+            "its header `{}` is not valid: {reason}",
+            credential.header()
+        ))
+    })?;
+    Ok(credential)
 }
 
 impl Decision {
@@ -159,7 +292,10 @@ impl fmt::Debug for Entry {
             .debug_struct("Entry")
             .field("domain", &self.pattern.to_string())
             .field("transform_headers", &names(&self.transform))
-            .field("credential", &self.credential)
+            .field(
+                "credential",
+                &self.credential.as_ref().map(|credential| &credential.id),
+            )
             .finish()
     }
 }

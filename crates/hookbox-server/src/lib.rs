@@ -41,7 +41,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use hookbox_agent::model::ModelConfig;
-use hookbox_agent::service::{InteractionService, ServiceConfig, ServiceError};
+use hookbox_agent::service::{HookClientOptions, InteractionService, ServiceConfig, ServiceError};
 use hookbox_env::{Environments, StoreError};
 use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -65,6 +65,9 @@ pub struct ServerConfig {
     pub allow_host_sources: bool,
     /// The agents `POST /{v}/interactions` may name (`[agents."NAME"]` of hookbox.toml).
     pub agents: BTreeMap<String, ModelConfig>,
+    /// The options of the client that carries HTTP hooks (`[network]` of hookbox.toml and the
+    /// credential store); default: the strict [`HookClientOptions::default`].
+    pub hook_http: HookClientOptions,
 }
 
 impl ServerConfig {
@@ -76,6 +79,7 @@ impl ServerConfig {
             max_upload_bytes: 1024 * 1024 * 1024,
             allow_host_sources: false,
             agents: BTreeMap::new(),
+            hook_http: HookClientOptions::default(),
         }
     }
 }
@@ -120,6 +124,7 @@ pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
     let mut service = ServiceConfig::new();
     service.agents = config.agents.clone();
     service.allow_host_sources = config.allow_host_sources;
+    service.hook_http = config.hook_http.clone();
     let interactions = InteractionService::open(&config.home, service)?;
     let state: Shared = Arc::new(State {
         config,

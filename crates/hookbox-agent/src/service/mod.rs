@@ -42,6 +42,8 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 pub use events::{Event, events_after};
+/// The options of the client that carries HTTP hooks ([`ServiceConfig::hook_http`]).
+pub use hookbox_net::ClientOptions as HookClientOptions;
 pub use request::{CreateRequest, EnvironmentChoice};
 
 use crate::interaction::{Agent, RunStatus};
@@ -66,10 +68,14 @@ pub struct ServiceConfig {
     pub idempotency_window: Duration,
     /// Where tools and command hooks run.
     pub isolation: Isolation,
+    /// The options of the client that carries HTTP hooks: address rules, extra roots, static
+    /// overrides and the credential source (default: the strict defaults, no credentials).
+    pub hook_http: HookClientOptions,
 }
 
 impl ServiceConfig {
-    /// Defaults: no agents, no host sources, 32 turns, a one-minute idempotency window, sandboxed.
+    /// Defaults: no agents, no host sources, 32 turns, a one-minute idempotency window, sandboxed,
+    /// strict HTTP hooks.
     pub fn new() -> Self {
         Self {
             agents: BTreeMap::new(),
@@ -77,6 +83,7 @@ impl ServiceConfig {
             max_turns: 32,
             idempotency_window: Duration::from_secs(60),
             isolation: Isolation::Sandboxed,
+            hook_http: HookClientOptions::default(),
         }
     }
 }
@@ -211,7 +218,7 @@ impl InteractionService {
         let store = SqliteStore::open(home.join("hookbox.db"))
             .map_err(|err| ServiceError::internal("cannot open the interaction store", &err))?;
         let environments = Environments::open(home)?;
-        let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())
+        let http = hookbox_net::GuardedClient::new(&config.hook_http)
             .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP client", &err))?;
         let model_http = hookbox_net::GuardedClient::new(&crate::model::client_options())
             .map_err(|err| ServiceError::internal("cannot build the models' HTTP client", &err))?;

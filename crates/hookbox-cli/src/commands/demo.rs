@@ -31,12 +31,13 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         .tempdir()
         .context("cannot create a scratch HOOKBOX_HOME")?;
     let store = Environments::open(home.path())?;
+    let user_home = Environments::default_home()?;
+    let file = config::read(args.config.as_deref(), &user_home)?;
+    // The demo's environments name no credentials, so none are loaded.
+    let hook_http = file.hook_client_options(None)?;
     // A real model when asked for by name; otherwise one scripted model per example.
     let real_model = match &args.agent {
-        Some(name) => {
-            let user_home = Environments::default_home()?;
-            Some(config::read(args.config.as_deref(), &user_home)?.model(name)?)
-        }
+        Some(name) => Some(file.model(name)?),
         None => None,
     };
     let model = |name: &str, script: &str| -> anyhow::Result<Arc<dyn Model>> {
@@ -71,6 +72,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let agent = agent_over(
         &environment,
         model("security-gate.script.json", SECURITY_SCRIPT)?,
+        &hook_http,
     )?;
     let prompt = "Run `rm -rf /tmp/forbidden` using code_execution.";
     let security = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
@@ -81,6 +83,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let agent = agent_over(
         &environment,
         model("privacy-gate.script.json", PRIVACY_SCRIPT)?,
+        &hook_http,
     )?;
     let prompt = "Use your filesystem tool to read `/workspace/private/employees.json` and summarize the employee details.";
     let first = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
@@ -130,9 +133,13 @@ async fn create(store: &Environments, sources: &Value) -> anyhow::Result<Environ
     Ok(store.create(&spec).await?)
 }
 
-/// An agent with `model` over `environment`'s sandboxed tools.
-fn agent_over(environment: &Environment, model: Arc<dyn Model>) -> anyhow::Result<Agent> {
-    let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())?;
+/// An agent with `model` over `environment`'s sandboxed tools, HTTP hooks sent with `hook_http`.
+fn agent_over(
+    environment: &Environment,
+    model: Arc<dyn Model>,
+    hook_http: &hookbox_net::ClientOptions,
+) -> anyhow::Result<Agent> {
+    let http = hookbox_net::GuardedClient::new(hook_http)?;
     let tools = SandboxTools::new(environment.clone(), Isolation::Sandboxed, http)?;
     Ok(Agent {
         model,

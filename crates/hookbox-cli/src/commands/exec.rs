@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::cli::ExecArgs;
 use crate::commands::env::store;
-use crate::render;
+use crate::{config, render};
 
 pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
     let tool_args: Value = serde_json::from_str(&args.args).context("--args is not valid JSON")?;
@@ -29,9 +29,12 @@ pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
         )?;
         Isolation::Sandboxed
     };
+    let home = hookbox_env::Environments::default_home()?;
+    let hook_http =
+        config::read(args.config.as_deref(), &home)?.hook_client_options(Some(&home))?;
     let environment = store()?.get(&args.environment)?;
-    let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())
-        .context("cannot build the HTTP client")?;
+    let http = hookbox_net::GuardedClient::new(&hook_http)
+        .context("cannot build the HTTP hooks' client")?;
     let tools = SandboxTools::new(environment, isolation, http)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

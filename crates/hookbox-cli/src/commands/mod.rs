@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub(crate) mod check;
+pub(crate) mod credentials;
 pub(crate) mod demo;
 pub(crate) mod env;
 pub(crate) mod exec;

@@ -17,6 +17,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let home = Environments::default_home()?;
     let file = config::read(args.config.as_deref(), &home)?;
+    let hook_http = file.hook_client_options(Some(&home))?;
     let listen = args
         .listen
         .clone()
@@ -32,6 +33,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(allow) = file.server.allow_host_sources {
         config.allow_host_sources = allow;
     }
+    config.hook_http = hook_http;
     config.agents = file.agents;
     let app = hookbox_server::router(config)
         .with_context(|| format!("cannot set up the server in {}", home.display()))?;

@@ -155,3 +155,55 @@ async fn errors_say_what_to_do() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_credential_the_server_does_not_hold_is_refused_at_its_json_path() {
+    let home = Home::new();
+    let spec = |credential: &str| {
+        EnvironmentSpec::from_json(&json!({
+            "sources": [inline("workspace/a.txt")],
+            "network": {"allowlist": [
+                {"domain": "*"},
+                {"domain": "api.example.com", "credential": credential}
+            ]},
+        }))
+        .unwrap()
+    };
+    let before = std::fs::read_dir(home.dir.path().join("environments"))
+        .unwrap()
+        .count();
+    match home.envs.create(&spec("example-token")).await {
+        Err(StoreError::Misplaced { path, problem }) => {
+            assert_eq!(path, "$.network.allowlist[1].credential");
+            assert!(problem.contains("hookbox credentials add example-token"), "{problem}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let after = std::fs::read_dir(home.dir.path().join("environments"))
+        .unwrap()
+        .count();
+    assert_eq!(before, after, "a refused create wrote something");
+
+    let env_spec = EnvironmentSpec::from_json(&json!({
+        "env": {"TOKEN": {"credential": "missing"}},
+    }))
+    .unwrap();
+    match home.envs.create(&env_spec).await {
+        Err(StoreError::Misplaced { path, .. }) => assert_eq!(path, "$.env.TOKEN.credential"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+
+    hookbox_env::CredentialStore::open(home.dir.path())
+        .unwrap()
+        .add("example-token", None, "Bearer secret-value")
+        .unwrap();
+    let created = home.envs.create(&spec("example-token")).await.unwrap();
+    let updated = home
+        .envs
+        .update(created.id(), &spec("other-token"))
+        .await;
+    assert!(
+        matches!(updated, Err(StoreError::Misplaced { ref path, .. }) if path == "$.network.allowlist[1].credential"),
+        "{updated:?}"
+    );
+}

@@ -7,6 +7,10 @@ use super::support::{Home, snapshot};
 #[tokio::test]
 async fn environments_survive_a_reopen_and_metadata_holds_no_inline_content() {
     let home = Home::new();
+    hookbox_env::CredentialStore::open(home.dir.path())
+        .unwrap()
+        .add("cred-1", None, "credential-value")
+        .unwrap();
     let env = home
         .create(json!({
             "sources": [{"type": "inline", "target": "workspace/secret.txt", "content": "very-secret-content"}],

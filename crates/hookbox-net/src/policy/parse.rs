@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::pattern::Pattern;
-use super::{EgressPolicy, Entry, Mode, PolicyError};
+use super::{CredentialRef, EgressPolicy, Entry, Mode, PolicyError};
 use crate::headers;
 
 /// Parses `network`: absent or `null` ⇒ public egress; `"disabled"` ⇒ no egress;
@@ -68,7 +68,10 @@ fn entry(path: &str, item: &Value) -> Result<Entry, PolicyError> {
     let credential_path = format!("{path}.credential");
     let credential = match members.get("credential") {
         None => None,
-        Some(Value::String(id)) if !id.trim().is_empty() => Some(id.clone()),
+        Some(Value::String(id)) if !id.trim().is_empty() => Some(CredentialRef {
+            id: id.clone(),
+            resolved: None,
+        }),
         Some(_) => return Err(error(&credential_path, "must be a non-empty credential id")),
     };
     Ok(Entry {

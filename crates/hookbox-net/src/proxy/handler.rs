@@ -99,7 +99,8 @@ impl From<Refusal> for Outcome {
     }
 }
 
-/// An admitted request's dialed upstream, the policy's reason and its `transform` headers.
+/// An admitted request's dialed upstream, the policy's reason and its `transform`/`credential`
+/// headers.
 struct Admitted {
     upstream: TcpStream,
     reason: String,
@@ -134,7 +135,9 @@ async fn proceed(
         return Outcome {
             response: Response::new(empty()),
             allowed: true,
-            reason: format!("{reason}; TLS intercepted to inject its `transform` headers"),
+            reason: format!(
+                "{reason}; TLS intercepted to inject its `transform`/`credential` headers"
+            ),
             intercepted: true,
         };
     }
@@ -160,8 +163,8 @@ async fn proceed(
 }
 
 /// The policy, the port and address rules, then a connection to the first checked address that
-/// answers, with the policy's reason for admitting the host and its `transform` headers (only
-/// ever non-empty for a `CONNECT` the connection can intercept).
+/// answers, with the policy's reason for admitting the host and its `transform`/`credential`
+/// headers (only ever non-empty for a `CONNECT` the connection can intercept).
 async fn admit_and_dial(
     connection: &Connection,
     target: &Target,
@@ -175,16 +178,17 @@ async fn admit_and_dial(
     }
     if !decision.inject.is_empty() && !connect {
         return Err(Refusal::forbidden(format!(
-            "{}, whose `transform` headers are only injected on TLS the proxy terminates (never \
-             over plain HTTP); use https:// (CONNECT), so the request is not sent without them",
+            "{}, whose `transform`/`credential` headers are only injected on TLS the proxy \
+             terminates (never over plain HTTP); use https:// (CONNECT), so the request is not \
+             sent without them",
             decision.reason
         )));
     }
     if !decision.inject.is_empty() && connection.ca.is_none() {
         return Err(Refusal::forbidden(format!(
-            "{}, whose `transform` headers are only injected on TLS the proxy terminates (never \
-             over a blind tunnel); this environment has no interception CA, so the request is \
-             refused rather than sent without them",
+            "{}, whose `transform`/`credential` headers are only injected on TLS the proxy \
+             terminates (never over a blind tunnel); this environment has no interception CA, so \
+             the request is refused rather than sent without them",
             decision.reason
         )));
     }

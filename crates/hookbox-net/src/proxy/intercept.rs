@@ -1,7 +1,7 @@
-//! TLS interception of `CONNECT`s to hosts whose allowlist entry has a `transform`: the upstream
-//! TLS connection (verified against the real roots) is opened first, then the client's TLS is
-//! terminated with a leaf from the environment's CA and its HTTP/1.1 requests are checked,
-//! given the `transform` headers and forwarded.
+//! TLS interception of `CONNECT`s to hosts whose allowlist entry has a `transform` or a
+//! `credential`: the upstream TLS connection (verified against the real roots) is opened first,
+//! then the client's TLS is terminated with a leaf from the environment's CA and its HTTP/1.1
+//! requests are checked, given the `transform`/`credential` headers and forwarded.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -63,15 +63,16 @@ pub(super) async fn prepare(
             return Err(Refusal {
                 status: StatusCode::FORBIDDEN,
                 reason: format!(
-                    "`{}` has `transform` headers, which are only injected on intercepted TLS, \
-                     and interception needs a DNS name (an IP literal has no SNI to check)",
+                    "`{}` has `transform`/`credential` headers, which are only injected on \
+                     intercepted TLS, and interception needs a DNS name (an IP literal has no SNI to check)",
                     target.host
                 ),
             });
         }
     };
-    headers::overwrite(&mut HeaderMap::new(), &inject)
-        .map_err(|error| Refusal::bad_gateway(format!("the `transform` headers: {error}")))?;
+    headers::overwrite(&mut HeaderMap::new(), &inject).map_err(|error| {
+        Refusal::bad_gateway(format!("the `transform`/`credential` headers: {error}"))
+    })?;
     let address = tcp
         .peer_addr()
         .map_err(|error| Refusal::bad_gateway(format!("upstream connection lost: {error}")))?;
@@ -275,7 +276,7 @@ impl Inner {
                 response,
                 true,
                 format!(
-                    "intercepted request to `{}`: `transform` headers injected",
+                    "intercepted request to `{}`: `transform`/`credential` headers injected",
                     self.target.host
                 ),
             ),
@@ -296,8 +297,9 @@ impl Inner {
         check_authority(&request, &self.target)?;
         let (mut parts, body) = request.into_parts();
         strip_hop_by_hop(&mut parts.headers);
-        headers::overwrite(&mut parts.headers, &self.inject)
-            .map_err(|error| Refusal::bad_gateway(format!("the `transform` headers: {error}")))?;
+        headers::overwrite(&mut parts.headers, &self.inject).map_err(|error| {
+            Refusal::bad_gateway(format!("the `transform`/`credential` headers: {error}"))
+        })?;
         let host = HeaderValue::from_str(&host_header(&self.target))
             .map_err(|error| Refusal::bad_gateway(format!("invalid upstream Host: {error}")))?;
         parts.headers.insert(HOST, host);

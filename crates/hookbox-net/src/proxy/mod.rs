@@ -13,10 +13,12 @@
 //!    `Host` header, if any, names the same host and port. Origin-form requests, `https://`
 //!    URLs (use `CONNECT`) and user info in the target are refused. The host is canonicalized.
 //! 3. **Policy** (403), decided on the canonical host **before any DNS lookup**. Hosts whose
-//!    allowlist entry has a `transform` get their headers only on TLS the proxy terminates: plain
-//!    HTTP to them is refused, and so is `CONNECT` unless the environment is served with a
-//!    [`ProxyCa`] ([`EgressProxy::serve_intercepting`]), so a request never goes out without
-//!    them. `CONNECT` is limited to [`ProxyOptions::connect_ports`].
+//!    allowlist entry has a `transform` or a resolved `credential` (see
+//!    [`EgressPolicy::from_network_with_credentials`]) get their headers only on TLS the proxy
+//!    terminates: plain HTTP to them is refused, and so is `CONNECT` unless the environment is
+//!    served with a [`ProxyCa`] ([`EgressProxy::serve_intercepting`]), so a request never goes
+//!    out without them. An entry whose `credential` is not resolved refuses its hosts. `CONNECT`
+//!    is limited to [`ProxyOptions::connect_ports`].
 //! 4. **Addresses** (403): an IP literal is checked directly, a name goes through the guarded
 //!    resolver; addresses of the proxy itself ([`ProxyOptions::own_addresses`] and the TCP
 //!    listener's own address) are never dialed. The dial goes to a checked address.
@@ -25,17 +27,17 @@
 //!    connection in origin form, with hop-by-hop headers (and `Proxy-Authorization`) removed both
 //!    ways. Responses, redirects included, are passed back as they are: the proxy follows
 //!    nothing.
-//! 6. **Interception** (`CONNECT` to a `transform` host, with a [`ProxyCa`]): before answering
-//!    200 the proxy opens TLS to the checked address, verified against the platform's roots plus
+//! 6. **Interception** (`CONNECT` to a `transform`/`credential` host, with a [`ProxyCa`]):
+//!    before answering 200 the proxy opens TLS to the checked address, verified against the platform's roots plus
 //!    [`ProxyOptions::extra_root_certs_pem`] (a failure is a 502). It then terminates the
 //!    client's TLS with a leaf for the `CONNECT` host issued by the environment's CA; a
 //!    ClientHello whose SNI is not that host (or has none) gets the connection closed. On the
 //!    decrypted stream it serves HTTP/1.1: each request's `Host` (and absolute-form authority)
 //!    must name the `CONNECT` host and port (else 421), hop-by-hop headers and
-//!    `Proxy-Authorization` are removed, the `transform` headers replace same-named ones, and
-//!    the request goes upstream in origin form over the verified TLS connection (re-dialed to the
-//!    same checked address when the upstream closed it). Responses are relayed, nothing is
-//!    followed.
+//!    `Proxy-Authorization` are removed, the `transform` and `credential` headers replace
+//!    same-named ones, and the request goes upstream in origin form over the verified TLS
+//!    connection (re-dialed to the same checked address when the upstream closed it). Responses
+//!    are relayed, nothing is followed.
 //!
 //! Every request's outcome is reported once to the [`DecisionLog`] as a [`ProxyDecision`], which
 //! never carries header values; intercepted `CONNECT`s and each request inside them are marked

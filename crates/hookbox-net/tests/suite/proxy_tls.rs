@@ -28,10 +28,10 @@ use tokio_rustls::client::TlsStream;
 const SECRET: &str = "Bearer s3cret-value";
 
 /// A proxy intercepting `localhost` (whose entry has a `transform`) with its own CA.
-struct Running {
+pub(super) struct Running {
     proxy: SocketAddr,
-    ca: Arc<ProxyCa>,
-    upstream: TestHttpServer,
+    pub(super) ca: Arc<ProxyCa>,
+    pub(super) upstream: TestHttpServer,
     decisions: Arc<Mutex<Vec<ProxyDecision>>>,
     task: JoinHandle<()>,
 }
@@ -44,13 +44,18 @@ impl Running {
             .clone()
     }
 
+    /// Where the proxy listens.
+    pub(super) fn proxy_address(&self) -> SocketAddr {
+        self.proxy
+    }
+
     /// `localhost:PORT` of the HTTPS upstream.
-    fn authority(&self) -> String {
+    pub(super) fn authority(&self) -> String {
         format!("localhost:{}", self.upstream.addr().port())
     }
 
     /// A `CONNECT` to the upstream, answered 200.
-    async fn tunnel(&self) -> TcpStream {
+    pub(super) async fn tunnel(&self) -> TcpStream {
         let mut stream = TcpStream::connect(self.proxy).await.unwrap();
         let authority = self.authority();
         stream
@@ -66,7 +71,7 @@ impl Running {
 
     /// Waits until the decision log holds `count` entries (the log is written on the proxy's
     /// tasks, possibly after the client saw the outcome).
-    async fn wait_for_decisions(&self, count: usize) -> Vec<ProxyDecision> {
+    pub(super) async fn wait_for_decisions(&self, count: usize) -> Vec<ProxyDecision> {
         for _ in 0..200 {
             let decisions = self.decisions();
             if decisions.len() >= count {
@@ -86,16 +91,21 @@ impl Drop for Running {
 
 /// Serves with interception; `extra_roots` are the proxy's extra roots for upstreams.
 async fn start(extra_roots: Vec<Vec<u8>>) -> Running {
+    let policy = EgressPolicy::from_network(Some(&json!({"allowlist": [
+        {"domain": "localhost", "transform": {"Authorization": SECRET}},
+    ]})))
+    .unwrap();
+    start_with(policy, extra_roots).await
+}
+
+/// Serves `policy` with interception; `extra_roots` are the proxy's extra roots for upstreams.
+pub(super) async fn start_with(policy: EgressPolicy, extra_roots: Vec<Vec<u8>>) -> Running {
     let upstream = TestHttpServer::start_https(|request| {
         Reply::text(200, &format!("reached {}", request.path))
     })
     .await
     .unwrap();
     let port = upstream.addr().port();
-    let policy = EgressPolicy::from_network(Some(&json!({"allowlist": [
-        {"domain": "localhost", "transform": {"Authorization": SECRET}},
-    ]})))
-    .unwrap();
     let options = ProxyOptions {
         permit_loopback: true,
         connect_ports: vec![443, port],
@@ -131,7 +141,11 @@ async fn start(extra_roots: Vec<Vec<u8>>) -> Running {
 }
 
 /// TLS over `stream` with `sni`, trusting only the certificates in `roots_pem`.
-async fn tls(stream: TcpStream, sni: &str, roots_pem: &[u8]) -> io::Result<TlsStream<TcpStream>> {
+pub(super) async fn tls(
+    stream: TcpStream,
+    sni: &str,
+    roots_pem: &[u8],
+) -> io::Result<TlsStream<TcpStream>> {
     let mut roots = RootCertStore::empty();
     for certificate in CertificateDer::pem_slice_iter(roots_pem) {
         roots.add(certificate.unwrap()).unwrap();
@@ -151,7 +165,7 @@ async fn tls(stream: TcpStream, sni: &str, roots_pem: &[u8]) -> io::Result<TlsSt
 
 /// Writes `request` and reads until the peer closes (or the TLS stream ends without a
 /// close_notify).
-async fn exchange(stream: &mut TlsStream<TcpStream>, request: &str) -> String {
+pub(super) async fn exchange(stream: &mut TlsStream<TcpStream>, request: &str) -> String {
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = Vec::new();
     let mut buffer = [0_u8; 4096];
@@ -181,7 +195,8 @@ async fn read_head(stream: &mut TcpStream) -> String {
     String::from_utf8_lossy(&head).into_owned()
 }
 
-fn get(path: &str, host: &str) -> String {
+/// A `GET` carrying the sandbox's own `Authorization` and a `Proxy-Authorization`.
+pub(super) fn get(path: &str, host: &str) -> String {
     format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: sandbox-value\r\n\
          Proxy-Authorization: Basic cHJveHktc2VjcmV0\r\nConnection: close\r\n\r\n"

@@ -1,0 +1,264 @@
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Output;
+
+use hookbox_test_support::{Reply, TEST_CA_PEM, TestHttpServer};
+use serde_json::{Value, json};
+
+use super::{code, hookbox_in, stdout_json};
+
+const SECRET: &str = "s3cret-t0ken-value";
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn everything(output: &Output) -> String {
+    format!("{}{}", text(&output.stdout), text(&output.stderr))
+}
+
+fn add(home: &Path, args: &[&str], value: &[u8]) -> Output {
+    let mut all = vec!["credentials", "add"];
+    all.extend_from_slice(args);
+    hookbox_in(home, &all, value)
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+#[test]
+fn add_reads_stdin_stores_privately_and_list_never_shows_the_value() {
+    let home = tempfile::tempdir().expect("home");
+    let added = add(
+        home.path(),
+        &["telemetry", "--prefix", "Bearer "],
+        format!("{SECRET}\n").as_bytes(),
+    );
+    assert_eq!(code(&added), 0, "{}", everything(&added));
+    assert!(
+        !everything(&added).contains(SECRET),
+        "{}",
+        everything(&added)
+    );
+    assert!(text(&added.stdout).contains("telemetry"));
+
+    let other = add(home.path(), &["api.key-2", "--header", "X-Api-Key"], b"k3y");
+    assert_eq!(code(&other), 0, "{}", everything(&other));
+
+    let dir = home.path().join("credentials");
+    assert_eq!(mode(&dir), 0o700);
+    let file = dir.join("telemetry.json");
+    assert_eq!(mode(&file), 0o600);
+    let stored: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("file")).expect("json");
+    assert_eq!(stored["value"], format!("Bearer {SECRET}"));
+    assert_eq!(stored["header"], "Authorization");
+    assert_eq!(stored["name"], "telemetry");
+
+    let listed = hookbox_in(home.path(), &["credentials", "list"], b"");
+    assert_eq!(code(&listed), 0, "{}", everything(&listed));
+    let listing = everything(&listed);
+    assert!(
+        listing.contains("telemetry") && listing.contains("api.key-2"),
+        "{listing}"
+    );
+    assert!(listing.contains("X-Api-Key"), "{listing}");
+    assert!(
+        !listing.contains(SECRET) && !listing.contains("k3y"),
+        "{listing}"
+    );
+
+    let listed = hookbox_in(home.path(), &["credentials", "list", "--json"], b"");
+    assert_eq!(code(&listed), 0, "{}", everything(&listed));
+    assert!(!everything(&listed).contains(SECRET));
+    let all = stdout_json(&listed);
+    let names: Vec<&str> = all
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|entry| entry["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["api.key-2", "telemetry"]);
+    assert_eq!(all[0]["header"], "X-Api-Key");
+    assert!(all[0].get("value").is_none(), "{all}");
+    assert!(all[0]["created"].as_str().expect("created").ends_with('Z'));
+}
+
+#[test]
+fn rm_removes_and_a_second_rm_fails() {
+    let home = tempfile::tempdir().expect("home");
+    assert_eq!(code(&add(home.path(), &["gone"], b"v")), 0);
+    let removed = hookbox_in(home.path(), &["credentials", "rm", "gone"], b"");
+    assert_eq!(code(&removed), 0, "{}", everything(&removed));
+    assert!(!home.path().join("credentials/gone.json").exists());
+    let listed = hookbox_in(home.path(), &["credentials", "list", "--json"], b"");
+    assert_eq!(stdout_json(&listed), json!([]));
+    let again = hookbox_in(home.path(), &["credentials", "rm", "gone"], b"");
+    assert_eq!(code(&again), 1);
+    assert!(
+        text(&again.stderr).contains("no credential named `gone`"),
+        "{}",
+        everything(&again)
+    );
+}
+
+#[test]
+fn bad_names_and_empty_values_are_refused() {
+    let home = tempfile::tempdir().expect("home");
+    for name in ["a/b", "has space", "../up", &"x".repeat(65)] {
+        let output = add(home.path(), &[name], SECRET.as_bytes());
+        assert_eq!(code(&output), 1, "{name}");
+        let message = text(&output.stderr);
+        assert!(message.contains("invalid credential name"), "{message}");
+        assert!(!message.contains(SECRET), "{message}");
+    }
+    for empty in [&b""[..], b"\n", b"\r\n"] {
+        let output = add(home.path(), &["empty"], empty);
+        assert_eq!(code(&output), 1);
+        assert!(
+            text(&output.stderr).contains("no credential value"),
+            "{}",
+            everything(&output)
+        );
+    }
+    let output = add(home.path(), &["ok", "--header", "Bad Header"], b"v");
+    assert_eq!(code(&output), 1);
+    assert!(
+        text(&output.stderr).contains("invalid header name"),
+        "{}",
+        everything(&output)
+    );
+    let listed = hookbox_in(home.path(), &["credentials", "list", "--json"], b"");
+    assert_eq!(stdout_json(&listed), json!([]));
+}
+
+#[test]
+fn a_bad_network_section_is_a_clear_config_error() {
+    let home = tempfile::tempdir().expect("home");
+    let config = home.path().join("hookbox.toml");
+    std::fs::write(
+        &config,
+        "[network]\nallow_private_cidrs = [\"10.77.0.0/24\", \"10.77.0.0/40\"]\n",
+    )
+    .expect("config");
+    let serve = hookbox_in(home.path(), &["serve", "--listen", "127.0.0.1:0"], b"");
+    assert_eq!(code(&serve), 1);
+    let message = text(&serve.stderr);
+    assert!(message.contains("allow_private_cidrs[1]"), "{message}");
+    assert!(message.contains("10.77.0.0/40"), "{message}");
+
+    let exec = hookbox_in(
+        home.path(),
+        &["exec", "env_missing", "list_files", "--unsandboxed"],
+        b"",
+    );
+    assert_eq!(code(&exec), 1);
+    assert!(
+        text(&exec.stderr).contains("allow_private_cidrs[1]"),
+        "{}",
+        everything(&exec)
+    );
+
+    std::fs::write(
+        &config,
+        "[network]\nextra_ca_certs = [\"missing-ca.pem\"]\n",
+    )
+    .expect("config");
+    let exec = hookbox_in(
+        home.path(),
+        &["exec", "env_missing", "list_files", "--unsandboxed"],
+        b"",
+    );
+    assert_eq!(code(&exec), 1);
+    let message = text(&exec.stderr);
+    assert!(message.contains("extra_ca_certs[0]"), "{message}");
+    assert!(
+        message.contains(&home.path().join("missing-ca.pem").display().to_string()),
+        "{message}"
+    );
+}
+
+/// `hookbox exec` end to end: an HTTP hook to `https://localhost:PORT` under an allowlist entry
+/// naming a credential gets the stored credential as its header, with `[network]` permitting the
+/// loopback receiver and trusting the test CA.
+#[test]
+fn an_http_hook_gets_its_credential_through_exec() {
+    let home = tempfile::tempdir().expect("home");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let receiver = runtime
+        .block_on(TestHttpServer::start_https(|_| {
+            Reply::json(200, &json!({}))
+        }))
+        .expect("receiver");
+    let port = receiver.addr().port();
+    std::fs::write(home.path().join("test-ca.pem"), TEST_CA_PEM).expect("ca");
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        "[network]\npermit_loopback_hooks = true\nextra_ca_certs = [\"test-ca.pem\"]\n\
+         resolve = { \"localhost\" = \"127.0.0.1\" }\n",
+    )
+    .expect("config");
+    assert_eq!(
+        code(&add(
+            home.path(),
+            &["audit", "--prefix", "Bearer "],
+            SECRET.as_bytes()
+        )),
+        0
+    );
+    let hooks = json!({"audit": {"post_tool_execution": [{"matcher": ".*", "hooks": [
+        {"type": "http", "url": format!("https://localhost:{port}/events"),
+         "headers": {"Authorization": "Bearer from-config"}, "timeout": 10}
+    ]}]}});
+    let spec = json!({
+        "sources": [{"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}],
+        "network": {"allowlist": [{"domain": "localhost", "credential": "audit"}]},
+    });
+    let created = hookbox_in(
+        home.path(),
+        &["env", "create", "--spec", "-"],
+        spec.to_string().as_bytes(),
+    );
+    assert_eq!(code(&created), 0, "{}", everything(&created));
+    let id = text(&created.stdout).trim().to_owned();
+
+    let output = hookbox_in(
+        home.path(),
+        &["exec", &id, "list_files", "--json", "--unsandboxed"],
+        b"",
+    );
+    assert_eq!(code(&output), 0, "{}", everything(&output));
+    let all = everything(&output);
+    assert!(all.contains("permit_loopback_hooks"), "{all}");
+    assert!(!all.contains(SECRET), "{all}");
+    let requests = receiver.requests();
+    assert_eq!(requests.len(), 1, "{all}");
+    let authorizations: Vec<&str> = requests[0]
+        .headers
+        .iter()
+        .filter(|(name, _)| name == "authorization")
+        .map(|(_, value)| value.as_str())
+        .collect();
+    assert_eq!(authorizations, [format!("Bearer {SECRET}")]);
+
+    // Without the credential the hook is refused before anything is sent, naming it.
+    let removed = hookbox_in(home.path(), &["credentials", "rm", "audit"], b"");
+    assert_eq!(code(&removed), 0);
+    let output = hookbox_in(
+        home.path(),
+        &["exec", &id, "list_files", "--json", "--unsandboxed"],
+        b"",
+    );
+    let all = everything(&output);
+    assert!(all.contains("credential `audit`"), "{all}");
+    assert_eq!(receiver.requests().len(), 1, "{all}");
+}
