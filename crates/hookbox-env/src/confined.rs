@@ -18,30 +18,24 @@ impl Confined {
     /// `dir` (a trusted host path) as a root: symlinks and `..` are resolved as if `dir` were
     /// `/`, so absolute links point back inside it (`RESOLVE_IN_ROOT`).
     pub(crate) fn in_root(dir: &Path) -> Result<Self, Errno> {
-        let fd = fs::open(
-            dir,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        Ok(Self {
-            dir: fd,
-            resolve: ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
-        })
+        Self::from_host_dir(dir, ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS)
     }
 
     /// `dir` (a trusted host path) with paths below it confined strictly: anything leaving it,
     /// through `..` or a symlink (absolute links included), fails with `EXDEV`
     /// (`RESOLVE_BENEATH`).
     pub(crate) fn strictly_beneath(dir: &Path) -> Result<Self, Errno> {
-        let fd = fs::open(
+        Self::from_host_dir(dir, ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS)
+    }
+
+    /// Opens the trusted host directory `dir`, resolving paths below it with `resolve`.
+    fn from_host_dir(dir: &Path, resolve: ResolveFlags) -> Result<Self, Errno> {
+        let dir = fs::open(
             dir,
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
-        Ok(Self {
-            dir: fd,
-            resolve: ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-        })
+        Ok(Self { dir, resolve })
     }
 
     /// The directory `name` (one component, itself not a symlink) of this one, with paths below
