@@ -24,6 +24,17 @@ pub(crate) struct ConfigFile {
     /// `[network]`: how the HTTP hooks' client reaches its receivers.
     #[serde(default)]
     pub(crate) network: NetworkSection,
+    /// `[sdk]`: SDK mode (the stream-json protocol the Python agent SDKs speak).
+    #[serde(default)]
+    pub(crate) sdk: SdkSection,
+}
+
+/// `[sdk]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SdkSection {
+    /// The agent an SDK session uses when the SDK passes no `--model`.
+    pub(crate) default_agent: Option<String>,
 }
 
 /// `[server]`.

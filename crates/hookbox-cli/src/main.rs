@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod config;
 mod render;
+mod stream_json;
 
 use std::process::ExitCode;
 
@@ -13,6 +14,17 @@ use clap::Parser;
 use crate::cli::{Cli, Command, HooksCommand};
 
 fn main() -> ExitCode {
+    // SDK mode (the Python agent SDKs' `cli_path`): decided before clap sees the arguments.
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    if stream_json::is_version_probe(&args) {
+        return stream_json::print_version();
+    }
+    if stream_json::is_sdk_mode(&args) {
+        return stream_json::run(&args);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

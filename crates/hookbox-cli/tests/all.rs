@@ -10,6 +10,8 @@
 mod credentials;
 /// `hookbox env` and `hookbox exec`: environments, the sandbox and hooks inside it.
 mod environments;
+/// SDK mode: the stream-json control protocol, driven by the Python agent SDKs.
+mod sdk_mode;
 /// `hookbox serve`: the REST API as a process, driven by the official google-genai SDK.
 mod serve;
 

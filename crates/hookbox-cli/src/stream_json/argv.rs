@@ -1,0 +1,330 @@
+//! The SDKs' command lines (spec §1): detecting SDK mode, and a tolerant parse that keeps the
+//! flags hookbox honours and ignores every other flag either SDK may pass.
+
+use std::path::PathBuf;
+
+/// Flags that take a value (`--flag VALUE` or `--flag=VALUE`), from both SDKs' flag sets.
+const VALUE_FLAGS: &[&str] = &[
+    "--output-format",
+    "--input-format",
+    "--model",
+    "--fallback-model",
+    "--permission-mode",
+    "--allowed-tools",
+    "--disallowed-tools",
+    "--allowedTools",
+    "--disallowedTools",
+    "--max-turns",
+    "--system-prompt",
+    "--system-prompt-file",
+    "--append-system-prompt",
+    "--workdir",
+    "--resume",
+    "--session-id",
+    "--resume-session-at",
+    "--add-dir",
+    "--mcp-config",
+    "--setting-sources",
+    "--plugin-dir",
+    "--json-schema",
+    "--effort",
+    "--connection",
+    "--profile",
+    "--settings",
+    "--max-budget-usd",
+    "--task-budget",
+    "--betas",
+    "--thinking",
+    "--thinking-display",
+    "--max-thinking-tokens",
+    "--tools",
+    "--permission-prompt-tool",
+    "--config",
+    "--agents",
+];
+
+/// Flags without a value.
+const BOOLEAN_FLAGS: &[&str] = &[
+    "--verbose",
+    "--print",
+    "-p",
+    "--plan",
+    "--auto-accept-plans",
+    "--dangerously-allow-all-tool-calls",
+    "--dangerously-skip-permissions",
+    "--allow-dangerously-skip-permissions",
+    "--continue",
+    "--fork-session",
+    "--include-partial-messages",
+    "--include-hook-events",
+    "--strict-mcp-config",
+    "--no-mcp",
+    "--snowflake-sandbox",
+    "--session-mirror",
+    "--unsandboxed",
+];
+
+/// Whether `args` (without the program name) is an SDK's launch: it names the stream-json
+/// input or output format.
+pub(crate) fn is_sdk_mode(args: &[String]) -> bool {
+    args.iter().enumerate().any(|(index, arg)| {
+        arg == "--input-format"
+            || arg.starts_with("--input-format=")
+            || arg == "--output-format=stream-json"
+            || (arg == "--output-format"
+                && args.get(index + 1).map(String::as_str) == Some("stream-json"))
+    })
+}
+
+/// Whether `args` is the cortex SDK's version probe, exactly `-v`.
+pub(crate) fn is_version_probe(args: &[String]) -> bool {
+    args.len() == 1 && args[0] == "-v"
+}
+
+/// What hookbox takes from an SDK's command line.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct SdkArgs {
+    /// `--model NAME`: the hookbox.toml agent.
+    pub(crate) model: Option<String>,
+    /// `--permission-mode M`, `--plan` (→ `plan`), `--dangerously-allow-all-tool-calls`
+    /// (→ `bypassPermissions`).
+    pub(crate) permission_mode: Option<String>,
+    /// `--allowed-tools X` (repeated) / `--allowedTools a,b`.
+    pub(crate) allowed_tools: Vec<String>,
+    /// `--disallowed-tools X` (repeated) / `--disallowedTools a,b`.
+    pub(crate) disallowed_tools: Vec<String>,
+    /// `--max-turns N` (an unparsable value is reported in `problems`).
+    pub(crate) max_turns: Option<u32>,
+    /// `--system-prompt S` (empty = none).
+    pub(crate) system_prompt: Option<String>,
+    /// `--system-prompt-file P`.
+    pub(crate) system_prompt_file: Option<PathBuf>,
+    /// `--append-system-prompt S`.
+    pub(crate) append_system_prompt: Option<String>,
+    /// `--workdir D`.
+    pub(crate) workdir: Option<PathBuf>,
+    /// `--session-id ID`.
+    pub(crate) session_id: Option<String>,
+    /// `--settings FILE|JSON`, in order.
+    pub(crate) settings: Vec<String>,
+    /// `--setting-sources a,b` (`None` = all of user, project, local).
+    pub(crate) setting_sources: Option<Vec<String>>,
+    /// `--config FILE`: the hookbox.toml.
+    pub(crate) config: Option<PathBuf>,
+    /// `--unsandboxed`: run `Bash` on the host.
+    pub(crate) unsandboxed: bool,
+    /// `--permission-prompt-tool stdio`: ask the SDK's `can_use_tool`.
+    pub(crate) permission_prompt_stdio: bool,
+    /// Values hookbox could not use (reported, not fatal).
+    pub(crate) problems: Vec<String>,
+}
+
+/// Parses an SDK command line (without the program name). Never fails: unknown flags are
+/// skipped (with the next argument when it does not look like a flag), bad values noted in
+/// [`SdkArgs::problems`].
+pub(crate) fn parse(args: &[String]) -> SdkArgs {
+    let mut parsed = SdkArgs::default();
+    let mut index = 0;
+    while index < args.len() {
+        let arg = &args[index];
+        index += 1;
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        if BOOLEAN_FLAGS.contains(&flag) {
+            match flag {
+                "--plan" => parsed.permission_mode = Some("plan".to_owned()),
+                "--dangerously-allow-all-tool-calls" | "--dangerously-skip-permissions" => {
+                    parsed.permission_mode = Some("bypassPermissions".to_owned());
+                }
+                "--unsandboxed" => parsed.unsandboxed = true,
+                _ => {}
+            }
+            continue;
+        }
+        let known = VALUE_FLAGS.contains(&flag);
+        let value = match inline {
+            Some(value) => Some(value),
+            None if known => {
+                let value = args.get(index).cloned();
+                index += usize::from(value.is_some());
+                value
+            }
+            None => {
+                // An unknown flag (e.g. from `extra_args`): take the next argument as its value
+                // unless it looks like a flag itself.
+                match args.get(index) {
+                    Some(next) if flag.starts_with('-') && !next.starts_with('-') => {
+                        index += 1;
+                        Some(next.clone())
+                    }
+                    _ => None,
+                }
+            }
+        };
+        let Some(value) = value else { continue };
+        apply(&mut parsed, flag, value);
+    }
+    parsed
+}
+
+fn apply(parsed: &mut SdkArgs, flag: &str, value: String) {
+    let list = |value: &str| -> Vec<String> {
+        value
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    match flag {
+        "--model" if !value.is_empty() => parsed.model = Some(value),
+        "--permission-mode" => parsed.permission_mode = Some(value),
+        "--allowed-tools" | "--allowedTools" => parsed.allowed_tools.extend(list(&value)),
+        "--disallowed-tools" | "--disallowedTools" => parsed.disallowed_tools.extend(list(&value)),
+        "--max-turns" => match value.trim().parse() {
+            Ok(turns) => parsed.max_turns = Some(turns),
+            Err(_) => parsed.problems.push(format!(
+                "ignoring --max-turns {value:?}: not a whole number"
+            )),
+        },
+        "--system-prompt" => parsed.system_prompt = Some(value).filter(|text| !text.is_empty()),
+        "--system-prompt-file" => parsed.system_prompt_file = Some(PathBuf::from(value)),
+        "--append-system-prompt" if !value.is_empty() => {
+            parsed.append_system_prompt = Some(value);
+        }
+        "--workdir" => parsed.workdir = Some(PathBuf::from(value)),
+        "--session-id" => parsed.session_id = Some(value),
+        "--settings" if !value.is_empty() => parsed.settings.push(value),
+        "--setting-sources" => parsed.setting_sources = Some(list(&value)),
+        "--config" => parsed.config = Some(PathBuf::from(value)),
+        "--permission-prompt-tool" => parsed.permission_prompt_stdio = value == "stdio",
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(items: &[&str]) -> Vec<String> {
+        items.iter().map(|item| (*item).to_owned()).collect()
+    }
+
+    #[test]
+    fn detects_sdk_launches_and_the_version_probe() {
+        assert!(is_sdk_mode(&args(&[
+            "--output-format",
+            "stream-json",
+            "--input-format",
+            "stream-json"
+        ])));
+        assert!(is_sdk_mode(&args(&[
+            "--verbose",
+            "--input-format",
+            "stream-json"
+        ])));
+        assert!(!is_sdk_mode(&args(&["serve", "--listen", "x"])));
+        assert!(!is_sdk_mode(&args(&["--output-format", "json"])));
+        assert!(is_version_probe(&args(&["-v"])));
+        assert!(!is_version_probe(&args(&["-v", "x"])));
+    }
+
+    #[test]
+    fn parses_the_cortex_flag_set() {
+        let parsed = parse(&args(&[
+            "--output-format",
+            "stream-json",
+            "--input-format",
+            "stream-json",
+            "--workdir",
+            "/w",
+            "--model",
+            "fake",
+            "--allowed-tools",
+            "Read",
+            "--allowed-tools",
+            "Bash(ls:*)",
+            "--disallowed-tools",
+            "Write",
+            "--plan",
+            "--max-turns",
+            "7",
+            "--permission-prompt-tool",
+            "stdio",
+            "--session-id",
+            "abc",
+            "--add-dir",
+            "/x",
+            "--no-mcp",
+            "--setting-sources",
+            "project,local",
+            "--connection",
+            "c",
+            "--custom-extra",
+            "v",
+            "--lonely-extra",
+        ]));
+        assert_eq!(parsed.workdir, Some(PathBuf::from("/w")));
+        assert_eq!(parsed.model.as_deref(), Some("fake"));
+        assert_eq!(parsed.allowed_tools, ["Read", "Bash(ls:*)"]);
+        assert_eq!(parsed.disallowed_tools, ["Write"]);
+        assert_eq!(parsed.permission_mode.as_deref(), Some("plan"));
+        assert_eq!(parsed.max_turns, Some(7));
+        assert!(parsed.permission_prompt_stdio);
+        assert_eq!(parsed.session_id.as_deref(), Some("abc"));
+        assert_eq!(
+            parsed.setting_sources,
+            Some(vec!["project".to_owned(), "local".to_owned()])
+        );
+        assert!(parsed.problems.is_empty());
+    }
+
+    #[test]
+    fn parses_the_claude_flag_set() {
+        let parsed = parse(&args(&[
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--system-prompt",
+            "",
+            "--allowedTools",
+            "Read,Glob",
+            "--disallowedTools",
+            "Bash",
+            "--permission-mode",
+            "acceptEdits",
+            "--session-id=s-1",
+            "--setting-sources=user",
+            "--thinking",
+            "adaptive",
+            "--settings",
+            "/tmp/s.json",
+            "--max-turns",
+            "many",
+            "--extra=-x",
+            "--input-format",
+            "stream-json",
+        ]));
+        assert_eq!(parsed.system_prompt, None);
+        assert_eq!(parsed.allowed_tools, ["Read", "Glob"]);
+        assert_eq!(parsed.disallowed_tools, ["Bash"]);
+        assert_eq!(parsed.permission_mode.as_deref(), Some("acceptEdits"));
+        assert_eq!(parsed.session_id.as_deref(), Some("s-1"));
+        assert_eq!(parsed.setting_sources, Some(vec!["user".to_owned()]));
+        assert_eq!(parsed.settings, ["/tmp/s.json"]);
+        assert_eq!(parsed.max_turns, None);
+        assert_eq!(parsed.problems.len(), 1);
+    }
+
+    #[test]
+    fn bypass_and_unsandboxed() {
+        let parsed = parse(&args(&[
+            "--dangerously-allow-all-tool-calls",
+            "--unsandboxed",
+        ]));
+        assert_eq!(parsed.permission_mode.as_deref(), Some("bypassPermissions"));
+        assert!(parsed.unsandboxed);
+    }
+}

@@ -1,0 +1,377 @@
+//! The control envelope (spec §5): requests hookbox sends to the SDK, matched with their
+//! responses by `request_id` in whatever order they come, and the parsing of every line the
+//! SDK sends.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+/// Where outgoing messages go: the single writer task that owns stdout.
+pub(crate) type Outbox = mpsc::UnboundedSender<Value>;
+
+/// What a request to the SDK came back with: the success payload or the error message.
+pub(crate) type Reply = Result<Value, String>;
+
+/// One line from the SDK, classified.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Incoming {
+    /// The answer to one of hookbox's requests.
+    Response {
+        /// The request it answers.
+        request_id: String,
+        /// Its payload or error.
+        reply: Reply,
+    },
+    /// A request from the SDK (`initialize`, `interrupt`, …).
+    Request {
+        /// Its id, to answer with.
+        request_id: String,
+        /// The `subtype`.
+        subtype: String,
+        /// The whole `request` object.
+        request: Map<String, Value>,
+    },
+    /// The SDK gave up on one of its requests.
+    Cancel {
+        /// The request.
+        request_id: String,
+    },
+    /// A user message: the prompt text.
+    User(String),
+    /// Anything else (reported and ignored).
+    Other(String),
+}
+
+/// Classifies one JSON line from the SDK.
+pub(crate) fn classify(line: Value) -> Incoming {
+    let Value::Object(mut line) = line else {
+        return Incoming::Other("a JSON line that is not an object".to_owned());
+    };
+    let kind = line
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    match kind.as_str() {
+        "control_response" => {
+            let Some(Value::Object(response)) = line.remove("response") else {
+                return Incoming::Other("a control_response without `response`".to_owned());
+            };
+            let request_id = string(&response, "request_id");
+            let reply = if response.get("subtype").and_then(Value::as_str) == Some("error") {
+                Err(response
+                    .get("error")
+                    .map(|error| match error {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    })
+                    .unwrap_or_else(|| "the SDK answered with an error".to_owned()))
+            } else {
+                Ok(response
+                    .get("response")
+                    .cloned()
+                    .unwrap_or_else(|| json!({})))
+            };
+            Incoming::Response { request_id, reply }
+        }
+        "control_request" => {
+            let request_id = string(&line, "request_id");
+            let request = match line.remove("request") {
+                Some(Value::Object(request)) => request,
+                _ => Map::new(),
+            };
+            let subtype = string(&request, "subtype");
+            Incoming::Request {
+                request_id,
+                subtype,
+                request,
+            }
+        }
+        "control_cancel_request" => Incoming::Cancel {
+            request_id: string(&line, "request_id"),
+        },
+        "user" => Incoming::User(prompt_text(line.get("message"))),
+        other => Incoming::Other(format!("a message of type `{other}`")),
+    }
+}
+
+fn string(map: &Map<String, Value>, key: &str) -> String {
+    match map.get(key) {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The text of a user message: string content as is, block content as its text blocks
+/// joined with newlines.
+pub(crate) fn prompt_text(message: Option<&Value>) -> String {
+    let content = message.and_then(|message| message.get("content").or(Some(message)));
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|block| match block {
+                Value::String(text) => Some(text.as_str()),
+                block if block.get("type").and_then(Value::as_str) == Some("text") => {
+                    block.get("text").and_then(Value::as_str)
+                }
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// A success response to the SDK's request `request_id`.
+pub(crate) fn success(request_id: &str, response: Value) -> Value {
+    json!({"type": "control_response", "response": {"subtype": "success", "request_id": request_id, "response": response}})
+}
+
+/// An error response to the SDK's request `request_id`.
+pub(crate) fn error(request_id: &str, message: &str) -> Value {
+    json!({"type": "control_response", "response": {"subtype": "error", "request_id": request_id, "error": message}})
+}
+
+#[derive(Default)]
+struct PendingState {
+    waiting: HashMap<String, oneshot::Sender<Reply>>,
+    closed: bool,
+}
+
+/// Sends requests to the SDK and hands each response to its waiter. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct ControlClient {
+    outbox: Outbox,
+    next: Arc<AtomicU64>,
+    pending: Arc<Mutex<PendingState>>,
+}
+
+impl ControlClient {
+    /// A client writing through `outbox`.
+    pub(crate) fn new(outbox: Outbox) -> Self {
+        Self {
+            outbox,
+            next: Arc::new(AtomicU64::new(1)),
+            pending: Arc::new(Mutex::new(PendingState::default())),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, PendingState> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends `request` (an object with its `subtype`) and waits for the response. Fails at once
+    /// when the SDK is gone. Dropping the future (a timeout) withdraws the request and tells the
+    /// SDK with `control_cancel_request`.
+    pub(crate) async fn request(&self, request: Value) -> Reply {
+        let request_id = format!("hookbox_req_{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let (sender, receiver) = oneshot::channel();
+        {
+            let mut state = self.state();
+            if state.closed {
+                return Err("the SDK disconnected (stdin closed)".to_owned());
+            }
+            state.waiting.insert(request_id.clone(), sender);
+        }
+        let mut guard = Withdraw {
+            client: self,
+            request_id: &request_id,
+            armed: true,
+        };
+        let envelope =
+            json!({"type": "control_request", "request_id": request_id, "request": request});
+        if self.outbox.send(envelope).is_err() {
+            guard.armed = false;
+            self.state().waiting.remove(&request_id);
+            return Err("the connection to the SDK is closed".to_owned());
+        }
+        let reply = receiver
+            .await
+            .unwrap_or_else(|_| Err("the SDK disconnected before answering".to_owned()));
+        guard.armed = false;
+        reply
+    }
+
+    /// Hands a response to its waiter; `false` when no request has that id.
+    pub(crate) fn resolve(&self, request_id: &str, reply: Reply) -> bool {
+        let sender = self.state().waiting.remove(request_id);
+        match sender {
+            Some(sender) => {
+                let _ = sender.send(reply);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The SDK is gone: every waiting request fails now, later ones at once.
+    pub(crate) fn close(&self) {
+        let mut state = self.state();
+        state.closed = true;
+        state.waiting.clear();
+    }
+
+    /// How many requests wait for an answer.
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> usize {
+        self.state().waiting.len()
+    }
+}
+
+/// Withdraws an unanswered request when its future is dropped.
+struct Withdraw<'a> {
+    client: &'a ControlClient,
+    request_id: &'a str,
+    armed: bool,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let removed = self
+            .client
+            .state()
+            .waiting
+            .remove(self.request_id)
+            .is_some();
+        if removed {
+            let _ = self
+                .client
+                .outbox
+                .send(json!({"type": "control_cancel_request", "request_id": self.request_id}));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn classifies_every_line_kind() {
+        assert_eq!(
+            classify(
+                json!({"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"a":1}}})
+            ),
+            Incoming::Response {
+                request_id: "r1".into(),
+                reply: Ok(json!({"a":1}))
+            }
+        );
+        assert_eq!(
+            classify(
+                json!({"type":"control_response","response":{"subtype":"error","request_id":"r2","error":"boom"}})
+            ),
+            Incoming::Response {
+                request_id: "r2".into(),
+                reply: Err("boom".into())
+            }
+        );
+        let Incoming::Request {
+            request_id,
+            subtype,
+            ..
+        } = classify(
+            json!({"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}),
+        )
+        else {
+            panic!("not a request");
+        };
+        assert_eq!(
+            (request_id.as_str(), subtype.as_str()),
+            ("req_1", "initialize")
+        );
+        assert_eq!(
+            classify(
+                json!({"type":"user","session_id":"","message":{"role":"user","content":"hi"}})
+            ),
+            Incoming::User("hi".into())
+        );
+        assert_eq!(
+            classify(
+                json!({"type":"user","message":{"role":"user","content":[{"type":"text","text":"a"},{"type":"image"},{"type":"text","text":"b"}]}})
+            ),
+            Incoming::User("a\nb".into())
+        );
+        assert!(matches!(
+            classify(json!({"type":"keep_alive"})),
+            Incoming::Other(_)
+        ));
+        assert!(matches!(classify(json!([1])), Incoming::Other(_)));
+    }
+
+    #[tokio::test]
+    async fn out_of_order_responses_reach_their_requests() {
+        let (outbox, mut sent) = mpsc::unbounded_channel();
+        let client = ControlClient::new(outbox);
+        let first = tokio::spawn({
+            let client = client.clone();
+            async move {
+                client
+                    .request(json!({"subtype": "hook_callback", "n": 1}))
+                    .await
+            }
+        });
+        let second = tokio::spawn({
+            let client = client.clone();
+            async move {
+                client
+                    .request(json!({"subtype": "hook_callback", "n": 2}))
+                    .await
+            }
+        });
+        let mut ids = HashMap::new();
+        for _ in 0..2 {
+            let envelope = sent.recv().await.unwrap();
+            ids.insert(
+                envelope["request"]["n"].as_i64().unwrap(),
+                envelope["request_id"].as_str().unwrap().to_owned(),
+            );
+        }
+        assert!(client.resolve(&ids[&2], Ok(json!("two"))));
+        assert!(client.resolve(&ids[&1], Err("one".into())));
+        assert!(!client.resolve("unknown", Ok(json!(null))));
+        assert_eq!(second.await.unwrap(), Ok(json!("two")));
+        assert_eq!(first.await.unwrap(), Err("one".into()));
+    }
+
+    #[tokio::test]
+    async fn close_fails_pending_and_later_requests() {
+        let (outbox, mut sent) = mpsc::unbounded_channel();
+        let client = ControlClient::new(outbox);
+        let waiting = tokio::spawn({
+            let client = client.clone();
+            async move { client.request(json!({"subtype": "hook_callback"})).await }
+        });
+        sent.recv().await.unwrap();
+        client.close();
+        assert!(waiting.await.unwrap().is_err());
+        assert!(client.request(json!({})).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_timed_out_request_is_cancelled() {
+        let (outbox, mut sent) = mpsc::unbounded_channel();
+        let client = ControlClient::new(outbox);
+        let result = tokio::time::timeout(
+            Duration::from_millis(20),
+            client.request(json!({"subtype": "x"})),
+        )
+        .await;
+        assert!(result.is_err());
+        let request = sent.recv().await.unwrap();
+        let cancel = sent.recv().await.unwrap();
+        assert_eq!(cancel["type"], "control_cancel_request");
+        assert_eq!(cancel["request_id"], request["request_id"]);
+        assert_eq!(client.pending(), 0);
+    }
+}

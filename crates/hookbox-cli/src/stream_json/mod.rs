@@ -1,0 +1,441 @@
+//! SDK mode: the `hookbox` binary speaking the stream-json control protocol
+//! (`spec/sdk-control-protocol.md`) on stdin/stdout, so `cortex-code-agent-sdk` and
+//! `claude-agent-sdk` drive a hookbox session through their `cli_path` option, with their
+//! hooks as Python callbacks.
+//!
+//! Three tasks: a reader on stdin (responses go straight to their waiting requests, everything
+//! else to the driver), the driver (SDK requests, the prompt queue, the running query), and a
+//! writer that alone owns stdout. stdout carries only JSON lines; diagnostics go to stderr.
+//! The session is built on the first prompt, after `initialize`. stdin closing ends the run
+//! once the current query has finished (at once when SDK callbacks are involved: they can no
+//! longer be answered, so pending ones fail and block, and the query is interrupted).
+
+mod argv;
+mod bridge;
+mod control;
+mod frame;
+mod ids;
+mod init;
+mod setup;
+
+use std::collections::VecDeque;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use hookbox_agent::model::Model;
+use hookbox_agent::session::{
+    MessageStream, PermissionMode, QueryResult, ResultSubtype, Session, SessionControl,
+    SessionMessage,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+pub(crate) use argv::{is_sdk_mode, is_version_probe};
+
+use self::control::{ControlClient, Incoming, Outbox};
+use self::frame::InputLine;
+use self::init::InitOptions;
+use self::setup::Setup;
+use crate::render;
+
+/// Answers the cortex SDK's version probe (`-v`): `x.y.z` on stdout, stdin never read.
+pub(crate) fn print_version() -> ExitCode {
+    match render::print_text(&format!("{}\n", env!("CARGO_PKG_VERSION"))) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(1),
+    }
+}
+
+/// Runs one SDK session with the command line `args` (without the program name).
+pub(crate) fn run(args: &[String]) -> ExitCode {
+    init_logging();
+    let args = argv::parse(args);
+    for problem in &args.problems {
+        warn(problem);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            warn(&format!("cannot start the async runtime: {err}"));
+            return ExitCode::from(1);
+        }
+    };
+    let code = runtime.block_on(drive(Setup::new(args)));
+    // The stdin reader may still be blocked in a read; do not wait for it.
+    runtime.shutdown_background();
+    code
+}
+
+fn warn(message: &str) {
+    render::print_error(&format!("hookbox: {message}\n"));
+}
+
+/// Logs (`tracing`) to stderr, `warn` and up unless `RUST_LOG` says otherwise.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+async fn drive(setup: Setup) -> ExitCode {
+    let (outbox, outgoing) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(write_stdout(outgoing));
+    // Requests from hook callbacks pass through the driver, which first writes the messages
+    // the query emitted before them (the tool call precedes its hook_callback).
+    let (requests, requests_rx) = mpsc::unbounded_channel();
+    let client = ControlClient::new(requests);
+    let (incoming_tx, incoming) = mpsc::unbounded_channel();
+    tokio::spawn(read_stdin(client.clone(), incoming_tx));
+    let mut driver = Driver::new(setup, outbox.clone(), client);
+    driver.run(incoming, requests_rx).await;
+    drop(driver);
+    // `null` tells the writer to stop after everything queued before it.
+    let _ = outbox.send(Value::Null);
+    let _ = writer.await;
+    ExitCode::SUCCESS
+}
+
+/// The only code that writes stdout: one frame per message. After the SDK has gone (a write
+/// fails), messages are dropped.
+async fn write_stdout(mut outgoing: mpsc::UnboundedReceiver<Value>) {
+    let mut stdout = tokio::io::stdout();
+    let mut open = true;
+    while let Some(message) = outgoing.recv().await {
+        if message.is_null() {
+            break;
+        }
+        if !open {
+            continue;
+        }
+        if let Err(err) = frame::write_message(&mut stdout, &message).await {
+            if err.kind() == std::io::ErrorKind::Other {
+                warn(&format!("dropping a message: {err}"));
+            } else {
+                warn(&format!(
+                    "stdout is closed ({err}); later messages are dropped"
+                ));
+                open = false;
+            }
+        }
+    }
+}
+
+/// Reads stdin: responses resolve their requests here (so they arrive while the driver waits
+/// on a hook), everything else goes to the driver. At end of input every pending request fails.
+async fn read_stdin(client: ControlClient, incoming: mpsc::UnboundedSender<Incoming>) {
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    loop {
+        let line = match frame::read_line(&mut stdin).await {
+            Ok(Some(InputLine::Json(value))) => value,
+            Ok(Some(InputLine::Invalid(problem))) => {
+                warn(&format!("ignoring a line that is not JSON: {problem}"));
+                continue;
+            }
+            Ok(None) => break,
+            Err(err) => {
+                warn(&format!("cannot read stdin: {err}"));
+                break;
+            }
+        };
+        match control::classify(line) {
+            Incoming::Response { request_id, reply } => {
+                if !client.resolve(&request_id, reply) {
+                    warn(&format!(
+                        "ignoring a response to unknown or withdrawn request `{request_id}`"
+                    ));
+                }
+            }
+            Incoming::Other(what) => warn(&format!("ignoring {what}")),
+            other => {
+                if incoming.send(other).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    client.close();
+}
+
+/// The session's state between the SDK's lines and the running query.
+struct Driver {
+    setup: Setup,
+    outbox: Outbox,
+    client: ControlClient,
+    init: InitOptions,
+    session: Option<Session>,
+    control: Option<SessionControl>,
+    mode: Option<PermissionMode>,
+    model: Option<Arc<dyn Model>>,
+    /// Why the session cannot be built (every prompt then ends with this error).
+    failed: Option<String>,
+    /// The session id used before (or without) a session.
+    fallback_id: String,
+    init_sent: bool,
+    prompts: VecDeque<String>,
+    running: Option<MessageStream>,
+    keep: Vec<tempfile::NamedTempFile>,
+}
+
+impl Driver {
+    fn new(setup: Setup, outbox: Outbox, client: ControlClient) -> Self {
+        let fallback_id = setup.args.session_id.clone().unwrap_or_else(ids::new_uuid);
+        Self {
+            setup,
+            outbox,
+            client,
+            init: InitOptions::default(),
+            session: None,
+            control: None,
+            mode: None,
+            model: None,
+            failed: None,
+            fallback_id,
+            init_sent: false,
+            prompts: VecDeque::new(),
+            running: None,
+            keep: Vec::new(),
+        }
+    }
+
+    fn send(&self, message: Value) {
+        let _ = self.outbox.send(message);
+    }
+
+    fn session_id(&self) -> &str {
+        self.session
+            .as_ref()
+            .map_or(self.fallback_id.as_str(), Session::session_id)
+    }
+
+    /// Whether the session depends on the SDK answering (hook callbacks, `can_use_tool`).
+    fn needs_sdk(&self) -> bool {
+        !self.init.hooks.is_empty()
+            || self.init.sdk_managed_permissions
+            || self.setup.args.permission_prompt_stdio
+    }
+
+    async fn run(
+        &mut self,
+        mut incoming: mpsc::UnboundedReceiver<Incoming>,
+        mut requests: mpsc::UnboundedReceiver<Value>,
+    ) {
+        let mut stdin_open = true;
+        loop {
+            if self.running.is_none() {
+                if let Some(prompt) = self.prompts.pop_front() {
+                    self.start(prompt);
+                    continue;
+                }
+                if !stdin_open {
+                    return;
+                }
+            }
+            tokio::select! {
+                line = incoming.recv(), if stdin_open => match line {
+                    Some(line) => self.handle(line),
+                    None => {
+                        stdin_open = false;
+                        if self.running.is_some() && self.needs_sdk() {
+                            warn("stdin closed during a query that needs the SDK's callbacks; interrupting it");
+                            if let Some(control) = &self.control {
+                                control.interrupt();
+                            }
+                        }
+                    }
+                },
+                Some(request) = requests.recv() => {
+                    self.drain_ready();
+                    self.send(request);
+                }
+                message = next(&mut self.running) => self.forward(message),
+            }
+        }
+    }
+
+    /// Writes one message of the running query (`None`: the query is over).
+    fn forward(&mut self, message: Option<SessionMessage>) {
+        match message {
+            Some(message) => {
+                let done = matches!(message, SessionMessage::Result(_));
+                self.emit(&message);
+                if done {
+                    self.running = None;
+                }
+            }
+            None => self.running = None,
+        }
+    }
+
+    /// Writes the running query's messages that are already there.
+    fn drain_ready(&mut self) {
+        while let Some(stream) = &mut self.running {
+            match stream.next_message().now_or_never() {
+                Some(message) => self.forward(message),
+                None => break,
+            }
+        }
+    }
+
+    fn emit(&self, message: &SessionMessage) {
+        self.send(message.to_wire(self.session_id(), &ids::new_uuid()));
+    }
+
+    fn handle(&mut self, line: Incoming) {
+        match line {
+            Incoming::User(prompt) => self.prompts.push_back(prompt),
+            Incoming::Request {
+                request_id,
+                subtype,
+                request,
+            } => {
+                let reply = self.request(&subtype, &request);
+                self.send(match reply {
+                    Ok(response) => control::success(&request_id, response),
+                    Err(message) => control::error(&request_id, &message),
+                });
+            }
+            // The SDK's requests are answered at once; nothing to cancel.
+            Incoming::Cancel { .. } | Incoming::Response { .. } | Incoming::Other(_) => {}
+        }
+    }
+
+    /// Answers one SDK request.
+    fn request(&mut self, subtype: &str, request: &Map<String, Value>) -> Result<Value, String> {
+        match subtype {
+            "initialize" => {
+                if self.session.is_some() {
+                    warn("ignoring an initialize after the session started");
+                } else {
+                    self.init = init::parse(request);
+                    for warning in &self.init.warnings {
+                        warn(warning);
+                    }
+                }
+                Ok(json!({"hook_on_failure_supported": true, "commands": [], "models": []}))
+            }
+            "interrupt" => {
+                if let Some(control) = self.control.as_ref().filter(|_| self.running.is_some()) {
+                    control.interrupt();
+                }
+                Ok(json!({}))
+            }
+            "set_permission_mode" => {
+                let name = request
+                    .get("mode")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let mode: PermissionMode = name.parse().map_err(|err| format!("{err}"))?;
+                match &self.control {
+                    Some(control) => control.set_permission_mode(mode),
+                    None => self.mode = Some(mode),
+                }
+                Ok(json!({}))
+            }
+            "set_model" => {
+                let name = match request.get("model").and_then(Value::as_str) {
+                    Some(name) if !name.is_empty() => name.to_owned(),
+                    _ => self.setup.agent_name().map_err(|err| format!("{err:#}"))?,
+                };
+                let model = self.setup.model(&name).map_err(|err| format!("{err:#}"))?;
+                match &self.control {
+                    Some(control) => control.set_model(model),
+                    None => self.model = Some(model),
+                }
+                Ok(json!({}))
+            }
+            "mcp_status" => Ok(json!({"mcpServers": []})),
+            other => Err(format!(
+                "unsupported control request `{other}`: hookbox does not implement it"
+            )),
+        }
+    }
+
+    /// Starts the query for `prompt`, building the session first if needed.
+    fn start(&mut self, prompt: String) {
+        if self.session.is_none() && self.failed.is_none() {
+            match self.build() {
+                Ok(session) => {
+                    self.control = Some(session.control());
+                    self.session = Some(session);
+                }
+                Err(err) => {
+                    let message = format!("{err:#}");
+                    warn(&message);
+                    self.failed = Some(message);
+                }
+            }
+        }
+        match (&self.session, &self.failed) {
+            (Some(session), _) => {
+                self.init_sent = true;
+                self.running = Some(session.query(prompt));
+            }
+            (None, failed) => {
+                let message = failed.clone().unwrap_or_default();
+                self.fail(message);
+            }
+        }
+    }
+
+    fn build(&mut self) -> anyhow::Result<Session> {
+        let mode = match self.mode {
+            Some(mode) => mode,
+            None => self.setup.permission_mode()?,
+        };
+        let model = match self.model.clone() {
+            Some(model) => model,
+            None => self.setup.model(&self.setup.agent_name()?)?,
+        };
+        self.setup
+            .build(&self.init, &self.client, mode, model, &mut self.keep)
+    }
+
+    /// Ends a prompt with an error result (after `system/init` the first time, which the
+    /// cortex SDK needs before anything else).
+    fn fail(&mut self, message: String) {
+        if !self.init_sent {
+            self.init_sent = true;
+            let mode = self.mode.unwrap_or_default();
+            self.emit(&SessionMessage::Init {
+                cwd: self.setup.cwd.display().to_string(),
+                model: self
+                    .setup
+                    .args
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| "none".to_owned()),
+                tools: Vec::new(),
+                permission_mode: mode.name().to_owned(),
+                agents: Vec::new(),
+            });
+        }
+        self.emit(&SessionMessage::Result(QueryResult {
+            subtype: ResultSubtype::ErrorDuringExecution,
+            is_error: true,
+            result: Some(message.clone()),
+            num_turns: 0,
+            duration_ms: 0,
+            duration_api_ms: 0,
+            usage: (0, 0),
+            stop_reason: None,
+            errors: vec![message],
+            permission_denials: Vec::new(),
+        }));
+    }
+}
+
+/// The running query's next message; never resolves when nothing runs.
+async fn next(running: &mut Option<MessageStream>) -> Option<SessionMessage> {
+    match running {
+        Some(stream) => stream.next_message().await,
+        None => std::future::pending().await,
+    }
+}

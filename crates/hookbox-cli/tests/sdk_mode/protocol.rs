@@ -1,0 +1,565 @@
+//! The protocol's edge cases, spoken by the test itself to the `hookbox` binary.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hookbox_test_support::FakeTurn;
+use serde_json::{Value, json};
+
+use super::{AGENT, KEY, KEY_ENV, World, bin, call};
+
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A running `hookbox` in SDK mode and what it wrote.
+struct Cli {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Result<Value, String>>,
+    stderr: Arc<Mutex<String>>,
+    seen: Vec<Value>,
+}
+
+impl Cli {
+    #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+    fn start(world: &World, extra: &[&str]) -> Self {
+        let mut child = std::process::Command::new(bin())
+            .args([
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--input-format",
+                "stream-json",
+                "--model",
+                AGENT,
+            ])
+            .args(extra)
+            .current_dir(world.work())
+            .env("HOOKBOX_HOME", world.home.path())
+            .env("HOME", world.home.path())
+            .env(KEY_ENV, KEY)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (sender, lines) = mpsc::channel();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        std::thread::spawn(move || {
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match stdout.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let parsed = if line.is_ascii() {
+                    serde_json::from_slice::<Value>(&line).map_err(|err| {
+                        format!(
+                            "stdout line is not JSON ({err}): {}",
+                            String::from_utf8_lossy(&line)
+                        )
+                    })
+                } else {
+                    Err(format!(
+                        "stdout line is not ASCII: {}",
+                        String::from_utf8_lossy(&line)
+                    ))
+                };
+                if sender.send(parsed).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let log = Arc::clone(&stderr);
+        let mut errors = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while errors.read_line(&mut line).is_ok_and(|read| read > 0) {
+                log.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        Self {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+            seen: Vec::new(),
+        }
+    }
+
+    fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(format!("{message}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next message matching `wanted`, within `PATIENCE`.
+    fn until(&mut self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(Ok(message)) => {
+                    self.seen.push(message.clone());
+                    if wanted(&message) {
+                        return message;
+                    }
+                }
+                Ok(Err(problem)) => panic!("{problem}"),
+                Err(_) => panic!(
+                    "no {what} within {PATIENCE:?}; seen {:#?}\nstderr: {}",
+                    self.seen,
+                    self.log()
+                ),
+            }
+        }
+    }
+
+    fn control_request(&mut self, subtype: &str) -> Value {
+        self.until(subtype, |message| {
+            message["type"] == "control_request" && message["request"]["subtype"] == subtype
+        })
+    }
+
+    fn response_to(&mut self, request_id: &str) -> Value {
+        self.until("control_response", |message| {
+            message["type"] == "control_response" && message["response"]["request_id"] == request_id
+        })["response"]
+            .clone()
+    }
+
+    fn result(&mut self) -> Value {
+        self.until("result", |message| message["type"] == "result")
+    }
+
+    /// Sends `initialize` with `hooks` (and `extra` keys) and checks the success response.
+    fn initialize(&mut self, hooks: Value, extra: Value) {
+        let mut request = json!({"subtype": "initialize", "hooks": hooks});
+        if let (Value::Object(request), Value::Object(extra)) = (&mut request, extra) {
+            request.extend(extra);
+        }
+        self.send(
+            &json!({"type": "control_request", "request_id": "req_1_init", "request": request}),
+        );
+        let response = self.response_to("req_1_init");
+        assert_eq!(response["subtype"], "success", "{response}");
+        assert_eq!(response["response"]["hook_on_failure_supported"], true);
+    }
+
+    fn prompt(&mut self, text: &str) {
+        self.send(&json!({"type": "user", "session_id": "default", "message": {"role": "user", "content": [{"type": "text", "text": text}]}, "parent_tool_use_id": null}));
+    }
+
+    fn respond(&mut self, request: &Value, response: Value) {
+        let id = request["request_id"].clone();
+        self.send(&json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": response}}));
+    }
+
+    /// Waits for the exit, at most `limit`.
+    fn exit_within(mut self, limit: Duration) -> (std::process::ExitStatus, Vec<Value>, String) {
+        self.stdin = None;
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                std::thread::sleep(Duration::from_millis(50));
+                while let Ok(Ok(message)) = self.lines.try_recv() {
+                    self.seen.push(message);
+                }
+                let log = self.log();
+                return (status, self.seen, log);
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "hookbox did not exit within {limit:?}; stderr: {}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn bash_hook(timeout: Option<u64>) -> Value {
+    let mut matcher = json!({"matcher": "Bash", "hookCallbackIds": ["hook_0"]});
+    if let Some(timeout) = timeout {
+        matcher["timeout"] = json!(timeout);
+    }
+    json!({"PreToolUse": [matcher]})
+}
+
+#[test]
+fn version_probe_prints_a_version_without_reading_stdin() {
+    #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+    let mut child = std::process::Command::new(bin())
+        .arg("-v")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // stdin stays open: the probe must not wait for it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "-v waited for stdin");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    let version = text.trim();
+    let parts: Vec<&str> = version.split('.').collect();
+    assert_eq!(parts.len(), 3, "{text:?}");
+    assert!(
+        parts.iter().all(|part| part.parse::<u32>().is_ok()),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn a_blocked_call_reaches_the_model_and_stdin_eof_exits_0() {
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "rm -rf /tmp/x"})),
+        FakeTurn::text("understood"),
+    ]);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(bash_hook(Some(30)), json!({}));
+    cli.prompt("clean up");
+    let init = cli.until("system/init", |message| message["type"] == "system");
+    for key in [
+        "uuid",
+        "session_id",
+        "cwd",
+        "model",
+        "tools",
+        "mcp_servers",
+        "permissionMode",
+    ] {
+        assert!(init.get(key).is_some(), "init lacks {key}: {init}");
+    }
+    let request = cli.control_request("hook_callback");
+    let tool_use = cli
+        .seen
+        .iter()
+        .position(|message| message["type"] == "assistant")
+        .expect("the tool call is written before its hook_callback");
+    assert!(tool_use < cli.seen.len() - 1);
+    assert_eq!(request["request"]["callback_id"], "hook_0");
+    assert_eq!(request["request"]["input"]["tool_name"], "Bash");
+    assert_eq!(request["request"]["input"]["hook_event_name"], "PreToolUse");
+    cli.respond(
+        &request,
+        json!({"decision": "block", "reason": "no deleting"}),
+    );
+    let result = cli.result();
+    for key in [
+        "duration_ms",
+        "duration_api_ms",
+        "is_error",
+        "num_turns",
+        "session_id",
+    ] {
+        assert!(result.get(key).is_some(), "result lacks {key}: {result}");
+    }
+    assert_eq!(result["result"], "understood");
+    let results = world.tool_results();
+    assert!(
+        results[0].1 && results[0].0.contains("no deleting"),
+        "{results:?}"
+    );
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{status:?}: {log}");
+}
+
+#[test]
+fn disconnecting_mid_callback_ends_promptly() {
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo hi"})),
+        FakeTurn::text("done"),
+    ]);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(bash_hook(None), json!({}));
+    cli.prompt("say hi");
+    cli.control_request("hook_callback");
+    cli.close_stdin();
+    let started = Instant::now();
+    let (status, seen, log) = cli.exit_within(Duration::from_secs(20));
+    assert!(status.success(), "{status:?}: {log}");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(
+        !world
+            .bodies()
+            .iter()
+            .skip(1)
+            .any(|body| body.contains("\"hi\\n\"")),
+        "the tool must not run after the SDK left"
+    );
+    assert!(seen.iter().all(Value::is_object));
+}
+
+#[test]
+fn a_callback_that_never_answers_times_out_and_blocks() {
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo ran > ran.txt"})),
+        FakeTurn::text("ok"),
+    ]);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(bash_hook(Some(1)), json!({}));
+    cli.prompt("go");
+    let request = cli.control_request("hook_callback");
+    let cancel = cli.until("control_cancel_request", |message| {
+        message["type"] == "control_cancel_request"
+    });
+    assert_eq!(cancel["request_id"], request["request_id"]);
+    let result = cli.result();
+    assert_eq!(result["result"], "ok");
+    assert!(
+        !world.work().join("ran.txt").exists(),
+        "the blocked tool ran"
+    );
+    let results = world.tool_results();
+    assert!(results[0].1, "{results:?}");
+    // A late answer is ignored.
+    cli.respond(&request, json!({}));
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn an_error_response_to_a_callback_blocks() {
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo ran > ran.txt"})),
+        FakeTurn::text("ok"),
+    ]);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(bash_hook(None), json!({}));
+    cli.prompt("go");
+    let request = cli.control_request("hook_callback");
+    cli.send(&json!({"type": "control_response", "response": {"subtype": "error", "request_id": request["request_id"], "error": "ValueError: callback exploded"}}));
+    cli.result();
+    assert!(
+        !world.work().join("ran.txt").exists(),
+        "the blocked tool ran"
+    );
+    let results = world.tool_results();
+    assert!(results[0].1, "{results:?}");
+    assert!(
+        world.bodies().last().unwrap().contains("callback exploded"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn out_of_order_responses_reach_their_callbacks() {
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "Bash",
+            json!({"command": "echo original > out.txt"}),
+        ),
+        FakeTurn::text("ok"),
+    ]);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(
+        json!({"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0", "hook_1"], "timeout": 30}]}),
+        json!({}),
+    );
+    cli.prompt("go");
+    let first = cli.control_request("hook_callback");
+    let second = cli.control_request("hook_callback");
+    assert_ne!(first["request_id"], second["request_id"]);
+    let rewrite = |text: &str| json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"command": format!("echo {text} > out.txt")}}});
+    // Answer in reverse order; the last registered callback's rewrite wins, so a mix-up shows.
+    let (hook_0, hook_1) = if first["request"]["callback_id"] == "hook_0" {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    cli.respond(&hook_1, rewrite("from-hook-1"));
+    std::thread::sleep(Duration::from_millis(100));
+    cli.respond(&hook_0, rewrite("from-hook-0"));
+    cli.result();
+    let out = std::fs::read_to_string(world.work().join("out.txt")).unwrap();
+    assert_eq!(out.trim(), "from-hook-1");
+}
+
+#[test]
+fn non_utf8_tool_output_stays_ascii_json() {
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "Bash",
+            json!({"command": "printf 'bad \\377\\376 bytes, caf\\303\\251 \\360\\237\\230\\200\\n'"}),
+        ),
+        FakeTurn::text("ok"),
+    ]);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("print");
+    // `until` fails on any line that is not ASCII JSON.
+    let tool_result = cli.until("tool result", |message| message["type"] == "user");
+    let text = tool_result.to_string();
+    assert!(text.contains("bytes, caf\u{e9}"), "{text}");
+    cli.result();
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn unknown_control_requests_get_an_error_and_mcp_status_answers() {
+    let world = World::new(vec![]);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.send(&json!({"type": "control_request", "request_id": "req_2", "request": {"subtype": "rewind_files", "user_message_id": "x"}}));
+    let response = cli.response_to("req_2");
+    assert_eq!(response["subtype"], "error");
+    assert!(
+        response["error"].as_str().unwrap().contains("unsupported"),
+        "{response}"
+    );
+    cli.send(&json!({"type": "control_request", "request_id": "req_3", "request": {"subtype": "mcp_status"}}));
+    assert_eq!(
+        cli.response_to("req_3")["response"],
+        json!({"mcpServers": []})
+    );
+    cli.send(&json!({"type": "control_request", "request_id": "req_4", "request": {"subtype": "set_permission_mode", "mode": "yolo"}}));
+    assert_eq!(cli.response_to("req_4")["subtype"], "error");
+    cli.send(&json!({"type": "control_request", "request_id": "req_5", "request": {"subtype": "set_model", "model": "nope"}}));
+    let response = cli.response_to("req_5");
+    assert_eq!(response["subtype"], "error");
+    assert!(
+        response["error"].as_str().unwrap().contains(AGENT),
+        "{response}"
+    );
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn set_permission_mode_applies_to_the_next_tool_call() {
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo ran > ran.txt"})),
+        FakeTurn::text("ok"),
+    ]);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.send(&json!({"type": "control_request", "request_id": "req_2", "request": {"subtype": "set_permission_mode", "mode": "plan"}}));
+    assert_eq!(cli.response_to("req_2")["subtype"], "success");
+    cli.prompt("go");
+    let init = cli.until("system/init", |message| message["type"] == "system");
+    assert_eq!(init["permissionMode"], "plan");
+    cli.result();
+    assert!(!world.work().join("ran.txt").exists(), "plan mode ran Bash");
+    let results = world.tool_results();
+    assert!(
+        results[0].1 && results[0].0.contains("plan mode"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn an_ask_from_pre_tool_use_goes_to_can_use_tool() {
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo ran > ran.txt"})),
+        FakeTurn::text("ok"),
+    ]);
+    let mut cli = Cli::start(&world, &["--permission-prompt-tool", "stdio"]);
+    cli.initialize(bash_hook(Some(30)), json!({}));
+    cli.prompt("go");
+    let hook = cli.control_request("hook_callback");
+    cli.respond(
+        &hook,
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": "check with the user"}}),
+    );
+    let ask = cli.control_request("can_use_tool");
+    assert_eq!(ask["request"]["tool_name"], "Bash");
+    assert_eq!(ask["request"]["input"]["command"], "echo ran > ran.txt");
+    assert_eq!(ask["request"]["tool_use_id"], "toolu_1");
+    cli.respond(
+        &ask,
+        json!({"behavior": "deny", "message": "the user said no"}),
+    );
+    cli.result();
+    assert!(!world.work().join("ran.txt").exists());
+    let results = world.tool_results();
+    assert!(
+        results[0].1 && results[0].0.contains("the user said no"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn no_agent_is_an_error_result_after_init() {
+    let world = World::new(vec![]);
+    #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+    let mut child = std::process::Command::new(bin())
+        .args([
+            "--output-format",
+            "stream-json",
+            "--input-format",
+            "stream-json",
+        ])
+        .current_dir(world.work())
+        .env("HOOKBOX_HOME", world.home.path())
+        .env("HOME", world.home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"type\":\"user\",\"session_id\":\"\",\"message\":{\"role\":\"user\",\"content\":\"hi\"},\"parent_tool_use_id\":null}\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let lines: Vec<Value> = output
+        .stdout
+        .split(|byte| *byte == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "system");
+    assert_eq!(lines[0]["subtype"], "init");
+    let result = &lines[1];
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["subtype"], "error_during_execution");
+    assert_eq!(result["is_error"], true);
+    let error = result["errors"][0].as_str().unwrap();
+    assert!(
+        error.contains("default_agent") && error.contains(AGENT),
+        "{error}"
+    );
+}
+
+#[test]
+fn stdin_closed_right_after_the_prompt_still_finishes_the_turn() {
+    // claude-agent-sdk's query() without hooks closes stdin right after the prompt.
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo ran > ran.txt"})),
+        FakeTurn::text("finished"),
+    ]);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("go");
+    cli.close_stdin();
+    let result = cli.result();
+    assert_eq!(result["result"], "finished");
+    assert!(world.work().join("ran.txt").exists());
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{log}");
+}

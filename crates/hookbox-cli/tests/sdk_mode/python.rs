@@ -1,0 +1,247 @@
+//! Seed 002's Python examples, as written, run by the published SDKs against the `hookbox`
+//! binary (skipped without `HOOKBOX_PYTHON`).
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use hookbox_test_support::FakeTurn;
+use serde_json::{Value, json};
+
+use super::{AGENT, KEY, KEY_ENV, World, bin, call};
+
+/// The Python with both SDKs installed, or `None` (and a SKIPPED line) without one.
+#[expect(clippy::print_stderr, reason = "a skipped test says why")]
+fn python(test: &str) -> Option<std::ffi::OsString> {
+    let python = std::env::var_os("HOOKBOX_PYTHON").filter(|value| !value.is_empty());
+    if python.is_none() {
+        eprintln!(
+            "SKIPPED {test}: set HOOKBOX_PYTHON to a python with cortex-code-agent-sdk==1.0.7 \
+             and claude-agent-sdk==0.2.189 installed (.ci/run does)"
+        );
+    }
+    python
+}
+
+/// Runs `script` with `args` in the world's working directory; returns the output and the
+/// messages it printed.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test runs the SDK's Python client"
+)]
+fn run(
+    python: &std::ffi::OsStr,
+    world: &World,
+    script: &str,
+    args: &[&str],
+) -> (Output, Vec<Value>) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sdk_mode")
+        .join(script);
+    let child = std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .current_dir(world.work())
+        .env("HOOKBOX_SDK_CLI", bin())
+        .env("HOOKBOX_SDK_CWD", world.work())
+        .env("HOOKBOX_SDK_MODEL", AGENT)
+        .env("HOOKBOX_HOME", world.home.path())
+        .env("HOME", world.home.path())
+        .env(KEY_ENV, KEY)
+        .env_remove("ASYNC_API")
+        .env_remove("CORTEX_CODE_AGENT_SDK_ASYNC_API")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = rustix::process::Pid::from_child(&child);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    let output = match receiver.recv_timeout(Duration::from_secs(120)) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            panic!("{args:?} did not finish within 120 s");
+        }
+    };
+    let messages = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    (output, messages)
+}
+
+fn assert_finished(output: &Output, messages: &[Value]) -> Value {
+    let log = format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{log}");
+    let result = messages
+        .iter()
+        .find(|message| message["message_class"] == "ResultMessage")
+        .unwrap_or_else(|| panic!("no ResultMessage: {log}"))
+        .clone();
+    assert_eq!(result["is_error"], false, "{log}");
+    result
+}
+
+#[test]
+fn cortex_seed_block_dangerous() {
+    let Some(python) = python("cortex_seed_block_dangerous") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "rm -rf build"})),
+        FakeTurn::text("I will not delete it."),
+    ]);
+    let (output, messages) = run(
+        &python,
+        &world,
+        "seed_002_cortex.py",
+        &["block_dangerous", "delete the build dir"],
+    );
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "I will not delete it.");
+    let results = world.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].1, "{results:?}");
+    assert!(
+        results[0]
+            .0
+            .contains("Destructive commands are not allowed"),
+        "{results:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|message| message["message_class"] == "AssistantMessage"),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn cortex_seed_auto_approve_reads() {
+    let Some(python) = python("cortex_seed_auto_approve_reads") else {
+        return;
+    };
+    let world = World::new(vec![]);
+    let notes = world.work().join("notes.txt");
+    std::fs::write(&notes, "the answer is 42\n").unwrap();
+    world
+        .server
+        .push(call("toolu_1", "Read", json!({"file_path": notes})));
+    world.server.push(FakeTurn::text("It says 42."));
+    let (output, messages) = run(
+        &python,
+        &world,
+        "seed_002_cortex.py",
+        &["auto_approve_reads", "read notes.txt"],
+    );
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "It says 42.");
+    let results = world.tool_results();
+    assert!(!results[0].1, "the read was not approved: {results:?}");
+    assert!(results[0].0.contains("the answer is 42"), "{results:?}");
+}
+
+#[test]
+fn cortex_seed_add_timeout() {
+    let Some(python) = python("cortex_seed_add_timeout") else {
+        return;
+    };
+    // The command records its parent's command line: with the rewrite, `timeout 30 sh -c …`.
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "Bash",
+            json!({"command": "sh -c 'tr \"\\0\" \" \" < /proc/$PPID/cmdline > marker.txt; echo recorded'"}),
+        ),
+        FakeTurn::text("Done."),
+    ]);
+    let (output, messages) = run(
+        &python,
+        &world,
+        "seed_002_cortex.py",
+        &["add_timeout", "record"],
+    );
+    assert_finished(&output, &messages);
+    let marker = std::fs::read_to_string(world.work().join("marker.txt"))
+        .unwrap_or_else(|err| panic!("no marker ({err}); tool results {:?}", world.tool_results()));
+    assert!(marker.starts_with("timeout 30 sh -c"), "{marker:?}");
+    let results = world.tool_results();
+    assert!(
+        !results[0].1 && results[0].0.contains("recorded"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn cortex_seed_audit_log() {
+    let Some(python) = python("cortex_seed_audit_log") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo first"})),
+        call("toolu_2", "Bash", json!({"command": "echo second"})),
+        FakeTurn::text("Both ran."),
+    ]);
+    let (output, messages) = run(
+        &python,
+        &world,
+        "seed_002_cortex.py",
+        &["audit_log", "run two commands"],
+    );
+    let result = assert_finished(&output, &messages);
+    let log = std::fs::read_to_string(world.work().join("audit.log")).unwrap();
+    let entries: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 2, "{log}");
+    for (entry, command) in entries.iter().zip(["echo first", "echo second"]) {
+        assert_eq!(entry["tool"], "Bash");
+        assert_eq!(entry["input"]["command"], command);
+        assert_eq!(entry["session_id"], result["session_id"]);
+        assert!(
+            entry["timestamp"].as_str().unwrap().contains('T'),
+            "{entry}"
+        );
+    }
+}
+
+#[test]
+fn claude_query_block_dangerous() {
+    let Some(python) = python("claude_query_block_dangerous") else {
+        return;
+    };
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "Bash",
+            json!({"command": "psql -c 'DROP TABLE users'"}),
+        ),
+        FakeTurn::text("Refused."),
+    ]);
+    let (output, messages) = run(
+        &python,
+        &world,
+        "seed_002_claude.py",
+        &["drop the users table"],
+    );
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "Refused.");
+    let results = world.tool_results();
+    assert!(results[0].1, "{results:?}");
+    assert!(
+        results[0]
+            .0
+            .contains("Destructive commands are not allowed"),
+        "{results:?}"
+    );
+}
