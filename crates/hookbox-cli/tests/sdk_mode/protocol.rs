@@ -23,8 +23,14 @@ struct Cli {
 }
 
 impl Cli {
-    #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+    /// Starts hookbox in SDK mode with `--model AGENT` and `extra` arguments.
     fn start(world: &World, extra: &[&str]) -> Self {
+        Self::start_with(world, &[&["--model", AGENT], extra].concat())
+    }
+
+    /// Starts hookbox in SDK mode with the fixed stream-json flags and `args`.
+    #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+    fn start_with(world: &World, args: &[&str]) -> Self {
         let mut child = std::process::Command::new(bin())
             .args([
                 "--output-format",
@@ -32,10 +38,8 @@ impl Cli {
                 "--verbose",
                 "--input-format",
                 "stream-json",
-                "--model",
-                AGENT,
             ])
-            .args(extra)
+            .args(args)
             .current_dir(world.work())
             .env("HOOKBOX_HOME", world.home.path())
             .env("HOME", world.home.path())
@@ -560,6 +564,110 @@ fn stdin_closed_right_after_the_prompt_still_finishes_the_turn() {
     let result = cli.result();
     assert_eq!(result["result"], "finished");
     assert!(world.work().join("ran.txt").exists());
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn without_model_the_sdk_default_agent_answers() {
+    let world = World::new(vec![FakeTurn::text("from the default agent")]);
+    let config = world.home.path().join("hookbox.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!("[sdk]\ndefault_agent = \"{AGENT}\"\n"));
+    std::fs::write(&config, text).unwrap();
+    let mut cli = Cli::start_with(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("hello");
+    let result = cli.result();
+    assert_eq!(result["result"], "from the default agent", "{result}");
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn claude_style_settings_hooks_load_from_the_project_unless_sources_exclude_it() {
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "echo 'blocked by project settings' >&2; exit 2"}
+    ]}]}});
+    let turns = || {
+        vec![
+            call("toolu_1", "Bash", json!({"command": "echo ran > ran.txt"})),
+            FakeTurn::text("done"),
+        ]
+    };
+    let world = World::new(turns());
+    std::fs::create_dir_all(world.work().join(".claude")).unwrap();
+    std::fs::write(
+        world.work().join(".claude/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("go");
+    cli.result();
+    assert_eq!(
+        world.tool_results(),
+        [("blocked by project settings".to_owned(), true)]
+    );
+    assert!(!world.work().join("ran.txt").exists());
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{log}");
+
+    // `--setting-sources user` leaves the project's settings out.
+    let world = World::new(turns());
+    std::fs::create_dir_all(world.work().join(".claude")).unwrap();
+    std::fs::write(
+        world.work().join(".claude/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let mut cli = Cli::start(&world, &["--setting-sources", "user"]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("go");
+    cli.result();
+    assert!(world.work().join("ran.txt").exists(), "{}", cli.log());
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn agents_from_initialize_run_as_task_subagents_with_their_hooks() {
+    let world = World::new(vec![
+        call(
+            "toolu_task",
+            "Task",
+            json!({"description": "review", "prompt": "say what you are", "subagent_type": "reviewer"}),
+        ),
+        FakeTurn::text("I am the reviewer"),
+        FakeTurn::text("the reviewer answered"),
+    ]);
+    let mut cli = Cli::start(&world, &["--dangerously-allow-all-tool-calls"]);
+    cli.initialize(
+        json!({"SubagentStart": [{"matcher": "reviewer", "hookCallbackIds": ["hook_0"]}]}),
+        json!({"agents": {"reviewer": {"description": "Reviews", "prompt": "You are the reviewer.", "tools": ["Read"]}}}),
+    );
+    cli.prompt("get a review");
+    let init = cli.until("system/init", |message| message["type"] == "system");
+    assert!(
+        init["tools"].as_array().unwrap().contains(&json!("Task")),
+        "{init}"
+    );
+    let request = cli.control_request("hook_callback");
+    assert_eq!(
+        request["request"]["input"]["hook_event_name"],
+        "SubagentStart"
+    );
+    assert_eq!(request["request"]["input"]["agent_type"], "reviewer");
+    cli.respond(&request, json!({}));
+    let result = cli.result();
+    assert_eq!(result["result"], "the reviewer answered", "{result}");
+    let bodies = world.bodies();
+    assert!(bodies[1].contains("You are the reviewer."), "{}", bodies[1]);
+    assert!(
+        cli.seen.iter().any(|message| message["type"] == "assistant"
+            && message["parent_tool_use_id"] == "toolu_task")
+    );
     let (status, _, log) = cli.exit_within(Duration::from_secs(10));
     assert!(status.success(), "{log}");
 }
