@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use hookbox_env::{Environment, Isolation, environment_for};
+use hookbox_env::{Environment, Isolation, SandboxEgress, environment_for};
 use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
 use hookbox_hooks::{CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT};
 
@@ -13,6 +13,7 @@ use hookbox_hooks::{CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT};
 pub struct EnvironmentCommandRunner {
     environment: Arc<Environment>,
     isolation: Isolation,
+    egress: Option<Arc<SandboxEgress>>,
 }
 
 impl EnvironmentCommandRunner {
@@ -21,7 +22,15 @@ impl EnvironmentCommandRunner {
         Self {
             environment,
             isolation,
+            egress: None,
         }
+    }
+
+    /// This runner with sandboxed hooks reaching the network through `egress`, like the
+    /// environment's code (none by default: no network at all).
+    pub fn with_egress(mut self, egress: Option<Arc<SandboxEgress>>) -> Self {
+        self.egress = egress;
+        self
     }
 }
 
@@ -41,6 +50,14 @@ impl CommandRunner for EnvironmentCommandRunner {
             .map(|(name, value)| (name.into(), value.into()))
             .collect();
         environment_for(&mut spec, &self.environment, self.isolation);
-        Box::pin(async move { hookbox_exec::run(&spec).await })
+        let egress = self.egress.clone();
+        Box::pin(async move {
+            match egress {
+                // The hook's own requests are decided like the code's; its trace entry has no
+                // room for them.
+                Some(egress) => egress.run(spec).await.0,
+                None => hookbox_exec::run(&spec).await,
+            }
+        })
     }
 }

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use hookbox_env::{BuiltinTools, Environment, FileTools, Isolation, ToolError};
+use hookbox_env::{
+    BuiltinTools, EgressError, Environment, FileTools, Isolation, NetworkDecision, SandboxEgress,
+    ToolError,
+};
 use hookbox_hooks::{
     Decision, Diagnostic, Dispatcher, EventInput, HookOutcome, PolicyHttpRunner, Runners,
     TraceEntry,
@@ -32,6 +35,10 @@ pub struct ToolCallReport {
     pub error: Option<String>,
     /// Every hook run, pre then post.
     pub trace: Vec<TraceEntry>,
+    /// What the egress proxy decided on the requests the tool's program made (never header
+    /// values).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<NetworkDecision>,
     /// Problems with the environment's hook files.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -51,11 +58,15 @@ pub enum ToolCallError {
     /// The environment's `network` policy is not valid.
     #[error("the environment's network policy is not valid: {0}")]
     Network(#[from] hookbox_net::PolicyError),
+    /// The environment's egress through the proxy cannot be set up.
+    #[error(transparent)]
+    Egress(#[from] EgressError),
 }
 
 /// The built-in tools of one environment, each call wrapped in its hooks.
 pub struct SandboxTools {
     environment: Arc<Environment>,
+    isolation: Isolation,
     tools: BuiltinTools,
     files: FileTools,
     discovery: HookDiscovery,
@@ -80,12 +91,39 @@ impl SandboxTools {
             http: Arc::new(PolicyHttpRunner { client, policy }),
         };
         Ok(Self {
+            isolation,
             tools: BuiltinTools::new((*environment).clone(), isolation)?,
             files: FileTools::for_environment(&environment)?,
             environment,
             discovery: HookDiscovery::default(),
             runners,
         })
+    }
+
+    /// These tools with sandboxed code and command hooks reaching the network through `proxy`,
+    /// listening on `127.0.0.1:3128` inside each sandbox (see [`SandboxEgress`]), under the
+    /// environment's `network` policy with its `credential`s resolved through `credentials`.
+    /// The environment's CA is generated here and kept in memory for as long as these tools
+    /// live. Nothing changes for `network: "disabled"` or unsandboxed tools (the sandbox
+    /// keeps no network at all; unsandboxed code has the host's).
+    pub fn with_egress(
+        mut self,
+        proxy: hookbox_net::EgressProxy,
+        credentials: Option<&dyn hookbox_net::CredentialSource>,
+    ) -> Result<Self, ToolCallError> {
+        if self.isolation != Isolation::Sandboxed {
+            return Ok(self);
+        }
+        let Some(egress) = SandboxEgress::new(&self.environment, proxy, credentials)? else {
+            return Ok(self);
+        };
+        let egress = Arc::new(egress);
+        self.runners.command = Arc::new(
+            EnvironmentCommandRunner::new(Arc::clone(&self.environment), self.isolation)
+                .with_egress(Some(Arc::clone(&egress))),
+        );
+        self.tools = self.tools.with_egress(Some(egress));
+        Ok(self)
     }
 
     /// Calls built-in tool `tool` with `args`, through the hooks discovered in the environment
@@ -121,6 +159,7 @@ impl SandboxTools {
                 error: None,
                 trace,
                 diagnostics,
+                network: Vec::new(),
             });
         }
         let outcome = self.tools.call(tool, &args).await;
@@ -141,6 +180,7 @@ impl SandboxTools {
             error: outcome.error,
             trace,
             diagnostics,
+            network: outcome.network,
         })
     }
 }

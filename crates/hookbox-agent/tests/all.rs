@@ -6,6 +6,8 @@
     reason = "test helpers stop the test on setup failure"
 )]
 
+/// The sandbox's network through the egress proxy (root only).
+mod egress;
 /// The agent loop against fake model servers and real sandboxes.
 mod interaction;
 mod model;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use hookbox_agent::model::{Model, ModelConfig};
-use hookbox_net::{ClientOptions, IpNet};
+use hookbox_net::{ClientOptions, IpNet, ProxyOptions};
 use serde::Deserialize;
 
 /// The whole file.
@@ -142,6 +142,19 @@ impl NetworkSection {
             ..ClientOptions::default()
         })
     }
+    /// The options of the sandboxes' egress proxy: [`ProxyOptions::default`] with this
+    /// section's `allow_private_cidrs`, `extra_ca_certs` (trusted for intercepted upstreams)
+    /// and `resolve`, checked as in [`hook_client_options`](Self::hook_client_options). Never
+    /// loopback: `permit_loopback_hooks` is for hooks only.
+    pub(crate) fn egress_proxy_options(&self) -> anyhow::Result<ProxyOptions> {
+        let parsed = self.hook_client_options()?;
+        Ok(ProxyOptions {
+            allow_private_cidrs: parsed.allow_private_cidrs,
+            extra_root_certs_pem: parsed.extra_root_certs_pem,
+            resolve: parsed.resolve,
+            ..ProxyOptions::default()
+        })
+    }
 }
 
 impl ConfigFile {
@@ -269,6 +282,42 @@ mod tests {
             ]
         );
         assert!(hookbox_net::GuardedClient::new(&options).is_ok());
+    }
+
+    #[test]
+    fn the_egress_proxy_gets_the_ranges_roots_and_overrides_but_never_loopback() {
+        let mut file: ConfigFile = toml::from_str(
+            r#"
+            [network]
+            permit_loopback_hooks = true
+            allow_private_cidrs = ["10.77.0.0/24"]
+            extra_ca_certs = ["../hookbox-test-support/fixtures/tls/ca.pem"]
+            resolve = { "telemetry.example.com" = "10.77.0.2" }
+            "#,
+        )
+        .unwrap();
+        file.network.base = Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf();
+        let options = file.network.egress_proxy_options().unwrap();
+        assert!(!options.permit_loopback);
+        assert_eq!(
+            options.allow_private_cidrs,
+            ["10.77.0.0/24".parse::<hookbox_net::IpNet>().unwrap()]
+        );
+        assert_eq!(options.extra_root_certs_pem.len(), 1);
+        assert_eq!(
+            options.resolve,
+            [(
+                "telemetry.example.com".to_owned(),
+                "10.77.0.2".parse::<IpAddr>().unwrap()
+            )]
+        );
+        assert_eq!(options.connect_ports, [443]);
+        assert!(hookbox_net::EgressProxy::new(options).is_ok());
+        let default = ConfigFile::default()
+            .network
+            .egress_proxy_options()
+            .unwrap();
+        assert_eq!(default, hookbox_net::ProxyOptions::default());
     }
 
     #[test]

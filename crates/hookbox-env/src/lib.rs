@@ -23,6 +23,7 @@ mod clock;
 mod coding;
 mod confined;
 mod credentials;
+mod egress;
 mod env_vars;
 mod environment;
 mod git;
@@ -42,6 +43,7 @@ pub use coding::{CODING_TOOLS, CodingOutcome, CodingTools};
 pub use credentials::{
     CredentialError, CredentialInfo, CredentialStore, DEFAULT_HEADER, StoredCredential,
 };
+pub use egress::{CA_BUNDLE_PATH, EgressError, NetworkDecision, PROXY_PORT, SandboxEgress};
 pub use env_vars::{EnvValue, EnvVar};
 pub use environment::{Environment, SourceSummary};
 pub use json::SpecError;

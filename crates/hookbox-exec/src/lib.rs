@@ -55,7 +55,10 @@
 //! [`ProcessSpec::env`].
 //!
 //! **Network.** An empty network namespace with only `lo` (brought up): any other destination
-//! is `ENETUNREACH`.
+//! is `ENETUNREACH`. With [`Sandbox::listen_inside`], pid 1 also opens a TCP listener on
+//! `127.0.0.1:PORT` there and hands it to the caller ([`ListenInside`]), who accepts the
+//! sandbox's connections from outside: the one way a sandboxed program can reach a service of
+//! the caller (an egress proxy), without a relay process or a socket file.
 //!
 //! **Privileges.** The program runs as uid 0 *inside* the user namespace (the caller's uid
 //! outside), with no capability: the bounding, ambient, inheritable, permitted and effective
@@ -94,5 +97,8 @@ mod sandbox;
 mod spawn;
 
 pub use capture::CapturedOutput;
-pub use sandbox::{Bind, Enforcement, IsolationError, LimitMode, Limits, Sandbox, check_isolation};
+pub use sandbox::{
+    Bind, Enforcement, IsolationError, LimitMode, Limits, ListenInside, ListenerSink, Sandbox,
+    check_isolation,
+};
 pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, run};

@@ -194,14 +194,15 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
         source,
     })?;
     // The sandbox's init (pid 1 of its namespace): once it is gone, so is everything inside.
-    let init = match &prepared {
-        Some(prepared) => timeout_at(deadline, prepared.init_pidfd())
-            .await
-            .ok()
-            .flatten()
-            .and_then(|fd| sandbox::async_fd(fd).ok()),
-        None => None,
+    let (init, listener) = match &prepared {
+        Some(prepared) => match timeout_at(deadline, prepared.init_pidfd()).await {
+            Ok((pidfd, listener)) => (pidfd.and_then(|fd| sandbox::async_fd(fd).ok()), listener),
+            Err(_elapsed) => (None, None),
+        },
+        None => (None, None),
     };
+    // Whatever happens next, the listener handed out stops accepting when the run ends.
+    let _stop_listening = listener.map(StopListening);
 
     let mut out = CapturedOutput::default();
     let mut err = CapturedOutput::default();
@@ -285,6 +286,15 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
         stderr: err,
         duration,
     })
+}
+
+/// Shuts down a listener opened inside the sandbox ([`crate::ListenInside`]) when dropped.
+struct StopListening(std::os::fd::OwnedFd);
+
+impl Drop for StopListening {
+    fn drop(&mut self) {
+        sandbox::stop_listening(&self.0);
+    }
 }
 
 /// The command for `spec`: its own process group, piped stdio, killed with the caller.

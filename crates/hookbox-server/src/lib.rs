@@ -41,7 +41,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use hookbox_agent::model::ModelConfig;
-use hookbox_agent::service::{HookClientOptions, InteractionService, ServiceConfig, ServiceError};
+use hookbox_agent::service::{
+    EgressProxyOptions, HookClientOptions, InteractionService, ServiceConfig, ServiceError,
+};
 use hookbox_env::{Environments, StoreError};
 use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -68,6 +70,9 @@ pub struct ServerConfig {
     /// The options of the client that carries HTTP hooks (`[network]` of hookbox.toml and the
     /// credential store); default: the strict [`HookClientOptions::default`].
     pub hook_http: HookClientOptions,
+    /// The options of the egress proxy sandboxes reach the network through (`[network]` of
+    /// hookbox.toml); `None` (the default): sandboxes have no network at all.
+    pub egress_proxy: Option<EgressProxyOptions>,
 }
 
 impl ServerConfig {
@@ -80,6 +85,7 @@ impl ServerConfig {
             allow_host_sources: false,
             agents: BTreeMap::new(),
             hook_http: HookClientOptions::default(),
+            egress_proxy: None,
         }
     }
 }
@@ -125,6 +131,7 @@ pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
     service.agents = config.agents.clone();
     service.allow_host_sources = config.allow_host_sources;
     service.hook_http = config.hook_http.clone();
+    service.egress_proxy = config.egress_proxy.clone();
     let interactions = InteractionService::open(&config.home, service)?;
     let state: Shared = Arc::new(State {
         config,

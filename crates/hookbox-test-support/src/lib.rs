@@ -12,6 +12,7 @@
 
 mod connection;
 mod fake_models;
+mod netns;
 mod reply;
 mod request;
 mod server;
@@ -20,7 +21,8 @@ mod tls;
 pub use fake_models::{
     FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeModelServer, FakeToolCall, FakeTurn,
 };
+pub use netns::TestNetns;
 pub use reply::Reply;
 pub use request::RecordedRequest;
 pub use server::TestHttpServer;
-pub use tls::TEST_CA_PEM;
+pub use tls::{TEST_CA_PEM, TestCertificates};

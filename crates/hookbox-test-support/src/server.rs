@@ -61,6 +61,38 @@ impl TestHttpServer {
         Self::start_on_runtime(responder, Some(tls::acceptor()?)).await
     }
 
+    /// Serves HTTPS with `certificates` on `listener` (already bound, e.g. inside a network
+    /// namespace; see [`TestNetns::bind_inside`](crate::TestNetns::bind_inside)) on the current
+    /// tokio runtime. [`url`](Self::url) names the listener's address.
+    ///
+    /// # Panics
+    ///
+    /// If called outside a tokio runtime.
+    pub fn start_https_on<F>(
+        listener: std::net::TcpListener,
+        certificates: &crate::TestCertificates,
+        responder: F,
+    ) -> io::Result<Self>
+    where
+        F: Fn(&RecordedRequest) -> Reply + Send + Sync + 'static,
+    {
+        listener.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(listener)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::new(responder));
+        let task = tokio::spawn(serve(
+            listener,
+            Some(certificates.acceptor()),
+            Arc::clone(&shared),
+        ));
+        Ok(Self {
+            addr,
+            scheme: "https",
+            shared,
+            driver: Driver::Task(task),
+        })
+    }
+
     async fn start_on_runtime<F>(responder: F, tls: Option<TlsAcceptor>) -> io::Result<Self>
     where
         F: Fn(&RecordedRequest) -> Reply + Send + Sync + 'static,

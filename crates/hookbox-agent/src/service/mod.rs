@@ -44,6 +44,8 @@ use tokio::sync::watch;
 pub use events::{Event, events_after};
 /// The options of the client that carries HTTP hooks ([`ServiceConfig::hook_http`]).
 pub use hookbox_net::ClientOptions as HookClientOptions;
+/// The options of the sandboxes' egress proxy ([`ServiceConfig::egress_proxy`]).
+pub use hookbox_net::ProxyOptions as EgressProxyOptions;
 pub use request::{CreateRequest, EnvironmentChoice};
 
 use crate::interaction::{Agent, RunStatus};
@@ -71,6 +73,11 @@ pub struct ServiceConfig {
     /// The options of the client that carries HTTP hooks: address rules, extra roots, static
     /// overrides and the credential source (default: the strict defaults, no credentials).
     pub hook_http: HookClientOptions,
+    /// The options of the egress proxy the service builds once and serves every sandbox's
+    /// network through (on `127.0.0.1:3128` inside, under the environment's `network`, with
+    /// `credential`s from [`hook_http`](Self::hook_http)'s source). `None` (the default): sandboxes
+    /// have no network at all.
+    pub egress_proxy: Option<EgressProxyOptions>,
 }
 
 impl ServiceConfig {
@@ -84,6 +91,7 @@ impl ServiceConfig {
             idempotency_window: Duration::from_secs(60),
             isolation: Isolation::Sandboxed,
             hook_http: HookClientOptions::default(),
+            egress_proxy: None,
         }
     }
 }
@@ -200,6 +208,8 @@ pub struct InteractionService {
     http: Arc<hookbox_net::GuardedClient>,
     /// The models' client, built once: building one loads the system's trust roots.
     model_http: hookbox_net::GuardedClient,
+    /// The sandboxes' egress proxy ([`ServiceConfig::egress_proxy`]).
+    egress: Option<hookbox_net::EgressProxy>,
     runs: Mutex<HashMap<String, RunHandle>>,
 }
 
@@ -222,7 +232,14 @@ impl InteractionService {
             .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP client", &err))?;
         let model_http = hookbox_net::GuardedClient::new(&crate::model::client_options())
             .map_err(|err| ServiceError::internal("cannot build the models' HTTP client", &err))?;
+        let egress = match &config.egress_proxy {
+            Some(options) => Some(hookbox_net::EgressProxy::new(options.clone()).map_err(
+                |err| ServiceError::internal("cannot build the sandboxes' egress proxy", &err),
+            )?),
+            None => None,
+        };
         Ok(Arc::new(Self {
+            egress,
             config,
             store: Arc::new(store),
             environments,
@@ -327,16 +344,9 @@ impl InteractionService {
         }
         let id = created.interaction.id;
         let tools = match &environment {
-            Some(environment) => Some(Arc::new(
-                SandboxTools::new(
-                    environment.clone(),
-                    self.config.isolation,
-                    (*self.http).clone(),
-                )
-                .map_err(|err| {
-                    ServiceError::internal("cannot open the environment's tools", &err)
-                })?,
-            )),
+            Some(environment) => Some(Arc::new(self.tools(environment).map_err(|err| {
+                ServiceError::internal("cannot open the environment's tools", &err)
+            })?)),
             None => None,
         };
         let agent = Agent {
@@ -355,6 +365,29 @@ impl InteractionService {
             id,
             stream: request.stream,
         })
+    }
+
+    /// The sandboxed tools of `environment`, reaching the network through the egress proxy.
+    fn tools(
+        &self,
+        environment: &Environment,
+    ) -> Result<SandboxTools, crate::tool_call::ToolCallError> {
+        let tools = SandboxTools::new(
+            environment.clone(),
+            self.config.isolation,
+            (*self.http).clone(),
+        )?;
+        match &self.egress {
+            Some(proxy) => tools.with_egress(
+                proxy.clone(),
+                self.config
+                    .hook_http
+                    .credentials
+                    .as_ref()
+                    .map(hookbox_net::SharedCredentials::source),
+            ),
+            None => Ok(tools),
+        }
     }
 
     /// The interaction object of `id`.

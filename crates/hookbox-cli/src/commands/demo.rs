@@ -35,6 +35,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let file = config::read(args.config.as_deref(), &user_home)?;
     // The demo's environments name no credentials, so none are loaded.
     let hook_http = file.hook_client_options(None)?;
+    let egress_proxy = file.network.egress_proxy_options()?;
     // A real model when asked for by name; otherwise one scripted model per example.
     let real_model = match &args.agent {
         Some(name) => Some(file.model(name)?),
@@ -51,6 +52,9 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let _entered = runtime.enter();
+    let proxy = hookbox_net::EgressProxy::new(egress_proxy)
+        .context("cannot build the sandboxes' egress proxy")?;
     let mut text = String::from(
         "hookbox demo: the seeds' hooks.json files and hook scripts, verbatim, in sandboxed \
          environments.\n",
@@ -73,6 +77,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         &environment,
         model("security-gate.script.json", SECURITY_SCRIPT)?,
         &hook_http,
+        &proxy,
     )?;
     let prompt = "Run `rm -rf /tmp/forbidden` using code_execution.";
     let security = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
@@ -84,6 +89,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         &environment,
         model("privacy-gate.script.json", PRIVACY_SCRIPT)?,
         &hook_http,
+        &proxy,
     )?;
     let prompt = "Use your filesystem tool to read `/workspace/private/employees.json` and summarize the employee details.";
     let first = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
@@ -94,8 +100,9 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     describe(&mut text, &second);
 
     text.push_str(
-        "\nThe seeds' third example (an audit hook posting to an HTTPS endpoint through the egress \
-         proxy) is not shown: the egress proxy is not yet wired into the sandbox.\n",
+        "\nThe seeds' third example (an audit hook posting to \
+         https://telemetry.example.com) is not shown: it needs a receiver at that address \
+         (`[network] resolve` in hookbox.toml can point the name at one).\n",
     );
     render::print_text(&text)?;
     let all_completed = [&security, &first, &second]
@@ -133,14 +140,17 @@ async fn create(store: &Environments, sources: &Value) -> anyhow::Result<Environ
     Ok(store.create(&spec).await?)
 }
 
-/// An agent with `model` over `environment`'s sandboxed tools, HTTP hooks sent with `hook_http`.
+/// An agent with `model` over `environment`'s sandboxed tools, HTTP hooks sent with `hook_http`,
+/// the sandbox's network through `proxy`.
 fn agent_over(
     environment: &Environment,
     model: Arc<dyn Model>,
     hook_http: &hookbox_net::ClientOptions,
+    proxy: &hookbox_net::EgressProxy,
 ) -> anyhow::Result<Agent> {
     let http = hookbox_net::GuardedClient::new(hook_http)?;
-    let tools = SandboxTools::new(environment.clone(), Isolation::Sandboxed, http)?;
+    let tools = SandboxTools::new(environment.clone(), Isolation::Sandboxed, http)?
+        .with_egress(proxy.clone(), None)?;
     Ok(Agent {
         model,
         tools: Some(Arc::new(tools)),

@@ -30,17 +30,25 @@ pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
         Isolation::Sandboxed
     };
     let home = hookbox_env::Environments::default_home()?;
-    let hook_http =
-        config::read(args.config.as_deref(), &home)?.hook_client_options(Some(&home))?;
+    let file = config::read(args.config.as_deref(), &home)?;
+    let hook_http = file.hook_client_options(Some(&home))?;
     let environment = store()?.get(&args.environment)?;
     let http = hookbox_net::GuardedClient::new(&hook_http)
         .context("cannot build the HTTP hooks' client")?;
-    let tools = SandboxTools::new(environment, isolation, http)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let _entered = runtime.enter();
+    // The sandbox's one way out (none for `network: "disabled"`).
+    let proxy = hookbox_net::EgressProxy::new(file.network.egress_proxy_options()?)
+        .context("cannot build the sandbox's egress proxy")?;
+    let credentials = hook_http
+        .credentials
+        .as_ref()
+        .map(hookbox_net::SharedCredentials::source);
+    let tools = SandboxTools::new(environment, isolation, http)?.with_egress(proxy, credentials)?;
     let report = runtime.block_on(tools.call(&args.tool, tool_args, None))?;
     for diagnostic in &report.diagnostics {
         render::print_error(&format!("{diagnostic}\n"));
@@ -78,6 +86,25 @@ fn text(report: &hookbox_agent::ToolCallReport) -> String {
     }
     for entry in &report.trace {
         text.push_str(&format!("hook {}\n", render::trace_line(entry)));
+    }
+    for decision in &report.network {
+        text.push_str(&format!(
+            "network {} {}:{} {}{}: {}\n",
+            decision.method,
+            decision.host,
+            decision.port,
+            if decision.allowed {
+                "allowed"
+            } else {
+                "refused"
+            },
+            if decision.intercepted {
+                " (intercepted)"
+            } else {
+                ""
+            },
+            decision.reason
+        ));
     }
     text
 }

@@ -34,6 +34,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         config.allow_host_sources = allow;
     }
     config.hook_http = hook_http;
+    config.egress_proxy = Some(file.network.egress_proxy_options()?);
     config.agents = file.agents;
     let app = hookbox_server::router(config)
         .with_context(|| format!("cannot set up the server in {}", home.display()))?;

@@ -1,8 +1,11 @@
 //! The five built-in sandbox tools behind one entry point.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::egress::{NetworkDecision, SandboxEgress};
 use crate::environment::Environment;
 use crate::tools::code;
 use crate::tools::files::FileTools;
@@ -25,6 +28,10 @@ pub struct ToolOutcome {
     pub result: Option<Value>,
     /// Why the call failed, if it did.
     pub error: Option<String>,
+    /// What the egress proxy decided on the requests the call's program made (never header
+    /// values).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<NetworkDecision>,
 }
 
 impl ToolOutcome {
@@ -33,6 +40,7 @@ impl ToolOutcome {
         Self {
             result: None,
             error: Some(error),
+            network: Vec::new(),
         }
     }
 }
@@ -44,6 +52,7 @@ pub struct BuiltinTools {
     environment: Environment,
     files: FileTools,
     isolation: Isolation,
+    egress: Option<Arc<SandboxEgress>>,
 }
 
 impl BuiltinTools {
@@ -63,7 +72,15 @@ impl BuiltinTools {
             environment,
             files,
             isolation,
+            egress: None,
         })
+    }
+
+    /// These tools with sandboxed code reaching the network through `egress` (the proxy on
+    /// `127.0.0.1` inside); without it (the default) the sandbox has no network at all.
+    pub fn with_egress(mut self, egress: Option<Arc<SandboxEgress>>) -> Self {
+        self.egress = egress;
+        self
     }
 
     /// The environment the tools act on.
@@ -79,12 +96,19 @@ impl BuiltinTools {
     /// Runs tool `name` with `args`.
     pub async fn call(&self, name: &str, args: &Value) -> ToolOutcome {
         if name == "code_execution" {
-            return code::run(&self.environment, args, self.isolation).await;
+            return code::run(
+                &self.environment,
+                args,
+                self.isolation,
+                self.egress.as_deref(),
+            )
+            .await;
         }
         match self.files.call(name, args) {
             Ok(result) => ToolOutcome {
                 result: Some(result),
                 error: None,
+                network: Vec::new(),
             },
             Err(err) => ToolOutcome::failed(err.to_string()),
         }

@@ -5,6 +5,7 @@ use std::time::Duration;
 use hookbox_exec::{ExitKind, ProcessSpec};
 use serde_json::{Value, json};
 
+use crate::egress::SandboxEgress;
 use crate::environment::Environment;
 use crate::tools::args::Args;
 use crate::tools::builtin::{Isolation, ToolOutcome};
@@ -68,17 +69,24 @@ pub fn environment_for(spec: &mut ProcessSpec, environment: &Environment, isolat
 }
 
 /// Runs `code_execution` and reports `{stdout, stderr, exit_code}`; the call failed (the post
-/// hook's `error`) when it wrote to stderr, exited non-zero or timed out.
+/// hook's `error`) when it wrote to stderr, exited non-zero or timed out. A sandboxed run
+/// reaches the network through `egress` when given.
 pub(crate) async fn run(
     environment: &Environment,
     args: &Value,
     isolation: Isolation,
+    egress: Option<&SandboxEgress>,
 ) -> ToolOutcome {
     let spec = match process(environment, args, isolation) {
         Ok(spec) => spec,
         Err(error) => return ToolOutcome::failed(error.to_string()),
     };
-    let output = match hookbox_exec::run(&spec).await {
+    let timeout = spec.timeout;
+    let (output, network) = match egress {
+        Some(egress) => egress.run(spec).await,
+        None => (hookbox_exec::run(&spec).await, Vec::new()),
+    };
+    let output = match output {
         Ok(output) => output,
         Err(err) => return ToolOutcome::failed(format!("code_execution: {err}")),
     };
@@ -90,7 +98,7 @@ pub(crate) async fn run(
         ExitKind::Signaled(signal) => (None, Some(format!("killed by signal {signal}"))),
         ExitKind::TimedOut => (
             None,
-            Some(format!("timed out after {} s", spec.timeout.as_secs())),
+            Some(format!("timed out after {} s", timeout.as_secs())),
         ),
     };
     let error = match (failure, stderr.trim().is_empty()) {
@@ -102,5 +110,6 @@ pub(crate) async fn run(
     ToolOutcome {
         result: Some(json!({"stdout": stdout, "stderr": stderr, "exit_code": exit_code})),
         error,
+        network,
     }
 }

@@ -175,7 +175,10 @@ async fn a_credential_the_server_does_not_hold_is_refused_at_its_json_path() {
     match home.envs.create(&spec("example-token")).await {
         Err(StoreError::Misplaced { path, problem }) => {
             assert_eq!(path, "$.network.allowlist[1].credential");
-            assert!(problem.contains("hookbox credentials add example-token"), "{problem}");
+            assert!(
+                problem.contains("hookbox credentials add example-token"),
+                "{problem}"
+            );
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -198,10 +201,7 @@ async fn a_credential_the_server_does_not_hold_is_refused_at_its_json_path() {
         .add("example-token", None, "Bearer secret-value")
         .unwrap();
     let created = home.envs.create(&spec("example-token")).await.unwrap();
-    let updated = home
-        .envs
-        .update(created.id(), &spec("other-token"))
-        .await;
+    let updated = home.envs.update(created.id(), &spec("other-token")).await;
     assert!(
         matches!(updated, Err(StoreError::Misplaced { ref path, .. }) if path == "$.network.allowlist[1].credential"),
         "{updated:?}"

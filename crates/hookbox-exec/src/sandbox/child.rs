@@ -16,6 +16,8 @@ use std::ptr;
 /// Record kinds on the status socket (three native-endian `u32`s: kind, a, b).
 pub(crate) const RECORD_INIT: u32 = 1;
 pub(crate) const RECORD_FAILED: u32 = 2;
+/// The init's listener inside the network namespace (`a` = its port), with the descriptor.
+pub(crate) const RECORD_LISTENER: u32 = 3;
 
 /// Steps of the intermediate, for error reports (ops of the init are numbered from
 /// [`FIRST_OP`]).
@@ -37,6 +39,7 @@ pub(crate) const STEPS: &[&str] = &[
     "applying the seccomp filter",
     "changing to the working directory",
     "marking inherited descriptors close-on-exec",
+    "opening the listener on 127.0.0.1 inside the sandbox",
 ];
 const STEP_DEATH: u32 = 0;
 const STEP_CGROUP: u32 = 1;
@@ -55,6 +58,7 @@ const STEP_CAPS: u32 = 13;
 const STEP_SECCOMP: u32 = 14;
 const STEP_CWD: u32 = 15;
 const STEP_FDS: u32 = 16;
+const STEP_LISTEN: u32 = 17;
 /// Step number of `ops[0]`.
 pub(crate) const FIRST_OP: u32 = 100;
 
@@ -129,6 +133,9 @@ pub(crate) struct Plan {
     pub(crate) cwd: CString,
     /// The child's end of the status socket.
     pub(crate) status: libc::c_int,
+    /// The port of a TCP listener the init opens on 127.0.0.1 inside the new network
+    /// namespace and sends to the parent ([`RECORD_LISTENER`]), if any.
+    pub(crate) listen_port: Option<u16>,
 }
 
 #[repr(C)]
@@ -185,8 +192,9 @@ impl<T> Step<T> for Result<T, i32> {
     }
 }
 
+/// Sends one record (and `pass_fd`, if any) on the status socket; whether it was sent.
 #[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn send_record(fd: libc::c_int, kind: u32, a: u32, b: u32, pass_fd: Option<libc::c_int>) {
+fn send_record(fd: libc::c_int, kind: u32, a: u32, b: u32, pass_fd: Option<libc::c_int>) -> bool {
     let record = [kind, a, b];
     let mut iov = libc::iovec {
         iov_base: record.as_ptr().cast_mut().cast(),
@@ -210,7 +218,7 @@ fn send_record(fd: libc::c_int, kind: u32, a: u32, b: u32, pass_fd: Option<libc:
             (*cmsg).cmsg_len = libc::CMSG_LEN(4) as _;
             ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), pass);
         }
-        libc::sendmsg(fd, &raw const msg, libc::MSG_NOSIGNAL);
+        libc::sendmsg(fd, &raw const msg, libc::MSG_NOSIGNAL) >= 0
     }
 }
 
@@ -256,7 +264,7 @@ pub(crate) fn run(plan: &Plan) -> io::Result<()> {
     match intermediate(plan) {
         Ok(()) => Ok(()),
         Err(Failed { step, errno }) => {
-            send_record(plan.status, RECORD_FAILED, step, errno as u32, None);
+            let _sent = send_record(plan.status, RECORD_FAILED, step, errno as u32, None);
             // SAFETY: plain system call.
             unsafe { libc::close(plan.status) };
             Err(io::Error::from_raw_os_error(errno))
@@ -320,11 +328,11 @@ fn intermediate(plan: &Plan) -> Result<(), Failed> {
         // while we have not reaped it.
         libc::close(alive[0]);
         let pidfd = libc::syscall(libc::SYS_pidfd_open, init, 0) as libc::c_int;
-        if pidfd >= 0 {
-            send_record(plan.status, RECORD_INIT, init as u32, 0, Some(pidfd));
+        let _sent = if pidfd >= 0 {
+            send_record(plan.status, RECORD_INIT, init as u32, 0, Some(pidfd))
         } else {
-            send_record(plan.status, RECORD_FAILED, STEP_PIDFD, errno() as u32, None);
-        }
+            send_record(plan.status, RECORD_FAILED, STEP_PIDFD, errno() as u32, None)
+        };
         // Nothing else of ours may keep a pipe or the exec-error channel open.
         close_from_3_except(alive[1]);
         for fd in 0..3 {
@@ -626,6 +634,23 @@ fn init_process(plan: &Plan) -> Result<(), Failed> {
     unsafe {
         check(libc::sethostname(c"sandbox".as_ptr(), 7).into()).at(STEP_HOSTNAME)?;
         loopback_up().at(STEP_LOOPBACK)?;
+        if let Some(port) = plan.listen_port {
+            // Created in the new network namespace, where it stays wherever it is used; the
+            // parent accepts on it from outside. Our copy is closed before the program runs.
+            let listener = listen_on_loopback(port).at(STEP_LISTEN)?;
+            let sent = send_record(
+                plan.status,
+                RECORD_LISTENER,
+                u32::from(port),
+                0,
+                Some(listener),
+            );
+            let sent_errno = errno();
+            libc::close(listener);
+            if !sent {
+                return Err(sent_errno).at(STEP_LISTEN);
+            }
+        }
         check(libc::chdir(plan.cwd.as_ptr()).into()).at(STEP_CWD)?;
         for &(resource, soft, hard) in &plan.rlimits {
             let limit = libc::rlimit {
@@ -686,6 +711,34 @@ fn close_inherited_on_exec() -> Result<(), i32> {
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     }
     Ok(())
+}
+
+/// A TCP socket bound to `127.0.0.1:port` and listening (close-on-exec).
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+fn listen_on_loopback(port: u16) -> Result<libc::c_int, i32> {
+    // SAFETY: an all-zero sockaddr_in is valid; the struct outlives the bind call and its size
+    // is passed; the socket is ours (closed on failure, else returned to the caller).
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let mut address: libc::sockaddr_in = std::mem::zeroed();
+        address.sin_family = libc::AF_INET as libc::sa_family_t;
+        address.sin_port = port.to_be();
+        address.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let bound = libc::bind(
+            fd,
+            (&raw const address).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        if bound != 0 || libc::listen(fd, 128) != 0 {
+            let failed = errno();
+            libc::close(fd);
+            return Err(failed);
+        }
+        Ok(fd)
+    }
 }
 
 /// `ip link set lo up`, through an ioctl on a throwaway socket.

@@ -18,7 +18,9 @@ use std::sync::{Arc, OnceLock};
 use landlock::{ABI, Access, AccessFs, Scope};
 
 pub(crate) use cgroup::RunCgroups;
-pub(crate) use child::{FIRST_OP, Plan, RECORD_FAILED, RECORD_INIT, STEPS, run as enter};
+pub(crate) use child::{
+    FIRST_OP, Plan, RECORD_FAILED, RECORD_INIT, RECORD_LISTENER, STEPS, run as enter,
+};
 
 /// Resource limits for everything running inside one sandboxed run.
 ///
@@ -73,7 +75,63 @@ pub struct Sandbox {
     pub binds: Vec<Bind>,
     /// Resource limits.
     pub limits: Limits,
+    /// A TCP listener to open on `127.0.0.1` inside the sandbox's network namespace and hand
+    /// to the caller (see [`ListenInside`]); none by default.
+    pub listen_inside: Option<ListenInside>,
 }
+
+/// Receives the listener of a [`ListenInside`], once per run.
+pub type ListenerSink = Arc<dyn Fn(std::net::TcpListener) + Send + Sync>;
+
+/// A TCP listener opened inside a sandbox, so that its programs can reach a service of the
+/// caller (such as an egress proxy) at `127.0.0.1:port` while having no other network.
+///
+/// The sandbox's init, once `lo` is up in the new network namespace and before the program
+/// runs, binds a TCP socket to `127.0.0.1:port` there, listens, and sends it to the parent
+/// over the run's status socket; its own copy is closed, so the program never holds it. A
+/// socket stays in the namespace it was created in, so the caller, outside, accepts the
+/// connections made to `127.0.0.1:port` inside. [`ListenInside::deliver`] is called with it
+/// (in blocking mode; set it non-blocking before handing it to tokio) from the task running
+/// the program, before that program is waited for; each run gets a listener of its own. When
+/// the run ends, hookbox shuts the socket down (`shutdown(2)`), so that accepting on it fails
+/// from then on; the caller should drop its listener then.
+#[derive(Clone)]
+pub struct ListenInside {
+    /// The port on `127.0.0.1` inside the sandbox ([`ListenInside::DEFAULT_PORT`] by default).
+    pub port: u16,
+    /// Called with the listener of each run.
+    pub deliver: ListenerSink,
+}
+
+impl ListenInside {
+    /// The port used unless told otherwise (the usual HTTP proxy port).
+    pub const DEFAULT_PORT: u16 = 3128;
+
+    /// A listener on `127.0.0.1:port` inside, handed to `deliver`.
+    pub fn new(port: u16, deliver: impl Fn(std::net::TcpListener) + Send + Sync + 'static) -> Self {
+        Self {
+            port,
+            deliver: Arc::new(deliver),
+        }
+    }
+}
+
+impl std::fmt::Debug for ListenInside {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ListenInside")
+            .field("port", &self.port)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for ListenInside {
+    fn eq(&self, other: &Self) -> bool {
+        self.port == other.port && Arc::ptr_eq(&self.deliver, &other.deliver)
+    }
+}
+
+impl Eq for ListenInside {}
 
 /// A host directory (or file) made visible inside a sandbox at `target`.
 ///
@@ -100,6 +158,7 @@ impl Sandbox {
             read_only: vec![".agents".into()],
             binds: Vec::new(),
             limits: Limits::default(),
+            listen_inside: None,
         }
     }
 
@@ -117,6 +176,7 @@ impl Sandbox {
                 writable: true,
             }],
             limits: Limits::default(),
+            listen_inside: None,
         })
     }
 
@@ -326,6 +386,8 @@ pub(crate) struct Prepared {
     pub(crate) plan: Arc<Plan>,
     /// The parent's end of the status socket.
     pub(crate) status: OwnedFd,
+    /// Where the listener opened inside goes, if one is asked for.
+    pub(crate) listen_inside: Option<ListenInside>,
     /// The run's cgroups, held only to be removed on drop.
     _cgroups: RunCgroups,
 }
@@ -550,11 +612,13 @@ pub(crate) fn prepare(
         filter: filter::program()?,
         cwd,
         status: child_end.as_raw_fd(),
+        listen_port: sandbox.listen_inside.as_ref().map(|listen| listen.port),
     };
     Ok((
         Prepared {
             plan: Arc::new(plan),
             status,
+            listen_inside: sandbox.listen_inside.clone(),
             _cgroups: cgroups,
         },
         child_end,
@@ -787,19 +851,56 @@ impl Prepared {
         None
     }
 
-    /// Waits for the pidfd of the namespace's init, sent by the intermediate child.
-    pub(crate) async fn init_pidfd(&self) -> Option<OwnedFd> {
-        let status = async_fd(self.status.try_clone().ok()?).ok()?;
-        loop {
-            let mut ready = status.readable().await.ok()?;
+    /// Waits for the pidfd of the namespace's init, sent by the intermediate child, and, when
+    /// a [`ListenInside`] was asked for, for the listener the init opened; returns the pidfd
+    /// and the listener (already handed to [`ListenInside::deliver`]).
+    pub(crate) async fn init_pidfd(&self) -> (Option<OwnedFd>, Option<OwnedFd>) {
+        let mut pidfd = None;
+        let mut listener = None;
+        let Some(status) = self
+            .status
+            .try_clone()
+            .ok()
+            .and_then(|fd| async_fd(fd).ok())
+        else {
+            return (None, None);
+        };
+        let wants_listener = self.listen_inside.is_some();
+        while pidfd.is_none() || (wants_listener && listener.is_none()) {
+            let Ok(mut ready) = status.readable().await else {
+                break;
+            };
             match receive(status.get_ref()) {
-                Ok(Some(record)) if record.kind == RECORD_INIT => return record.fd,
+                Ok(Some(record)) if record.kind == RECORD_INIT => pidfd = record.fd,
+                Ok(Some(record)) if record.kind == RECORD_LISTENER => {
+                    if let (Some(fd), Some(listen)) = (record.fd, &self.listen_inside) {
+                        // Kept to shut the socket down when the run ends.
+                        listener = fd.try_clone().ok();
+                        (listen.deliver)(std::net::TcpListener::from(fd));
+                    }
+                }
+                // A failed setup ends with the exec; end-of-stream comes at the exec at the
+                // latest (every copy of the children's end is close-on-exec).
                 Ok(Some(_)) => {}
-                Ok(None) => return None,
+                Ok(None) => break,
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => ready.clear_ready(),
-                Err(_) => return None,
+                Err(_) => break,
             }
         }
+        (pidfd, listener)
+    }
+}
+
+/// Shuts down `listener` (a listening socket handed out through [`ListenInside`]), so that
+/// accepting on any copy of it fails from now on.
+#[expect(
+    unsafe_code,
+    reason = "shutdown has no safe wrapper in our dependencies"
+)]
+pub(crate) fn stop_listening(listener: &OwnedFd) {
+    // SAFETY: shutdown only changes the state of the socket `listener` refers to, which is open.
+    unsafe {
+        libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR);
     }
 }
 

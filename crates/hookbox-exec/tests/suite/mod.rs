@@ -5,6 +5,7 @@ mod cancel;
 mod directory;
 mod groups;
 mod leaks;
+mod listen;
 mod output;
 mod parent_death;
 mod sandbox;

@@ -43,8 +43,9 @@
 //! never carries header values; intercepted `CONNECT`s and each request inside them are marked
 //! [`ProxyDecision::intercepted`]. Connections beyond [`ProxyOptions::max_connections`] get a 503.
 //!
-//! next: the relay on 127.0.0.1 inside the sandbox, installing the CA certificate in the
-//! sandbox's trust store, and scanning responses for injected secrets (N12).
+//! Sandboxes reach it on 127.0.0.1 inside through `hookbox_env::SandboxEgress` (a listener
+//! opened in the sandbox's network namespace). next: scanning responses for injected secrets
+//! (N12).
 
 mod ca;
 mod handler;
