@@ -1,0 +1,122 @@
+//! SDK sessions: what a `PreToolUse` hook adds to each tool call, for a native Rust callback
+//! and for a command hook running the same logic in Python, next to the same session without
+//! hooks, measured in the same run.
+//!
+//! Each iteration is one query of a scripted model making `CALLS` `Glob` calls (host-side, no
+//! sandbox start-up in the way). Per-call overhead = (with hook − without) / `CALLS`.
+//!
+//! Run: `cargo bench -p hookbox-agent --bench session`. Results go to BENCHMARKS.md as ratios.
+
+#![expect(
+    clippy::expect_used,
+    reason = "a benchmark whose setup fails has nothing to measure"
+)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use hookbox_agent::model::ScriptedModel;
+use hookbox_agent::session::{HookMatcher, PermissionMode, Session, SessionBuilder};
+use hookbox_hooks::{CallbackError, HookEvent};
+use serde_json::{Value, json};
+
+/// Tool calls per query.
+const CALLS: usize = 20;
+
+fn script() -> String {
+    let mut turns: Vec<Value> = (0..CALLS)
+        .map(|_| json!({"tool_calls": [{"name": "Glob", "args": {"pattern": "*.txt"}}]}))
+        .collect();
+    turns.push(json!({"text": "done"}));
+    json!({ "turns": turns }).to_string()
+}
+
+fn builder(cwd: &Path, script: &str) -> SessionBuilder {
+    Session::builder(cwd)
+        .model(Arc::new(
+            ScriptedModel::from_json(Path::new("bench.json"), script).expect("script"),
+        ))
+        .permission_mode(PermissionMode::BypassPermissions)
+}
+
+fn sessions(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let cwd = tempfile::tempdir().expect("cwd");
+    std::fs::write(cwd.path().join("a.txt"), "a").expect("a.txt");
+    let hook = cwd.path().join("hook.py");
+    std::fs::write(
+        &hook,
+        "import json, sys\nevent = json.load(sys.stdin)\nprint(json.dumps({}))\n",
+    )
+    .expect("hook.py");
+    let settings = cwd.path().join("settings.json");
+    let command = format!("python3 {}", hook.display());
+    std::fs::write(
+        &settings,
+        json!({"hooks": {"PreToolUse": [{"matcher": "Glob", "hooks": [{"type": "command", "command": command}]}]}})
+            .to_string(),
+    )
+    .expect("settings");
+    let script = script();
+    let run = |session: Session| {
+        rt.block_on(async move {
+            let messages = session.query("find the text files").collect_all().await;
+            assert!(
+                messages.len() > CALLS * 2,
+                "the query did not run its calls"
+            );
+        });
+    };
+
+    let mut group = c.benchmark_group(format!("session_query_{CALLS}_glob_calls"));
+    group.bench_function("no_hooks", |b| {
+        b.iter_batched(
+            || builder(cwd.path(), &script).build().expect("session"),
+            run,
+            BatchSize::PerIteration,
+        );
+    });
+    group.bench_function("rust_callback_pre_tool_use", |b| {
+        b.iter_batched(
+            || {
+                builder(cwd.path(), &script)
+                    .hook(
+                        HookEvent::PreToolUse,
+                        HookMatcher::new(Some("Glob")).hook(
+                            |_input: Value, _id: Option<String>| async {
+                                Ok::<_, CallbackError>(json!({}))
+                            },
+                        ),
+                    )
+                    .build()
+                    .expect("session")
+            },
+            run,
+            BatchSize::PerIteration,
+        );
+    });
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.bench_function("python_command_hook_pre_tool_use", |b| {
+        b.iter_batched(
+            || {
+                builder(cwd.path(), &script)
+                    .settings_file(&settings)
+                    .build()
+                    .expect("session")
+            },
+            run,
+            BatchSize::PerIteration,
+        );
+    });
+    group.finish();
+}
+
+criterion_group!(benches, sessions);
+criterion_main!(benches);
