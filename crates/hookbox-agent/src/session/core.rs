@@ -177,6 +177,22 @@ impl Core {
         self.transcript = transcript;
     }
 
+    /// Fires `SessionEnd` (its output is ignored: the session is over either way).
+    pub(crate) async fn end(&mut self, reason: &str) {
+        let (stream, _) = tokio::sync::mpsc::unbounded_channel();
+        let mut transcript = self.transcript.take();
+        let mut out = Emitter {
+            session_id: &self.session_id,
+            stream,
+            transcript: transcript.as_mut(),
+        };
+        let mut fields = Map::new();
+        fields.insert("reason".into(), reason.into());
+        self.fire(HookEvent::SessionEnd, fields, &mut out).await;
+        drop(out);
+        self.transcript = transcript;
+    }
+
     async fn query_inner(
         &self,
         prompt: &str,

@@ -393,6 +393,12 @@ impl Session {
         self.control.clone()
     }
 
+    /// Ends the session after the queries already sent: fires `SessionEnd` with `reason`
+    /// (`prompt_input_exit` when the user's input closed, `clear`, `logout`, `other`).
+    pub async fn close(self, reason: &str) {
+        self.core.lock().await.end(reason).await;
+    }
+
     /// Sends `prompt` (`/compact [instructions]` compacts the conversation instead) and returns
     /// the stream of what happens, ending with a [`SessionMessage::Result`]. The first query
     /// starts with [`SessionMessage::Init`]. A query runs to its end even if the stream is

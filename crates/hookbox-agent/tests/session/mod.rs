@@ -725,3 +725,21 @@ async fn sandboxed_bash_runs_in_default_mode_inside_the_sandbox() {
     let written = std::fs::read_to_string(cwd.join("where.txt")).expect("where.txt");
     assert_eq!(written.trim(), cwd.display().to_string());
 }
+
+#[tokio::test]
+async fn close_fires_session_end_with_its_reason() {
+    let f = fixture(vec![FakeTurn::text("hi")]).await;
+    let (ends, matcher) = recorder(json!({}));
+    let session = f
+        .session()
+        .hook(HookEvent::SessionEnd, matcher)
+        .build()
+        .expect("session");
+    run(&session, "hello").await;
+    assert!(seen(&ends).is_empty(), "SessionEnd fired before the end");
+    session.close("prompt_input_exit").await;
+    let inputs = seen(&ends);
+    assert_eq!(inputs.len(), 1);
+    assert_eq!(inputs[0]["hook_event_name"], "SessionEnd");
+    assert_eq!(inputs[0]["reason"], "prompt_input_exit");
+}

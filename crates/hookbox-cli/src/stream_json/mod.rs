@@ -96,6 +96,9 @@ async fn drive(setup: Setup) -> ExitCode {
     tokio::spawn(read_stdin(client.clone(), incoming_tx));
     let mut driver = Driver::new(setup, outbox.clone(), client);
     driver.run(incoming, requests_rx).await;
+    if let Some(session) = driver.session.take() {
+        session.close("prompt_input_exit").await;
+    }
     drop(driver);
     // `null` tells the writer to stop after everything queued before it.
     let _ = outbox.send(Value::Null);

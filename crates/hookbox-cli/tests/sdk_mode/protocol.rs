@@ -671,3 +671,30 @@ fn agents_from_initialize_run_as_task_subagents_with_their_hooks() {
     let (status, _, log) = cli.exit_within(Duration::from_secs(10));
     assert!(status.success(), "{log}");
 }
+
+#[test]
+fn stdin_closing_ends_the_session_with_session_end() {
+    let world = World::new(vec![FakeTurn::text("bye")]);
+    std::fs::create_dir_all(world.work().join(".claude")).unwrap();
+    let settings = json!({"hooks": {"SessionEnd": [{"hooks": [
+        {"type": "command", "command": "cat > session-end.json"}
+    ]}]}});
+    std::fs::write(
+        world.work().join(".claude/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("hello");
+    cli.result();
+    assert!(!world.work().join("session-end.json").exists());
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{log}");
+    let event: Value = serde_json::from_str(
+        &std::fs::read_to_string(world.work().join("session-end.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(event["hook_event_name"], "SessionEnd");
+    assert_eq!(event["reason"], "prompt_input_exit");
+}
