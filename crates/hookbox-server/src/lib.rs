@@ -65,6 +65,8 @@ pub struct ServerConfig {
     /// path, repositories given as a local path). Off by default: API clients are not trusted
     /// with the server's files.
     pub allow_host_sources: bool,
+    /// Model turns an interaction may take before it ends `incomplete` (default 32).
+    pub max_turns: u32,
     /// The agents `POST /{v}/interactions` may name (`[agents."NAME"]` of hookbox.toml).
     pub agents: BTreeMap<String, ModelConfig>,
     /// The options of the client that carries HTTP hooks (`[network]` of hookbox.toml and the
@@ -76,13 +78,14 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// The defaults for `home`: 16 MiB bodies, 1 GiB uploads, no host sources.
+    /// The defaults for `home`: 16 MiB bodies, 1 GiB uploads, no host sources, 32 turns.
     pub fn new(home: impl Into<PathBuf>) -> Self {
         Self {
             home: home.into(),
             max_body_bytes: 16 * 1024 * 1024,
             max_upload_bytes: 1024 * 1024 * 1024,
             allow_host_sources: false,
+            max_turns: 32,
             agents: BTreeMap::new(),
             hook_http: HookClientOptions::default(),
             egress_proxy: None,
@@ -130,6 +133,7 @@ pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
     let mut service = ServiceConfig::new();
     service.agents = config.agents.clone();
     service.allow_host_sources = config.allow_host_sources;
+    service.max_turns = config.max_turns;
     service.hook_http = config.hook_http.clone();
     service.egress_proxy = config.egress_proxy.clone();
     let interactions = InteractionService::open(&config.home, service)?;

@@ -33,6 +33,12 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(allow) = file.server.allow_host_sources {
         config.allow_host_sources = allow;
     }
+    if let Some(turns) = file.server.max_turns {
+        if turns == 0 {
+            anyhow::bail!("invalid config: `[server] max_turns` must be at least 1");
+        }
+        config.max_turns = turns;
+    }
     config.hook_http = hook_http;
     config.egress_proxy = Some(file.network.egress_proxy_options()?);
     config.agents = file.agents;

@@ -567,3 +567,28 @@ async fn a_failed_run_reports_its_errors() {
     let id = interaction["id"].as_str().unwrap();
     assert_eq!(api.get(&format!("/v1/interactions/{id}")).await.status, 200);
 }
+
+#[tokio::test]
+async fn an_interaction_past_max_turns_ends_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.script.json");
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "list_files", "args": {}}]},
+        {"tool_calls": [{"name": "list_files", "args": {}}]},
+        {"text": "too late"}
+    ]});
+    std::fs::write(&path, script.to_string()).unwrap();
+    let api = Api::start_with(|config| {
+        let mut model = ModelConfig::new(ProviderKind::Scripted, "");
+        model.script = Some(path);
+        config.agents.insert(AGENT.to_owned(), model);
+        config.max_turns = 2;
+    })
+    .await;
+    let body = json!({"agent": AGENT, "input": "look around", "environment": {"type": "remote", "sources": []}});
+    let reply = api.post_json("/v1beta/interactions", &body).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let interaction = reply.json();
+    assert_eq!(interaction["status"], "incomplete", "{interaction}");
+    assert!(!interaction.to_string().contains("too late"));
+}
