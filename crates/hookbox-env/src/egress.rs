@@ -59,6 +59,13 @@ pub struct NetworkDecision {
     /// Whether the proxy terminated the TLS to inject headers.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub intercepted: bool,
+    /// How many copies of injected secrets the proxy cut out of the response.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub redactions: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 impl From<ProxyDecision> for NetworkDecision {
@@ -70,6 +77,7 @@ impl From<ProxyDecision> for NetworkDecision {
             allowed: decision.allowed,
             reason: decision.reason,
             intercepted: decision.intercepted,
+            redactions: decision.redactions,
         }
     }
 }

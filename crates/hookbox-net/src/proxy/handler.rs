@@ -39,6 +39,7 @@ pub(super) async fn handle(
                 allowed: false,
                 reason: bad.reason,
                 intercepted: false,
+                redactions: 0,
             },
         ),
         Ok(target) => {
@@ -50,6 +51,7 @@ pub(super) async fn handle(
                 allowed: outcome.allowed,
                 reason: outcome.reason,
                 intercepted: outcome.intercepted,
+                redactions: 0,
             };
             (outcome.response, decision)
         }

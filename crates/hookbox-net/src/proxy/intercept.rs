@@ -1,7 +1,8 @@
 //! TLS interception of `CONNECT`s to hosts whose allowlist entry has a `transform` or a
 //! `credential`: the upstream TLS connection (verified against the real roots) is opened first,
 //! then the client's TLS is terminated with a leaf from the environment's CA and its HTTP/1.1
-//! requests are checked, given the `transform`/`credential` headers and forwarded.
+//! requests are checked, given the `transform`/`credential` headers and forwarded. Responses
+//! are scanned for the injected values (see [`super::redact`]).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -10,12 +11,15 @@ use std::sync::{Arc, Mutex};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{HOST, HeaderMap, HeaderValue};
+use hyper::ext::ReasonPhrase;
+use hyper::header::{
+    ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, HOST, HeaderMap, HeaderValue,
+};
 use hyper::http::uri::Authority;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::upgrade::OnUpgrade;
-use hyper::{Request, Response, StatusCode, Uri, Version};
+use hyper::{Method, Request, Response, StatusCode, Uri, Version};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rustls::ServerConfig;
 use rustls::crypto::ring;
@@ -28,6 +32,7 @@ use tokio::time::Instant;
 use tokio_rustls::{LazyConfigAcceptor, TlsConnector};
 
 use super::handler::{ProxyBody, Refusal, strip_hop_by_hop, text};
+use super::redact::{RedactedBody, Report, Secrets};
 use super::target::{Target, split};
 use super::tunnel::{Tracked, until_idle};
 use super::{Connection, ProxyDecision};
@@ -180,6 +185,7 @@ where
             allowed: false,
             reason,
             intercepted: true,
+            redactions: 0,
         });
     };
     let acceptor = LazyConfigAcceptor::new(Acceptor::default(), client);
@@ -218,9 +224,11 @@ where
             Ok(Err(error)) => return refuse(format!("TLS with the client failed: {error}")),
             Err(_elapsed) => return refuse("TLS with the client timed out".to_owned()),
         };
+    let secrets = Arc::new(Secrets::new(&inject));
     let state = Arc::new(Inner {
         target,
         inject,
+        secrets,
         upstream: tokio::sync::Mutex::new(upstream),
         connection: Arc::clone(&connection),
     });
@@ -263,43 +271,104 @@ impl ResolvesServerCert for Leaf {
 struct Inner {
     target: Target,
     inject: Vec<(String, String)>,
+    /// The injected values responses are scanned for (see [`super::redact`]).
+    secrets: Arc<Secrets>,
     upstream: tokio::sync::Mutex<Upstream>,
     connection: Arc<Connection>,
 }
 
 impl Inner {
-    /// Handles one decrypted request and reports it to the decision log (never header values).
+    /// Handles one decrypted request and reports it to the decision log (never header values):
+    /// at once when it is refused or its response has no body to scan, otherwise when the
+    /// response body has been scanned (or dropped), with the number of values redacted.
     async fn handle(&self, request: Request<Incoming>) -> Response<ProxyBody> {
-        let method = request.method().to_string();
-        let (response, allowed, reason) = match self.forward(request).await {
-            Ok(response) => (
-                response,
-                true,
-                format!(
-                    "intercepted request to `{}`: `transform`/`credential` headers injected",
-                    self.target.host
-                ),
-            ),
-            Err(refusal) => (text(refusal.status, &refusal.reason), false, refusal.reason),
-        };
-        (self.connection.log)(ProxyDecision {
+        let head_only = request.method() == Method::HEAD;
+        let decision = ProxyDecision {
             host: self.target.host.clone(),
             port: self.target.port,
-            method,
-            allowed,
-            reason,
+            method: request.method().to_string(),
+            allowed: true,
+            reason: format!(
+                "intercepted request to `{}`: `transform`/`credential` headers injected",
+                self.target.host
+            ),
             intercepted: true,
-        });
-        response
+            redactions: 0,
+        };
+        let refused = |refusal: Refusal| {
+            (self.connection.log)(ProxyDecision {
+                allowed: false,
+                reason: refusal.reason.clone(),
+                ..decision.clone()
+            });
+            text(refusal.status, &refusal.reason)
+        };
+        let response = match self.forward(request).await {
+            Ok(response) => response,
+            Err(refusal) => return refused(refusal),
+        };
+        let (mut parts, body) = response.into_parts();
+        strip_hop_by_hop(&mut parts.headers);
+        if self.secrets.is_empty() {
+            (self.connection.log)(decision);
+            return Response::from_parts(parts, body.boxed());
+        }
+        let mut redactions = self.secrets.redact_headers(&mut parts.headers);
+        if let Some(reason) = parts.extensions.get::<ReasonPhrase>() {
+            let (redacted, count) = self.secrets.redact(reason.as_bytes());
+            if count > 0 {
+                redactions += count;
+                parts.extensions.remove::<ReasonPhrase>();
+                if let Ok(reason) = ReasonPhrase::try_from(redacted) {
+                    parts.extensions.insert(reason);
+                }
+            }
+        }
+        let bodiless = head_only
+            || parts.status.is_informational()
+            || parts.status == StatusCode::NO_CONTENT
+            || parts.status == StatusCode::NOT_MODIFIED;
+        if bodiless {
+            (self.connection.log)(ProxyDecision {
+                redactions,
+                ..decision
+            });
+            return Response::from_parts(parts, body.boxed());
+        }
+        if let Some(encoding) = encoded(&parts.headers) {
+            return refused(Refusal::bad_gateway(format!(
+                "the upstream answered with `Content-Encoding: {encoding}` although it was asked \
+                 for identity; a compressed body cannot be scanned for the injected \
+                 `transform`/`credential` values, so the response is withheld"
+            )));
+        }
+        // The body's length changes with each replacement: it goes out chunked instead.
+        parts.headers.remove(CONTENT_LENGTH);
+        let report = Report {
+            decision: ProxyDecision {
+                redactions,
+                ..decision
+            },
+            log: Arc::clone(&self.connection.log),
+        };
+        let body = RedactedBody::new(body, Arc::clone(&self.secrets), report);
+        Response::from_parts(parts, body.boxed())
     }
 
-    async fn forward(&self, request: Request<Incoming>) -> Result<Response<ProxyBody>, Refusal> {
+    /// Sends `request` upstream with the injected headers (and `Accept-Encoding: identity`
+    /// when the response will be scanned) and returns the response as it arrived.
+    async fn forward(&self, request: Request<Incoming>) -> Result<Response<Incoming>, Refusal> {
         check_authority(&request, &self.target)?;
         let (mut parts, body) = request.into_parts();
         strip_hop_by_hop(&mut parts.headers);
         headers::overwrite(&mut parts.headers, &self.inject).map_err(|error| {
             Refusal::bad_gateway(format!("the `transform`/`credential` headers: {error}"))
         })?;
+        if !self.secrets.is_empty() {
+            parts
+                .headers
+                .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+        }
         let host = HeaderValue::from_str(&host_header(&self.target))
             .map_err(|error| Refusal::bad_gateway(format!("invalid upstream Host: {error}")))?;
         parts.headers.insert(HOST, host);
@@ -315,20 +384,41 @@ impl Inner {
         let idle = self.connection.shared.options.idle_timeout;
         let mut upstream = self.upstream.lock().await;
         let sender = upstream.ready(&self.connection).await?;
-        let response =
-            tokio::time::timeout(idle, sender.send_request(Request::from_parts(parts, body)))
-                .await
-                .map_err(|_elapsed| Refusal {
-                    status: StatusCode::GATEWAY_TIMEOUT,
-                    reason: format!("the upstream sent no response within {idle:?}"),
-                })?
-                .map_err(|error| {
-                    Refusal::bad_gateway(format!("the upstream exchange failed: {error}"))
-                })?;
-        let (mut parts, body) = response.into_parts();
-        strip_hop_by_hop(&mut parts.headers);
-        Ok(Response::from_parts(parts, body.boxed()))
+        tokio::time::timeout(idle, sender.send_request(Request::from_parts(parts, body)))
+            .await
+            .map_err(|_elapsed| Refusal {
+                status: StatusCode::GATEWAY_TIMEOUT,
+                reason: format!("the upstream sent no response within {idle:?}"),
+            })?
+            .map_err(|error| Refusal::bad_gateway(format!("the upstream exchange failed: {error}")))
     }
+}
+
+/// The response's `Content-Encoding` when it is anything but `identity` (names only, safe to
+/// log: a value that is not a plain token list is reported as `(unreadable)`).
+fn encoded(headers: &HeaderMap) -> Option<String> {
+    let mut codings = Vec::new();
+    for value in headers.get_all(CONTENT_ENCODING) {
+        let Ok(text) = value.to_str() else {
+            return Some("(unreadable)".to_owned());
+        };
+        for coding in text
+            .split(',')
+            .map(str::trim)
+            .filter(|coding| !coding.is_empty())
+        {
+            if !coding.eq_ignore_ascii_case("identity") {
+                if !coding
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte))
+                {
+                    return Some("(unreadable)".to_owned());
+                }
+                codings.push(coding.to_owned());
+            }
+        }
+    }
+    (!codings.is_empty()).then(|| codings.join(", "))
 }
 
 /// Every authority a decrypted request names (its `Host`, and its target when absolute-form)

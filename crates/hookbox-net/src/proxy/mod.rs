@@ -38,18 +38,31 @@
 //!    same-named ones, and the request goes upstream in origin form over the verified TLS
 //!    connection (re-dialed to the same checked address when the upstream closed it). Responses
 //!    are relayed, nothing is followed.
+//! 7. **Redaction** (N12, on intercepted connections): every injected value of at least 8 bytes
+//!    is replaced with `[REDACTED]` wherever the upstream reflects it: response header values,
+//!    trailers, the reason phrase and the body (rewritten as it streams, so a value split
+//!    across chunks is still found; `Content-Length` is dropped and the body goes out chunked).
+//!    Shorter values (such as `X-Flag: 1`) are not scanned, as they would corrupt bodies. Bodies
+//!    must be scannable: requests carrying scanned values go upstream with
+//!    `Accept-Encoding: identity` (overwriting the client's), and a response that still comes
+//!    with another `Content-Encoding` is withheld (502). Only exact values are matched, not
+//!    parts or encodings of them. See `redact.rs`.
 //!
 //! Every request's outcome is reported once to the [`DecisionLog`] as a [`ProxyDecision`], which
 //! never carries header values; intercepted `CONNECT`s and each request inside them are marked
-//! [`ProxyDecision::intercepted`]. Connections beyond [`ProxyOptions::max_connections`] get a 503.
+//! [`ProxyDecision::intercepted`], and [`ProxyDecision::redactions`] counts the replacements in
+//! a response (such a request is reported once its response body has been relayed, or dropped).
+//! Connections beyond [`ProxyOptions::max_connections`] get a 503; a client that has not sent a
+//! whole request head within [`ProxyOptions::header_read_timeout`] is disconnected. Dropping the
+//! serve future (a restart) closes every connection and tunnel it opened: the proxy fails closed.
 //!
 //! Sandboxes reach it on 127.0.0.1 inside through `hookbox_env::SandboxEgress` (a listener
-//! opened in the sandbox's network namespace). next: scanning responses for injected secrets
-//! (N12).
+//! opened in the sandbox's network namespace).
 
 mod ca;
 mod handler;
 mod intercept;
+mod redact;
 mod target;
 mod tunnel;
 
@@ -147,6 +160,10 @@ pub struct ProxyDecision {
     /// Whether the proxy terminated the client's TLS: an intercepted `CONNECT`, or a request
     /// sent inside one.
     pub intercepted: bool,
+    /// How many occurrences of injected `transform`/`credential` values were replaced with
+    /// `[REDACTED]` in the response's head and body (only ever non-zero for a request inside an
+    /// intercepted connection; the values themselves are never recorded).
+    pub redactions: usize,
 }
 
 /// Receives every [`ProxyDecision`]; called on the connection's task, so it should be quick
@@ -317,6 +334,7 @@ impl EgressProxy {
                             allowed: false,
                             reason: format!("too many connections (the limit is {limit})"),
                             intercepted: false,
+                            redactions: 0,
                         });
                         match accepted {
                             Accepted::Unix(stream) => connections.spawn(refuse_busy(stream)),

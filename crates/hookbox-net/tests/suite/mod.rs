@@ -18,6 +18,9 @@ mod limits;
 mod policy;
 /// The egress proxy: forwarding, tunnels, refusals, limits and the decision log.
 mod proxy;
+/// N12: injected values are overwritten only on intercepted TLS to the matching host, and
+/// redacted from responses.
+mod proxy_redact;
 /// The egress proxy's TLS interception for `transform` hosts: the per-environment CA, SNI and
 /// `Host` checks, header injection and upstream verification.
 mod proxy_tls;

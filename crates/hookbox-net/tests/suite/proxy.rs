@@ -458,3 +458,223 @@ async fn idle_tunnels_are_closed() {
     let read = tokio::time::timeout(Duration::from_secs(5), tunnel.read_to_end(&mut rest)).await;
     assert!(matches!(read, Ok(Ok(0))), "{read:?}");
 }
+
+/// `CONNECT upstream.test:port` on a new TCP connection to `running`, answered 200.
+async fn open_tunnel(running: &Running, port: u16) -> TcpStream {
+    let mut tunnel = TcpStream::connect(running.tcp).await.unwrap();
+    let connect =
+        format!("CONNECT upstream.test:{port} HTTP/1.1\r\nHost: upstream.test:{port}\r\n\r\n");
+    tunnel.write_all(connect.as_bytes()).await.unwrap();
+    let head = read_head(&mut tunnel).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    tunnel
+}
+
+/// Sends a keep-alive `GET path` through an open tunnel and reads until its body arrived.
+async fn through_tunnel(tunnel: &mut TcpStream, port: u16, path: &str) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: upstream.test:{port}\r\n\r\n");
+    tunnel.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0_u8; 1024];
+    while !String::from_utf8_lossy(&seen).contains("reached") {
+        let read = tokio::time::timeout(Duration::from_secs(10), tunnel.read(&mut buffer))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_ne!(read, 0, "{}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buffer[..read]);
+    }
+}
+
+/// Reads until EOF or an error (a reset after the peer closed), within `limit`; what was read.
+async fn read_until_closed<S: AsyncRead + Unpin>(stream: &mut S, limit: Duration) -> Vec<u8> {
+    let mut seen = Vec::new();
+    let mut buffer = [0_u8; 1024];
+    tokio::time::timeout(limit, async {
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => seen.extend_from_slice(&buffer[..read]),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "still open after {limit:?}: {}",
+            String::from_utf8_lossy(&seen)
+        )
+    });
+    seen
+}
+
+/// N14: a flood of `CONNECT`s far beyond `max_connections` is answered 503 without disturbing
+/// the tunnels already open, and the proxy serves normally once they close.
+#[tokio::test]
+async fn a_flood_of_tunnels_over_the_limit_gets_503_and_the_proxy_keeps_serving() {
+    const LIMIT: usize = 4;
+    const FLOOD: usize = 200;
+    let server = upstream().await;
+    let port = server.addr().port();
+    let options = ProxyOptions {
+        max_connections: LIMIT,
+        ..loopback_options(port)
+    };
+    let running = start(allowlist(), options).await;
+    let mut tunnels = Vec::new();
+    for _ in 0..LIMIT {
+        tunnels.push(open_tunnel(&running, port).await);
+    }
+    let mut flood = tokio::task::JoinSet::new();
+    for _ in 0..FLOOD {
+        let proxy = running.tcp;
+        flood.spawn(async move {
+            let mut stream = TcpStream::connect(proxy).await.unwrap();
+            let connect = format!(
+                "CONNECT upstream.test:{port} HTTP/1.1\r\nHost: upstream.test:{port}\r\n\r\n"
+            );
+            // The proxy may answer and close before the request is written.
+            let _ = stream.write_all(connect.as_bytes()).await;
+            read_until_closed(&mut stream, Duration::from_secs(10)).await
+        });
+    }
+    let mut busy = 0;
+    while let Some(response) = flood.join_next().await {
+        let response = String::from_utf8(response.unwrap()).unwrap();
+        assert!(response.starts_with("HTTP/1.1 503"), "{response}");
+        busy += 1;
+    }
+    assert_eq!(busy, FLOOD);
+    // The tunnels opened before the flood still carry traffic.
+    for (index, tunnel) in tunnels.iter_mut().enumerate() {
+        through_tunnel(tunnel, port, &format!("/tunnel-{index}")).await;
+    }
+    drop(tunnels);
+    let authority = format!("upstream.test:{port}");
+    let request = get(&format!("http://{authority}/after"), &authority, "");
+    let mut response = String::new();
+    for _ in 0..50 {
+        response = over_tcp(&running, &request).await;
+        if response.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let refused = running
+        .decisions()
+        .iter()
+        .filter(|decision| decision.reason.contains("too many connections"))
+        .count();
+    assert!(refused >= FLOOD, "{refused}");
+}
+
+/// N14: a client that never finishes its request head (slowloris: one header line at a time)
+/// is cut off after `header_read_timeout`, freeing its slot; so is one that sends nothing.
+#[tokio::test]
+async fn a_slowloris_client_is_cut_off_after_the_header_read_timeout() {
+    let server = upstream().await;
+    let port = server.addr().port();
+    let timeout = Duration::from_millis(300);
+    let options = ProxyOptions {
+        max_connections: 1,
+        header_read_timeout: timeout,
+        ..loopback_options(port)
+    };
+    let running = start(allowlist(), options).await;
+    let stream = TcpStream::connect(running.tcp).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let started = tokio::time::Instant::now();
+    let trickle = tokio::spawn(async move {
+        let head = format!("GET http://upstream.test:{port}/ HTTP/1.1\r\n");
+        writer.write_all(head.as_bytes()).await?;
+        for index in 0..200 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            writer
+                .write_all(format!("X-Slow-{index}: a\r\n").as_bytes())
+                .await?;
+        }
+        Ok::<_, std::io::Error>(())
+    });
+    let answer = read_until_closed(&mut reader, Duration::from_secs(5)).await;
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= timeout - Duration::from_millis(50),
+        "{elapsed:?}"
+    );
+    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "{answer}"
+    );
+    trickle.abort();
+
+    // A client that connects and sends nothing is cut off too.
+    let mut silent = TcpStream::connect(running.tcp).await.unwrap();
+    let started = tokio::time::Instant::now();
+    read_until_closed(&mut silent, Duration::from_secs(5)).await;
+    assert!(started.elapsed() < Duration::from_secs(3));
+
+    // The only slot is free again: a normal request goes through.
+    let authority = format!("upstream.test:{port}");
+    let request = get(&format!("http://{authority}/"), &authority, "");
+    let mut response = String::new();
+    for _ in 0..50 {
+        response = over_tcp(&running, &request).await;
+        if response.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// N15: stopping the proxy (dropping its serve future, as a restart does) closes the tunnels it
+/// opened — nothing keeps flowing unchecked — and a new proxy on a new listener serves.
+#[tokio::test]
+async fn stopping_the_proxy_mid_tunnel_closes_its_tunnels_and_a_restart_serves() {
+    let server = upstream().await;
+    let port = server.addr().port();
+    let running = start(allowlist(), loopback_options(port)).await;
+    let mut tunnel = open_tunnel(&running, port).await;
+    through_tunnel(&mut tunnel, port, "/before").await;
+    let old = running.tcp;
+    drop(running);
+    let leftover = read_until_closed(&mut tunnel, Duration::from_secs(5)).await;
+    assert!(
+        leftover.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&leftover)
+    );
+    // Whatever the client still writes goes nowhere.
+    let late = format!("GET /after HTTP/1.1\r\nHost: upstream.test:{port}\r\n\r\n");
+    let _ = tunnel.write_all(late.as_bytes()).await;
+    // The old listener is gone (its task may take a moment to be dropped).
+    let mut refused = false;
+    for _ in 0..50 {
+        if TcpStream::connect(old).await.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(refused, "the old listener still accepts");
+
+    let restarted = start(allowlist(), loopback_options(port)).await;
+    let authority = format!("upstream.test:{port}");
+    let response = over_tcp(
+        &restarted,
+        &get(&format!("http://{authority}/restarted"), &authority, ""),
+    )
+    .await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let paths: Vec<String> = server
+        .requests()
+        .into_iter()
+        .map(|request| request.path)
+        .collect();
+    assert_eq!(paths, ["/before", "/restarted"]);
+}

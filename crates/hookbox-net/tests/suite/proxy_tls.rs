@@ -221,7 +221,8 @@ async fn transform_headers_overwrite_the_sandboxs_and_proxy_authorization_is_str
         .unwrap();
     let response = exchange(&mut client, &get("/v1/events?x=1", &running.authority())).await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    assert!(response.ends_with("reached /v1/events?x=1"), "{response}");
+    // The body may be re-framed as chunked (redaction drops `Content-Length`).
+    assert!(response.contains("reached /v1/events?x=1"), "{response}");
 
     let requests = running.upstream.requests();
     assert_eq!(requests.len(), 1, "{requests:?}");
@@ -270,7 +271,7 @@ async fn keep_alive_requests_on_one_intercepted_connection_all_get_the_headers()
         seen.push_str(&String::from_utf8_lossy(&buffer[..read]));
     }
     let response = exchange(&mut client, &get("/two", &running.authority())).await;
-    assert!(response.ends_with("reached /two"), "{response}");
+    assert!(response.contains("reached /two"), "{response}");
     let requests = running.upstream.requests();
     assert_eq!(requests.len(), 2, "{requests:?}");
     for request in &requests {
