@@ -10,6 +10,8 @@
 mod credentials;
 /// `hookbox env` and `hookbox exec`: environments, the sandbox and hooks inside it.
 mod environments;
+/// The seeds' network examples end to end: HTTP hooks under an environment's allowlist (root only).
+mod network;
 /// SDK mode: the stream-json control protocol, driven by the Python agent SDKs.
 mod sdk_mode;
 /// `hookbox serve`: the REST API as a process, driven by the official google-genai SDK.

@@ -168,11 +168,24 @@ impl Environment {
             .collect()
     }
 
-    /// The environment as the API shows it: its metadata plus `status`.
+    /// The environment as the API and the CLI show it: its metadata plus `status`, with every
+    /// `transform` header value of the allowlist replaced by `[REDACTED]` (they are secrets the
+    /// egress proxy injects; only the header names are shown).
     pub fn to_json(&self) -> Value {
         let mut value = serde_json::to_value(&self.meta).unwrap_or(Value::Null);
         if let Value::Object(object) = &mut value {
             object.insert("status".to_owned(), "active".into());
+            let rules = object
+                .get_mut("network")
+                .and_then(|network| network.get_mut("allowlist"))
+                .and_then(Value::as_array_mut);
+            for transform in rules
+                .into_iter()
+                .flatten()
+                .filter_map(|rule| rule.get_mut("transform"))
+            {
+                redact_headers(transform);
+            }
         }
         value
     }
@@ -180,5 +193,19 @@ impl Environment {
     /// The metadata, for rewriting after an update.
     pub(crate) fn metadata(&self) -> &Metadata {
         &self.meta
+    }
+}
+
+/// Replaces every header value of a `transform` (an object, or a list of objects) with
+/// `[REDACTED]`.
+fn redact_headers(transform: &mut Value) {
+    match transform {
+        Value::Object(headers) => {
+            for value in headers.values_mut() {
+                *value = "[REDACTED]".into();
+            }
+        }
+        Value::Array(list) => list.iter_mut().for_each(redact_headers),
+        _ => {}
     }
 }

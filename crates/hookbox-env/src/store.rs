@@ -1,7 +1,8 @@
 //! Environments on disk: `<home>/environments/<id>/{root/, environment.json}`.
 
 use std::fs;
-use std::io;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::clock;
@@ -378,7 +379,16 @@ fn write_metadata(dir: &Path, meta: &Metadata) -> Result<(), StoreError> {
         path: path.clone(),
         source: io::Error::other(err),
     })?;
-    fs::write(&temp, text).map_err(io_error("write", &temp))?;
+    // The metadata holds the allowlist's `transform` secrets: private to hookbox's user.
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temp)
+        .map_err(io_error("create", &temp))?;
+    file.write_all(&text)
+        .and_then(|()| file.sync_all())
+        .map_err(io_error("write", &temp))?;
     fs::rename(&temp, &path).map_err(io_error("replace", &path))
 }
 

@@ -93,6 +93,30 @@ impl TestHttpServer {
         })
     }
 
+    /// Serves plain HTTP on `listener` (already bound, e.g. inside a network namespace; see
+    /// [`TestNetns::bind_inside`](crate::TestNetns::bind_inside)) on the current tokio runtime.
+    /// [`url`](Self::url) names the listener's address.
+    ///
+    /// # Panics
+    ///
+    /// If called outside a tokio runtime.
+    pub fn start_on<F>(listener: std::net::TcpListener, responder: F) -> io::Result<Self>
+    where
+        F: Fn(&RecordedRequest) -> Reply + Send + Sync + 'static,
+    {
+        listener.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(listener)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::new(responder));
+        let task = tokio::spawn(serve(listener, None, Arc::clone(&shared)));
+        Ok(Self {
+            addr,
+            scheme: "http",
+            shared,
+            driver: Driver::Task(task),
+        })
+    }
+
     async fn start_on_runtime<F>(responder: F, tls: Option<TlsAcceptor>) -> io::Result<Self>
     where
         F: Fn(&RecordedRequest) -> Reply + Send + Sync + 'static,

@@ -184,6 +184,14 @@ impl Agent {
                 .filter_map(|entry| serde_json::to_value(entry).ok())
                 .map(|entry| (step_index, entry)),
         );
+        // The egress proxy's decisions for this call (never header values) go to the same
+        // audit trail, one `{"network": …}` entry each.
+        outcome.traces.extend(
+            report
+                .network
+                .iter()
+                .map(|decision| (step_index, json!({ "network": decision }))),
+        );
         if report.denied {
             let reason = report
                 .reason

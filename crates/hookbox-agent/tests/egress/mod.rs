@@ -13,12 +13,25 @@ use hookbox_test_support::{Reply, TestCertificates, TestHttpServer, TestNetns};
 use serde_json::{Value, json};
 
 const HOST: &str = "telemetry.example.com";
+/// A plain HTTP host in the namespace (port 80), resolved by the proxy's `resolve`.
+const PLAIN: &str = "plain.example";
+/// A name the proxy's `resolve` maps to 127.0.0.1: DNS rebinding (N4).
+const REBIND: &str = "rebind.example";
 const TRANSFORM_SECRET: &str = "xform-secret-7f3a";
 const CREDENTIAL_SECRET: &str = "Bearer cred-secret-9b1c";
 
-/// Everything a test needs: the namespace (deleted last), the HTTPS host inside it, the proxy.
+/// Everything a test needs: the namespace (deleted last), the HTTPS host inside it, a plain
+/// HTTP host inside it, a server on the host's loopback (which the sandbox must never reach),
+/// the proxy.
 struct Fixture {
     server: TestHttpServer,
+    /// `http://plain.example/` (port 80 in the namespace): `/redirect` answers
+    /// `302 Location: http://127.0.0.1:LOOPBACK_PORT/stolen`, anything else 200.
+    plain: TestHttpServer,
+    /// `http://127.0.0.1:PORT/` on the host, outside the namespace.
+    loopback: TestHttpServer,
+    /// The PEM of the CA that signed the HTTPS host's certificate.
+    ca_pem: String,
     proxy: EgressProxy,
     netns: TestNetns,
     _home: tempfile::TempDir,
@@ -45,9 +58,25 @@ async fn fixture(test: &str) -> Option<Fixture> {
         Reply::text(200, "hello from telemetry\n")
     })
     .unwrap();
+    let loopback = TestHttpServer::start(|_| Reply::text(200, "loopback service\n"))
+        .await
+        .unwrap();
+    let stolen = format!("http://127.0.0.1:{}/stolen", loopback.addr().port());
+    let plain = TestHttpServer::start_on(netns.bind_inside(80).unwrap(), move |request| {
+        if request.path == "/redirect" {
+            Reply::redirect(302, &stolen)
+        } else {
+            Reply::text(200, "hello from plain\n")
+        }
+    })
+    .unwrap();
     let proxy = EgressProxy::new(ProxyOptions {
         allow_private_cidrs: vec![netns.cidr().parse().unwrap()],
-        resolve: vec![(HOST.to_owned(), netns.inside_address().into())],
+        resolve: vec![
+            (HOST.to_owned(), netns.inside_address().into()),
+            (PLAIN.to_owned(), netns.inside_address().into()),
+            (REBIND.to_owned(), std::net::Ipv4Addr::LOCALHOST.into()),
+        ],
         extra_root_certs_pem: vec![certificates.ca_pem().as_bytes().to_vec()],
         ..ProxyOptions::default()
     })
@@ -61,6 +90,9 @@ async fn fixture(test: &str) -> Option<Fixture> {
     let store = Environments::open(home.path()).unwrap();
     Some(Fixture {
         server,
+        plain,
+        loopback,
+        ca_pem: certificates.ca_pem().to_owned(),
         proxy,
         netns,
         _home: home,
@@ -71,7 +103,13 @@ async fn fixture(test: &str) -> Option<Fixture> {
 impl Fixture {
     /// The sandboxed tools of a new environment with `network`, reaching out through the proxy.
     async fn tools(&self, network: Value) -> SandboxTools {
-        let spec = EnvironmentSpec::from_json(&json!({"sources": [], "network": network})).unwrap();
+        self.tools_for(json!({"sources": [], "network": network}))
+            .await
+    }
+
+    /// Like [`tools`](Self::tools), for an environment made from `spec`.
+    async fn tools_for(&self, spec: Value) -> SandboxTools {
+        let spec = EnvironmentSpec::from_json(&spec).unwrap();
         let environment = self.store.create(&spec).await.unwrap();
         let http = hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default()).unwrap();
         let mut credentials = BTreeMap::new();
@@ -256,4 +294,494 @@ async fn each_run_has_its_own_listener_and_the_ca_lives_with_the_tools() {
         "{first:?} {second:?}"
     );
     assert_eq!(fixture.server.requests().len(), 2);
+}
+
+/// A bash function `probe LABEL CURL_ARGS…` printing one line per request:
+/// `LABEL => BODY [HTTP_CODE CONNECT_CODE] exit=CURL_EXIT`, newlines flattened. The proxy
+/// variables are set in the sandbox; `--noproxy ''` overrides its `NO_PROXY` (which names
+/// 127.0.0.1) so such requests go to the proxy too. `raw LABEL REQUEST_LINE [HEADER…]` sends
+/// one request as written, with no `Host` unless given, straight to the proxy's port.
+const PROBE: &str = r#"probe() {
+  label=$1; shift
+  out=$(curl -sS --max-time 20 "$@" -w '\n[%{http_code} %{http_connect}]' 2>&1; echo " exit=$?")
+  printf '%s => %s\n' "$label" "$(printf '%s' "$out" | tr '\r\n' '  ')"
+}
+raw() {
+  label=$1; line=$2; shift 2
+  exec 3<>/dev/tcp/127.0.0.1/3128 || { echo "$label => no proxy"; return; }
+  { printf '%s\r\n' "$line"; for header in "$@"; do printf '%s\r\n' "$header"; done
+    printf 'Connection: close\r\n\r\n'; } >&3
+  printf '%s => %s\n' "$label" "$(timeout 20 head -c 600 <&3 | tr '\r\n' '  ')"
+  exec 3<&-
+}
+"#;
+
+/// Says that a case of a test was skipped, and why.
+#[expect(clippy::print_stdout, reason = "a skipped case says why")]
+fn skipped(case: &str, reason: &str) {
+    println!("SKIPPED {case}: {reason}");
+}
+
+/// The `LABEL => …` lines of `stdout`, by label.
+fn probes(stdout: &str) -> BTreeMap<String, String> {
+    stdout
+        .lines()
+        .filter_map(|line| line.split_once(" => "))
+        .map(|(label, rest)| (label.to_owned(), rest.to_owned()))
+        .collect()
+}
+
+/// The line of probe `label` (panics, showing everything, when it is missing).
+fn probe<'a>(lines: &'a BTreeMap<String, String>, label: &str, stdout: &str) -> &'a str {
+    lines
+        .get(label)
+        .map_or_else(|| panic!("no probe {label}: {stdout}"), String::as_str)
+}
+
+/// The seed's allowlist shape: the test host with a `transform` header, then `*`.
+fn seed_like_allowlist() -> Value {
+    json!({"allowlist": [
+        {"domain": HOST, "transform": {"X-Api-Key": TRANSFORM_SECRET}},
+        {"domain": "*"},
+    ]})
+}
+
+/// Omitted `network` is public egress: a host in `allow_private_cidrs` is reached (by name,
+/// by IP literal, plain HTTP and a blind CONNECT tunnel), while the host's loopback and private
+/// ranges not listed are refused by the proxy with a 403 naming the address class.
+#[tokio::test]
+async fn an_omitted_network_reaches_listed_private_hosts_but_not_loopback_or_other_ranges() {
+    let Some(fixture) = fixture("an_omitted_network_reaches_listed_private_hosts_…").await else {
+        return;
+    };
+    let tools = fixture.tools_for(json!({"sources": []})).await;
+    let port = fixture.loopback.addr().port();
+    let script = format!(
+        "{PROBE}\ncat > /tmp/test-ca.pem <<'PEM'\n{ca}PEM\n\
+         probe plain http://{PLAIN}/by-name\n\
+         probe literal http://{inside}/by-literal\n\
+         probe tunnel --cacert /tmp/test-ca.pem https://{HOST}/tunnel\n\
+         probe loopback --noproxy '' http://127.0.0.1:{port}/\n\
+         probe private10 --noproxy '' http://10.99.0.1/\n\
+         probe private192 --noproxy '' http://192.168.255.1/\n\
+         probe private-tls https://10.99.0.1/\n\
+         probe bypass http://127.0.0.1:{port}/\n",
+        ca = fixture.ca_pem,
+        inside = fixture.netns.inside_address(),
+    );
+    let (report, stdout, stderr) = bash(&tools, &script).await;
+    let lines = probes(&stdout);
+    let line = |label: &str| probe(&lines, label, &format!("{stdout}\n{stderr}"));
+    for (label, body) in [
+        ("plain", "hello from plain"),
+        ("literal", "hello from plain"),
+        ("tunnel", "hello from telemetry"),
+    ] {
+        assert!(
+            line(label).starts_with(body)
+                && line(label).contains("[200 ")
+                && line(label).ends_with("exit=0"),
+            "{label}: {}",
+            line(label)
+        );
+    }
+    for (label, class) in [
+        ("loopback", "127.0.0.1 is loopback (127.0.0.0/8)"),
+        ("private10", "10.99.0.1 is private (10.0.0.0/8)"),
+        ("private192", "192.168.255.1 is private (192.168.0.0/16)"),
+    ] {
+        assert!(
+            line(label).contains("[403 000]") && line(label).contains(class),
+            "{label}: {}",
+            line(label)
+        );
+    }
+    // A refused CONNECT: curl shows the status, the decision names the class.
+    assert!(
+        line("private-tls").contains(" 403]"),
+        "{}",
+        line("private-tls")
+    );
+    let refused = report
+        .network
+        .iter()
+        .find(|decision| decision.method == "CONNECT" && decision.host == "10.99.0.1")
+        .unwrap_or_else(|| panic!("{:?}", report.network));
+    assert!(
+        !refused.allowed && refused.reason.contains("private"),
+        "{refused:?}"
+    );
+    // NO_PROXY names 127.0.0.1, so without `--noproxy ''` curl dials the sandbox's own
+    // loopback, where nothing listens on that port: the host's service stays out of reach.
+    assert!(
+        !line("bypass").contains("loopback service"),
+        "{}",
+        line("bypass")
+    );
+    assert!(!line("bypass").ends_with("exit=0"), "{}", line("bypass"));
+
+    assert!(fixture.loopback.requests().is_empty());
+    let paths: Vec<String> = fixture
+        .plain
+        .requests()
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(paths, ["/by-name", "/by-literal"]);
+    let paths: Vec<String> = fixture
+        .server
+        .requests()
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(paths, ["/tunnel"]);
+}
+
+/// N4–N6 through the proxy: IP literals in their many spellings, cloud metadata addresses and
+/// an allowlisted name the resolver maps to 127.0.0.1 are all refused with a 403 naming the
+/// address class, under an allowlist that admits every name (`*`), so it is the address rules
+/// that refuse; nothing reaches the service on the host's loopback.
+#[tokio::test]
+async fn loopback_metadata_and_rebinding_forms_are_refused_by_the_proxy() {
+    let Some(fixture) = fixture("loopback_metadata_and_rebinding_forms_are_refused_…").await
+    else {
+        return;
+    };
+    let tools = fixture
+        .tools(json!({"allowlist": [
+            {"domain": HOST, "transform": {"X-Api-Key": TRANSFORM_SECRET}},
+            {"domain": REBIND},
+            {"domain": "*"},
+        ]}))
+        .await;
+    let port = fixture.loopback.addr().port();
+    let curl_cases = [
+        ("lit-127", format!("http://127.0.0.1:{port}/"), "loopback"),
+        ("decimal", format!("http://2130706433:{port}/"), "loopback"),
+        ("hex", format!("http://0x7f.1:{port}/"), "loopback"),
+        ("v6-loopback", format!("http://[::1]:{port}/"), "loopback"),
+        (
+            "v4-mapped",
+            format!("http://[::ffff:127.0.0.1]:{port}/"),
+            "loopback",
+        ),
+        (
+            "unspecified",
+            format!("http://0.0.0.0:{port}/"),
+            "unspecified",
+        ),
+        (
+            "metadata",
+            "http://169.254.169.254/latest/meta-data/".to_owned(),
+            "cloud metadata",
+        ),
+        (
+            "alibaba",
+            "http://100.100.100.200/latest/meta-data/".to_owned(),
+            "cloud metadata",
+        ),
+        ("rebind", format!("http://{REBIND}:{port}/"), "loopback"),
+    ];
+    let raw_cases = [
+        (
+            "raw-decimal",
+            format!("GET http://2130706433:{port}/ HTTP/1.1"),
+            "loopback",
+        ),
+        (
+            "raw-octal",
+            format!("GET http://0177.0.0.1:{port}/ HTTP/1.1"),
+            "loopback",
+        ),
+        (
+            "raw-hex",
+            format!("GET http://0x7f.1:{port}/ HTTP/1.1"),
+            "loopback",
+        ),
+        (
+            "raw-short",
+            format!("GET http://127.1:{port}/ HTTP/1.1"),
+            "loopback",
+        ),
+        (
+            "raw-v6-long",
+            format!("GET http://[0:0:0:0:0:0:0:1]:{port}/ HTTP/1.1"),
+            "loopback",
+        ),
+        (
+            "raw-v6-mapped-hex",
+            format!("GET http://[::ffff:7f00:1]:{port}/ HTTP/1.1"),
+            "loopback",
+        ),
+        (
+            "raw-localhost",
+            format!("GET http://localhost:{port}/ HTTP/1.1"),
+            "loopback",
+        ),
+        (
+            "raw-rebind",
+            format!("GET http://{REBIND}:{port}/ HTTP/1.1"),
+            "loopback",
+        ),
+        (
+            "raw-metadata-v6",
+            "GET http://[fd00:ec2::254]/ HTTP/1.1".to_owned(),
+            "cloud metadata",
+        ),
+    ];
+    let mut script = PROBE.to_owned();
+    for (label, url, _) in &curl_cases {
+        script.push_str(&format!("probe {label} --noproxy '' {url}\n"));
+    }
+    for (label, line, _) in &raw_cases {
+        script.push_str(&format!("raw {label} '{line}'\n"));
+    }
+    // The same rebinding over CONNECT (https://), refused before any tunnel opens.
+    script.push_str(&format!("probe rebind-tls https://{REBIND}/\n"));
+    let (report, stdout, stderr) = bash(&tools, &script).await;
+    let lines = probes(&stdout);
+    let all = format!("{stdout}\n{stderr}");
+    for (label, _, class) in &curl_cases {
+        let line = probe(&lines, label, &all);
+        assert!(
+            line.contains("[403 000]") && line.contains(class),
+            "{label}: {line}"
+        );
+    }
+    for (label, _, class) in &raw_cases {
+        let line = probe(&lines, label, &all);
+        assert!(
+            line.starts_with("HTTP/1.1 403 ") && line.contains(class),
+            "{label}: {line}"
+        );
+    }
+    assert!(
+        probe(&lines, "rebind-tls", &all).contains("000 403]"),
+        "{all}"
+    );
+    let rebind = report
+        .network
+        .iter()
+        .find(|decision| decision.method == "CONNECT" && decision.host == REBIND)
+        .unwrap_or_else(|| panic!("{:?}", report.network));
+    assert!(
+        !rebind.allowed && rebind.reason.contains("127.0.0.1 is loopback"),
+        "{rebind:?}"
+    );
+    assert!(
+        report.network.iter().all(|decision| !decision.allowed),
+        "{:?}",
+        report.network
+    );
+    assert!(fixture.loopback.requests().is_empty());
+    assert!(fixture.server.requests().is_empty());
+}
+
+/// N8: the proxy follows nothing. An allowed host's `302 Location: http://127.0.0.1:PORT/`
+/// reaches curl as it is; followed (`-L`), the second request is checked again and refused.
+#[tokio::test]
+async fn a_redirect_to_loopback_is_passed_back_and_its_target_refused() {
+    let Some(fixture) = fixture("a_redirect_to_loopback_is_passed_back_…").await else {
+        return;
+    };
+    let tools = fixture.tools(seed_like_allowlist()).await;
+    let port = fixture.loopback.addr().port();
+    let script = format!(
+        "{PROBE}\
+         echo \"location => $(curl -sS --max-time 20 -o /dev/null -w '%{{http_code}} %{{redirect_url}}' http://{PLAIN}/redirect)\"\n\
+         probe unfollowed --noproxy '' http://{PLAIN}/redirect\n\
+         probe followed --noproxy '' -L http://{PLAIN}/redirect\n\
+         probe followed-default -L http://{PLAIN}/redirect\n",
+    );
+    let (report, stdout, stderr) = bash(&tools, &script).await;
+    let lines = probes(&stdout);
+    let all = format!("{stdout}\n{stderr}");
+    assert_eq!(
+        probe(&lines, "location", &all),
+        format!("302 http://127.0.0.1:{port}/stolen")
+    );
+    let unfollowed = probe(&lines, "unfollowed", &all);
+    assert!(unfollowed.contains("[302 000] exit=0"), "{unfollowed}");
+    let followed = probe(&lines, "followed", &all);
+    assert!(
+        followed.contains("[403 000]") && followed.contains("127.0.0.1 is loopback"),
+        "{followed}"
+    );
+    // Without `--noproxy ''` the second request goes to the sandbox's own loopback, not the host's.
+    let default = probe(&lines, "followed-default", &all);
+    assert!(
+        !default.contains("loopback service") && !default.ends_with("exit=0"),
+        "{default}"
+    );
+
+    assert!(fixture.loopback.requests().is_empty());
+    assert_eq!(fixture.plain.requests().len(), 4);
+    let refused = report
+        .network
+        .iter()
+        .filter(|decision| decision.host == "127.0.0.1")
+        .collect::<Vec<_>>();
+    assert_eq!(refused.len(), 1, "{:?}", report.network);
+    assert!(
+        !refused[0].allowed && refused[0].port == port,
+        "{refused:?}"
+    );
+}
+
+/// N9–N11 from inside the sandbox: after `CONNECT allowed:443`, TLS naming another host (SNI)
+/// gets the connection closed and a request whose `Host` names another host a 421 (domain
+/// fronting); on plain HTTP, a `Host` that differs from the target, or two `Host` headers, are
+/// a 400. None of them reaches the allowed hosts; the well-formed request does.
+#[tokio::test]
+async fn domain_fronting_and_host_mismatches_are_refused() {
+    let Some(fixture) = fixture("domain_fronting_and_host_mismatches_are_refused").await else {
+        return;
+    };
+    let tools = fixture.tools(seed_like_allowlist()).await;
+    let script = format!(
+        "{PROBE}\
+         probe control https://{HOST}/control\n\
+         probe sni-curl --connect-to evil.example:443:{HOST}:443 https://evil.example/fronted\n\
+         if command -v openssl >/dev/null; then\n\
+           echo \"sni-openssl => $(echo | timeout 20 openssl s_client -proxy 127.0.0.1:3128 \
+             -connect {HOST}:443 -servername evil.example 2>&1 | grep -c 'BEGIN CERTIFICATE')\"\n\
+         else echo 'sni-openssl => unavailable'; fi\n\
+         probe inner-host -H 'Host: evil.example' https://{HOST}/inner\n\
+         probe plain-host -H 'Host: evil.example' http://{PLAIN}/mismatch\n\
+         raw duplicate-host 'GET http://{PLAIN}/duplicate HTTP/1.1' 'Host: {PLAIN}' 'Host: evil.example'\n\
+         raw connect-host 'GET http://{PLAIN}/port HTTP/1.1' 'Host: {PLAIN}:8080'\n",
+    );
+    let (report, stdout, stderr) = bash(&tools, &script).await;
+    let lines = probes(&stdout);
+    let all = format!("{stdout}\n{stderr}");
+    let control = probe(&lines, "control", &all);
+    assert!(
+        control.starts_with("hello from telemetry") && control.contains("[200 200]"),
+        "{control}"
+    );
+
+    // curl sends `CONNECT telemetry.example.com:443`, then a ClientHello for evil.example.
+    let sni = probe(&lines, "sni-curl", &all);
+    assert!(
+        sni.contains("000 200]") && !sni.ends_with("exit=0"),
+        "{sni}"
+    );
+    let sni_refusals = report
+        .network
+        .iter()
+        .filter(|decision| {
+            decision.host == HOST
+                && !decision.allowed
+                && decision.reason.contains("SNI (`evil.example`)")
+        })
+        .count();
+    match probe(&lines, "sni-openssl", &all) {
+        "unavailable" => {
+            skipped(
+                "domain_fronting_…: the openssl s_client case",
+                "no openssl in the sandbox",
+            );
+            assert_eq!(sni_refusals, 1, "{:?}", report.network);
+        }
+        certificates => {
+            // The connection is closed before any certificate is sent.
+            assert_eq!(certificates, "0", "{all}");
+            assert_eq!(sni_refusals, 2, "{:?}", report.network);
+        }
+    }
+    let inner = probe(&lines, "inner-host", &all);
+    assert!(inner.contains("[421 200]"), "{inner}");
+    for label in ["plain-host", "duplicate-host", "connect-host"] {
+        let line = probe(&lines, label, &all);
+        assert!(
+            line.contains("[400 000]") || line.starts_with("HTTP/1.1 400 "),
+            "{label}: {line}"
+        );
+    }
+    assert!(
+        probe(&lines, "plain-host", &all).contains("Host header"),
+        "{all}"
+    );
+    assert!(
+        probe(&lines, "duplicate-host", &all).contains("duplicate Host"),
+        "{all}"
+    );
+
+    let paths: Vec<String> = fixture
+        .server
+        .requests()
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(paths, ["/control"]);
+    assert_eq!(
+        fixture.server.requests()[0].header("x-api-key"),
+        Some(TRANSFORM_SECRET)
+    );
+    assert!(fixture.plain.requests().is_empty());
+    assert!(fixture.loopback.requests().is_empty());
+}
+
+#[tokio::test]
+async fn the_agent_loop_keeps_the_proxy_decisions_in_the_traces_without_secrets() {
+    let Some(fixture) =
+        fixture("the_agent_loop_keeps_the_proxy_decisions_in_the_traces_without_secrets").await
+    else {
+        return;
+    };
+    let tools = fixture.tools(allowlist()).await;
+    let model = hookbox_test_support::FakeModelServer::openai(
+        "gpt-test",
+        None,
+        vec![
+            hookbox_test_support::FakeTurn::tool_call(
+                "",
+                "c1",
+                "code_execution",
+                json!({"code": format!("curl -sS https://{HOST}/ || python3 -c 'import urllib.request; print(urllib.request.urlopen(\"https://{HOST}/\").read())'")}),
+            ),
+            hookbox_test_support::FakeTurn::text("done"),
+        ],
+    )
+    .await
+    .unwrap();
+    let config = hookbox_agent::model::ModelConfig {
+        base_url: Some(model.base_url()),
+        max_attempts: Some(1),
+        ..hookbox_agent::model::ModelConfig::new(
+            hookbox_agent::model::ProviderKind::Openai,
+            "gpt-test",
+        )
+    };
+    let client = hookbox_net::GuardedClient::new(&hookbox_agent::model::client_options()).unwrap();
+    let agent = hookbox_agent::interaction::Agent {
+        model: hookbox_agent::model::build_with_env(&config, client, |_| None).unwrap(),
+        tools: Some(Arc::new(tools)),
+        functions: Vec::new(),
+        system: None,
+        max_turns: 4,
+    };
+    let outcome = agent
+        .run(
+            &[],
+            vec![hookbox_agent::interaction::user_input("fetch it")],
+            None,
+            &mut |_| {},
+        )
+        .await;
+    let network: Vec<&Value> = outcome
+        .traces
+        .iter()
+        .filter_map(|(_, entry)| entry.get("network"))
+        .collect();
+    assert!(
+        network
+            .iter()
+            .any(|decision| decision["host"] == HOST && decision["allowed"] == true),
+        "{:?}",
+        outcome.traces
+    );
+    let all = serde_json::to_string(&outcome.traces).unwrap();
+    assert!(!all.contains(TRANSFORM_SECRET) && !all.contains("cred-secret-9b1c"));
+    assert_eq!(fixture.server.requests().len(), 1);
 }
