@@ -743,3 +743,33 @@ async fn close_fires_session_end_with_its_reason() {
     assert_eq!(inputs[0]["hook_event_name"], "SessionEnd");
     assert_eq!(inputs[0]["reason"], "prompt_input_exit");
 }
+
+#[tokio::test]
+async fn an_explicit_pre_tool_use_allow_skips_the_permission_ask() {
+    let turns = || {
+        vec![
+            FakeTurn::tool_call("", "t1", "Read", json!({"file_path": "notes.txt"})),
+            FakeTurn::text("done"),
+        ]
+    };
+    let f = fixture(turns()).await;
+    std::fs::write(f.dir.path().join("notes.txt"), "allowed content").expect("notes");
+    let (_, allow) = recorder_on(
+        Some("Read"),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}),
+    );
+    let (requests, request_matcher) = recorder(json!({}));
+    let session = f
+        .session()
+        .hook(HookEvent::PreToolUse, allow)
+        .hook(HookEvent::PermissionRequest, request_matcher)
+        .build()
+        .expect("session");
+    let messages = run(&session, "read").await;
+    assert!(!tool_results(&messages)[0].1, "{messages:?}");
+    assert!(f.request_text(1).contains("allowed content"));
+    assert!(
+        seen(&requests).is_empty(),
+        "an allowed call still asked for permission"
+    );
+}
