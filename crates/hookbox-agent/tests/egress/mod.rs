@@ -227,7 +227,9 @@ async fn other_hosts_are_refused_and_nothing_bypasses_the_proxy() {
         "{}\n\
          curl -sS --max-time 10 --noproxy '*' https://{inside}/ 2>&1; echo \"direct exit $?\"\n\
          (exec 3<>/dev/tcp/{inside}/443) 2>&1; echo \"dev-tcp exit $?\"\n\
-         (exec 3<>/dev/tcp/{host}/443) 2>&1; echo \"host exit $?\"",
+         (exec 3<>/dev/tcp/{host}/443) 2>&1; echo \"host exit $?\"\n\
+         for target in 8.8.8.8 {inside}; do python3 -c 'import socket, sys; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (sys.argv[1], 53))' $target 2>&1 | tail -1; done\n\
+         getent hosts example.com; echo \"dns exit $?\"",
         fetch("https://not-allowed.example.org/"),
         host = fixture.netns.host_address(),
     );
@@ -241,6 +243,15 @@ async fn other_hosts_are_refused_and_nothing_bypasses_the_proxy() {
     assert!(!stdout.contains("direct exit 0"), "{stdout}");
     assert!(!stdout.contains("dev-tcp exit 0"), "{stdout}");
     assert!(!stdout.contains("host exit 0"), "{stdout}");
+    // UDP (DNS included) has no way out either.
+    assert_eq!(
+        stdout
+            .matches("OSError: [Errno 101] Network is unreachable")
+            .count(),
+        2,
+        "{stdout}\n{stderr}"
+    );
+    assert!(!stdout.contains("dns exit 0"), "{stdout}");
     assert!(fixture.server.requests().is_empty());
     // Refused on the name, by the allowlist (decided before any DNS lookup).
     let refused = report
