@@ -10,7 +10,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use hookbox_agent::service::{ErrorKind, ServiceError, events_after};
+use hookbox_agent::service::{ErrorKind, ServiceError};
 use serde_json::{Value, json};
 
 use crate::Shared;
@@ -105,9 +105,11 @@ fn event_stream(state: Shared, id: String, last: Option<u64>) -> Response {
     let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
     tokio::spawn(async move {
         let mut last = last;
+        let mut changes = state.interactions.changes();
         loop {
-            let stored = match state.interactions.load(&id).await {
-                Ok(stored) => stored,
+            changes.borrow_and_update();
+            let (events, finished) = match state.interactions.events(&id, last).await {
+                Ok(found) => found,
                 Err(err) => {
                     let error = json!({"event_type": "error", "error": {"code": "not_found", "message": err.message}});
                     let _ = sender
@@ -116,7 +118,6 @@ fn event_stream(state: Shared, id: String, last: Option<u64>) -> Response {
                     break;
                 }
             };
-            let (events, finished) = events_after(&stored, last);
             for event in events {
                 last = Some(event.id);
                 let frame = format!(
@@ -133,11 +134,8 @@ fn event_stream(state: Shared, id: String, last: Option<u64>) -> Response {
                     .await;
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            state
-                .interactions
-                .wait_for(&id, Duration::from_millis(200))
-                .await;
+            // Woken by any change of a running interaction; the timeout covers the rest.
+            let _ = tokio::time::timeout(Duration::from_millis(500), changes.changed()).await;
         }
     });
     let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {

@@ -4,5 +4,6 @@ mod run;
 mod steps;
 mod tools;
 
-pub use run::{Agent, RunOutcome, RunStatus};
+pub use run::{Agent, RunEvent, RunOutcome, RunStatus};
 pub use steps::user_input;
+pub(crate) use steps::{model_output, parse_data_uri};

@@ -12,6 +12,16 @@ use super::tools::builtin_declarations;
 use crate::model::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
 use crate::tool_call::SandboxTools;
 
+/// What a streaming run reports as it goes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RunEvent<'a> {
+    /// A new step, complete.
+    Step(&'a Value),
+    /// A piece of the text of the `model_output` step being produced; the step follows as a
+    /// [`RunEvent::Step`] whose text is the pieces joined.
+    Text(&'a str),
+}
+
 /// How an interaction ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -67,6 +77,38 @@ impl Agent {
         interaction_id: Option<&str>,
         on_step: &mut (dyn FnMut(&Value) + Send),
     ) -> RunOutcome {
+        let mut on_event = |event: RunEvent<'_>| {
+            if let RunEvent::Step(step) = event {
+                on_step(step);
+            }
+        };
+        self.run_with(history, input, interaction_id, false, &mut on_event)
+            .await
+    }
+
+    /// Like [`run`](Self::run), asking the model with
+    /// [`Model::complete_streaming`](crate::model::Model::complete_streaming) and reporting the
+    /// text of each `model_output` step as it arrives. Text streamed before a model failure
+    /// becomes a `model_output` step.
+    pub async fn run_streaming(
+        &self,
+        history: &[Value],
+        input: Vec<Value>,
+        interaction_id: Option<&str>,
+        on_event: &mut (dyn FnMut(RunEvent<'_>) + Send),
+    ) -> RunOutcome {
+        self.run_with(history, input, interaction_id, true, on_event)
+            .await
+    }
+
+    async fn run_with(
+        &self,
+        history: &[Value],
+        input: Vec<Value>,
+        interaction_id: Option<&str>,
+        stream: bool,
+        on_event: &mut (dyn FnMut(RunEvent<'_>) + Send),
+    ) -> RunOutcome {
         let mut conversation = Conversation::new(self.system.clone());
         extend_conversation(&mut conversation, history);
         extend_conversation(&mut conversation, &input);
@@ -78,7 +120,7 @@ impl Agent {
             error: None,
         };
         for step in input {
-            on_step(&step);
+            on_event(RunEvent::Step(&step));
             outcome.steps.push(step);
         }
         let mut declarations = if self.tools.is_some() {
@@ -90,7 +132,33 @@ impl Agent {
         let (mut input_tokens, mut output_tokens) = (0u64, 0u64);
 
         for _turn in 0..self.max_turns {
-            let reply = match self.model.complete(&conversation, &declarations).await {
+            let mut streamed = String::new();
+            let answer = if stream {
+                let mut on_text = |piece: &str| {
+                    if !piece.is_empty() {
+                        streamed.push_str(piece);
+                        on_event(RunEvent::Text(piece));
+                    }
+                };
+                self.model
+                    .complete_streaming(&conversation, &declarations, &mut on_text)
+                    .await
+            } else {
+                self.model.complete(&conversation, &declarations).await
+            };
+            if stream {
+                let rest = match &answer {
+                    Ok(reply) => reply.text.strip_prefix(streamed.as_str()).unwrap_or(""),
+                    Err(_) => "",
+                };
+                if !rest.is_empty() {
+                    on_event(RunEvent::Text(rest));
+                }
+                if answer.is_err() && !streamed.is_empty() {
+                    push(&mut outcome, on_event, model_output(&streamed));
+                }
+            }
+            let reply = match answer {
                 Ok(reply) => reply,
                 Err(err) => {
                     outcome.status = RunStatus::Failed;
@@ -103,7 +171,7 @@ impl Agent {
             output_tokens += reply.usage.output_tokens.unwrap_or(0);
             conversation.push_reply(&reply);
             if !reply.text.is_empty() {
-                push(&mut outcome, on_step, model_output(&reply.text));
+                push(&mut outcome, on_event, model_output(&reply.text));
             }
             if reply.tool_calls.is_empty() {
                 outcome.status = RunStatus::Completed;
@@ -111,7 +179,7 @@ impl Agent {
             }
             let mut needs_client = false;
             for call in &reply.tool_calls {
-                push(&mut outcome, on_step, call_step(call));
+                push(&mut outcome, on_event, call_step(call));
                 if self
                     .functions
                     .iter()
@@ -123,7 +191,7 @@ impl Agent {
                 let (content, is_error) = self.call_tool(call, interaction_id, &mut outcome).await;
                 push(
                     &mut outcome,
-                    on_step,
+                    on_event,
                     result_step(&call.name, &call.id, &content, is_error),
                 );
                 conversation.push_tool_result(ToolResult {
@@ -230,7 +298,7 @@ fn code_output(result: &Value, error: Option<&str>) -> String {
     }
 }
 
-fn push(outcome: &mut RunOutcome, on_step: &mut (dyn FnMut(&Value) + Send), step: Value) {
-    on_step(&step);
+fn push(outcome: &mut RunOutcome, on_event: &mut (dyn FnMut(RunEvent<'_>) + Send), step: Value) {
+    on_event(RunEvent::Step(&step));
     outcome.steps.push(step);
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::model::{Conversation, Message, ToolCall, ToolResult};
+use crate::model::{Conversation, Media, Message, ToolCall, ToolResult};
 
 /// A `user_input` step with one text part.
 pub fn user_input(text: &str) -> Value {
@@ -75,7 +75,8 @@ pub(crate) fn extend_conversation(conversation: &mut Conversation, steps: &[Valu
                         .push(Message::Assistant { text, tool_calls });
                 }
                 if kind == "user_input" {
-                    conversation.push_user(content_text(step).unwrap_or_default());
+                    conversation
+                        .push_user_with_media(content_text(step).unwrap_or_default(), media(step));
                 } else {
                     conversation.push_tool_result(ToolResult {
                         call_id: string(step, "call_id"),
@@ -96,6 +97,45 @@ pub(crate) fn extend_conversation(conversation: &mut Conversation, steps: &[Valu
             .messages
             .push(Message::Assistant { text, tool_calls });
     }
+}
+
+/// The inline images and documents of a step's `content` list (checked when the request was).
+fn media(step: &Value) -> Vec<Media> {
+    step.get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(content_media)
+        .collect()
+}
+
+/// The media of one `image` or `document` content object: `data` + `mime_type`, or a
+/// `data:<mime>;base64,<data>` `uri`.
+pub(crate) fn content_media(part: &Value) -> Option<Media> {
+    let kind = part.get("type").and_then(Value::as_str)?;
+    if !matches!(kind, "image" | "document") {
+        return None;
+    }
+    let given_type = part.get("mime_type").and_then(Value::as_str);
+    if let Some(data) = part.get("data").and_then(Value::as_str) {
+        return Some(Media {
+            mime_type: given_type?.to_owned(),
+            data: data.to_owned(),
+        });
+    }
+    let (uri_type, data) = parse_data_uri(part.get("uri").and_then(Value::as_str)?)?;
+    Some(Media {
+        mime_type: given_type.unwrap_or(uri_type).to_owned(),
+        data: data.to_owned(),
+    })
+}
+
+/// `data:<mime>;base64,<data>` as `(mime, data)`.
+pub(crate) fn parse_data_uri(uri: &str) -> Option<(&str, &str)> {
+    let rest = uri.strip_prefix("data:")?;
+    let (header, data) = rest.split_once(',')?;
+    let mime = header.strip_suffix(";base64")?;
+    Some((mime, data))
 }
 
 /// The tool a call or result step is about: `code_execution` for code steps, else its `name`.

@@ -24,6 +24,7 @@ pub(crate) struct AnthropicWire {
     pub(crate) base_url: String,
     pub(crate) model: String,
     pub(crate) max_tokens: u32,
+    pub(crate) temperature: Option<f64>,
 }
 
 impl Wire for AnthropicWire {
@@ -33,9 +34,29 @@ impl Wire for AnthropicWire {
 
     fn body(&self, conversation: &Conversation, tools: &[ToolDeclaration], stream: bool) -> Value {
         let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
-        for message in &conversation.messages {
+        for (index, message) in conversation.messages.iter().enumerate() {
             let (role, blocks) = match message {
-                Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
+                Message::User { text } => {
+                    let mut blocks: Vec<Value> = conversation
+                        .media_of(index)
+                        .map(|media| {
+                            let kind = if media.is_document() {
+                                "document"
+                            } else {
+                                "image"
+                            };
+                            json!({"type": kind, "source": {
+                                "type": "base64",
+                                "media_type": media.mime_type,
+                                "data": media.data,
+                            }})
+                        })
+                        .collect();
+                    if !text.is_empty() || blocks.is_empty() {
+                        blocks.push(json!({"type": "text", "text": text}));
+                    }
+                    ("user", blocks)
+                }
                 Message::Assistant { text, tool_calls } => {
                     let mut blocks = Vec::new();
                     if !text.is_empty() {
@@ -74,6 +95,9 @@ impl Wire for AnthropicWire {
         });
         if let Some(system) = &conversation.system {
             body["system"] = json!(system);
+        }
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = json!(temperature);
         }
         if !tools.is_empty() {
             body["tools"] = tools

@@ -40,6 +40,19 @@ impl ProviderKind {
     }
 }
 
+/// A sampling temperature. Compared bit for bit, so configurations stay `Eq`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Temperature(pub f64);
+
+impl PartialEq for Temperature {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Temperature {}
+
 /// How to reach one model, as written in a `[agents.NAME]` table of `hookbox.toml`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -69,6 +82,9 @@ pub struct ModelConfig {
     /// The output token limit (Anthropic requires one: default 4096).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// The sampling temperature sent to the provider (default: the provider's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<Temperature>,
     /// The overall deadline of one model request, retries included, in seconds (default 300).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
@@ -92,6 +108,7 @@ impl ModelConfig {
             script: None,
             stream: false,
             max_tokens: None,
+            temperature: None,
             timeout_secs: None,
             max_attempts: None,
             initial_backoff_ms: None,
@@ -201,6 +218,7 @@ pub fn build_with_env(
     };
     let label = format!("{}:{}", provider.name(), config.model);
     let model = config.model.clone();
+    let temperature = config.temperature.map(|temperature| temperature.0);
     Ok(match provider {
         ProviderKind::Gemini => http(
             label,
@@ -210,6 +228,7 @@ pub fn build_with_env(
                 base_url,
                 model,
                 max_tokens: config.max_tokens,
+                temperature,
             },
         ),
         ProviderKind::Openai => http(
@@ -220,6 +239,7 @@ pub fn build_with_env(
                 base_url,
                 model,
                 max_tokens: config.max_tokens,
+                temperature,
             },
         ),
         ProviderKind::Anthropic | ProviderKind::Scripted => http(
@@ -230,6 +250,7 @@ pub fn build_with_env(
                 base_url,
                 model,
                 max_tokens: config.max_tokens.unwrap_or(anthropic::DEFAULT_MAX_TOKENS),
+                temperature,
             },
         ),
     })

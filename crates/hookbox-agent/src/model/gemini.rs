@@ -22,6 +22,7 @@ pub(crate) struct GeminiWire {
     pub(crate) base_url: String,
     pub(crate) model: String,
     pub(crate) max_tokens: Option<u32>,
+    pub(crate) temperature: Option<f64>,
 }
 
 impl Wire for GeminiWire {
@@ -39,9 +40,22 @@ impl Wire for GeminiWire {
 
     fn body(&self, conversation: &Conversation, tools: &[ToolDeclaration], _stream: bool) -> Value {
         let mut contents: Vec<(&str, Vec<Value>)> = Vec::new();
-        for message in &conversation.messages {
+        for (index, message) in conversation.messages.iter().enumerate() {
             let (role, parts) = match message {
-                Message::User { text } => ("user", vec![json!({"text": text})]),
+                Message::User { text } => {
+                    let mut parts = Vec::new();
+                    let media: Vec<Value> = conversation
+                        .media_of(index)
+                        .map(|media| {
+                            json!({"inline_data": {"mime_type": media.mime_type, "data": media.data}})
+                        })
+                        .collect();
+                    if !text.is_empty() || media.is_empty() {
+                        parts.push(json!({"text": text}));
+                    }
+                    parts.extend(media);
+                    ("user", parts)
+                }
                 Message::Assistant { text, tool_calls } => {
                     let mut parts = Vec::new();
                     if !text.is_empty() {
@@ -95,8 +109,15 @@ impl Wire for GeminiWire {
                 .collect();
             body["tools"] = json!([{"functionDeclarations": declarations}]);
         }
+        let mut generation = Map::new();
         if let Some(max_tokens) = self.max_tokens {
-            body["generationConfig"] = json!({"maxOutputTokens": max_tokens});
+            generation.insert("maxOutputTokens".to_owned(), json!(max_tokens));
+        }
+        if let Some(temperature) = self.temperature {
+            generation.insert("temperature".to_owned(), json!(temperature));
+        }
+        if !generation.is_empty() {
+            body["generationConfig"] = Value::Object(generation);
         }
         body
     }

@@ -20,12 +20,13 @@ mod types;
 
 use futures_util::future::BoxFuture;
 
-pub use config::{ModelConfig, ProviderKind, build, build_with_env, client_options};
+pub use config::{ModelConfig, ProviderKind, Temperature, build, build_with_env, client_options};
 pub use error::ModelError;
 pub use scripted::ScriptedModel;
 pub(crate) use types::content_text;
 pub use types::{
-    Conversation, FinishReason, Message, ModelReply, ToolCall, ToolDeclaration, ToolResult, Usage,
+    Attachment, Conversation, FinishReason, Media, Message, ModelReply, ToolCall, ToolDeclaration,
+    ToolResult, Usage,
 };
 
 /// A language model that answers a conversation, possibly with tool calls.

@@ -19,6 +19,7 @@ pub(crate) struct OpenAiWire {
     pub(crate) base_url: String,
     pub(crate) model: String,
     pub(crate) max_tokens: Option<u32>,
+    pub(crate) temperature: Option<f64>,
 }
 
 impl Wire for OpenAiWire {
@@ -31,8 +32,25 @@ impl Wire for OpenAiWire {
         if let Some(system) = &conversation.system {
             messages.push(json!({"role": "system", "content": system}));
         }
-        for message in &conversation.messages {
+        for (index, message) in conversation.messages.iter().enumerate() {
             messages.push(match message {
+                Message::User { text } if conversation.media_of(index).next().is_some() => {
+                    let mut parts = Vec::new();
+                    if !text.is_empty() {
+                        parts.push(json!({"type": "text", "text": text}));
+                    }
+                    for (n, media) in conversation.media_of(index).enumerate() {
+                        parts.push(if media.is_document() {
+                            json!({"type": "file", "file": {
+                                "filename": format!("document-{}.pdf", n + 1),
+                                "file_data": media.data_url(),
+                            }})
+                        } else {
+                            json!({"type": "image_url", "image_url": {"url": media.data_url()}})
+                        });
+                    }
+                    json!({"role": "user", "content": parts})
+                }
                 Message::User { text } => json!({"role": "user", "content": text}),
                 Message::Assistant { text, tool_calls } => {
                     let mut out = json!({
@@ -79,6 +97,9 @@ impl Wire for OpenAiWire {
         }
         if let Some(max_tokens) = self.max_tokens {
             body["max_tokens"] = json!(max_tokens);
+        }
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = json!(temperature);
         }
         if stream {
             body["stream"] = json!(true);

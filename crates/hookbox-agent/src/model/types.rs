@@ -12,6 +12,39 @@ pub struct Conversation {
     /// The messages, oldest first.
     #[serde(default)]
     pub messages: Vec<Message>,
+    /// Images and documents carried by user messages, each naming its message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
+}
+
+/// Inline media (an image or a PDF document) given with a user message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Media {
+    /// The MIME type, e.g. `image/png` or `application/pdf`.
+    pub mime_type: String,
+    /// The bytes, base64 encoded (standard alphabet).
+    pub data: String,
+}
+
+impl Media {
+    /// Whether this is a document (PDF) rather than an image.
+    pub fn is_document(&self) -> bool {
+        self.mime_type == "application/pdf"
+    }
+
+    /// The media as a `data:` URL.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.mime_type, self.data)
+    }
+}
+
+/// Media attached to one user message of a [`Conversation`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// The index in [`Conversation::messages`] of the user message it belongs to.
+    pub message: usize,
+    /// The media.
+    pub media: Media,
 }
 
 impl Conversation {
@@ -20,7 +53,24 @@ impl Conversation {
         Self {
             system,
             messages: Vec::new(),
+            attachments: Vec::new(),
         }
+    }
+
+    /// Appends a user message carrying `media` after its text.
+    pub fn push_user_with_media(&mut self, text: impl Into<String>, media: Vec<Media>) {
+        let message = self.messages.len();
+        self.push_user(text);
+        self.attachments
+            .extend(media.into_iter().map(|media| Attachment { message, media }));
+    }
+
+    /// The media attached to message `index`, in order.
+    pub fn media_of(&self, index: usize) -> impl Iterator<Item = &Media> {
+        self.attachments
+            .iter()
+            .filter(move |attachment| attachment.message == index)
+            .map(|attachment| &attachment.media)
     }
 
     /// Appends a user message.

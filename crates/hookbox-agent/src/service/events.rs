@@ -2,13 +2,26 @@
 //! the store holds, so a live stream and a replay (`GET …?stream=true&last_event_id=`) give the
 //! same events with the same ids.
 //!
-//! Ids are positions in the sequence: `0` `interaction.created`; for step `i`, `3i+1`
-//! `step.start`, `3i+2` `step.delta` (the whole step's content in one delta), `3i+3`
-//! `step.stop`; once the interaction has stopped, `3n+1` `interaction.status_update` and `3n+2`
-//! `interaction.completed` (the final interaction object).
+//! Ids are positions in the sequence: `0` `interaction.created`; then for each step a
+//! `step.start`, its `step.delta`s and a `step.stop`; once the interaction has stopped,
+//! `interaction.status_update` and `interaction.completed` (the final interaction object). A step
+//! has one delta (its whole content), except a `model_output` whose text the model streamed: one
+//! text delta per piece, as the pieces arrived. The pieces' byte lengths are stored with the
+//! interaction (`outputs.deltas["<step index>"]`), so a replay cuts the stored text the same way;
+//! while the step is still being streamed its pieces come from the run ([`Partial`]). Without
+//! streamed text step `i` has ids `3i+1` to `3i+3`.
 
 use hookbox_store::InteractionWithSteps;
 use serde_json::{Value, json};
+
+/// The text of the `model_output` step a run is streaming, not stored yet.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Partial {
+    /// The index the step will have.
+    pub(crate) index: usize,
+    /// The pieces so far.
+    pub(crate) pieces: Vec<String>,
+}
 
 /// One event: its id, its `event_type`, and the `data` JSON (with `event_type` and `event_id`).
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +38,16 @@ pub struct Event {
 /// complete (the interaction has stopped).
 pub fn events_after(
     stored: &InteractionWithSteps,
+    last_event_id: Option<u64>,
+) -> (Vec<Event>, bool) {
+    events_live(stored, None, last_event_id)
+}
+
+/// Like [`events_after`], followed by the events of `partial` when the interaction is running
+/// and `partial` is the step after the stored ones.
+pub(crate) fn events_live(
+    stored: &InteractionWithSteps,
+    partial: Option<&Partial>,
     last_event_id: Option<u64>,
 ) -> (Vec<Event>, bool) {
     let interaction = &stored.interaction;
@@ -48,22 +71,56 @@ pub fn events_after(
         json!({"interaction": {
             "id": interaction.id,
             "status": "in_progress",
-            "agent": interaction.agent,
+            super::name_field(stored): interaction.agent,
             "created": interaction.created.to_string(),
             "updated": interaction.created.to_string(),
         }}),
     );
     let mut next = 1u64;
+    let lengths = interaction
+        .outputs
+        .as_ref()
+        .and_then(|outputs| outputs.get("deltas"));
     for (index, step) in stored.steps.iter().enumerate() {
         let (start, delta) = split(&step.body);
         push(next, "step.start", json!({"index": index, "step": start}));
+        next += 1;
+        let streamed = lengths
+            .and_then(|lengths| lengths.get(index.to_string()))
+            .filter(|_| step.body["type"] == "model_output");
+        let deltas = match (streamed, delta["text"].as_str()) {
+            (Some(lengths), Some(text)) => cut(text, lengths)
+                .into_iter()
+                .map(|piece| json!({"type": "text", "text": piece}))
+                .collect(),
+            _ => vec![delta],
+        };
+        for delta in deltas {
+            push(next, "step.delta", json!({"index": index, "delta": delta}));
+            next += 1;
+        }
+        push(next, "step.stop", json!({"index": index}));
+        next += 1;
+    }
+    if let Some(partial) = partial
+        && !finished
+        && partial.index == stored.steps.len()
+    {
+        let index = partial.index;
         push(
-            next + 1,
-            "step.delta",
-            json!({"index": index, "delta": delta}),
+            next,
+            "step.start",
+            json!({"index": index, "step": {"type": "model_output", "content": []}}),
         );
-        push(next + 2, "step.stop", json!({"index": index}));
-        next += 3;
+        next += 1;
+        for piece in &partial.pieces {
+            push(
+                next,
+                "step.delta",
+                json!({"index": index, "delta": {"type": "text", "text": piece}}),
+            );
+            next += 1;
+        }
     }
     if finished {
         let mut update =
@@ -79,6 +136,35 @@ pub fn events_after(
         );
     }
     (events, finished)
+}
+
+/// `text` cut into pieces of the byte `lengths` (a JSON list) the model streamed; what the
+/// lengths do not cover (they should cover all of it) is one more piece.
+fn cut<'a>(text: &'a str, lengths: &Value) -> Vec<&'a str> {
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    for length in lengths.as_array().into_iter().flatten() {
+        let Some(end) = length
+            .as_u64()
+            .and_then(|length| usize::try_from(length).ok())
+            .map(|length| at + length)
+        else {
+            break;
+        };
+        match text.get(at..end) {
+            Some(piece) if !piece.is_empty() => pieces.push(piece),
+            Some(_) => {}
+            None => break,
+        }
+        at = end;
+    }
+    if let Some(rest) = text.get(at..).filter(|rest| !rest.is_empty()) {
+        pieces.push(rest);
+    }
+    if pieces.is_empty() {
+        pieces.push(text);
+    }
+    pieces
 }
 
 /// A step as its `step.start` (without its payload) and its one `step.delta` (the payload).
@@ -118,5 +204,80 @@ fn split(step: &Value) -> (Value, Value) {
                    "result": step["result"], "is_error": step["is_error"]}),
         ),
         _ => (step.clone(), step.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hookbox_store::{Interaction, Status, Step, Timestamp};
+
+    use super::*;
+
+    fn stored(status: Status, steps: &[Value], outputs: Option<Value>) -> InteractionWithSteps {
+        InteractionWithSteps {
+            interaction: Interaction {
+                id: "int_1".to_owned(),
+                agent: "a".to_owned(),
+                status,
+                created: Timestamp::now(),
+                updated: Timestamp::now(),
+                environment_id: None,
+                previous_interaction_id: None,
+                request: json!({"agent": "a"}),
+                outputs,
+                usage: None,
+                error: None,
+            },
+            steps: steps
+                .iter()
+                .enumerate()
+                .map(|(index, body)| Step {
+                    index: u32::try_from(index).unwrap_or_default(),
+                    body: body.clone(),
+                    created: Timestamp::now(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn text_streamed_live_is_a_prefix_of_the_replay() {
+        let input = json!({"type": "user_input", "content": [{"type": "text", "text": "hi"}]});
+        let output =
+            json!({"type": "model_output", "content": [{"type": "text", "text": "Héllo world"}]});
+        let partial = Partial {
+            index: 1,
+            pieces: vec!["Hé".to_owned(), "llo".to_owned()],
+        };
+        let running = stored(Status::InProgress, std::slice::from_ref(&input), None);
+        let (live, finished) = events_live(&running, Some(&partial), None);
+        assert!(!finished);
+        assert_eq!(live.len(), 7);
+        assert_eq!(live[5].data["delta"]["text"], "Hé");
+        // A partial that is not the next step (the recorder lags) is not shown.
+        let early = Partial {
+            index: 2,
+            ..partial.clone()
+        };
+        assert_eq!(events_live(&running, Some(&early), None).0.len(), 4);
+
+        let done = stored(
+            Status::Completed,
+            &[input, output],
+            Some(json!({"deltas": {"1": [3, 3, 6]}})),
+        );
+        let (replay, finished) = events_after(&done, None);
+        assert!(finished);
+        assert_eq!(replay[..live.len()], live[..]);
+        let texts: Vec<&str> = replay
+            .iter()
+            .filter(|event| event.event_type == "step.delta" && event.data["index"] == 1)
+            .filter_map(|event| event.data["delta"]["text"].as_str())
+            .collect();
+        assert_eq!(texts, ["Hé", "llo", " world"]);
+        let ids: Vec<u64> = replay.iter().map(|event| event.id).collect();
+        assert_eq!(ids, (0..11).collect::<Vec<_>>());
+        // Resuming after a live delta continues with the rest.
+        assert_eq!(events_after(&done, Some(6)).0, replay[7..].to_vec());
     }
 }

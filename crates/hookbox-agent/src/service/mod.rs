@@ -41,6 +41,7 @@ use hookbox_store::{
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use events::Partial;
 pub use events::{Event, events_after};
 /// The options of the client that carries HTTP hooks ([`ServiceConfig::hook_http`]).
 pub use hookbox_net::ClientOptions as HookClientOptions;
@@ -48,7 +49,7 @@ pub use hookbox_net::ClientOptions as HookClientOptions;
 pub use hookbox_net::ProxyOptions as EgressProxyOptions;
 pub use request::{CreateRequest, EnvironmentChoice};
 
-use crate::interaction::{Agent, RunStatus};
+use crate::interaction::{Agent, RunEvent, RunStatus};
 use crate::model::{Model, ModelConfig};
 use crate::tool_call::SandboxTools;
 
@@ -211,6 +212,10 @@ pub struct InteractionService {
     /// The sandboxes' egress proxy ([`ServiceConfig::egress_proxy`]).
     egress: Option<hookbox_net::EgressProxy>,
     runs: Mutex<HashMap<String, RunHandle>>,
+    /// The text each running interaction is streaming, by interaction id.
+    live: Arc<Mutex<HashMap<String, Partial>>>,
+    /// Bumped whenever a running interaction changes (a step, streamed text, its end).
+    changes: Arc<watch::Sender<u64>>,
 }
 
 impl std::fmt::Debug for InteractionService {
@@ -246,6 +251,8 @@ impl InteractionService {
             http: Arc::new(http),
             model_http,
             runs: Mutex::new(HashMap::new()),
+            live: Arc::new(Mutex::new(HashMap::new())),
+            changes: Arc::new(watch::channel(0).0),
         }))
     }
 
@@ -258,7 +265,7 @@ impl InteractionService {
         idempotency_key: Option<String>,
     ) -> Result<CreateOutcome, ServiceError> {
         let request = CreateRequest::parse(&body, self.config.allow_host_sources)?;
-        let model = self.model(&request.agent)?;
+        let (model, stream_text) = self.model(&request)?;
         let key = match idempotency_key {
             Some(key) => {
                 let key = format!("client:{key}");
@@ -356,7 +363,7 @@ impl InteractionService {
             system: request.system_instruction.clone(),
             max_turns: self.config.max_turns,
         };
-        let done = self.spawn_run(&id, agent, history, input);
+        let done = self.spawn_run(&id, agent, stream_text, history, input);
         if !request.background && !request.stream {
             wait(done).await;
         }
@@ -402,6 +409,28 @@ impl InteractionService {
         blocking(move || store.get_interaction_with_steps(&id)).await
     }
 
+    /// The events of `id` after `last_event_id` (all when `None`), including the text of a step
+    /// still being streamed, and whether the sequence is complete (the interaction has stopped).
+    pub async fn events(
+        &self,
+        id: &str,
+        last_event_id: Option<u64>,
+    ) -> Result<(Vec<Event>, bool), ServiceError> {
+        let stored = self.load(id).await?;
+        let partial = lock(&self.live).get(id).cloned();
+        Ok(events::events_live(
+            &stored,
+            partial.as_ref(),
+            last_event_id,
+        ))
+    }
+
+    /// A receiver that sees a change whenever a running interaction changes: a step, streamed
+    /// text, its end.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
     /// Waits until the run of `id` (if one is going in this process) finishes or `timeout`
     /// passes.
     pub async fn wait_for(&self, id: &str, timeout: Duration) {
@@ -417,15 +446,17 @@ impl InteractionService {
         let current = self.load(id).await?;
         if current.interaction.status.is_running() {
             let store = Arc::clone(&self.store);
+            let live = Arc::clone(&self.live);
             let owned = id.to_owned();
             let update = Update {
                 status: Some(Status::Cancelled),
                 ..Update::default()
             };
             let updated =
-                tokio::task::spawn_blocking(move || store.update_interaction(&owned, update))
+                tokio::task::spawn_blocking(move || settle(store.as_ref(), &live, &owned, update))
                     .await
                     .map_err(|err| ServiceError::internal("a store task failed", &err))?;
+            bump(&self.changes);
             match updated {
                 // `Stopped`: it finished meanwhile; return it as it is.
                 Ok(_) | Err(StoreFailure::Stopped { .. }) => {}
@@ -447,24 +478,44 @@ impl InteractionService {
         blocking(move || store.delete_interaction(&id)).await
     }
 
-    /// The model of agent `name`.
-    fn model(&self, name: &str) -> Result<Arc<dyn Model>, ServiceError> {
+    /// The model of the agent `request` names (by `agent` or `model`), with the request's
+    /// `generation_config` applied, and whether it streams its text.
+    fn model(&self, request: &CreateRequest) -> Result<(Arc<dyn Model>, bool), ServiceError> {
+        let name = &request.agent;
         let Some(config) = self.config.agents.get(name) else {
             let known: Vec<&str> = self.config.agents.keys().map(String::as_str).collect();
+            let (path, meaning) = if request.model_form {
+                (
+                    "$.model",
+                    "; on hookbox `model` names an agent configured in hookbox.toml",
+                )
+            } else {
+                ("$.agent", "")
+            };
             return Err(ServiceError::invalid(if known.is_empty() {
                 format!(
-                    "invalid request at `$.agent`: no agent named `{name}`; this server \
+                    "invalid request at `{path}`: no agent named `{name}`{meaning}; this server \
                      configures no agents (add an [agents.\"{name}\"] table to hookbox.toml)"
                 )
             } else {
                 format!(
-                    "invalid request at `$.agent`: no agent named `{name}`; configured agents: {}",
+                    "invalid request at `{path}`: no agent named `{name}`{meaning}; configured \
+                     agents: {}",
                     known.join(", ")
                 )
             }));
         };
-        crate::model::build(config, self.model_http.clone())
-            .map_err(|err| ServiceError::precondition(format!("agent `{name}` cannot run: {err}")))
+        let mut config = config.clone();
+        if let Some(temperature) = request.generation.temperature {
+            config.temperature = Some(crate::model::Temperature(temperature));
+        }
+        if let Some(max) = request.generation.max_output_tokens {
+            config.max_tokens = Some(max);
+        }
+        let model = crate::model::build(&config, self.model_http.clone()).map_err(|err| {
+            ServiceError::precondition(format!("agent `{name}` cannot run: {err}"))
+        })?;
+        Ok((model, config.stream))
     }
 
     /// Whether `body` repeats a create whose interaction is still running or changed within the
@@ -596,6 +647,7 @@ impl InteractionService {
         self: &Arc<Self>,
         id: &str,
         agent: Agent,
+        stream_text: bool,
         history: Vec<Value>,
         input: Vec<Value>,
     ) -> watch::Receiver<bool> {
@@ -611,7 +663,9 @@ impl InteractionService {
         let mut runs = self.runs_lock();
         let task = tokio::spawn(async move {
             let _guard = guard;
-            service.run(&run_id, agent, history, input).await;
+            service
+                .run(&run_id, agent, stream_text, history, input)
+                .await;
         });
         runs.insert(
             id.to_owned(),
@@ -623,28 +677,74 @@ impl InteractionService {
         done_rx
     }
 
-    /// Runs the agent, storing each step as it is made, then the traces and the outcome.
-    async fn run(&self, id: &str, agent: Agent, history: Vec<Value>, input: Vec<Value>) {
-        let (steps_tx, mut steps_rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    /// Runs the agent, storing each step as it is made, then the traces and the outcome. With
+    /// `stream_text` the model's text is streamed: its pieces are visible to
+    /// [`events`](Self::events) as they arrive, and their lengths are stored with the step.
+    async fn run(
+        &self,
+        id: &str,
+        agent: Agent,
+        stream_text: bool,
+        history: Vec<Value>,
+        input: Vec<Value>,
+    ) {
+        // (step index, step, byte lengths of its streamed pieces)
+        let (steps_tx, mut steps_rx) =
+            tokio::sync::mpsc::unbounded_channel::<(usize, Value, Option<Vec<usize>>)>();
         let store = Arc::clone(&self.store);
+        let live = Arc::clone(&self.live);
+        let changes = Arc::clone(&self.changes);
         let recorder_id = id.to_owned();
         let recorder = tokio::spawn(async move {
-            while let Some(step) = steps_rx.recv().await {
+            while let Some((index, step, lengths)) = steps_rx.recv().await {
                 let store = Arc::clone(&store);
+                let live = Arc::clone(&live);
                 let id = recorder_id.clone();
                 let stored =
-                    blocking(move || store.append_steps(&id, vec![NewStep::new(step)])).await;
+                    blocking(move || record_step(store.as_ref(), &live, &id, index, step, lengths))
+                        .await;
+                bump(&changes);
                 if stored.is_err() {
                     // Cancelled or deleted: nothing more to record.
                     break;
                 }
             }
         });
-        let mut on_step = move |step: &Value| {
-            let _ = steps_tx.send(step.clone());
+        let live = Arc::clone(&self.live);
+        let changes = Arc::clone(&self.changes);
+        let owner = id.to_owned();
+        let mut index = 0usize;
+        let mut lengths: Vec<usize> = Vec::new();
+        let mut on_event = move |event: RunEvent<'_>| match event {
+            RunEvent::Text(piece) => {
+                lengths.push(piece.len());
+                lock(&live)
+                    .entry(owner.clone())
+                    .or_insert_with(|| Partial {
+                        index,
+                        pieces: Vec::new(),
+                    })
+                    .pieces
+                    .push(piece.to_owned());
+                bump(&changes);
+            }
+            RunEvent::Step(step) => {
+                let streamed = std::mem::take(&mut lengths);
+                let streamed =
+                    (!streamed.is_empty() && step["type"] == "model_output").then_some(streamed);
+                let _ = steps_tx.send((index, step.clone(), streamed));
+                index += 1;
+            }
         };
-        let outcome = agent.run(&history, input, Some(id), &mut on_step).await;
-        drop(on_step);
+        let outcome = if stream_text {
+            agent
+                .run_streaming(&history, input, Some(id), &mut on_event)
+                .await
+        } else {
+            let mut on_step = |step: &Value| on_event(RunEvent::Step(step));
+            agent.run(&history, input, Some(id), &mut on_step).await
+        };
+        drop(on_event);
         let _ = recorder.await;
         let status = match outcome.status {
             RunStatus::Completed => Status::Completed,
@@ -672,7 +772,79 @@ impl InteractionService {
         let store = Arc::clone(&self.store);
         let owned = id.to_owned();
         let _ = blocking(move || store.append(&owned, append)).await;
+        lock(&self.live).remove(id);
+        bump(&self.changes);
     }
+}
+
+/// Locks `mutex`, whether or not a holder panicked.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Tells [`InteractionService::changes`] receivers that something changed.
+fn bump(changes: &watch::Sender<u64>) {
+    changes.send_modify(|version| *version = version.wrapping_add(1));
+}
+
+/// Stores step `index` of `id`, with the byte lengths of its streamed pieces, and retires the
+/// streamed text it completes, under the lock of `live` (so [`settle`] cannot store it twice).
+fn record_step(
+    store: &dyn Store,
+    live: &Mutex<HashMap<String, Partial>>,
+    id: &str,
+    index: usize,
+    step: Value,
+    lengths: Option<Vec<usize>>,
+) -> Result<(), StoreFailure> {
+    let mut live = lock(live);
+    let mut append = Append {
+        steps: vec![NewStep::new(step)],
+        ..Append::default()
+    };
+    if let Some(lengths) = lengths {
+        let current = store.get_interaction(id)?;
+        let mut outputs = current.outputs.unwrap_or_else(|| json!({}));
+        outputs["deltas"][index.to_string()] = json!(lengths);
+        append.update = Some(Update {
+            outputs: Some(outputs),
+            ..Update::default()
+        });
+    }
+    let stored = store.append(id, append);
+    if live.get(id).is_some_and(|partial| partial.index <= index) {
+        live.remove(id);
+    }
+    stored.map(|_| ())
+}
+
+/// Applies `update` to `id`. Text the run was still streaming becomes its last `model_output`
+/// step first, so what a stream showed stays a prefix of what a replay shows.
+fn settle(
+    store: &dyn Store,
+    live: &Mutex<HashMap<String, Partial>>,
+    id: &str,
+    mut update: Update,
+) -> Result<hookbox_store::Interaction, StoreFailure> {
+    let mut live = lock(live);
+    let mut append = Append::default();
+    if let Some(partial) = live.remove(id) {
+        let current = store.get_interaction_with_steps(id)?;
+        if current.steps.len() == partial.index && current.interaction.status.is_running() {
+            let text = partial.pieces.concat();
+            append
+                .steps
+                .push(NewStep::new(crate::interaction::model_output(&text)));
+            let mut outputs = current.interaction.outputs.unwrap_or_else(|| json!({}));
+            outputs["deltas"][partial.index.to_string()] =
+                json!(partial.pieces.iter().map(String::len).collect::<Vec<_>>());
+            update.outputs = Some(outputs);
+        }
+    }
+    append.update = Some(update);
+    Ok(store.append(id, append)?.interaction)
 }
 
 /// Cleans up after a run however it ends (finished, aborted, panicked): an interaction still
@@ -693,8 +865,15 @@ impl Drop for RunGuard {
                 error: Some(json!({"code": "internal", "message": "the run stopped unexpectedly"})),
                 ..Update::default()
             };
-            let _ = self.service.store.update_interaction(&self.id, update);
+            let _ = settle(
+                self.service.store.as_ref(),
+                &self.service.live,
+                &self.id,
+                update,
+            );
         }
+        lock(&self.service.live).remove(&self.id);
+        bump(&self.service.changes);
         self.service.runs_lock().remove(&self.id);
         let _ = self.done.send(true);
     }
@@ -733,13 +912,22 @@ fn name_function_results(input: &mut [Value], history: &[Value]) {
     }
 }
 
+/// `model` when the interaction was created in the model form, else `agent`.
+pub(crate) fn name_field(stored: &InteractionWithSteps) -> &'static str {
+    if stored.interaction.request.get("model").is_some() {
+        "model"
+    } else {
+        "agent"
+    }
+}
+
 /// The interaction object (§4) of a stored interaction.
 pub fn view(stored: &InteractionWithSteps) -> Value {
     let interaction = &stored.interaction;
     let mut object = json!({
         "id": interaction.id,
         "status": interaction.status.as_str(),
-        "agent": interaction.agent,
+        name_field(stored): interaction.agent,
         "created": interaction.created.to_string(),
         "updated": interaction.updated.to_string(),
         "steps": stored.steps.iter().map(|step| step.body.clone()).collect::<Vec<_>>(),
@@ -750,7 +938,14 @@ pub fn view(stored: &InteractionWithSteps) -> Value {
     if let Some(previous) = &interaction.previous_interaction_id {
         object["previous_interaction_id"] = previous.clone().into();
     }
-    for echoed in ["system_instruction", "tools", "labels", "agent_config"] {
+    for echoed in [
+        "system_instruction",
+        "tools",
+        "labels",
+        "agent_config",
+        "generation_config",
+        "service_tier",
+    ] {
         if let Some(value) = interaction.request.get(echoed) {
             object[echoed] = value.clone();
         }

@@ -11,6 +11,8 @@ use crate::model::ToolDeclaration;
 const ACCEPTED: &[&str] = &[
     "agent",
     "agent_config",
+    "model",
+    "generation_config",
     "input",
     "tools",
     "environment",
@@ -25,8 +27,6 @@ const ACCEPTED: &[&str] = &[
 
 /// Members of the SDK's create body that hookbox does not implement.
 const UNSUPPORTED: &[&str] = &[
-    "model",
-    "generation_config",
     "cached_content",
     "continuation_token",
     "response_format",
@@ -54,11 +54,25 @@ pub enum EnvironmentChoice {
     Config(EnvironmentSpec),
 }
 
+/// The `generation_config` fields hookbox passes on to the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GenerationConfig {
+    /// `temperature`.
+    pub temperature: Option<f64>,
+    /// `max_output_tokens`.
+    pub max_output_tokens: Option<u32>,
+}
+
 /// A checked create request.
 #[derive(Debug, Clone)]
 pub struct CreateRequest {
-    /// The agent name (`[agents."NAME"]` in hookbox.toml).
+    /// The agent name (`[agents."NAME"]` in hookbox.toml), from `agent` or, in the model form,
+    /// `model`.
     pub agent: String,
+    /// Whether the request is in the model form (`model` rather than `agent`).
+    pub model_form: bool,
+    /// The model form's `generation_config`.
+    pub generation: GenerationConfig,
     /// This interaction's input steps (`user_input`, `function_result`).
     pub input: Vec<Value>,
     /// Client-side `function` tools.
@@ -138,13 +152,37 @@ impl CreateRequest {
                 ));
             }
         }
-        let agent = match map.get("agent") {
-            Some(value) => string(value, "$.agent")?,
-            None => return Err(invalid("$.agent", "missing; name the agent to run")),
+        let (agent, model_form) = match (map.get("agent"), map.get("model")) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "$.model",
+                    "give either `agent` or `model`, not both (on hookbox both name an \
+                     [agents.\"NAME\"] table of hookbox.toml)",
+                ));
+            }
+            (Some(value), None) => (string(value, "$.agent")?, false),
+            (None, Some(value)) => (string(value, "$.model")?, true),
+            (None, None) => {
+                return Err(invalid(
+                    "$.agent",
+                    "missing; name the agent to run (`agent`, or `model`: both name an \
+                     [agents.\"NAME\"] table of hookbox.toml)",
+                ));
+            }
         };
         if let Some(config) = map.get("agent_config") {
+            if model_form {
+                return Err(invalid(
+                    "$.agent_config",
+                    "belongs to the agent form; with `model` give `generation_config`",
+                ));
+            }
             object(config, "$.agent_config")?;
         }
+        let generation = match map.get("generation_config") {
+            Some(config) => parse_generation(config)?,
+            None => GenerationConfig::default(),
+        };
         if let Some(labels) = map.get("labels") {
             for (key, value) in object(labels, "$.labels")? {
                 string(value, &format!("$.labels.{key}"))?;
@@ -207,6 +245,8 @@ impl CreateRequest {
         boolean(map.get("store"), "$.store")?;
         Ok(Self {
             agent,
+            model_form,
+            generation,
             input,
             functions,
             code_execution,
@@ -328,21 +368,181 @@ fn kind_of(value: &Value) -> &'static str {
     kind(value)
 }
 
-/// One content object; hookbox's agent loop takes text only.
+/// One content object: text, or an inline image or PDF document. Media is kept as given.
 fn parse_content(value: &Value, path: &str) -> Result<Value, ServiceError> {
     let map = object(value, path)?;
-    let kind = map.get("type").and_then(Value::as_str).unwrap_or("text");
-    if kind != "text" {
-        return Err(invalid(
+    let kind = match map.get("type") {
+        Some(kind) => string(kind, &format!("{path}.type"))?,
+        None => "text".to_owned(),
+    };
+    match kind.as_str() {
+        "text" => {
+            let text = match map.get("text") {
+                Some(text) => string(text, &format!("{path}.text"))?,
+                None => return Err(invalid(&format!("{path}.text"), "missing")),
+            };
+            Ok(json!({"type": "text", "text": text}))
+        }
+        "image" | "document" => {
+            check_media(map, &kind, path)?;
+            Ok(value.clone())
+        }
+        other => Err(invalid(
             &format!("{path}.type"),
-            format!("content type `{kind}` is not supported; hookbox agents take text input"),
+            format!(
+                "content type `{other}` is not supported; hookbox agents take text, image and \
+                 document (PDF) input"
+            ),
+        )),
+    }
+}
+
+/// Checks an `image` or `document` content object: inline `data` (base64) with `mime_type`,
+/// or a `data:` `uri`.
+fn check_media(map: &Map<String, Value>, kind: &str, path: &str) -> Result<(), ServiceError> {
+    let given_type = map
+        .get("mime_type")
+        .map(|value| string(value, &format!("{path}.mime_type")))
+        .transpose()?;
+    let (mime_type, mime_path) = match (map.get("data"), map.get("uri")) {
+        (Some(data), _) => {
+            let data_path = format!("{path}.data");
+            check_base64(&string(data, &data_path)?, &data_path)?;
+            match given_type {
+                Some(mime) => (mime, format!("{path}.mime_type")),
+                None => {
+                    return Err(invalid(
+                        &format!("{path}.mime_type"),
+                        format!(
+                            "missing; give the {kind}'s MIME type (e.g. {})",
+                            if kind == "image" {
+                                "image/png"
+                            } else {
+                                "application/pdf"
+                            }
+                        ),
+                    ));
+                }
+            }
+        }
+        (None, Some(uri)) => {
+            let uri_path = format!("{path}.uri");
+            let uri = string(uri, &uri_path)?;
+            if !uri.starts_with("data:") {
+                return Err(invalid(
+                    &uri_path,
+                    "only inline data is supported: give `data` (base64) with `mime_type`, or \
+                     a `data:<mime type>;base64,<data>` URI; hookbox does not fetch URLs or files",
+                ));
+            }
+            let Some((uri_type, data)) = crate::interaction::parse_data_uri(&uri) else {
+                return Err(invalid(
+                    &uri_path,
+                    "a `data:` URI must be `data:<mime type>;base64,<data>`",
+                ));
+            };
+            check_base64(data, &uri_path)?;
+            match given_type {
+                Some(mime) => (mime, format!("{path}.mime_type")),
+                None => (uri_type.to_owned(), uri_path),
+            }
+        }
+        (None, None) => {
+            return Err(invalid(
+                &format!("{path}.data"),
+                format!("missing; give the {kind} inline as `data` (base64) with `mime_type`"),
+            ));
+        }
+    };
+    let fits = match kind {
+        "image" => mime_type.starts_with("image/"),
+        _ => mime_type == "application/pdf",
+    };
+    if !fits {
+        return Err(invalid(
+            &mime_path,
+            format!(
+                "`{mime_type}` is not {}",
+                if kind == "image" {
+                    "an image type (image/…)"
+                } else {
+                    "supported for documents; only PDF (application/pdf) is"
+                }
+            ),
         ));
     }
-    let text = match map.get("text") {
-        Some(text) => string(text, &format!("{path}.text"))?,
-        None => return Err(invalid(&format!("{path}.text"), "missing")),
+    Ok(())
+}
+
+/// Checks that `data` is standard base64 (padding optional).
+fn check_base64(data: &str, path: &str) -> Result<(), ServiceError> {
+    if data.is_empty() {
+        return Err(invalid(path, "empty; give the base64 of the content"));
+    }
+    let body = data.trim_end_matches('=');
+    let padding = data.len() - body.len();
+    if let Some((at, bad)) = body
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '+' || *c == '/'))
+    {
+        return Err(invalid(
+            path,
+            format!(
+                "not valid base64: character {bad:?} at offset {at} (expected A-Z, a-z, 0-9, \
+                 + and /, then up to two `=`)"
+            ),
+        ));
+    }
+    let valid_length = if padding == 0 {
+        body.len() % 4 != 1
+    } else {
+        padding <= 2 && data.len().is_multiple_of(4)
     };
-    Ok(json!({"type": "text", "text": text}))
+    if !valid_length {
+        return Err(invalid(
+            path,
+            format!(
+                "not valid base64: {} characters with {padding} `=` is not a whole number of \
+                 bytes",
+                data.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `generation_config`: `temperature` and `max_output_tokens` are used; other fields are
+/// accepted and ignored.
+fn parse_generation(value: &Value) -> Result<GenerationConfig, ServiceError> {
+    let map = object(value, "$.generation_config")?;
+    let temperature = match map.get("temperature") {
+        None | Some(Value::Null) => None,
+        Some(value) => match value.as_f64() {
+            Some(temperature) if temperature >= 0.0 && temperature.is_finite() => Some(temperature),
+            _ => {
+                return Err(invalid(
+                    "$.generation_config.temperature",
+                    format!("expected a number ≥ 0, got {value}"),
+                ));
+            }
+        },
+    };
+    let max_output_tokens = match map.get("max_output_tokens") {
+        None | Some(Value::Null) => None,
+        Some(value) => match value.as_u64().and_then(|max| u32::try_from(max).ok()) {
+            Some(max) if max > 0 => Some(max),
+            _ => {
+                return Err(invalid(
+                    "$.generation_config.max_output_tokens",
+                    format!("expected a positive integer, got {value}"),
+                ));
+            }
+        },
+    };
+    Ok(GenerationConfig {
+        temperature,
+        max_output_tokens,
+    })
 }
 
 /// `tools`: `code_execution` and `function` declarations.
@@ -419,10 +619,18 @@ fn parse_tools(value: &Value) -> Result<(Vec<ToolDeclaration>, bool), ServiceErr
 fn instruction_text(value: &Value, path: &str) -> Result<String, ServiceError> {
     match value {
         Value::String(text) => Ok(text.clone()),
-        Value::Object(_) => Ok(parse_content(value, path)?["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()),
+        Value::Object(map) => {
+            if map.get("type").is_some_and(|kind| kind != "text") {
+                return Err(invalid(
+                    &format!("{path}.type"),
+                    "a system instruction is text only",
+                ));
+            }
+            Ok(parse_content(value, path)?["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned())
+        }
         Value::Array(items) => items
             .iter()
             .enumerate()
@@ -493,5 +701,62 @@ mod tests {
                 .contains("$.environment.sources[0]")
         );
         assert!(error(json!({"agent": "a", "input": "x", "model": "m"})).contains("`$.model`"));
+        assert!(
+            error(json!({"model": "m", "input": "x", "generation_config": {"temperature": "hot"}}))
+                .contains("`$.generation_config.temperature`")
+        );
+    }
+
+    #[test]
+    fn the_model_form_names_an_agent_and_keeps_its_generation_config() {
+        let request = CreateRequest::parse(
+            &json!({"model": "m", "input": "x",
+                    "generation_config": {"temperature": 0.5, "max_output_tokens": 64, "top_k": 3}}),
+            false,
+        )
+        .unwrap_or_else(|err| panic!("{}", err.message));
+        assert_eq!(request.agent, "m");
+        assert!(request.model_form);
+        assert_eq!(request.generation.temperature, Some(0.5));
+        assert_eq!(request.generation.max_output_tokens, Some(64));
+    }
+
+    #[test]
+    fn media_input_is_checked_and_kept_as_given() {
+        let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mime_type": "image/png"});
+        let request = CreateRequest::parse(
+            &json!({"agent": "a", "input": [{"type": "text", "text": "what is it?"}, image]}),
+            false,
+        )
+        .unwrap_or_else(|err| panic!("{}", err.message));
+        assert_eq!(request.input[0]["content"][1], image);
+        let uri = json!({"type": "image", "uri": "data:image/jpeg;base64,/9j/4AAQ"});
+        assert!(CreateRequest::parse(&json!({"agent": "a", "input": [uri]}), false).is_ok());
+        let pdf = json!({"type": "document", "data": "JVBERi0=", "mime_type": "application/pdf"});
+        assert!(CreateRequest::parse(&json!({"agent": "a", "input": [pdf]}), false).is_ok());
+
+        let bad = error(
+            json!({"agent": "a", "input": [{"type": "text", "text": "x"},
+            {"type": "image", "data": "not base64!", "mime_type": "image/png"}]}),
+        );
+        assert!(
+            bad.contains("`$.input[1].data`") && bad.contains("base64"),
+            "{bad}"
+        );
+        let remote =
+            error(json!({"agent": "a", "input": {"type": "image", "uri": "https://x/y.png"}}));
+        assert!(
+            remote.contains("`$.input.uri`") && remote.contains("only inline data"),
+            "{remote}"
+        );
+        assert!(
+            error(json!({"agent": "a", "input": {"type": "image", "data": "AAAA"}}))
+                .contains("`$.input.mime_type`")
+        );
+        assert!(
+            error(json!({"agent": "a", "input": {"type": "audio", "data": "AAAA", "mime_type": "audio/wav"}}))
+                .contains("`$.input.type`")
+        );
+        assert!(error(json!({"agent": "a", "input": {"type": "image", "data": "AAAAA", "mime_type": "image/png"}})).contains("whole number"));
     }
 }

@@ -536,3 +536,101 @@ fn model_config_reads_from_toml_like_json() {
         serde_json::from_value::<ModelConfig>(json!({"provider": "gemini", "modle": "x"}));
     assert!(unknown.unwrap_err().to_string().contains("modle"));
 }
+
+/// A user message with an image and a PDF, as each provider must receive it.
+#[tokio::test]
+async fn media_and_generation_settings_reach_each_provider_in_its_format() {
+    use hookbox_agent::model::{Media, Temperature};
+    const PNG: &str = "iVBORw0KGgo=";
+    const PDF: &str = "JVBERi0xLjQ=";
+    for provider in PROVIDERS {
+        for stream in [false, true] {
+            let server = fake(provider, vec![FakeTurn::text("A cat.")]).await;
+            let mut settings = config(provider, &server.base_url(), stream);
+            settings.temperature = Some(Temperature(0.25));
+            settings.max_tokens = Some(99);
+            let mut conversation = Conversation::new(None);
+            conversation.push_user_with_media(
+                "What is this?",
+                vec![
+                    Media {
+                        mime_type: "image/png".to_owned(),
+                        data: PNG.to_owned(),
+                    },
+                    Media {
+                        mime_type: "application/pdf".to_owned(),
+                        data: PDF.to_owned(),
+                    },
+                ],
+            );
+            let reply = model(&settings)
+                .complete(&conversation, &[])
+                .await
+                .unwrap_or_else(|e| panic!("{provider:?} stream={stream}: {e}"));
+            assert_eq!(reply.text, "A cat.");
+            let body = &server.bodies()[0];
+            match provider {
+                ProviderKind::Gemini => {
+                    assert_eq!(
+                        body["contents"][0]["parts"],
+                        json!([
+                            {"text": "What is this?"},
+                            {"inline_data": {"mime_type": "image/png", "data": PNG}},
+                            {"inline_data": {"mime_type": "application/pdf", "data": PDF}},
+                        ])
+                    );
+                    assert_eq!(
+                        body["generationConfig"],
+                        json!({"maxOutputTokens": 99, "temperature": 0.25})
+                    );
+                }
+                ProviderKind::Openai => {
+                    assert_eq!(
+                        body["messages"][0]["content"],
+                        json!([
+                            {"type": "text", "text": "What is this?"},
+                            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}},
+                            {"type": "file", "file": {"filename": "document-2.pdf",
+                             "file_data": format!("data:application/pdf;base64,{PDF}")}},
+                        ])
+                    );
+                    assert_eq!(body["temperature"], json!(0.25));
+                    assert_eq!(body["max_tokens"], json!(99));
+                }
+                _ => {
+                    assert_eq!(
+                        body["messages"][0]["content"],
+                        json!([
+                            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+                            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}},
+                            {"type": "text", "text": "What is this?"},
+                        ])
+                    );
+                    assert_eq!(body["temperature"], json!(0.25));
+                    assert_eq!(body["max_tokens"], json!(99));
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_fake_servers_refuse_media_that_is_not_base64() {
+    use hookbox_agent::model::Media;
+    for provider in PROVIDERS {
+        let server = fake(provider, vec![FakeTurn::text("no")]).await;
+        let mut conversation = Conversation::new(None);
+        conversation.push_user_with_media(
+            "What is this?",
+            vec![Media {
+                mime_type: "image/png".to_owned(),
+                data: "not base64!".to_owned(),
+            }],
+        );
+        let error = model(&config(provider, &server.base_url(), false))
+            .complete(&conversation, &[])
+            .await
+            .expect_err("refused");
+        assert!(error.to_string().contains("fake"), "{provider:?}: {error}");
+    }
+}

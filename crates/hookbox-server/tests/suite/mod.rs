@@ -6,6 +6,9 @@ mod environments;
 mod files;
 /// `/{v}/interactions…` with a scripted agent: the seeds' gates, function tools, SSE, idempotency.
 mod interactions;
+/// `/{v}/interactions…` with agents on fake model servers: token streaming, the model form,
+/// media input, and the google-genai SDK streaming.
+mod models;
 /// The client and server the suites share.
 mod support;
 /// The resumable upload protocol.

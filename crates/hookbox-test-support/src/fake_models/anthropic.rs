@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::{FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeToolCall, at, halves};
+use super::{
+    FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeToolCall, at, halves, is_base64, text_pieces,
+};
 use crate::RecordedRequest;
 
 pub(super) fn check(
@@ -71,6 +73,29 @@ pub(super) fn check(
                         .is_none_or(str::is_empty)
                     {
                         return Err(format!("{here}: text blocks must not be empty"));
+                    }
+                }
+                (Some(kind @ ("image" | "document")), Some("user")) => {
+                    let source = &block["source"];
+                    let valid = source.get("type").and_then(Value::as_str) == Some("base64")
+                        && source
+                            .get("media_type")
+                            .and_then(Value::as_str)
+                            .is_some_and(|mime| {
+                                if kind == "image" {
+                                    mime.starts_with("image/")
+                                } else {
+                                    mime == "application/pdf"
+                                }
+                            })
+                        && source
+                            .get("data")
+                            .and_then(Value::as_str)
+                            .is_some_and(is_base64);
+                    if !valid {
+                        return Err(format!(
+                            "{here}: {kind} needs source {{type: base64, media_type, data}}"
+                        ));
                     }
                 }
                 (Some("tool_use"), Some("assistant")) => {
@@ -168,7 +193,7 @@ pub(super) fn stream(model: &str, text: &str, calls: &[FakeToolCall]) -> Vec<Str
     if !text.is_empty() {
         events.push(event(json!({"type": "content_block_start", "index": index,
             "content_block": {"type": "text", "text": ""}})));
-        for piece in halves(text) {
+        for piece in text_pieces(text) {
             events.push(event(json!({"type": "content_block_delta", "index": index,
                 "delta": {"type": "text_delta", "text": piece}})));
         }

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeToolCall, at, halves};
+use super::{FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeToolCall, at, is_base64, text_pieces};
 use crate::RecordedRequest;
 
 pub(super) fn check(
@@ -47,12 +47,29 @@ pub(super) fn check(
         let mut answered = Vec::new();
         for (part_index, part) in parts.iter().enumerate() {
             let here = at(&format!("{here}.parts"), part_index);
-            let kinds: Vec<&str> = ["text", "functionCall", "functionResponse"]
-                .into_iter()
-                .filter(|kind| part.get(*kind).is_some())
-                .collect();
+            let kinds: Vec<&str> = [
+                "text",
+                "functionCall",
+                "functionResponse",
+                "inline_data",
+                "inlineData",
+            ]
+            .into_iter()
+            .filter(|kind| part.get(*kind).is_some())
+            .collect();
             match kinds.as_slice() {
                 ["text"] if part["text"].is_string() => {}
+                [kind @ ("inline_data" | "inlineData")] if role == Some("user") => {
+                    let blob = &part[*kind];
+                    let mime = blob
+                        .get("mime_type")
+                        .or_else(|| blob.get("mimeType"))
+                        .and_then(Value::as_str);
+                    let data = blob.get("data").and_then(Value::as_str);
+                    if mime.is_none_or(str::is_empty) || !data.is_some_and(is_base64) {
+                        return Err(format!("{here}.{kind} needs `mime_type` and base64 `data`"));
+                    }
+                }
                 ["functionCall"] if role == Some("model") => {
                     let call = &part["functionCall"];
                     let name = call.get("name").and_then(Value::as_str);
@@ -151,7 +168,7 @@ pub(super) fn reply(model: &str, text: &str, calls: &[FakeToolCall]) -> Value {
 }
 
 pub(super) fn stream(model: &str, text: &str, calls: &[FakeToolCall]) -> Vec<String> {
-    let mut responses: Vec<Value> = halves(text)
+    let mut responses: Vec<Value> = text_pieces(text)
         .into_iter()
         .map(|piece| response(model, vec![json!({"text": piece})], false))
         .collect();

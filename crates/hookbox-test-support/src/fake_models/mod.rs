@@ -288,6 +288,37 @@ fn sse(events: Vec<String>) -> Reply {
     }
 }
 
+/// `text` cut into up to four pieces at character boundaries (one if it is short; none if
+/// empty), as a model streams its text.
+fn text_pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() {
+        return Vec::new();
+    }
+    let size = chars.len().div_ceil(4).max(1);
+    chars
+        .chunks(size)
+        .map(|piece| piece.iter().collect())
+        .collect()
+}
+
+/// Whether `data` looks like standard base64 (what the real APIs require of inline media).
+fn is_base64(data: &str) -> bool {
+    let body = data.trim_end_matches('=');
+    !data.is_empty()
+        && data.len() - body.len() <= 2
+        && body
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/')
+}
+
+/// Whether `url` is a `data:<mime>;base64,<data>` URL with valid base64.
+fn is_data_url(url: &str) -> bool {
+    url.strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+        .is_some_and(|(mime, data)| !mime.is_empty() && is_base64(data))
+}
+
 /// `text` cut in two at a character boundary (one piece if it is too short; none if empty).
 fn halves(text: &str) -> Vec<String> {
     let count = text.chars().count();

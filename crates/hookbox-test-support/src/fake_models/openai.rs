@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::{FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeToolCall, at, halves};
+use super::{
+    FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeToolCall, at, halves, is_data_url, text_pieces,
+};
 use crate::RecordedRequest;
 
 pub(super) fn check(
@@ -42,6 +44,34 @@ pub(super) fn check(
         match message.get("role").and_then(Value::as_str) {
             Some("system") if index == 0 && content.is_some_and(Value::is_string) => {}
             Some("user") if content.is_some_and(Value::is_string) => {}
+            Some("user") if content.is_some_and(Value::is_array) => {
+                for (part_index, part) in content
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    let here = at(&format!("{here}.content"), part_index);
+                    let valid = match part.get("type").and_then(Value::as_str) {
+                        Some("text") => part.get("text").is_some_and(Value::is_string),
+                        Some("image_url") => part
+                            .pointer("/image_url/url")
+                            .and_then(Value::as_str)
+                            .is_some_and(|url| is_data_url(url) || url.starts_with("https://")),
+                        Some("file") => part
+                            .pointer("/file/file_data")
+                            .and_then(Value::as_str)
+                            .is_some_and(is_data_url),
+                        _ => false,
+                    };
+                    if !valid {
+                        return Err(format!(
+                            "{here} must be a text, image_url (data: or https URL) or file \
+                             (file_data data: URL) part"
+                        ));
+                    }
+                }
+            }
             Some("assistant") => {
                 if !content.is_some_and(|c| c.is_string() || c.is_null()) {
                     return Err(format!("{here}.content must be a string or null"));
@@ -161,7 +191,7 @@ pub(super) fn stream(model: &str, text: &str, calls: &[FakeToolCall]) -> Vec<Str
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     )];
-    for piece in halves(text) {
+    for piece in text_pieces(text) {
         chunks.push(chunk(json!({"content": piece}), Value::Null));
     }
     for (index, call) in calls.iter().enumerate() {
