@@ -67,6 +67,10 @@ pub(crate) async fn create(
         refuse_host_sources(&spec)?;
     }
     let environment = state.environments.create(&spec).await?;
+    if let Err(err) = state.interactions.record_environment(&environment).await {
+        let _ = state.environments.delete(environment.id());
+        return Err(err.into());
+    }
     tracing::info!(id = environment.id(), "environment created");
     Ok(Json(environment.to_json()))
 }
@@ -109,6 +113,7 @@ pub(crate) async fn delete(
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     state.environments.delete(&id)?;
+    state.interactions.forget_environment(&id).await?;
     tracing::info!(id, "environment deleted");
     Ok(Json(json!({})))
 }

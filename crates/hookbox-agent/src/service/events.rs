@@ -257,7 +257,7 @@ mod tests {
         // A partial that is not the next step (the recorder lags) is not shown.
         let early = Partial {
             index: 2,
-            ..partial.clone()
+            ..partial
         };
         assert_eq!(events_live(&running, Some(&early), None).0.len(), 4);
 

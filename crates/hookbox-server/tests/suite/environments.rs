@@ -216,3 +216,37 @@ async fn other_routes_answer_in_the_error_shape_never_204() {
     assert_eq!(wrong_method.status, 405);
     assert_eq!(wrong_method.error_code(), "method_not_allowed");
 }
+
+#[tokio::test]
+async fn the_database_holds_every_environment_without_its_transform_secrets() {
+    use hookbox_store::Store;
+    let api = Api::start().await;
+    let secret = "Bearer db-secret-5e2d";
+    let id = api
+        .create(&json!({
+            "sources": [inline("workspace/a.txt", "hi")],
+            "network": {"allowlist": [{"domain": "api.example.com", "transform": {"Authorization": secret}}]},
+        }))
+        .await;
+    let store =
+        hookbox_store::SqliteStore::open_without_recovery(api.home().join("hookbox.db")).unwrap();
+    let record = store.get_environment(&id).unwrap();
+    assert_eq!(record.metadata["id"], id.as_str());
+    assert_eq!(
+        record.metadata["network"]["allowlist"][0]["transform"]["Authorization"],
+        "[REDACTED]"
+    );
+    let database = std::fs::read(api.home().join("hookbox.db")).unwrap();
+    assert!(
+        !database
+            .windows(secret.len())
+            .any(|window| window == secret.as_bytes()),
+        "the secret is in the database file"
+    );
+
+    let reply = api
+        .send("DELETE", &format!("/v1/environments/{id}"), &[], Vec::new())
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert!(store.get_environment(&id).is_err());
+}

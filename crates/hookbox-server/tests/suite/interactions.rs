@@ -96,12 +96,19 @@ async fn the_security_gate_denies_and_the_model_sees_the_reason() {
     assert_eq!(interaction["status"], "completed");
     assert_eq!(interaction["agent"], AGENT);
     assert!(interaction["id"].as_str().unwrap().starts_with("int_"));
-    assert!(
-        interaction["environment_id"]
-            .as_str()
-            .unwrap()
-            .starts_with("env_")
-    );
+    let environment_id = interaction["environment_id"].as_str().unwrap();
+    assert!(environment_id.starts_with("env_"));
+    // The environment the interaction created is recorded in the database too.
+    {
+        use hookbox_store::Store;
+        let store =
+            hookbox_store::SqliteStore::open_without_recovery(api.home().join("hookbox.db"))
+                .unwrap();
+        assert_eq!(
+            store.get_environment(environment_id).unwrap().metadata["id"],
+            environment_id
+        );
+    }
     assert_eq!(
         types(&interaction),
         [
