@@ -16,7 +16,8 @@ use tokio::sync::Notify;
 
 use super::SubagentDefinition;
 use super::compact::{SUMMARY_PREFIX, estimate_tokens, summary_request};
-use super::emit::{Emitter, new_uuid};
+use super::emit::Emitter;
+use super::ids::new_uuid;
 use super::messages::{ContentBlock, PermissionDenial, QueryResult, ResultSubtype, SessionMessage};
 use super::permissions::{
     PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, Rule, Rules,
@@ -352,7 +353,7 @@ impl Core {
                 input: call.args.clone(),
             }));
             out.emit(SessionMessage::Assistant {
-                id: format!("msg_{}", new_uuid().unwrap_or_default().replace('-', "")),
+                id: format!("msg_{}", new_uuid().replace('-', "")),
                 model: model.label().to_owned(),
                 content,
                 parent_tool_use_id: runner.parent_tool_use_id.clone(),
@@ -643,7 +644,7 @@ impl Core {
             );
             return Ok((error.clone(), json!({"error": error}), Some(error)));
         };
-        let agent_id = format!("agent_{}", new_uuid().unwrap_or_default().replace('-', ""));
+        let agent_id = format!("agent_{}", new_uuid().replace('-', ""));
         let tool_names: Vec<&'static str> = self
             .tool_names
             .iter()

@@ -2,11 +2,12 @@
 //! transcript file (one stream-json line per message).
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::ids::new_uuid;
 use super::messages::SessionMessage;
 
 /// Sends messages to the stream and appends them to the transcript.
@@ -21,28 +22,11 @@ impl Emitter<'_> {
     /// the stream is best-effort once its reader is gone, and the transcript is a record.
     pub(crate) fn emit(&mut self, message: SessionMessage) {
         if let Some(file) = self.transcript.as_deref_mut() {
-            let line = message.to_wire(self.session_id, &new_uuid().unwrap_or_default());
+            let line = message.to_wire(self.session_id, &new_uuid());
             let _ = writeln!(file, "{line}");
         }
         let _ = self.stream.send(message);
     }
-}
-
-/// A random version-4 UUID, like the ids Claude Code gives sessions and messages.
-pub(crate) fn new_uuid() -> io::Result<String> {
-    let mut bytes = [0u8; 16];
-    File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
-    Ok(format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    ))
 }
 
 /// Opens (creating) `dir/<session_id>.jsonl` for appending, private to the user.
@@ -56,17 +40,4 @@ pub(crate) fn open_transcript(dir: &Path, session_id: &str) -> io::Result<(File,
         .mode(0o600)
         .open(&path)?;
     Ok((file, path.display().to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uuids_have_the_v4_shape() {
-        let uuid = new_uuid().unwrap_or_default();
-        assert_eq!(uuid.len(), 36);
-        assert_eq!(&uuid[14..15], "4");
-        assert_ne!(new_uuid().unwrap_or_default(), uuid);
-    }
 }

@@ -15,6 +15,7 @@
 mod compact;
 mod core;
 mod emit;
+mod ids;
 mod messages;
 mod permissions;
 mod tools;
@@ -34,6 +35,7 @@ use hookbox_hooks::{
 };
 use tokio::sync::mpsc;
 
+pub use ids::new_uuid;
 pub use messages::{ContentBlock, PermissionDenial, QueryResult, ResultSubtype, SessionMessage};
 pub use permissions::{
     PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, UnknownPermissionMode,
@@ -289,10 +291,7 @@ impl SessionBuilder {
         let session_id = match self.session_id {
             Some(id) if valid_session_id(&id) => id,
             Some(id) => return Err(SessionError::SessionId(id)),
-            None => emit::new_uuid().map_err(|source| SessionError::Transcript {
-                dir: PathBuf::from("/dev/urandom"),
-                source,
-            })?,
+            None => new_uuid(),
         };
         let (transcript, transcript_path) = match &self.transcript_dir {
             Some(dir) => {

@@ -14,7 +14,6 @@ mod argv;
 mod bridge;
 mod control;
 mod frame;
-mod ids;
 mod init;
 mod setup;
 
@@ -26,7 +25,7 @@ use futures_util::FutureExt;
 use hookbox_agent::model::Model;
 use hookbox_agent::session::{
     MessageStream, PermissionMode, QueryResult, ResultSubtype, Session, SessionControl,
-    SessionMessage,
+    SessionMessage, new_uuid,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -189,7 +188,7 @@ struct Driver {
 
 impl Driver {
     fn new(setup: Setup, outbox: Outbox, client: ControlClient) -> Self {
-        let fallback_id = setup.args.session_id.clone().unwrap_or_else(ids::new_uuid);
+        let fallback_id = setup.args.session_id.clone().unwrap_or_else(new_uuid);
         Self {
             setup,
             outbox,
@@ -288,7 +287,7 @@ impl Driver {
     }
 
     fn emit(&self, message: &SessionMessage) {
-        self.send(message.to_wire(self.session_id(), &ids::new_uuid()));
+        self.send(message.to_wire(self.session_id(), &new_uuid()));
     }
 
     fn handle(&mut self, line: Incoming) {

@@ -8,7 +8,7 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A new random UUID, `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`. Falls back to the clock, the
 /// process id and a counter when `/dev/urandom` cannot be read.
-pub(crate) fn new_uuid() -> String {
+pub fn new_uuid() -> String {
     let mut bytes = [0u8; 16];
     let random = std::fs::File::open("/dev/urandom")
         .and_then(|mut file| file.read_exact(&mut bytes))
