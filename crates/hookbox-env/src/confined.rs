@@ -104,6 +104,19 @@ pub(crate) fn dir_mode() -> Mode {
     Mode::from_raw_mode(0o755)
 }
 
+/// The names in directory `dir`, without `.` and `..`, sorted (listings are deterministic).
+pub(crate) fn sorted_names(dir: impl AsFd) -> Result<Vec<String>, Errno> {
+    let mut names = Vec::new();
+    for entry in fs::Dir::read_from(dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name != "." && name != ".." {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
 /// What `name` in `dir` is, without following it if it is a symlink; `None` if absent.
 pub(crate) fn entry(dir: impl AsFd, name: &str) -> Result<Option<Stat>, Errno> {
     match fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {

@@ -47,15 +47,7 @@ fn collect(
     out: &mut Vec<(Vec<String>, bool)>,
 ) -> Result<(), Errno> {
     let fd = from.open_dir(prefix)?;
-    let mut names = Vec::new();
-    for entry in rfs::Dir::read_from(&fd)? {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        if name != "." && name != ".." {
-            names.push(name);
-        }
-    }
-    names.sort();
-    for name in names {
+    for name in confined::sorted_names(&fd)? {
         let is_dir = confined::entry(&fd, &name)?
             .is_some_and(|stat| confined::kind(&stat) == FileType::Directory);
         prefix.push(name);

@@ -2,7 +2,7 @@
 
 use std::os::fd::OwnedFd;
 
-use rustix::fs::{Dir, FileType};
+use rustix::fs::FileType;
 
 use crate::confined;
 use crate::tools::list::open_subdir;
@@ -29,17 +29,9 @@ pub(crate) fn files(dir: OwnedFd) -> (Vec<Found>, bool) {
     let mut visited = 0_usize;
     let mut stack = vec![(dir, String::new())];
     while let Some((dir, prefix)) = stack.pop() {
-        let Ok(entries) = Dir::read_from(&dir) else {
+        let Ok(names) = confined::sorted_names(&dir) else {
             continue;
         };
-        let mut names = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name != "." && name != ".." {
-                names.push(name);
-            }
-        }
-        names.sort();
         for name in names {
             visited += 1;
             if visited > MAX_VISITED {

@@ -2,7 +2,7 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 
-use rustix::fs::{self, Dir, FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{self, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
 
@@ -71,19 +71,7 @@ impl Listing {
     /// Adds the entries of `dir` (sandbox path `at`), descending into real directories only.
     fn walk(&mut self, dir: &impl AsFd, at: &SandboxPath) -> Result<(), (SandboxPath, Errno)> {
         let fail = |errno| (at.clone(), errno);
-        let mut names = Vec::new();
-        for entry in Dir::read_from(dir).map_err(fail)? {
-            let name = entry
-                .map_err(fail)?
-                .file_name()
-                .to_string_lossy()
-                .into_owned();
-            if name != "." && name != ".." {
-                names.push(name);
-            }
-        }
-        names.sort();
-        for name in names {
+        for name in confined::sorted_names(dir).map_err(fail)? {
             if self.entries.len() >= MAX_ENTRIES {
                 self.truncated = true;
                 return Ok(());

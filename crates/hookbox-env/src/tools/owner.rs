@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 
-use rustix::fs::{self, AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
+use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
 use rustix::io::Errno;
 use serde::Serialize;
 
@@ -292,19 +292,7 @@ fn walk(
     out: &mut Vec<EnvironmentFile>,
 ) -> Result<(), (SandboxPath, Errno)> {
     let fail = |errno| (at.clone(), errno);
-    let mut names = Vec::new();
-    for entry in Dir::read_from(dir).map_err(fail)? {
-        let name = entry
-            .map_err(fail)?
-            .file_name()
-            .to_string_lossy()
-            .into_owned();
-        if name != "." && name != ".." {
-            names.push(name);
-        }
-    }
-    names.sort();
-    for name in names {
+    for name in confined::sorted_names(dir).map_err(fail)? {
         if out.len() >= MAX_LISTED {
             return Ok(());
         }
