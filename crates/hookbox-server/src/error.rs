@@ -76,16 +76,9 @@ impl From<SpecError> for ApiError {
 }
 
 impl From<StoreError> for ApiError {
+    /// The environment store's errors mean what they mean to the service (one mapping).
     fn from(err: StoreError) -> Self {
-        match err {
-            StoreError::NotFound { .. } => Self::not_found(err.to_string()),
-            StoreError::Source { .. }
-            | StoreError::Update { .. }
-            | StoreError::Misplaced { .. } => Self::invalid(err.to_string()),
-            StoreError::NoHome | StoreError::Io { .. } => {
-                Self::internal("environment store failure", &err)
-            }
-        }
+        hookbox_agent::service::ServiceError::from(err).into()
     }
 }
 
