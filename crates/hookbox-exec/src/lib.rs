@@ -23,7 +23,10 @@
 //! **Processes.** The spawned child (the one watched through its pidfd, leading the process
 //! group) joins the run's cgroups, enters new user, mount, pid, net, ipc, uts and cgroup
 //! namespaces, maps the caller's uid and gid to 0 (after denying `setgroups`), and forks pid 1
-//! of the new pid namespace, which becomes the program. The intermediate closes every other
+//! of the new pid namespace, which becomes the program (the network namespace is created by
+//! the intermediate just after that fork, in parallel with the building of the file system,
+//! and pid 1 joins it before it sets anything else up; it is owned by the sandbox's user
+//! namespace like the others). The intermediate closes every other
 //! descriptor, waits for pid 1 and exits the same way (re-raising its signal); pid 1 marks
 //! every descriptor from 3 up close-on-exec, so the program gets only its stdio. Both have
 //! `PR_SET_PDEATHSIG(SIGKILL)` (pid 1 always; the intermediate with `die_with_parent`), so

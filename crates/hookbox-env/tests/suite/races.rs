@@ -58,3 +58,51 @@ async fn f3_swapping_a_directory_for_a_symlink_never_exposes_host_files() {
     // Not asserted (timing-dependent), but shown when the test is run with --nocapture.
     println!("{inside} of 1000 reads saw the real directory");
 }
+
+#[tokio::test]
+async fn overwrites_never_expose_a_missing_or_partial_file() {
+    let home = Home::new();
+    let env = home
+        .create(json!({"sources": [{"type": "inline", "target": "workspace/f.txt", "content": "start"}]}))
+        .await;
+    let host_path = env.root().join("workspace/f.txt");
+    let contents = ["a".repeat(4096), "b".repeat(64 * 1024)];
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (stop, host_path, contents) = (Arc::clone(&stop), host_path.clone(), contents.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let seen = std::fs::read_to_string(&host_path)
+                    .unwrap_or_else(|err| panic!("the file went missing: {err}"));
+                assert!(
+                    seen == "start" || contents.contains(&seen),
+                    "a reader saw a partial file of {} bytes",
+                    seen.len()
+                );
+                reads += 1;
+            }
+            reads
+        })
+    };
+    let tools = tools(&env);
+    for round in 0..500 {
+        tools
+            .call(
+                "write_file",
+                &json!({"path": "f.txt", "content": contents[round % 2]}),
+            )
+            .unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let reads = reader.join().unwrap();
+    assert!(reads > 0);
+    assert_eq!(std::fs::read_to_string(&host_path).unwrap(), contents[1]);
+    // No temporary file is left behind.
+    let names: Vec<_> = std::fs::read_dir(env.root().join("workspace"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["f.txt"]);
+}

@@ -20,7 +20,8 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 pub(crate) struct RunCgroups {
     /// Directories created for this run (removed on drop).
     dirs: Vec<PathBuf>,
-    /// `cgroup.procs` files the child writes `0` into before entering its namespaces.
+    /// Files the child writes `0` into, to join the cgroups, before entering its namespaces:
+    /// `tasks` for v1, `cgroup.procs` for v2 (see [`RunCgroups::push_join`]).
     pub(crate) procs: Vec<CString>,
     /// Whether a `pids` limit is in force.
     pub(crate) pids: bool,
@@ -93,7 +94,7 @@ impl RunCgroups {
             };
             if ok {
                 cgroups.flag(controller);
-                cgroups.push_procs(&dir);
+                cgroups.push_join(&dir, "tasks");
             }
         }
         // cgroup v2, when the controllers are delegated to our cgroup's children.
@@ -110,8 +111,16 @@ impl RunCgroups {
         }
     }
 
-    fn push_procs(&mut self, dir: &Path) {
-        if let Ok(path) = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()) {
+    /// Adds `dir/file` to the files the child joins through.
+    ///
+    /// On v1 that is `tasks`: writing `0` there moves only the calling thread, which the
+    /// kernel does without write-locking the global `cgroup_threadgroup_rwsem`, whereas
+    /// `cgroup.procs` takes that lock, and taking it waits for an RCU grace period (measured
+    /// 6–7 ms here, against 45 µs for `tasks`). The child writing is single-threaded (just
+    /// forked), so moving its thread moves the whole process, and everything it forks
+    /// afterwards starts in the cgroup. v2 has no such file outside threaded cgroups.
+    fn push_join(&mut self, dir: &Path, file: &str) {
+        if let Ok(path) = CString::new(dir.join(file).as_os_str().as_bytes()) {
             self.procs.push(path);
         }
     }
@@ -166,7 +175,7 @@ impl RunCgroups {
             }
         }
         if any {
-            self.push_procs(&dir);
+            self.push_join(&dir, "cgroup.procs");
         }
     }
 

@@ -1,9 +1,11 @@
 //! What runs between `fork` and `exec`: only raw system calls on data prepared by the parent.
 //!
 //! The spawned child (the "intermediate") joins the run's cgroups, enters new user, mount,
-//! pid, net, ipc, uts and cgroup namespaces, maps the caller's uid and gid to 0, and forks the
+//! pid, ipc, uts and cgroup namespaces, maps the caller's uid and gid to 0, and forks the
 //! "init": pid 1 of the new pid namespace. The intermediate sends the parent a pidfd of the init,
-//! closes everything, waits for the init and exits the way it did. The init builds the new root,
+//! creates the new network namespace (while the init builds the file system, on another CPU
+//! when there is one; the init joins it once built, before anything else), closes everything,
+//! waits for the init and exits the way it did. The init builds the new root,
 //! `pivot_root`s into it, applies limits, landlock, capabilities and seccomp, and returns, so
 //! that the standard library executes the program in it.
 //!
@@ -40,6 +42,8 @@ pub(crate) const STEPS: &[&str] = &[
     "changing to the working directory",
     "marking inherited descriptors close-on-exec",
     "opening the listener on 127.0.0.1 inside the sandbox",
+    "creating the network namespace",
+    "joining the network namespace",
 ];
 const STEP_DEATH: u32 = 0;
 const STEP_CGROUP: u32 = 1;
@@ -59,6 +63,8 @@ const STEP_SECCOMP: u32 = 14;
 const STEP_CWD: u32 = 15;
 const STEP_FDS: u32 = 16;
 const STEP_LISTEN: u32 = 17;
+pub(crate) const STEP_NET_NS: u32 = 18;
+const STEP_JOIN_NET: u32 = 19;
 /// Step number of `ops[0]`.
 pub(crate) const FIRST_OP: u32 = 100;
 
@@ -291,10 +297,12 @@ fn intermediate(plan: &Plan) -> Result<(), Failed> {
         for procs in &plan.cgroup_procs {
             write_file(procs, b"0").at(STEP_CGROUP)?;
         }
+        // The network namespace (about half a millisecond to create) is created after the
+        // fork below, by this process while the init builds the file system, and joined by
+        // the init before anything of the network is used (see `NetHandoff`).
         let flags = libc::CLONE_NEWUSER
             | libc::CLONE_NEWNS
             | libc::CLONE_NEWPID
-            | libc::CLONE_NEWNET
             | libc::CLONE_NEWIPC
             | libc::CLONE_NEWUTS
             | libc::CLONE_NEWCGROUP;
@@ -307,9 +315,23 @@ fn intermediate(plan: &Plan) -> Result<(), Failed> {
         // getppid: in its namespace the parent is always 0).
         let mut alive = [0; 2];
         check(libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC).into()).at(STEP_FORK)?;
+        // Where the init learns that our new network namespace exists, and how it finds it:
+        // our /proc directory (in the host's procfs, opened now so that no later change of
+        // root or mounts matters).
+        let mut net_ready = [0; 2];
+        check(libc::pipe2(net_ready.as_mut_ptr(), libc::O_CLOEXEC).into()).at(STEP_FORK)?;
+        let own_proc = check(
+            libc::open(
+                c"/proc/self".as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+            .into(),
+        )
+        .at(STEP_NET_NS)? as libc::c_int;
         let init = check(libc::fork().into()).at(STEP_FORK)? as libc::pid_t;
         if init == 0 {
             libc::close(alive[1]);
+            libc::close(net_ready[1]);
             check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
             let mut poll = libc::pollfd {
                 fd: alive[0],
@@ -321,18 +343,41 @@ fn intermediate(plan: &Plan) -> Result<(), Failed> {
                 libc::_exit(1);
             }
             libc::close(alive[0]);
-            return init_process(plan);
+            return init_process(
+                plan,
+                NetHandoff {
+                    ready: net_ready[0],
+                    proc_dir: own_proc,
+                },
+            );
         }
 
         // The intermediate: hand the parent a pidfd of the init, which cannot be recycled
         // while we have not reaped it.
         libc::close(alive[0]);
+        libc::close(net_ready[0]);
+        libc::close(own_proc);
         let pidfd = libc::syscall(libc::SYS_pidfd_open, init, 0) as libc::c_int;
         let _sent = if pidfd >= 0 {
             send_record(plan.status, RECORD_INIT, init as u32, 0, Some(pidfd))
         } else {
             send_record(plan.status, RECORD_FAILED, STEP_PIDFD, errno() as u32, None)
         };
+        // Owned by our user namespace, like the others; the init waits for the byte (0, or 1
+        // after a failure, reported to the parent first) and joins it.
+        let verdict: u8 = if libc::unshare(libc::CLONE_NEWNET) == 0 {
+            0
+        } else {
+            let _sent = send_record(
+                plan.status,
+                RECORD_FAILED,
+                STEP_NET_NS,
+                errno() as u32,
+                None,
+            );
+            1
+        };
+        libc::write(net_ready[1], (&raw const verdict).cast(), 1);
         // Nothing else of ours may keep a pipe or the exec-error channel open.
         close_from_3_except(alive[1]);
         for fd in 0..3 {
@@ -623,12 +668,60 @@ fn apply(op: &Op) -> Result<(), i32> {
     }
 }
 
+/// How the init finds the network namespace the intermediate creates after forking it.
+struct NetHandoff {
+    /// Read end of a pipe: one byte once the namespace exists (0) or could not be created (1);
+    /// end-of-file if the intermediate died.
+    ready: libc::c_int,
+    /// The intermediate's directory in the host's procfs (`O_PATH`).
+    proc_dir: libc::c_int,
+}
+
+/// Waits for the intermediate's network namespace and enters it (closing both descriptors).
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+fn join_network(net: NetHandoff) -> Result<(), i32> {
+    // SAFETY: reads into a local byte, opens relative to a descriptor we own, setns on the
+    // descriptor just opened; every descriptor is ours and closed here.
+    unsafe {
+        let mut verdict = 1_u8;
+        let read = loop {
+            let read = libc::read(net.ready, (&raw mut verdict).cast(), 1);
+            if read >= 0 || errno() != libc::EINTR {
+                break read;
+            }
+        };
+        libc::close(net.ready);
+        let result = if read != 1 {
+            Err(libc::ECHILD)
+        } else if verdict != 0 {
+            // The intermediate has reported why.
+            Err(libc::EPERM)
+        } else {
+            let fd = libc::openat(
+                net.proc_dir,
+                c"ns/net".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                Err(errno())
+            } else {
+                let joined = check(libc::setns(fd, libc::CLONE_NEWNET).into()).map(drop);
+                libc::close(fd);
+                joined
+            }
+        };
+        libc::close(net.proc_dir);
+        result
+    }
+}
+
 /// pid 1 of the new namespace: builds the root, confines itself and returns to exec.
 #[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn init_process(plan: &Plan) -> Result<(), Failed> {
+fn init_process(plan: &Plan, net: NetHandoff) -> Result<(), Failed> {
     for (index, op) in plan.ops.iter().enumerate() {
         apply(op).at(FIRST_OP + index as u32)?;
     }
+    join_network(net).at(STEP_JOIN_NET)?;
     // SAFETY (rest of the function): raw system calls with valid arguments; the structs passed
     // by pointer are locals that outlive the calls.
     unsafe {

@@ -930,7 +930,7 @@ pub(crate) fn describe_step(plan: &Plan, step: u32) -> String {
 /// An error for a failed setup step, with a clearer explanation when namespaces are refused.
 pub(crate) fn setup_error(plan: &Plan, step: u32, errno: i32) -> IsolationError {
     let source = io::Error::from_raw_os_error(errno);
-    if step == 2 {
+    if step == 2 || step == child::STEP_NET_NS {
         if let Some(reason) = userns_restriction() {
             return IsolationError::Namespaces(reason);
         }
