@@ -406,6 +406,16 @@ fn demo_runs_the_seed_gates() {
         text.contains("\\\"team_size\\\": 42"),
         "the public summary was read: {text}"
     );
+    // The audit example: both events reach the local receiver with the injected header.
+    assert!(text.contains("(posted by hookbox) → no decision"), "{text}");
+    for tool in ["write_file", "read_file"] {
+        assert!(
+            text.contains(&format!(
+                "POST /api/v1/agent-events post_tool_execution {tool}, with Authorization: Bearer telemetry_secret_… (injected"
+            )),
+            "{text}"
+        );
+    }
 }
 
 #[test]
@@ -438,6 +448,13 @@ fn demo_uses_a_configured_agent_and_reports_unknown_ones() {
                     json!({"path": "/workspace/public/summary.json"}),
                 ),
                 FakeTurn::text("Engineering: 42 people."),
+                FakeTurn::tool_call(
+                    "",
+                    "c4",
+                    "write_file",
+                    json!({"path": "/workspace/audit.log", "content": "ok\n"}),
+                ),
+                FakeTurn::text("Written."),
             ],
         ))
         .expect("fake model");

@@ -9,8 +9,10 @@ use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, date_time_ymd,
 };
+use rustls::ServerConfig;
 use rustls::crypto::ring;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
 use crate::NetError;
@@ -76,6 +78,20 @@ impl ProxyCa {
         &self.certificate_pem
     }
 
+    /// A TLS server configuration presenting this CA's leaf for `host` (ring, HTTP/1.1 only):
+    /// what the proxy shows a sandbox whose TLS it intercepts, and what a local receiver trusted
+    /// through this CA can serve.
+    pub fn server_config(&self, host: &str) -> Result<Arc<ServerConfig>, NetError> {
+        let leaf = self.leaf(host)?;
+        let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|error| NetError::Build(format!("TLS protocol versions: {error}")))?
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::new(Leaf(leaf)));
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
+    }
+
     /// The leaf certificate and key for `host` (a canonical DNS name), issued on first use and
     /// cached.
     pub(crate) fn leaf(&self, host: &str) -> Result<Arc<CertifiedKey>, NetError> {
@@ -137,6 +153,16 @@ impl fmt::Debug for ProxyCa {
             .debug_struct("ProxyCa")
             .field("cached_leaves", &self.cache().by_host.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// Presents one leaf certificate (callers check the SNI before the handshake goes on).
+#[derive(Debug)]
+struct Leaf(Arc<CertifiedKey>);
+
+impl ResolvesServerCert for Leaf {
+    fn resolve(&self, _client_hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(Arc::clone(&self.0))
     }
 }
 

@@ -21,11 +21,8 @@ use hyper::service::service_fn;
 use hyper::upgrade::OnUpgrade;
 use hyper::{Method, Request, Response, StatusCode, Uri, Version};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rustls::ServerConfig;
-use rustls::crypto::ring;
 use rustls::pki_types::ServerName;
-use rustls::server::{Acceptor, ClientHello, ResolvesServerCert};
-use rustls::sign::CertifiedKey;
+use rustls::server::Acceptor;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -209,12 +206,11 @@ where
     let config = match connection
         .ca
         .as_ref()
-        .map(|ca| ca.leaf(&target.host))
-        .transpose()
-        .map_err(|error| error.to_string())
-        .and_then(|leaf| leaf.ok_or_else(|| "no interception CA".to_owned()))
-        .and_then(server_config)
-    {
+        .ok_or_else(|| "no interception CA".to_owned())
+        .and_then(|ca| {
+            ca.server_config(&target.host)
+                .map_err(|error| error.to_string())
+        }) {
         Ok(config) => config,
         Err(reason) => return refuse(reason),
     };
@@ -244,27 +240,6 @@ where
     });
     // Client hang-ups, timeouts and parse errors (already answered by hyper) end the connection.
     let _ = builder.serve_connection(TokioIo::new(tls), service).await;
-}
-
-/// The TLS server side for one intercepted connection: ring, HTTP/1.1 only, `leaf` presented.
-fn server_config(leaf: Arc<CertifiedKey>) -> Result<Arc<ServerConfig>, String> {
-    let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|error| format!("TLS protocol versions: {error}"))?
-        .with_no_client_auth()
-        .with_cert_resolver(Arc::new(Leaf(leaf)));
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
-}
-
-/// Presents one leaf certificate (the SNI was checked before the handshake went on).
-#[derive(Debug)]
-struct Leaf(Arc<CertifiedKey>);
-
-impl ResolvesServerCert for Leaf {
-    fn resolve(&self, _client_hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(Arc::clone(&self.0))
-    }
 }
 
 /// What the requests of one intercepted connection share.

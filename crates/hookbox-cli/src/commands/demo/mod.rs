@@ -12,15 +12,24 @@ use hookbox_agent::model::{Model, ScriptedModel};
 use hookbox_env::{Environment, EnvironmentSpec, Environments, Isolation};
 use serde_json::{Value, json};
 
+mod receiver;
+
 use crate::cli::DemoArgs;
 use crate::{config, render};
 
-const GATE_PY: &str = include_str!("../../../../fixtures/seeds/gate.py");
-const CHECK_PRIVACY_PY: &str = include_str!("../../../../fixtures/seeds/check_privacy.py");
-const SECURITY_GATE: &str = include_str!("../../../../fixtures/seeds/security-gate.hooks.json");
-const PRIVACY_GATE: &str = include_str!("../../../../fixtures/seeds/privacy-gate.hooks.json");
-const SECURITY_SCRIPT: &str = include_str!("../../../../fixtures/demo/security-gate.script.json");
-const PRIVACY_SCRIPT: &str = include_str!("../../../../fixtures/demo/privacy-gate.script.json");
+const GATE_PY: &str = include_str!("../../../../../fixtures/seeds/gate.py");
+const CHECK_PRIVACY_PY: &str = include_str!("../../../../../fixtures/seeds/check_privacy.py");
+const SECURITY_GATE: &str = include_str!("../../../../../fixtures/seeds/security-gate.hooks.json");
+const PRIVACY_GATE: &str = include_str!("../../../../../fixtures/seeds/privacy-gate.hooks.json");
+const SECURITY_SCRIPT: &str =
+    include_str!("../../../../../fixtures/demo/security-gate.script.json");
+const PRIVACY_SCRIPT: &str = include_str!("../../../../../fixtures/demo/privacy-gate.script.json");
+const AUDIT_LOGGING: &str = include_str!("../../../../../fixtures/seeds/audit-logging.hooks.json");
+const AUDIT_SCRIPT: &str = include_str!("../../../../../fixtures/demo/audit-logging.script.json");
+/// The seeds' telemetry service, which the demo stands in for with a local receiver.
+const TELEMETRY_HOST: &str = "telemetry.example.com";
+/// The seeds' audit token, which the environment's egress policy injects.
+const TELEMETRY_TOKEN: &str = "Bearer telemetry_secret_token_123";
 
 pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     hookbox_exec::check_isolation().context(
@@ -99,13 +108,16 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         runtime.block_on(agent.run(&first.steps, vec![user_input(prompt)], None, &mut |_| {}));
     describe(&mut text, &second);
 
-    text.push_str(
-        "\nThe seeds' third example (an audit hook posting to \
-         https://telemetry.example.com) is not shown: it needs a receiver at that address \
-         (`[network] resolve` in hookbox.toml can point the name at one).\n",
-    );
+    text.push_str("\n3. Audit log: an http hook reports every read_file and write_file\n");
+    let audit = runtime.block_on(audit_example(
+        &store,
+        model("audit-logging.script.json", AUDIT_SCRIPT)?,
+        &hook_http,
+        &proxy,
+        &mut text,
+    ))?;
     render::print_text(&text)?;
-    let all_completed = [&security, &first, &second]
+    let all_completed = [&security, &first, &second, &audit]
         .iter()
         .all(|outcome| outcome.status == RunStatus::Completed);
     Ok(if all_completed {
@@ -113,6 +125,70 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The seeds' audit example: their `audit-logging` hooks.json and network allowlist, with a local
+/// HTTPS receiver standing in for `telemetry.example.com` (the demo's copy of the hook URL names
+/// the receiver's port; the hook client resolves the name to 127.0.0.1 and trusts the receiver's
+/// certificate). Prints each tool call, then what the receiver got.
+async fn audit_example(
+    store: &Environments,
+    model: Arc<dyn Model>,
+    hook_http: &hookbox_net::ClientOptions,
+    proxy: &hookbox_net::EgressProxy,
+    text: &mut String,
+) -> anyhow::Result<RunOutcome> {
+    let ca = hookbox_net::ProxyCa::generate("hookbox demo telemetry receiver")?;
+    let receiver = receiver::Receiver::start(ca.server_config(TELEMETRY_HOST)?).await?;
+    let hooks = AUDIT_LOGGING.replace(
+        &format!("https://{TELEMETRY_HOST}/"),
+        &format!("https://{TELEMETRY_HOST}:{}/", receiver.port()),
+    );
+    let spec = EnvironmentSpec::from_json(&json!({
+        "type": "remote",
+        "sources": [{"type": "inline", "target": ".agents/hooks.json", "content": hooks}],
+        "network": {"allowlist": [
+            {"domain": TELEMETRY_HOST, "transform": {"Authorization": TELEMETRY_TOKEN}},
+            {"domain": "*"}
+        ]},
+    }))?;
+    let environment = store.create(&spec).await?;
+    let local = hookbox_net::ClientOptions {
+        permit_loopback: true,
+        resolve: vec![(
+            TELEMETRY_HOST.to_owned(),
+            std::net::Ipv4Addr::LOCALHOST.into(),
+        )],
+        extra_root_certs_pem: vec![ca.certificate_pem().as_bytes().to_vec()],
+        ..hook_http.clone()
+    };
+    let agent = agent_over(&environment, model, &local, proxy)?;
+    let prompt = "Write a line to /workspace/audit.log, then read it back.";
+    let outcome = agent
+        .run(&[], vec![user_input(prompt)], None, &mut |_| {})
+        .await;
+    describe(text, &outcome);
+    text.push_str(&format!(
+        "   The telemetry receiver (standing in for {TELEMETRY_HOST}, on 127.0.0.1:{}) got:\n",
+        receiver.port()
+    ));
+    for delivery in receiver.deliveries() {
+        let injected = match delivery.authorization.as_deref() {
+            Some(value) if value == TELEMETRY_TOKEN => {
+                "Authorization: Bearer telemetry_secret_… (injected by the environment's \
+                 network policy; hooks.json and the sandbox never see it)"
+            }
+            Some(_) => "an unexpected Authorization header",
+            None => "no Authorization header",
+        };
+        text.push_str(&format!(
+            "     POST {} {} {}, with {injected}\n",
+            delivery.path,
+            delivery.body["hook_event_name"].as_str().unwrap_or("?"),
+            delivery.body["tool_call"]["name"].as_str().unwrap_or("?"),
+        ));
+    }
+    Ok(outcome)
 }
 
 /// The seeds' security-gate example sources, verbatim.
@@ -215,8 +291,14 @@ fn hook_line(entry: &Value) -> String {
         .as_str()
         .map(|reason| format!(": {reason}"))
         .unwrap_or_default();
+    // Command hooks run in the environment's sandbox; HTTP hooks are posted by hookbox under
+    // the environment's network policy.
+    let place = match entry["handler"].as_str() {
+        Some("http") => "posted by hookbox",
+        _ => "in the sandbox",
+    };
     format!(
-        "hook {} `{}` (in the sandbox) → {decision}{reason} ({:.0} ms)",
+        "hook {} `{}` ({place}) → {decision}{reason} ({:.0} ms)",
         entry["event"].as_str().unwrap_or("?"),
         entry["label"].as_str().unwrap_or("?"),
         entry["duration_ms"].as_f64().unwrap_or_default()
