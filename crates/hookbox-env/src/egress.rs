@@ -9,8 +9,9 @@
 //! `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and lowercase) pointing there, `NO_PROXY` for
 //! loopback, and a CA bundle (the system roots plus the CA's **certificate**) bound read-only at
 //! [`CA_BUNDLE_PATH`] and named by `SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`,
-//! `NODE_EXTRA_CA_CERTS`, `GIT_SSL_CAINFO` and `PIP_CERT`. The CA's key stays in this process's
-//! memory. A program ignoring the variables still has no network: the sandbox has only `lo`.
+//! `NODE_EXTRA_CA_CERTS`, `GIT_SSL_CAINFO` and `PIP_CERT`, and mounted over the system's trust
+//! bundles inside (`/etc/ssl/certs/ca-certificates.crt`, …) for programs that read only those.
+//! The CA's key stays in this process's memory. A program ignoring the variables still has no network: the sandbox has only `lo`.
 //!
 //! `network: "disabled"` gets none of this: no listener, no variables, no bundle.
 
@@ -32,13 +33,6 @@ pub const PROXY_PORT: u16 = ListenInside::DEFAULT_PORT;
 /// Where the CA bundle (system roots plus the environment's CA certificate) is inside the
 /// sandbox (read-only).
 pub const CA_BUNDLE_PATH: &str = "/tmp/.hookbox/ca-certificates.crt";
-
-/// The host's system trust bundles, the first one present is used.
-const SYSTEM_BUNDLES: &[&str] = &[
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/cert.pem",
-];
 
 /// Decisions kept per run; later ones are counted, not kept.
 const MAX_DECISIONS: usize = 1000;
@@ -175,6 +169,8 @@ impl SandboxEgress {
             target: PathBuf::from(CA_BUNDLE_PATH),
             writable: false,
         });
+        // The system store too, for programs that ignore the CA variables.
+        sandbox.trust_bundle = Some(self.bundle.to_path_buf());
         // First, so that the environment's own `env` may still override them.
         spec.env.splice(0..0, proxy_variables());
 
@@ -261,7 +257,7 @@ fn write_bundle(ca_pem: &str) -> std::io::Result<tempfile::TempPath> {
         .prefix("hookbox-ca-")
         .suffix(".crt")
         .tempfile()?;
-    if let Some(system) = SYSTEM_BUNDLES
+    if let Some(system) = hookbox_exec::SYSTEM_TRUST_BUNDLES
         .iter()
         .find_map(|path| std::fs::read(path).ok())
     {

@@ -101,7 +101,7 @@ mod spawn;
 
 pub use capture::CapturedOutput;
 pub use sandbox::{
-    Bind, Enforcement, IsolationError, LimitMode, Limits, ListenInside, ListenerSink, Sandbox,
-    check_isolation,
+    Bind, Enforcement, IsolationError, LimitMode, Limits, ListenInside, ListenerSink,
+    SYSTEM_TRUST_BUNDLES, Sandbox, check_isolation,
 };
 pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, run};

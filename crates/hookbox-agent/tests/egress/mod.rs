@@ -214,6 +214,16 @@ async fn curl_through_the_proxy_reaches_an_allowed_host_with_the_headers_injecte
     let serialized = serde_json::to_string(&report).unwrap();
     assert!(!serialized.contains(TRANSFORM_SECRET), "{serialized}");
     assert!(!serialized.contains("cred-secret"), "{serialized}");
+
+    // A program that ignores the CA variables trusts the proxy too: the environment's CA is in
+    // the system trust store inside.
+    let script = format!(
+        "unset SSL_CERT_FILE CURL_CA_BUNDLE REQUESTS_CA_BUNDLE NODE_EXTRA_CA_CERTS GIT_SSL_CAINFO PIP_CERT\n{}",
+        fetch(&format!("https://{HOST}/v1/system-store"))
+    );
+    let (_, stdout, stderr) = bash(&tools, &script).await;
+    assert_eq!(stdout, "hello from telemetry\n", "{stderr}");
+    assert_eq!(fixture.server.requests().len(), 2);
 }
 
 #[tokio::test]

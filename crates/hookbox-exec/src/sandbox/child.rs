@@ -468,6 +468,15 @@ fn mount_point(dst: &CStr, mode: libc::mode_t) -> Result<(), i32> {
                 return Err(errno());
             }
         } else {
+            // A file that is already there (e.g. a system trust bundle inside a read-only
+            // `/etc` entry) is mounted over as it is: creating it would fail on a read-only
+            // file system.
+            let mut existing: libc::stat = std::mem::zeroed();
+            if libc::lstat(dst.as_ptr(), &raw mut existing) == 0
+                && existing.st_mode & libc::S_IFMT == libc::S_IFREG
+            {
+                return Ok(());
+            }
             let fd = libc::open(
                 dst.as_ptr(),
                 libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC,

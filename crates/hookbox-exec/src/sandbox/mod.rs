@@ -78,7 +78,18 @@ pub struct Sandbox {
     /// A TCP listener to open on `127.0.0.1` inside the sandbox's network namespace and hand
     /// to the caller (see [`ListenInside`]); none by default.
     pub listen_inside: Option<ListenInside>,
+    /// A host file of PEM certificates mounted read-only over the system's trust bundles
+    /// inside (those of [`SYSTEM_TRUST_BUNDLES`] that are regular files on the host), so that
+    /// programs trusting the system store trust these certificates; none by default.
+    pub trust_bundle: Option<PathBuf>,
 }
+
+/// Where distributions keep the system's bundle of trusted CA certificates.
+pub const SYSTEM_TRUST_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+];
 
 /// Receives the listener of a [`ListenInside`], once per run.
 pub type ListenerSink = Arc<dyn Fn(std::net::TcpListener) + Send + Sync>;
@@ -159,6 +170,7 @@ impl Sandbox {
             binds: Vec::new(),
             limits: Limits::default(),
             listen_inside: None,
+            trust_bundle: None,
         }
     }
 
@@ -177,6 +189,7 @@ impl Sandbox {
             }],
             limits: Limits::default(),
             listen_inside: None,
+            trust_bundle: None,
         })
     }
 
@@ -501,6 +514,25 @@ pub(crate) fn prepare(
                 path_c(&bind.target)?,
                 if bind.is_dir { all } else { file_all },
             ));
+        }
+    }
+    if let Some(bundle) = &sandbox.trust_bundle {
+        if !bundle.is_absolute() {
+            return Err(IsolationError::Bind {
+                path: bundle.clone(),
+                reason: "the trust bundle must be an absolute host path".to_owned(),
+            });
+        }
+        // Over the host's bundles, which are inside the read-only `/etc` entries bound above.
+        for system in SYSTEM_TRUST_BUNDLES {
+            let is_file = std::fs::symlink_metadata(system).is_ok_and(|meta| meta.is_file());
+            if is_file {
+                ops.push(Op::Bind {
+                    src: join("/oldroot", bundle)?,
+                    dst: cstring(format!("/newroot{system}"))?,
+                    read_only: true,
+                });
+            }
         }
     }
     // A directory of the root tmpfs (read-only with it at the end): no tmpfs of its own.
