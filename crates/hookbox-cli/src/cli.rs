@@ -71,7 +71,7 @@ pub(crate) enum Command {
     /// Point the SDK at it with `genai.Client(api_key="any", http_options={"base_url":
     /// "http://ADDR"})`. Settings come from `--config FILE`, else `$HOOKBOX_HOME/hookbox.toml`
     /// when it exists (`[server] listen = "127.0.0.1:8080"`, `max_body_bytes`,
-    /// `max_upload_bytes`, `allow_host_sources`, `max_turns`; `[network]` for HTTP hooks:
+    /// `max_upload_bytes`, `allow_host_sources`, `max_turns`, `max_tokens`; `[network]` for HTTP hooks:
     /// `permit_loopback_hooks`, `allow_private_cidrs`, `extra_ca_certs`, `resolve`). HTTP hooks
     /// inject the credentials of `hookbox credentials`. Logs go to stderr (`RUST_LOG` filters
     /// them); SIGINT or SIGTERM stops it after the requests in flight.

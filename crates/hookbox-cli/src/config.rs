@@ -46,6 +46,7 @@ pub(crate) struct ServerSection {
     pub(crate) max_upload_bytes: Option<u64>,
     pub(crate) allow_host_sources: Option<bool>,
     pub(crate) max_turns: Option<u32>,
+    pub(crate) max_tokens: Option<u64>,
 }
 
 /// `[network]`: address rules, extra trust roots and static name overrides for the client that

@@ -67,6 +67,9 @@ pub struct ServerConfig {
     pub allow_host_sources: bool,
     /// Model turns an interaction may take before it ends `incomplete` (default 32).
     pub max_turns: u32,
+    /// Tokens an interaction may use (input plus output) before it ends `incomplete` with
+    /// `budget_exceeded` (default: no limit).
+    pub max_tokens: Option<u64>,
     /// The agents `POST /{v}/interactions` may name (`[agents."NAME"]` of hookbox.toml).
     pub agents: BTreeMap<String, ModelConfig>,
     /// The options of the client that carries HTTP hooks (`[network]` of hookbox.toml and the
@@ -86,6 +89,7 @@ impl ServerConfig {
             max_upload_bytes: 1024 * 1024 * 1024,
             allow_host_sources: false,
             max_turns: 32,
+            max_tokens: None,
             agents: BTreeMap::new(),
             hook_http: HookClientOptions::default(),
             egress_proxy: None,
@@ -134,6 +138,7 @@ pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
     service.agents = config.agents.clone();
     service.allow_host_sources = config.allow_host_sources;
     service.max_turns = config.max_turns;
+    service.max_tokens = config.max_tokens;
     service.hook_http = config.hook_http.clone();
     service.egress_proxy = config.egress_proxy.clone();
     let interactions = InteractionService::open(&config.home, service)?;

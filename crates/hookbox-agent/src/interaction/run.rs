@@ -49,6 +49,10 @@ pub struct Agent {
     pub system: Option<String>,
     /// Model turns allowed before the interaction ends `incomplete`.
     pub max_turns: u32,
+    /// Tokens (input plus output, summed over the model calls) after which no further tool
+    /// call or turn starts: the interaction ends `incomplete` with `budget_exceeded`. `None`:
+    /// no limit.
+    pub max_tokens: Option<u64>,
 }
 
 /// The result of one run: its new steps (from the input on), status, token use, hook traces
@@ -177,6 +181,19 @@ impl Agent {
                 outcome.status = RunStatus::Completed;
                 break;
             }
+            if let Some(budget) = self.max_tokens
+                && input_tokens + output_tokens > budget
+            {
+                outcome.error = Some(json!({
+                    "code": "budget_exceeded",
+                    "message": format!(
+                        "the interaction used {} tokens, more than its budget of {budget}; \
+                         the model's next tool calls were not run",
+                        input_tokens + output_tokens
+                    ),
+                }));
+                break;
+            }
             let mut needs_client = false;
             for call in &reply.tool_calls {
                 push(&mut outcome, on_event, call_step(call));
@@ -206,7 +223,7 @@ impl Agent {
                 break;
             }
         }
-        if outcome.status == RunStatus::Incomplete {
+        if outcome.status == RunStatus::Incomplete && outcome.error.is_none() {
             outcome.error = Some(json!({
                 "code": "max_turns",
                 "message": format!("the model did not answer within {} turns", self.max_turns),

@@ -65,6 +65,9 @@ pub struct ServiceConfig {
     pub allow_host_sources: bool,
     /// Model turns per interaction before it ends `incomplete`.
     pub max_turns: u32,
+    /// Tokens per interaction (input plus output) before it ends `incomplete` with
+    /// `budget_exceeded`; `None`: no limit.
+    pub max_tokens: Option<u64>,
     /// How long after an interaction last changed a create with the same body counts as a retry
     /// of it (a running one always does). The SDK retries within about 30 s of a failed
     /// attempt.
@@ -89,6 +92,7 @@ impl ServiceConfig {
             agents: BTreeMap::new(),
             allow_host_sources: false,
             max_turns: 32,
+            max_tokens: None,
             idempotency_window: Duration::from_secs(60),
             isolation: Isolation::Sandboxed,
             hook_http: HookClientOptions::default(),
@@ -372,6 +376,7 @@ impl InteractionService {
             functions: request.functions.clone(),
             system: request.system_instruction.clone(),
             max_turns: self.config.max_turns,
+            max_tokens: self.config.max_tokens,
         };
         let done = self.spawn_run(&id, agent, stream_text, history, input);
         if !request.background && !request.stream {

@@ -781,6 +781,7 @@ async fn the_agent_loop_keeps_the_proxy_decisions_in_the_traces_without_secrets(
         functions: Vec::new(),
         system: None,
         max_turns: 4,
+        max_tokens: None,
     };
     let outcome = agent
         .run(

@@ -62,6 +62,7 @@ async fn agent(server: &FakeModelServer, environment: Option<hookbox_env::Enviro
         functions: Vec::new(),
         system: None,
         max_turns: 8,
+        max_tokens: None,
     }
 }
 

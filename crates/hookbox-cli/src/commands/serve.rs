@@ -39,6 +39,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
         config.max_turns = turns;
     }
+    config.max_tokens = file.server.max_tokens;
     config.hook_http = hook_http;
     config.egress_proxy = Some(file.network.egress_proxy_options()?);
     config.agents = file.agents;

@@ -597,5 +597,9 @@ async fn an_interaction_past_max_turns_ends_incomplete() {
     assert_eq!(reply.status, 200, "{:?}", reply.body);
     let interaction = reply.json();
     assert_eq!(interaction["status"], "incomplete", "{interaction}");
+    assert_eq!(
+        interaction["errors"][0]["code"], "max_turns",
+        "{interaction}"
+    );
     assert!(!interaction.to_string().contains("too late"));
 }

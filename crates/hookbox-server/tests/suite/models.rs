@@ -304,3 +304,47 @@ async fn the_google_genai_sdk_streams_model_text() {
     );
     assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
 }
+
+#[tokio::test]
+async fn an_interaction_past_its_token_budget_ends_incomplete_before_more_tool_calls() {
+    let fake = FakeModelServer::openai(
+        MODEL,
+        None,
+        vec![
+            FakeTurn::tool_call("", "c1", "list_files", json!({})),
+            FakeTurn::tool_call("", "c2", "list_files", json!({})),
+            FakeTurn::text("never reached"),
+        ],
+    )
+    .await
+    .unwrap();
+    let base_url = fake.base_url();
+    let api = Api::start_with(|config| {
+        let mut model = ModelConfig::new(ProviderKind::Openai, MODEL);
+        model.base_url = Some(base_url);
+        model.max_attempts = Some(1);
+        config.agents.insert(AGENT.to_owned(), model);
+        // The fake reports a few tokens per call: one call is within budget, the next is not.
+        config.max_tokens = Some(1);
+    })
+    .await;
+    let reply = api
+        .post_json(
+            "/v1/interactions",
+            &json!({"agent": AGENT, "input": "look around", "environment": {"type": "remote", "sources": []}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let interaction = reply.json();
+    assert_eq!(interaction["status"], "incomplete", "{interaction}");
+    assert_eq!(
+        interaction["errors"][0]["code"], "budget_exceeded",
+        "{interaction}"
+    );
+    assert_eq!(fake.requests().len(), 1);
+    let steps = interaction["steps"].as_array().unwrap();
+    assert!(
+        steps.iter().all(|step| step["type"] != "function_result"),
+        "a tool ran past the budget: {interaction}"
+    );
+}

@@ -233,6 +233,7 @@ fn agent_over(
         functions: Vec::new(),
         system: None,
         max_turns: 8,
+        max_tokens: None,
     })
 }
 
