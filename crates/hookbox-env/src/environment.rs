@@ -18,7 +18,7 @@ pub struct SourceSummary {
     pub kind: String,
     /// Sandbox path written, e.g. `/.agents/hooks.json`.
     pub target: String,
-    /// Repository URL or directory the files came from (not for `inline`).
+    /// Repository URL, directory or `gs://` prefix the files came from (not for `inline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// Branch or tag cloned (`repository` only).
@@ -46,6 +46,13 @@ impl SourceSummary {
                 target,
                 source: Some(url.clone()),
                 git_ref: git_ref.clone(),
+                size_bytes: None,
+            },
+            Source::CloudStorage { bucket, prefix, .. } => Self {
+                kind: "gcs".to_owned(),
+                target,
+                source: Some(format!("gs://{bucket}/{prefix}")),
+                git_ref: None,
                 size_bytes: None,
             },
             Source::Directory { kind, dir, .. } => Self {

@@ -17,7 +17,9 @@
 //! Source targets are sandbox paths relative to `/` (`.agents/hooks.json` is
 //! `/.agents/hooks.json`); targets in system directories (`/usr`, `/etc`, `/proc`, …) or above
 //! `/` are refused. `local` and `gcs` (`file://`) sources and local repository paths read this
-//! host's filesystem: a server exposing the API to untrusted clients should refuse them.
+//! host's filesystem: a server exposing the API to untrusted clients should refuse them. `gcs`
+//! with `gs://BUCKET/PREFIX` copies the objects under the prefix through hookbox-net's guarded
+//! client (see [`Environments::with_http_client`]).
 
 mod clock;
 mod coding;
@@ -26,6 +28,7 @@ mod credentials;
 mod egress;
 mod env_vars;
 mod environment;
+mod gcs;
 mod git;
 mod id;
 mod json;

@@ -4,9 +4,13 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
+use hookbox_net::{ClientOptions, GuardedClient};
+
+use crate::credentials::CredentialStore;
+use crate::gcs;
 use crate::git;
 use crate::sources::Source;
 
@@ -22,12 +26,22 @@ pub(crate) struct SourceFailure {
     pub(crate) problem: String,
 }
 
+/// What remote sources need: the client their requests go through and the hookbox home whose
+/// credential store authenticates them.
+pub(crate) struct Remote<'a> {
+    /// The client for `gs://` sources; `None` builds one with the strict default options.
+    pub(crate) client: Option<&'a GuardedClient>,
+    /// The hookbox home (`<home>/credentials`).
+    pub(crate) home: &'a Path,
+}
+
 /// Writes `sources`, in order, below `root`, using `scratch` (an empty private directory) for
 /// clones.
 pub(crate) async fn materialise(
     sources: &[Source],
     root: &Path,
     scratch: &Path,
+    remote: &Remote<'_>,
 ) -> Result<(), SourceFailure> {
     let mut writer = Writer {
         root,
@@ -48,9 +62,63 @@ pub(crate) async fn materialise(
                     .map_err(fail)?;
                 writer.tree(&clone, &dest).map_err(fail)?;
             }
+            Source::CloudStorage {
+                bucket,
+                prefix,
+                credential,
+                target,
+            } => {
+                let built;
+                let client = match remote.client {
+                    Some(client) => client,
+                    None => {
+                        built = GuardedClient::new(&ClientOptions::default()).map_err(|err| {
+                            fail(format!("cannot build the Cloud Storage client: {err}"))
+                        })?;
+                        &built
+                    }
+                };
+                let auth = match credential {
+                    Some(name) => credential_header(remote.home, name).map_err(fail)?,
+                    None => Vec::new(),
+                };
+                let bucket = gcs::Bucket {
+                    client,
+                    bucket,
+                    prefix,
+                    auth,
+                    credential: credential.as_deref(),
+                    target: target.to_string(),
+                };
+                let objects = bucket.list().await.map_err(fail)?;
+                writer.directory(&dest).map_err(fail)?;
+                for object in &objects {
+                    let path = dest.join(&object.relative);
+                    let mut file = writer.create(&path).map_err(fail)?;
+                    let downloaded = bucket.download(object, &mut file).await.map_err(fail)?;
+                    if downloaded.script {
+                        fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
+                            .map_err(|err| fail(writer.describe("make executable", &path, &err)))?;
+                    }
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// The `(header, value)` of the hookbox credential `name`, for Cloud Storage requests.
+fn credential_header(home: &Path, name: &str) -> Result<Vec<(String, String)>, String> {
+    let store = CredentialStore::open(home)
+        .map_err(|err| format!("cannot read the credential store: {err}"))?;
+    match store.get(name) {
+        Ok(Some(found)) => Ok(vec![(found.header.clone(), found.value().to_owned())]),
+        Ok(None) => Err(format!(
+            "this server has no credential named `{name}`; add it with `hookbox credentials \
+             add {name}` (the value is read from stdin)"
+        )),
+        Err(err) => Err(format!("cannot read credential `{name}`: {err}")),
+    }
 }
 
 /// Copies the tree at `src` into `dest` (both trusted host paths), merging with what is there;
@@ -83,6 +151,17 @@ impl Writer<'_> {
         fs::write(dest, content)
             .and_then(|()| fs::set_permissions(dest, fs::Permissions::from_mode(mode)))
             .map_err(|err| self.describe("write", dest, &err))
+    }
+
+    /// Creates the empty file `dest` (mode 0644) for a download.
+    fn create(&mut self, dest: &Path) -> Result<fs::File, String> {
+        self.claim(dest)?;
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(dest)
+            .map_err(|err| self.describe("create", dest, &err))
     }
 
     /// Copies the directory `src` into `dest`.

@@ -31,10 +31,24 @@ pub enum Source {
         /// Directory the working tree goes to; `workspace/<repo-name>` by default.
         target: Target,
     },
+    /// `{"type":"gcs","source":"gs://BUCKET/PREFIX","target"?,"credential"?}`: a copy of every
+    /// Cloud Storage object under `PREFIX` (names below it become paths below the target),
+    /// fetched through hookbox-net's guarded client.
+    CloudStorage {
+        /// The bucket name.
+        bucket: String,
+        /// The object-name prefix, empty or ending in `/` (a directory of the bucket).
+        prefix: String,
+        /// The hookbox credential whose header authenticates the requests; none for a public
+        /// bucket.
+        credential: Option<String>,
+        /// Directory the objects go to; `workspace` by default.
+        target: Target,
+    },
     /// `{"type":"gcs"|"local","source","target"?}`: a copy of a local directory tree.
     ///
-    /// `gcs` accepts `file:///dir` and plain absolute paths (`gs://` needs an object-store client
-    /// this build does not have); `local` is a hookbox extension taking an absolute path.
+    /// `gcs` with `file:///dir` or a plain absolute path; `local` is a hookbox extension taking
+    /// an absolute path.
     Directory {
         /// The source type as written (`gcs` or `local`), for the metadata.
         kind: DirectoryKind,
@@ -60,6 +74,7 @@ impl Source {
         match self {
             Self::Inline { target, .. }
             | Self::Repository { target, .. }
+            | Self::CloudStorage { target, .. }
             | Self::Directory { target, .. } => target,
         }
     }
@@ -71,7 +86,7 @@ impl Source {
         match self {
             Self::Directory { .. } => true,
             Self::Repository { url, .. } => !is_remote_url(url),
-            Self::Inline { .. } => false,
+            Self::Inline { .. } | Self::CloudStorage { .. } => false,
         }
     }
 
@@ -156,17 +171,20 @@ fn parse_repository(map: &Map<String, Value>, path: &str) -> Result<Source, Spec
     })
 }
 
-/// `gcs` and `local`: a directory tree on this host.
+/// `gcs` and `local`: a directory tree on this host, or (`gcs` with `gs://`) a bucket prefix.
 fn parse_directory(
     map: &Map<String, Value>,
     path: &str,
     kind: DirectoryKind,
 ) -> Result<Source, SpecError> {
-    json::known_keys(map, path, &["type", "source", "target"])?;
     let dir_path = member(path, "source");
     let source = json::required(map, path, "source", "the directory to copy")?;
     let source = json::string(source, &dir_path, "a directory path string")?;
     json::no_nul(source, &dir_path)?;
+    if kind == DirectoryKind::Gcs && source.starts_with("gs://") {
+        return parse_cloud_storage(map, path, source);
+    }
+    json::known_keys(map, path, &["type", "source", "target"])?;
     let dir = match kind {
         DirectoryKind::Gcs => gcs_directory(source, &dir_path)?,
         DirectoryKind::Local => absolute_dir(source, &dir_path)?,
@@ -178,17 +196,70 @@ fn parse_directory(
     Ok(Source::Directory { kind, dir, target })
 }
 
-/// The host directory behind a `gcs` source: `file:///dir` or `/dir`; `gs://` is unavailable.
-fn gcs_directory(source: &str, path: &str) -> Result<PathBuf, SpecError> {
-    if source.starts_with("gs://") {
+/// `gcs` with `gs://BUCKET/PREFIX`: the bucket, the prefix as a directory, the credential.
+fn parse_cloud_storage(
+    map: &Map<String, Value>,
+    path: &str,
+    source: &str,
+) -> Result<Source, SpecError> {
+    json::known_keys(map, path, &["type", "source", "target", "credential"])?;
+    let url_path = member(path, "source");
+    let rest = source.strip_prefix("gs://").unwrap_or(source);
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if let Err(problem) = check_bucket(bucket) {
         return Err(SpecError::new(
-            path,
+            url_path,
             format!(
-                "`{source}`: Cloud Storage (gs://) sources are not available in this build of \
-                 hookbox; copy the objects to a local directory and use `file:///that/dir`"
+                "`{source}` does not name a Cloud Storage bucket: {problem}; write it as \
+                     `gs://BUCKET/PREFIX`"
             ),
         ));
     }
+    let mut prefix = prefix.to_owned();
+    if !prefix.is_empty() && !prefix.ends_with('/') {
+        prefix.push('/');
+    }
+    let credential = match map.get("credential") {
+        Some(value) => Some(argument(
+            value,
+            &member(path, "credential"),
+            "the name of a hookbox credential",
+        )?),
+        None => None,
+    };
+    let target = match optional_target(map, path)? {
+        Some(target) => target,
+        None => Target::from_path(SandboxPath::workspace()),
+    };
+    Ok(Source::CloudStorage {
+        bucket: bucket.to_owned(),
+        prefix,
+        credential,
+        target,
+    })
+}
+
+/// Cloud Storage's bucket naming rules: 3 to 222 characters of `a-z 0-9 - _ .`, starting and
+/// ending with a letter or digit.
+fn check_bucket(bucket: &str) -> Result<(), &'static str> {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if !(3..=222).contains(&bucket.len()) {
+        return Err("bucket names are 3 to 222 characters long");
+    }
+    if !bucket
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err("bucket names use only lowercase letters, digits, `-`, `_` and `.`");
+    }
+    if !edge(bucket.chars().next()) || !edge(bucket.chars().last()) {
+        return Err("bucket names start and end with a letter or digit");
+    }
+    Ok(())
+}
+
+/// The host directory behind a `gcs` source: `file:///dir` or `/dir`.
+fn gcs_directory(source: &str, path: &str) -> Result<PathBuf, SpecError> {
     absolute_dir(source.strip_prefix("file://").unwrap_or(source), path)
 }
 
@@ -313,12 +384,51 @@ mod tests {
     }
 
     #[test]
-    fn gcs_accepts_file_urls_and_refuses_gs() {
+    fn gcs_accepts_file_urls() {
         let source = parse(json!({"type":"gcs","source":"file:///data/x"})).unwrap();
         assert_eq!(source.target().to_string(), "/workspace");
-        let err = parse(json!({"type":"gcs","source":"gs://bucket/p"})).unwrap_err();
-        assert!(err.problem.contains("not available in this build"), "{err}");
+        let err = parse(json!({"type":"gcs","source":"file:///d","credential":"c"})).unwrap_err();
+        assert_eq!(err.path, "$.sources[0].credential");
         let err = parse(json!({"type":"local","source":"rel/dir"})).unwrap_err();
         assert_eq!(err.path, "$.sources[0].source");
+    }
+
+    #[test]
+    fn gs_urls_name_a_bucket_and_a_directory_prefix() {
+        let source = parse(json!({"type":"gcs","source":"gs://my-bucket/data/2024",
+                                  "target":"workspace/data","credential":"gcs-reader"}))
+        .unwrap();
+        assert_eq!(
+            source,
+            Source::CloudStorage {
+                bucket: "my-bucket".to_owned(),
+                prefix: "data/2024/".to_owned(),
+                credential: Some("gcs-reader".to_owned()),
+                target: Target::parse("workspace/data", "$").unwrap(),
+            }
+        );
+        assert!(!source.reads_host());
+        for (url, prefix) in [("gs://bkt", ""), ("gs://bkt/", ""), ("gs://bkt/a/", "a/")] {
+            let Source::CloudStorage { prefix: got, .. } =
+                parse(json!({"type":"gcs","source":url})).unwrap()
+            else {
+                panic!("not cloud storage");
+            };
+            assert_eq!(got, prefix, "{url}");
+        }
+        for bad in [
+            "gs://",
+            "gs://UPPER/x",
+            "gs://a/x",
+            "gs://-bkt/x",
+            "gs://b%20k/x",
+        ] {
+            let err = parse(json!({"type":"gcs","source":bad})).unwrap_err();
+            assert_eq!(err.path, "$.sources[0].source", "{bad}");
+            assert!(
+                err.problem.contains("does not name a Cloud Storage bucket"),
+                "{err}"
+            );
+        }
     }
 }

@@ -5,14 +5,17 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use hookbox_net::{ClientOptions, GuardedClient};
+
 use crate::clock;
 use crate::credentials::CredentialStore;
 use crate::env_vars::EnvValue;
 use crate::environment::{Environment, Metadata, SourceSummary};
 use crate::id;
-use crate::materialise::{self, SourceFailure};
+use crate::materialise::{self, Remote, SourceFailure};
 use crate::place;
 use crate::sandbox_path::WORKSPACE;
+use crate::sources::Source;
 use crate::spec::EnvironmentSpec;
 
 /// Name of the metadata file beside each root.
@@ -87,6 +90,7 @@ fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Stor
 #[derive(Debug, Clone)]
 pub struct Environments {
     dir: PathBuf,
+    http: Option<GuardedClient>,
 }
 
 impl Environments {
@@ -119,7 +123,33 @@ impl Environments {
                 fs::remove_dir_all(&path).map_err(io_error("remove leftover", &path))?;
             }
         }
-        Ok(Self { dir })
+        Ok(Self { dir, http: None })
+    }
+
+    /// Opens the store (as [`open`](Self::open)) with `gs://` sources fetched through a guarded
+    /// client built from `options`, the operator's network settings (extra roots, private
+    /// ranges, static names); loopback is never permitted for sources.
+    pub fn open_with_network(home: &Path, options: &ClientOptions) -> Result<Self, StoreError> {
+        let client = GuardedClient::new(&ClientOptions {
+            permit_loopback: false,
+            ..options.clone()
+        })
+        .map_err(|err| StoreError::Io {
+            action: "set up the HTTP client for the sources of",
+            path: home.to_path_buf(),
+            source: io::Error::other(err),
+        })?;
+        Ok(Self::open(home)?.with_http_client(client))
+    }
+
+    /// The same environments, with `gs://` sources fetched through `client` instead of a
+    /// guarded client with the strict default options (HTTPS only, public addresses only).
+    #[must_use]
+    pub fn with_http_client(self, client: GuardedClient) -> Self {
+        Self {
+            http: Some(client),
+            ..self
+        }
     }
 
     /// Creates an environment from `spec` (it must not name `environment_id`). Either the
@@ -150,7 +180,7 @@ impl Environments {
                 }
             })?;
         }
-        staging.materialise(spec, &root).await?;
+        staging.materialise(spec, &root, &self.remote()).await?;
         create_dir(&root.join(WORKSPACE))?;
         let now = clock::now();
         let meta = Metadata {
@@ -197,7 +227,9 @@ impl Environments {
         let staging = Staging::new(&self.dir)?;
         let staged_root = staging.path.join("root");
         create_dir(&staged_root)?;
-        staging.materialise(spec, &staged_root).await?;
+        staging
+            .materialise(spec, &staged_root, &self.remote())
+            .await?;
         place::place(&staged_root, current.root()).map_err(|problem| StoreError::Update {
             id: id.to_owned(),
             problem,
@@ -219,8 +251,22 @@ impl Environments {
         Ok(Environment::new(meta, current.root().to_path_buf()))
     }
 
+    /// What remote sources need: the client and the hookbox home.
+    fn remote(&self) -> Remote<'_> {
+        Remote {
+            client: self.http.as_ref(),
+            home: self.home(),
+        }
+    }
+
+    /// The hookbox home these environments are kept under.
+    fn home(&self) -> &Path {
+        self.dir.parent().unwrap_or(&self.dir)
+    }
+
     /// Refuses a spec that names a credential this server does not hold (in
-    /// `network.allowlist[i].credential` or an `env` value), before anything is written.
+    /// `network.allowlist[i].credential`, an `env` value or a `gs://` source), before anything
+    /// is written.
     fn check_credentials(&self, spec: &EnvironmentSpec) -> Result<(), StoreError> {
         let allowlist = spec
             .network
@@ -241,11 +287,19 @@ impl Environments {
                 wanted.push((format!("$.env.{}.credential", var.name), credential));
             }
         }
+        for (index, source) in spec.sources.iter().enumerate() {
+            if let Source::CloudStorage {
+                credential: Some(credential),
+                ..
+            } = source
+            {
+                wanted.push((format!("$.sources[{index}].credential"), credential));
+            }
+        }
         if wanted.is_empty() {
             return Ok(());
         }
-        let home = self.dir.parent().unwrap_or(&self.dir);
-        let store = CredentialStore::open(home).map_err(|err| StoreError::Misplaced {
+        let store = CredentialStore::open(self.home()).map_err(|err| StoreError::Misplaced {
             path: wanted[0].0.clone(),
             problem: format!("cannot read the credential store: {err}"),
         })?;
@@ -338,10 +392,15 @@ impl Staging {
     }
 
     /// Writes `spec`'s sources below `root`, cloning into a scratch directory.
-    async fn materialise(&self, spec: &EnvironmentSpec, root: &Path) -> Result<(), StoreError> {
+    async fn materialise(
+        &self,
+        spec: &EnvironmentSpec,
+        root: &Path,
+        remote: &Remote<'_>,
+    ) -> Result<(), StoreError> {
         let scratch = self.path.join("scratch");
         create_dir(&scratch)?;
-        materialise::materialise(&spec.sources, root, &scratch)
+        materialise::materialise(&spec.sources, root, &scratch, remote)
             .await
             .map_err(|SourceFailure { index, problem }| StoreError::Source { index, problem })?;
         fs::remove_dir_all(&scratch).map_err(io_error("remove", &scratch))

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::redirect;
 
 use crate::address::AddressRules;
@@ -77,7 +78,8 @@ impl GuardedClient {
             permit_loopback: options.permit_loopback,
             allowed: options.allow_private_cidrs.clone(),
         });
-        let resolver = GuardedResolver::new(Arc::clone(&addresses), &options.resolve)?;
+        let resolver = GuardedResolver::new(Arc::clone(&addresses), &options.resolve)?
+            .with_ports(&options.test_connect_to)?;
         Ok(Self {
             http: build_http(options, resolver)?,
             https_only: options.https_only,
@@ -89,7 +91,7 @@ impl GuardedClient {
     /// POSTs `request.body` as `application/json` and returns the reply, whatever its status.
     /// Nothing is sent unless the scheme, the egress policy and the address rules all allow it.
     pub async fn post_json(&self, request: PostRequest<'_>) -> Result<HttpReply, NetError> {
-        let checked = guard::check(self, &request)?;
+        let checked = request.check(self)?;
         let exchange = async {
             let response = self
                 .http
@@ -113,6 +115,24 @@ impl GuardedClient {
                 url: request.url.to_owned(),
                 after: request.timeout,
             })?
+    }
+}
+
+impl PostRequest<'_> {
+    /// The pre-send checks, then `Content-Type: application/json`.
+    pub(crate) fn check(&self, client: &GuardedClient) -> Result<guard::Checked, NetError> {
+        let mut checked = guard::check(
+            client,
+            &guard::Outgoing {
+                url: self.url,
+                policy: self.policy,
+                headers: self.headers,
+            },
+        )?;
+        checked
+            .headers
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        Ok(checked)
     }
 }
 

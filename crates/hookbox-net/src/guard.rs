@@ -7,9 +7,9 @@
 use std::net::IpAddr;
 
 use reqwest::Url;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::HeaderMap;
 
-use crate::{GuardedClient, NetError, PostRequest, headers, target};
+use crate::{EgressPolicy, GuardedClient, NetError, headers, target};
 
 /// A request that passed every check: where to send it and with which headers.
 pub(crate) struct Checked {
@@ -17,11 +17,16 @@ pub(crate) struct Checked {
     pub(crate) headers: HeaderMap,
 }
 
-/// Runs every pre-send check of `client` on `request`.
-pub(crate) fn check(
-    client: &GuardedClient,
-    request: &PostRequest<'_>,
-) -> Result<Checked, NetError> {
+/// What every request carries into the checks, whatever its method.
+pub(crate) struct Outgoing<'a> {
+    pub(crate) url: &'a str,
+    pub(crate) policy: &'a EgressPolicy,
+    pub(crate) headers: &'a [(String, String)],
+}
+
+/// Runs every pre-send check of `client` on `request`. The caller adds the headers its method
+/// sets itself (`Content-Type` for JSON posts).
+pub(crate) fn check(client: &GuardedClient, request: &Outgoing<'_>) -> Result<Checked, NetError> {
     let url = target::check(request.url, client.https_only)?;
     let refused = |reason: String| NetError::PolicyRefused {
         url: request.url.to_owned(),
@@ -65,6 +70,5 @@ pub(crate) fn check(
     }
     let mut headers = headers::configured(request.headers)?;
     headers::overwrite(&mut headers, &decision.inject)?;
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Ok(Checked { url, headers })
 }

@@ -8,7 +8,8 @@
 //!   [`GuardedClient::post_json`], with configured headers validated and never allowed to override
 //!   the framing headers (`Content-Type`, `Content-Length`, `Host`, `Transfer-Encoding`);
 //!   [`GuardedClient::post_json_stream`] is the same request with the body read as it arrives
-//!   ([`StreamingReply`]), for server-sent event streams;
+//!   ([`StreamingReply`]), for server-sent event streams; [`GuardedClient::get`] sends a `GET`
+//!   with configured headers and streams its reply the same way (downloads);
 //! * follows no redirects (a 3xx is returned as a reply) and ignores `HTTP(S)_PROXY`;
 //! * bounds each request by one deadline covering connect, send and the whole response body, and
 //!   caps how much of the body is kept;
@@ -34,6 +35,7 @@ mod body;
 mod client;
 mod credentials;
 mod error;
+mod get;
 mod guard;
 mod headers;
 mod host;
@@ -48,6 +50,7 @@ mod tls;
 pub use client::{GuardedClient, HttpReply, PostRequest};
 pub use credentials::{Credential, CredentialSource, SharedCredentials};
 pub use error::NetError;
+pub use get::GetRequest;
 pub use ipnet::IpNet;
 pub use options::ClientOptions;
 pub use policy::{Decision, EgressPolicy, PolicyError};

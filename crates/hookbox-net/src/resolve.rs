@@ -20,6 +20,9 @@ use crate::host;
 pub(crate) struct GuardedResolver {
     rules: Arc<AddressRules>,
     overrides: HashMap<String, Vec<IpAddr>>,
+    /// Ports handed to the connector with the addresses of these names (test-only
+    /// `ClientOptions::test_connect_to`); other names get port 0, i.e. the URL's port.
+    ports: HashMap<String, u16>,
 }
 
 impl GuardedResolver {
@@ -39,7 +42,23 @@ impl GuardedResolver {
         Ok(Self {
             rules,
             overrides: table,
+            ports: HashMap::new(),
         })
+    }
+
+    /// Adds test-only overrides that pin a name to an address and a port (see
+    /// `ClientOptions::test_connect_to`). A URL with an explicit port still uses its own.
+    pub(crate) fn with_ports(mut self, pinned: &[(String, SocketAddr)]) -> Result<Self, NetError> {
+        for (name, address) in pinned {
+            let canonical = host::canonical(name)
+                .map_err(|error| NetError::Build(format!("test connect-to override: {error}")))?;
+            self.overrides
+                .entry(canonical.clone())
+                .or_default()
+                .push(address.ip());
+            self.ports.insert(canonical, address.port());
+        }
+        Ok(self)
     }
 }
 
@@ -85,6 +104,10 @@ impl GuardedResolver {
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let lookup = self.lookup(name.as_str());
+        let port = host::canonical(name.as_str())
+            .ok()
+            .and_then(|canonical| self.ports.get(&canonical).copied())
+            .unwrap_or(0);
         Box::pin(async move {
             // The refusal is boxed as itself so `NetError::from_transport` can find it.
             let admitted = lookup
@@ -95,7 +118,11 @@ impl Resolve for GuardedResolver {
                         LookupError::Refused(refusal) => Box::new(refusal),
                     }
                 })?;
-            let addrs: Addrs = Box::new(admitted.into_iter().map(|ip| SocketAddr::new(ip, 0)));
+            let addrs: Addrs = Box::new(
+                admitted
+                    .into_iter()
+                    .map(move |ip| SocketAddr::new(ip, port)),
+            );
             Ok(addrs)
         })
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::{GuardedClient, NetError, PostRequest, guard};
+use crate::{GuardedClient, NetError, PostRequest};
 
 /// The response to [`GuardedClient::post_json_stream`]: status and headers are known, the body
 /// is read on demand with [`next_chunk`](Self::next_chunk). The request's deadline keeps running
@@ -86,20 +86,39 @@ impl GuardedClient {
         request: PostRequest<'_>,
     ) -> Result<StreamingReply, NetError> {
         let deadline = Instant::now() + request.timeout;
-        let checked = guard::check(self, &request)?;
+        let checked = request.check(self)?;
         let send = self
             .http
             .post(checked.url)
             .headers(checked.headers)
-            .body(request.body)
-            .send();
-        let response = tokio::time::timeout_at(deadline, send)
+            .body(request.body);
+        StreamingReply::start(
+            send,
+            request.url,
+            deadline,
+            request.timeout,
+            request.body_limit,
+        )
+        .await
+    }
+}
+
+impl StreamingReply {
+    /// Sends `request` and waits (until `deadline`) for the response head.
+    pub(crate) async fn start(
+        request: reqwest::RequestBuilder,
+        url: &str,
+        deadline: Instant,
+        timeout: Duration,
+        limit: usize,
+    ) -> Result<Self, NetError> {
+        let response = tokio::time::timeout_at(deadline, request.send())
             .await
             .map_err(|_elapsed| NetError::Timeout {
-                url: request.url.to_owned(),
-                after: request.timeout,
+                url: url.to_owned(),
+                after: timeout,
             })?
-            .map_err(|error| NetError::from_transport(request.url, &error))?;
+            .map_err(|error| NetError::from_transport(url, &error))?;
         let headers = response
             .headers()
             .iter()
@@ -108,14 +127,14 @@ impl GuardedClient {
                 Some((name.as_str().to_owned(), value.to_owned()))
             })
             .collect();
-        Ok(StreamingReply {
+        Ok(Self {
             status: response.status().as_u16(),
             headers,
-            url: request.url.to_owned(),
+            url: url.to_owned(),
             response,
             deadline,
-            timeout: request.timeout,
-            limit: request.body_limit,
+            timeout,
+            limit,
             received: 0,
         })
     }

@@ -131,7 +131,7 @@ pub(crate) type Shared = Arc<State>;
 
 /// The API's router, with body limits, JSON errors everywhere and request logging.
 pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
-    let environments = Environments::open(&config.home)?;
+    let environments = Environments::open_with_network(&config.home, &config.hook_http)?;
     let uploads = upload::Uploads::open(&config.home.join("uploads"))?;
     let limit = config.max_body_bytes;
     let mut service = ServiceConfig::new();

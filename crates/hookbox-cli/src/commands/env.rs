@@ -9,12 +9,14 @@ use hookbox_env::{EnvironmentSpec, Environments};
 use serde_json::Value;
 
 use crate::cli::EnvCommand;
-use crate::render;
+use crate::{config, render};
 
-/// The environment store under `$HOOKBOX_HOME` (or the XDG data directory).
+/// The environment store under `$HOOKBOX_HOME` (or the XDG data directory), fetching `gs://`
+/// sources under hookbox.toml's `[network]` settings.
 pub(crate) fn store() -> anyhow::Result<Environments> {
     let home = Environments::default_home()?;
-    Environments::open(&home)
+    let network = config::read(None, &home)?.network.hook_client_options()?;
+    Environments::open_with_network(&home, &network)
         .with_context(|| format!("cannot open the environments in {}", home.display()))
 }
 

@@ -111,7 +111,7 @@ async fn every_bad_spec_is_refused_at_its_json_path_and_nothing_is_written() {
         (json!({"agents_writable": "yes"}), "$.agents_writable"),
         (json!({"environment_id": "../x"}), "$.environment_id"),
         (
-            json!({"sources": [{"type": "gcs", "source": "gs://bucket/prefix"}]}),
+            json!({"sources": [{"type": "gcs", "source": "gs://Bucket/prefix"}]}),
             "$.sources[0].source",
         ),
         (
@@ -151,7 +151,9 @@ async fn errors_say_what_to_do() {
         EnvironmentSpec::from_json(&json!({"sources": [{"type": "gcs", "source": "gs://b/p"}]}))
             .unwrap_err();
     assert!(
-        err.to_string().contains("not available in this build"),
+        err.to_string().contains(
+            "bucket names are 3 to 222 characters long; write it as `gs://BUCKET/PREFIX`"
+        ),
         "{err}"
     );
 }

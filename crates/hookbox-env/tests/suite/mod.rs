@@ -6,6 +6,8 @@ mod bad_specs;
 mod coding;
 /// File tools: normal use and the F1–F5 attacks.
 mod file_tools;
+/// `gs://` sources against a fake Cloud Storage JSON API.
+mod gcs;
 /// F3: a directory swapped for a symlink while reads run.
 mod races;
 /// Repository sources cloned from a local git repository.

@@ -12,6 +12,8 @@ mod egress;
 mod exchange;
 /// Build-time and request-time validation errors, and transport failures.
 mod failures;
+/// `GuardedClient::get`: headers, streamed replies, checks, and `test_connect_to`.
+mod get;
 /// The timeout and the response body cap.
 mod limits;
 /// Parsing `network` policies and deciding hosts: JSON paths, domain matching, entry order.
