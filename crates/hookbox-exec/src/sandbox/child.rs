@@ -90,19 +90,15 @@ pub(crate) enum Op {
         dst: CString,
         device: bool,
     },
-    /// A top-level entry of the sandbox root, opened without following links and bound from
-    /// its descriptor; a symlink is reproduced as a symlink, never followed.
-    Entry {
-        src: CString,
-        dst: CString,
-        read_only: bool,
-    },
-    /// A host path bound at a target of its own ([`super::Bind`]): opened without following a
-    /// final symlink (one there fails with `ELOOP`) and bound from its descriptor.
+    /// A host path opened without following a final symlink and bound from its descriptor: a
+    /// top-level entry of the sandbox root (`copy_link`: a symlink is reproduced as a symlink)
+    /// or a path bound at a target of its own ([`super::Bind`]; a symlink fails with `ELOOP`).
+    /// Never follows a link.
     Bind {
         src: CString,
         dst: CString,
         read_only: bool,
+        copy_link: bool,
     },
     /// Creates a symlink `link` → `target`.
     Symlink { target: CString, link: CString },
@@ -593,35 +589,11 @@ fn apply(op: &Op) -> Result<(), i32> {
                 mount_point(dst, stat.st_mode)?;
                 bind(src, dst, !device, *device)
             }
-            Op::Entry {
-                src,
-                dst,
-                read_only,
-            } => {
-                let fd = libc::open(
-                    src.as_ptr(),
-                    libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                );
-                if fd < 0 {
-                    return Err(errno());
-                }
-                let mut stat: libc::stat = std::mem::zeroed();
-                let result = if libc::fstat(fd, &raw mut stat) != 0 {
-                    Err(errno())
-                } else if stat.st_mode & libc::S_IFMT == libc::S_IFLNK {
-                    copy_link(fd, c"", dst)
-                } else {
-                    let mut buf = [0; 64];
-                    mount_point(dst, stat.st_mode)
-                        .and_then(|()| bind(fd_path(&mut buf, fd), dst, *read_only, false))
-                };
-                libc::close(fd);
-                result
-            }
             Op::Bind {
                 src,
                 dst,
                 read_only,
+                copy_link: copy,
             } => {
                 let fd = libc::open(
                     src.as_ptr(),
@@ -634,7 +606,11 @@ fn apply(op: &Op) -> Result<(), i32> {
                 let result = if libc::fstat(fd, &raw mut stat) != 0 {
                     Err(errno())
                 } else if stat.st_mode & libc::S_IFMT == libc::S_IFLNK {
-                    Err(libc::ELOOP)
+                    if *copy {
+                        copy_link(fd, c"", dst)
+                    } else {
+                        Err(libc::ELOOP)
+                    }
                 } else {
                     let mut buf = [0; 64];
                     mount_point(dst, stat.st_mode)

@@ -477,10 +477,11 @@ pub(crate) fn prepare(
         let Some(root) = &root else { break };
         let read_only = sandbox.read_only.iter().any(|ro| ro == name);
         let inside = format!("/{name}");
-        ops.push(Op::Entry {
+        ops.push(Op::Bind {
             src: join("/oldroot", &root.join(name))?,
             dst: cstring(format!("/newroot{inside}"))?,
             read_only,
+            copy_link: true,
         });
         if !read_only && !kind.is_symlink() {
             writable.push((
@@ -508,6 +509,7 @@ pub(crate) fn prepare(
             src: join("/oldroot", &bind.host)?,
             dst: join("/newroot", &bind.target)?,
             read_only: !bind.writable,
+            copy_link: false,
         });
         if bind.writable {
             writable.push((
@@ -531,6 +533,7 @@ pub(crate) fn prepare(
                     src: join("/oldroot", bundle)?,
                     dst: cstring(format!("/newroot{system}"))?,
                     read_only: true,
+                    copy_link: false,
                 });
             }
         }
