@@ -425,6 +425,47 @@ fn kept_flags(path: &CStr) -> libc::c_ulong {
         .fold(0, |flags, (_, ms)| flags | ms)
 }
 
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `MOUNT_ATTR_RDONLY`, `MOUNT_ATTR_NOSUID`, `MOUNT_ATTR_NODEV` (linux/mount.h).
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+
+/// Makes the mount at `dst` and everything below it nosuid, nodev and, if asked, read-only,
+/// with one `mount_setattr` (Linux 5.12+; it only adds flags, so the flags a user namespace
+/// locks need not be read first). `false` when the kernel cannot, for the remount fallback.
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+fn set_attributes(dst: &CStr, read_only: bool) -> bool {
+    let mut attr = MountAttr {
+        attr_set: MOUNT_ATTR_NOSUID
+            | MOUNT_ATTR_NODEV
+            | if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a NUL-terminated path and a live, correctly sized `mount_attr`.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            dst.as_ptr(),
+            libc::AT_RECURSIVE as libc::c_uint,
+            &raw mut attr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    result == 0
+}
+
 /// Bind-mounts `src` (a path, possibly `/proc/self/fd/N`) on `dst`, then remounts it with
 /// nosuid, nodev and, if asked, read-only.
 #[expect(unsafe_code, reason = "raw system calls between fork and exec")]
@@ -442,6 +483,9 @@ fn bind(src: &CStr, dst: &CStr, read_only: bool, device: bool) -> Result<(), i32
             .into(),
         )?;
         if device {
+            return Ok(());
+        }
+        if set_attributes(dst, read_only) {
             return Ok(());
         }
         let mut flags =
