@@ -1,19 +1,32 @@
 //! Per-run cgroups (v1 `pids` and `memory`, or v2 when those controllers are delegated),
-//! created by the parent before the spawn and removed once everything inside has died.
+//! created by the parent before the spawn. Once everything inside has died they go back to a
+//! small pool for the next run with the same limits (creating and removing them costs about
+//! 0.4 ms a run); the rest are removed. A cgroup holds accounting, never data, so reuse across
+//! runs and environments shares nothing. Emptied cgroups a dead hookbox process left behind
+//! are removed the first time this process creates one.
 //!
 //! Used when hookbox runs as root, where `RLIMIT_NPROC` does not apply.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once, OnceLock, PoisonError};
 use std::time::Duration;
 
 use super::{IsolationError, Limits};
 
 /// Distinguishes the runs of one process.
 static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// Emptied cgroups waiting for a run with the same limits.
+static POOL: Mutex<Vec<RunCgroups>> = Mutex::new(Vec::new());
+
+/// Emptied cgroups kept per process, at most.
+const POOL_SIZE: usize = 4;
+
+/// Prefix of the cgroups hookbox creates: `hookbox-<pid>-<n>`.
+const PREFIX: &str = "hookbox-";
 
 /// What the cgroups of one run enforce.
 #[derive(Debug, Default)]
@@ -27,6 +40,8 @@ pub(crate) struct RunCgroups {
     pub(crate) pids: bool,
     /// Whether a `memory` limit is in force.
     pub(crate) memory: bool,
+    /// The limits the cgroups were set up with (`None` for an empty set).
+    limits: Option<Limits>,
 }
 
 /// The path of this process's cgroup for `controller` (v1), or for the unified hierarchy
@@ -54,9 +69,15 @@ impl RunCgroups {
     /// Creates the cgroups limiting `limits` for one run, nested under this process's own
     /// cgroups. What could not be created is left out (see the flags).
     pub(crate) fn create(limits: &Limits) -> Self {
+        static SWEEP: Once = Once::new();
+        SWEEP.call_once(remove_stale);
+        if let Some(ready) = take_pooled(limits) {
+            return ready;
+        }
         let mut cgroups = Self::default();
+        cgroups.limits = Some(limits.clone());
         let name = format!(
-            "hookbox-{}-{}",
+            "{PREFIX}{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
@@ -201,8 +222,75 @@ impl RunCgroups {
     }
 }
 
+/// A pooled set of cgroups set up for `limits`, if one is waiting.
+fn take_pooled(limits: &Limits) -> Option<RunCgroups> {
+    let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+    let index = pool
+        .iter()
+        .position(|ready| ready.limits.as_ref() == Some(limits))?;
+    Some(pool.swap_remove(index))
+}
+
+/// Whether no process is left in any of `dirs`.
+fn all_empty(dirs: &[PathBuf]) -> bool {
+    dirs.iter().all(|dir| {
+        std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|procs| procs.trim().is_empty())
+    })
+}
+
+/// Removes the emptied `hookbox-<pid>-<n>` cgroups of processes that no longer exist, next to
+/// this process's own cgroups (v1 `pids` and `memory`, and v2).
+fn remove_stale() {
+    let base = Path::new("/sys/fs/cgroup");
+    let mut parents: Vec<PathBuf> = ["pids", "memory"]
+        .into_iter()
+        .filter_map(|controller| {
+            own_path(controller).map(|own| base.join(controller).join(own.trim_start_matches('/')))
+        })
+        .collect();
+    if let Some(own) = own_path("") {
+        parents.push(base.join(own.trim_start_matches('/')));
+        parents.push(base.join("unified").join(own.trim_start_matches('/')));
+    }
+    for parent in parents {
+        let Ok(entries) = std::fs::read_dir(&parent) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|name| name.strip_prefix(PREFIX))
+                .and_then(|rest| rest.split('-').next())
+            else {
+                continue;
+            };
+            if !Path::new("/proc").join(pid).exists() {
+                // Fails harmlessly while something still runs inside.
+                let _ = std::fs::remove_dir(entry.path());
+            }
+        }
+    }
+}
+
 impl Drop for RunCgroups {
     fn drop(&mut self) {
+        if let Some(limits) = self.limits.take()
+            && !self.dirs.is_empty()
+            && all_empty(&self.dirs)
+        {
+            let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+            if pool.len() < POOL_SIZE {
+                pool.push(Self {
+                    dirs: std::mem::take(&mut self.dirs),
+                    procs: std::mem::take(&mut self.procs),
+                    pids: self.pids,
+                    memory: self.memory,
+                    limits: Some(limits),
+                });
+                return;
+            }
+        }
         let mut left = std::mem::take(&mut self.dirs);
         left.retain(|dir| std::fs::remove_dir(dir).is_err() && dir.exists());
         if left.is_empty() {

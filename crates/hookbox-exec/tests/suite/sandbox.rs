@@ -302,6 +302,35 @@ async fn a_fork_bomb_is_contained_and_leaves_nothing() {
 }
 
 #[tokio::test]
+async fn the_process_limit_holds_run_after_run() {
+    // As root the limit is a per-run cgroup, and emptied cgroups are reused by later runs with
+    // the same limits: every run must still be capped.
+    let _guard = shared().await;
+    let root = Root::new();
+    let sandbox = Sandbox {
+        limits: Limits {
+            max_processes: 12,
+            ..Limits::default()
+        },
+        ..root.sandbox()
+    };
+    for run_number in 0..3 {
+        let out = run(&spec(
+            sandbox.clone(),
+            "for i in $(seq 40); do sleep 2 & done 2>&1; wait; echo done",
+            Duration::from_secs(20),
+        ))
+        .await
+        .unwrap();
+        let text = format!("{}{}", out.stdout.to_text(), out.stderr.to_text());
+        assert!(
+            text.contains("Cannot fork") || text.contains("Resource temporarily unavailable"),
+            "run {run_number} was not capped: {text}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_memory_bomb_fails_inside() {
     let _guard = shared().await;
     let root = Root::new();
