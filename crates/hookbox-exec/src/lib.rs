@@ -83,8 +83,8 @@
 //!
 //! **Limits** ([`Limits`]): see its table. As root, a per-run cgroup (v1 `pids` and `memory`
 //! under this process's own cgroups, or v2 when those controllers are delegated) caps
-//! processes and memory for the whole sandbox; it is created before the spawn and removed
-//! after the run. Without a pids cgroup, a root run with a process limit is refused (root is
+//! processes and memory for the whole sandbox; it is created before the spawn (or taken from
+//! a small pool of emptied ones with the same limits) and pooled or removed after the run. Without a pids cgroup, a root run with a process limit is refused (root is
 //! exempt from `RLIMIT_NPROC`). As another user, `RLIMIT_NPROC` is counted within the
 //! sandbox's own user namespace, and memory is `RLIMIT_AS` per process. CPU time, file size and
 //! open files are per-process rlimits; core dumps are off.
