@@ -1,9 +1,9 @@
 //! Command hooks of an environment run where its code runs: inside its sandbox.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::future::BoxFuture;
-use hookbox_env::{Environment, Isolation, SandboxEgress, environment_for};
+use hookbox_env::{Environment, Isolation, NetworkDecision, SandboxEgress, environment_for};
 use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
 use hookbox_hooks::{CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT};
 
@@ -14,6 +14,7 @@ pub struct EnvironmentCommandRunner {
     environment: Arc<Environment>,
     isolation: Isolation,
     egress: Option<Arc<SandboxEgress>>,
+    decisions: Option<Arc<Mutex<Vec<NetworkDecision>>>>,
 }
 
 impl EnvironmentCommandRunner {
@@ -23,6 +24,7 @@ impl EnvironmentCommandRunner {
             environment,
             isolation,
             egress: None,
+            decisions: None,
         }
     }
 
@@ -30,6 +32,12 @@ impl EnvironmentCommandRunner {
     /// environment's code (none by default: no network at all).
     pub fn with_egress(mut self, egress: Option<Arc<SandboxEgress>>) -> Self {
         self.egress = egress;
+        self
+    }
+
+    /// This runner adding the egress proxy's decisions for the hooks' own requests to `sink`.
+    pub fn recording_network(mut self, sink: Arc<Mutex<Vec<NetworkDecision>>>) -> Self {
+        self.decisions = Some(sink);
         self
     }
 }
@@ -51,11 +59,19 @@ impl CommandRunner for EnvironmentCommandRunner {
             .collect();
         environment_for(&mut spec, &self.environment, self.isolation);
         let egress = self.egress.clone();
+        let sink = self.decisions.clone();
         Box::pin(async move {
             match egress {
-                // The hook's own requests are decided like the code's; its trace entry has no
-                // room for them.
-                Some(egress) => egress.run(spec).await.0,
+                // The hook's own requests are decided like the code's, and kept when asked.
+                Some(egress) => {
+                    let (result, decisions) = egress.run(spec).await;
+                    if let Some(sink) = sink {
+                        sink.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .extend(decisions);
+                    }
+                    result
+                }
                 None => hookbox_exec::run(&spec).await,
             }
         })

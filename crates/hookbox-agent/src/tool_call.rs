@@ -1,7 +1,7 @@
 //! One built-in tool call through the environment's hooks: pre hooks, the tool unless denied,
 //! post hooks.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use hookbox_env::{
     BuiltinTools, EgressError, Environment, FileTools, Isolation, NetworkDecision, SandboxEgress,
@@ -35,8 +35,8 @@ pub struct ToolCallReport {
     pub error: Option<String>,
     /// Every hook run, pre then post.
     pub trace: Vec<TraceEntry>,
-    /// What the egress proxy decided on the requests the tool's program made (never header
-    /// values).
+    /// What the egress proxy decided on the requests made by the call's sandboxed programs:
+    /// the pre hooks', the tool's, then the post hooks' (never header values).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<NetworkDecision>,
     /// Problems with the environment's hook files.
@@ -71,6 +71,7 @@ pub struct SandboxTools {
     files: FileTools,
     discovery: HookDiscovery,
     runners: Runners,
+    egress: Option<Arc<SandboxEgress>>,
 }
 
 impl SandboxTools {
@@ -97,6 +98,7 @@ impl SandboxTools {
             environment,
             discovery: HookDiscovery::default(),
             runners,
+            egress: None,
         })
     }
 
@@ -118,11 +120,8 @@ impl SandboxTools {
             return Ok(self);
         };
         let egress = Arc::new(egress);
-        self.runners.command = Arc::new(
-            EnvironmentCommandRunner::new(Arc::clone(&self.environment), self.isolation)
-                .with_egress(Some(Arc::clone(&egress))),
-        );
-        self.tools = self.tools.with_egress(Some(egress));
+        self.tools = self.tools.with_egress(Some(Arc::clone(&egress)));
+        self.egress = Some(egress);
         Ok(self)
     }
 
@@ -138,7 +137,19 @@ impl SandboxTools {
             return Err(ToolCallError::UnknownTool(tool.to_owned()));
         }
         let (hooks, diagnostics) = self.discovery.load(&self.files);
-        let dispatcher = Dispatcher::new(hooks, self.runners.clone());
+        // Command hooks with network get this call's own record of the proxy's decisions.
+        let hook_network: Arc<Mutex<Vec<NetworkDecision>>> = Arc::default();
+        let mut runners = self.runners.clone();
+        if let Some(egress) = &self.egress {
+            runners.command = Arc::new(
+                EnvironmentCommandRunner::new(Arc::clone(&self.environment), self.isolation)
+                    .with_egress(Some(Arc::clone(egress)))
+                    .recording_network(Arc::clone(&hook_network)),
+            );
+        }
+        let drain =
+            || std::mem::take(&mut *hook_network.lock().unwrap_or_else(PoisonError::into_inner));
+        let dispatcher = Dispatcher::new(hooks, runners);
         let environment_id = self.environment.id();
         let pre =
             EventInput::pre_tool_execution(tool, args.clone(), environment_id, interaction_id);
@@ -159,10 +170,13 @@ impl SandboxTools {
                 error: None,
                 trace,
                 diagnostics,
-                network: Vec::new(),
+                network: drain(),
             });
         }
+        // The pre hooks' requests, then the tool's, then the post hooks'.
+        let mut network = drain();
         let outcome = self.tools.call(tool, &args).await;
+        network.extend(outcome.network);
         let post = EventInput::post_tool_execution(
             tool,
             args,
@@ -172,6 +186,7 @@ impl SandboxTools {
             outcome.error.as_deref(),
         );
         trace.extend(dispatcher.dispatch(&post).await.trace);
+        network.extend(drain());
         Ok(ToolCallReport {
             tool: tool.to_owned(),
             denied: false,
@@ -180,7 +195,7 @@ impl SandboxTools {
             error: outcome.error,
             trace,
             diagnostics,
-            network: outcome.network,
+            network,
         })
     }
 }

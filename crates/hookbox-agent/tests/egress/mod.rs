@@ -807,3 +807,38 @@ async fn the_agent_loop_keeps_the_proxy_decisions_in_the_traces_without_secrets(
     assert!(!all.contains(TRANSFORM_SECRET) && !all.contains("cred-secret-9b1c"));
     assert_eq!(fixture.server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_command_hooks_own_requests_are_decided_and_reported_with_the_call() {
+    let Some(fixture) =
+        fixture("a_command_hooks_own_requests_are_decided_and_reported_with_the_call").await
+    else {
+        return;
+    };
+    let hooks = json!({"notify": {"pre_tool_execution": [{"matcher": "list_files", "hooks": [
+        {"type": "command", "command": format!("curl -sS --max-time 10 https://{HOST}/from-hook >/dev/null 2>&1 || python3 -c 'import urllib.request; urllib.request.urlopen(\"https://{HOST}/from-hook\", timeout=10)'; echo '{{}}'")}
+    ]}]}});
+    let tools = fixture
+        .tools_for(json!({
+            "sources": [{"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}],
+            "network": allowlist(),
+        }))
+        .await;
+    let report = tools.call("list_files", json!({}), None).await.unwrap();
+    assert!(report.error.is_none(), "{report:?}");
+    let requests = fixture.server.requests();
+    assert!(
+        requests.iter().any(|request| request.path == "/from-hook"),
+        "{requests:?}"
+    );
+    assert!(
+        report
+            .network
+            .iter()
+            .any(|decision| decision.host == HOST && decision.allowed),
+        "{:?}",
+        report.network
+    );
+    let serialized = serde_json::to_string(&report).unwrap();
+    assert!(!serialized.contains(TRANSFORM_SECRET), "{serialized}");
+}
