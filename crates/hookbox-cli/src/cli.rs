@@ -30,10 +30,9 @@ pub(crate) enum Command {
     Check(CheckArgs),
     /// Show the seeds' three examples deciding a model's tool calls (no API key).
     ///
-    /// Builds the seeds' environments (their `hooks.json` files and hook scripts, verbatim; the
-    /// audit hook's URL gets the port of a local HTTPS receiver standing in for
-    /// telemetry.example.com) in a scratch `HOOKBOX_HOME`, and runs the agent loop with a
-    /// scripted model (labelled as such) whose tool calls go through the hooks, inside the
+    /// Builds the seeds' environments (their `hooks.json` files and hook scripts, verbatim, with
+    /// a local HTTPS receiver standing in for telemetry.example.com) in a scratch
+    /// `HOOKBOX_HOME`, and runs the agent loop with a scripted model (labelled as such) whose tool calls go through the hooks, inside the
     /// sandbox: each call, each hook decision with its reason, each result, the model's answers
     /// and what the receiver got (with the header the network policy injected) are printed.
     Demo(DemoArgs),

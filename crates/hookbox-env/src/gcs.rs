@@ -16,7 +16,7 @@ pub(crate) const MAX_OBJECTS: usize = 10_000;
 pub(crate) const MAX_BYTES: u64 = 1 << 30;
 
 /// The Cloud Storage JSON API. Tests point this name at a fake server with the guarded
-/// client's `test_connect_to` option, never by changing the URL.
+/// client's `connect_to` option, never by changing the URL.
 const API: &str = "https://storage.googleapis.com/storage/v1";
 
 /// Most bytes of one listing page.

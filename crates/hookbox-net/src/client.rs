@@ -79,7 +79,7 @@ impl GuardedClient {
             allowed: options.allow_private_cidrs.clone(),
         });
         let resolver = GuardedResolver::new(Arc::clone(&addresses), &options.resolve)?
-            .with_ports(&options.test_connect_to)?;
+            .with_ports(&options.connect_to)?;
         Ok(Self {
             http: build_http(options, resolver)?,
             https_only: options.https_only,

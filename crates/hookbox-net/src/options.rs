@@ -34,13 +34,13 @@ pub struct ClientOptions {
     /// addresses (several entries for one name add up) without a DNS lookup. The addresses are
     /// still checked like resolved ones.
     pub resolve: Vec<(String, IpAddr)>,
-    /// **Test-only** (default none; never set from configuration): names answered with an
-    /// address *and a port*, like curl's `--connect-to`. A URL naming such a host without an
-    /// explicit port (`https://storage.googleapis.com/…`) is dialed at the given port, so a test
-    /// can point a fixed public URL at a fake server on an ephemeral loopback port; a URL with an
+    /// Names answered with an address *and a port*, like curl's `--connect-to` (default none;
+    /// not read from hookbox.toml). A URL naming such a host without an explicit port
+    /// (`https://storage.googleapis.com/…`) is dialed at the given port, so tests and the demo
+    /// can point a fixed public URL at a local server on an ephemeral port; a URL with an
     /// explicit port keeps its own. The address is still checked like a resolved one (loopback
     /// needs [`permit_loopback`](Self::permit_loopback)) and TLS still verifies the URL's host.
-    pub test_connect_to: Vec<(String, SocketAddr)>,
+    pub connect_to: Vec<(String, SocketAddr)>,
     /// Where the `credential`s of a request's egress policy are looked up when the policy was
     /// parsed without resolving them (default none: such requests are refused rather than sent
     /// without their secret). See [`EgressPolicy::decide_with_credentials`].
@@ -59,7 +59,7 @@ impl Default for ClientOptions {
             permit_loopback: false,
             allow_private_cidrs: Vec::new(),
             resolve: Vec::new(),
-            test_connect_to: Vec::new(),
+            connect_to: Vec::new(),
             credentials: None,
         }
     }

@@ -21,7 +21,7 @@ pub(crate) struct GuardedResolver {
     rules: Arc<AddressRules>,
     overrides: HashMap<String, Vec<IpAddr>>,
     /// Ports handed to the connector with the addresses of these names (test-only
-    /// `ClientOptions::test_connect_to`); other names get port 0, i.e. the URL's port.
+    /// `ClientOptions::connect_to`); other names get port 0, i.e. the URL's port.
     ports: HashMap<String, u16>,
 }
 
@@ -47,7 +47,7 @@ impl GuardedResolver {
     }
 
     /// Adds test-only overrides that pin a name to an address and a port (see
-    /// `ClientOptions::test_connect_to`). A URL with an explicit port still uses its own.
+    /// `ClientOptions::connect_to`). A URL with an explicit port still uses its own.
     pub(crate) fn with_ports(mut self, pinned: &[(String, SocketAddr)]) -> Result<Self, NetError> {
         for (name, address) in pinned {
             let canonical = host::canonical(name)

@@ -12,7 +12,7 @@ use tempfile::TempDir;
 
 use super::support::snapshot;
 
-/// The real API host: the fake answers for it through `test_connect_to`.
+/// The real API host: the fake answers for it through `connect_to`.
 const HOST: &str = "storage.googleapis.com";
 
 /// The token the fake's private bucket accepts.
@@ -184,7 +184,7 @@ impl Fixture {
         let client = GuardedClient::new(&ClientOptions {
             permit_loopback: true,
             extra_root_certs_pem: vec![certificates.ca_pem().as_bytes().to_vec()],
-            test_connect_to: vec![(HOST.to_owned(), server.addr())],
+            connect_to: vec![(HOST.to_owned(), server.addr())],
             ..ClientOptions::default()
         })
         .unwrap();

@@ -28,7 +28,7 @@ fn connect_to(server: &TestHttpServer, certificates: &TestCertificates) -> Clien
     ClientOptions {
         permit_loopback: true,
         extra_root_certs_pem: vec![certificates.ca_pem().as_bytes().to_vec()],
-        test_connect_to: vec![(HOST.to_owned(), server.addr())],
+        connect_to: vec![(HOST.to_owned(), server.addr())],
         ..ClientOptions::default()
     }
 }
@@ -44,7 +44,7 @@ fn get<'a>(url: &'a str, headers: &'a [(String, String)]) -> GetRequest<'a> {
 }
 
 #[tokio::test]
-async fn get_sends_headers_and_streams_the_reply_through_a_test_connect_to_override() {
+async fn get_sends_headers_and_streams_the_reply_through_a_connect_to_override() {
     let (server, certificates) = https_server(|request| {
         let mut reply = Reply::text(200, &format!("{} {}", request.method, request.path));
         reply.headers.push(("x-page".to_owned(), "2".to_owned()));
@@ -69,7 +69,7 @@ async fn get_sends_headers_and_streams_the_reply_through_a_test_connect_to_overr
 }
 
 #[tokio::test]
-async fn a_test_connect_to_address_is_still_checked() {
+async fn a_connect_to_address_is_still_checked() {
     let (server, certificates) = https_server(|_| Reply::text(200, "no"));
     let strict = ClientOptions {
         permit_loopback: false,

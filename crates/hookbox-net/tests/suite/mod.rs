@@ -12,7 +12,7 @@ mod egress;
 mod exchange;
 /// Build-time and request-time validation errors, and transport failures.
 mod failures;
-/// `GuardedClient::get`: headers, streamed replies, checks, and `test_connect_to`.
+/// `GuardedClient::get`: headers, streamed replies, checks, and `connect_to`.
 mod get;
 /// The timeout and the response body cap.
 mod limits;

@@ -127,10 +127,10 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The seeds' audit example: their `audit-logging` hooks.json and network allowlist, with a local
-/// HTTPS receiver standing in for `telemetry.example.com` (the demo's copy of the hook URL names
-/// the receiver's port; the hook client resolves the name to 127.0.0.1 and trusts the receiver's
-/// certificate). Prints each tool call, then what the receiver got.
+/// The seeds' audit example: their `audit-logging` hooks.json and network allowlist, verbatim,
+/// with a local HTTPS receiver standing in for `telemetry.example.com` (the demo's hook client
+/// connects that name to the receiver's address and port and trusts its certificate). Prints
+/// each tool call, then what the receiver got.
 async fn audit_example(
     store: &Environments,
     model: Arc<dyn Model>,
@@ -140,13 +140,9 @@ async fn audit_example(
 ) -> anyhow::Result<RunOutcome> {
     let ca = hookbox_net::ProxyCa::generate("hookbox demo telemetry receiver")?;
     let receiver = receiver::Receiver::start(ca.server_config(TELEMETRY_HOST)?).await?;
-    let hooks = AUDIT_LOGGING.replace(
-        &format!("https://{TELEMETRY_HOST}/"),
-        &format!("https://{TELEMETRY_HOST}:{}/", receiver.port()),
-    );
     let spec = EnvironmentSpec::from_json(&json!({
         "type": "remote",
-        "sources": [{"type": "inline", "target": ".agents/hooks.json", "content": hooks}],
+        "sources": [{"type": "inline", "target": ".agents/hooks.json", "content": AUDIT_LOGGING}],
         "network": {"allowlist": [
             {"domain": TELEMETRY_HOST, "transform": {"Authorization": TELEMETRY_TOKEN}},
             {"domain": "*"}
@@ -155,9 +151,9 @@ async fn audit_example(
     let environment = store.create(&spec).await?;
     let local = hookbox_net::ClientOptions {
         permit_loopback: true,
-        resolve: vec![(
+        connect_to: vec![(
             TELEMETRY_HOST.to_owned(),
-            std::net::Ipv4Addr::LOCALHOST.into(),
+            (std::net::Ipv4Addr::LOCALHOST, receiver.port()).into(),
         )],
         extra_root_certs_pem: vec![ca.certificate_pem().as_bytes().to_vec()],
         ..hook_http.clone()
