@@ -15,6 +15,8 @@ pub enum Entity {
     PreviousInteraction,
     /// An environment.
     Environment,
+    /// An API key (by name).
+    ApiKey,
 }
 
 impl fmt::Display for Entity {
@@ -23,6 +25,7 @@ impl fmt::Display for Entity {
             Self::Interaction => "interaction",
             Self::PreviousInteraction => "previous interaction",
             Self::Environment => "environment",
+            Self::ApiKey => "API key",
         })
     }
 }

@@ -1,4 +1,5 @@
-//! hookbox's persistence: environments, interactions, their steps and every hook trace.
+//! hookbox's persistence: environments, interactions, their steps, every hook trace, API keys
+//! (hashed) and which key owns what.
 //!
 //! Everything sits behind the [`Store`] trait, so a server database can come later; the embedded
 //! default is [`SqliteStore`] (bundled SQLite, WAL). No SQL leaves this crate: callers see plain
@@ -25,9 +26,9 @@ mod time;
 
 pub use error::{DatabaseError, Entity, Error};
 pub use record::{
-    Append, Appended, ChainEnd, Created, Environment, History, HookTrace, Interaction,
-    InteractionWithSteps, NewInteraction, NewStep, NewTrace, Page, PageRequest, Status, Step,
-    UnknownStatus, Update,
+    ApiKey, Append, Appended, ChainEnd, Created, Environment, History, HookTrace, Interaction,
+    InteractionWithSteps, NewApiKey, NewInteraction, NewStep, NewTrace, Page, PageRequest,
+    Resource, Status, Step, UnknownStatus, Update,
 };
 pub use sqlite::SqliteStore;
 pub use store::{DEFAULT_HISTORY_DEPTH, MAX_PAGE_SIZE, Store};

@@ -302,3 +302,46 @@ pub struct Page<T> {
     /// The token for the next page, or `None` if this is the last.
     pub next: Option<String>,
 }
+
+/// An API key as listed: never the key, only its public id, name and use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// The key's public id (the part of the key before its secret).
+    pub id: String,
+    /// The name it was created with (unique).
+    pub name: String,
+    /// When it was created.
+    pub created: Timestamp,
+    /// When a request last used it (recorded at most once a minute), if ever.
+    pub last_used: Option<Timestamp>,
+}
+
+/// A key to store: its public id, name and the SHA-256 of its secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewApiKey {
+    /// The public id.
+    pub id: String,
+    /// The name (unique).
+    pub name: String,
+    /// The digest of the secret.
+    pub hash: Vec<u8>,
+}
+
+/// What kind of resource an owner row is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    /// An environment (its files too).
+    Environment,
+    /// An interaction (its steps and traces too).
+    Interaction,
+}
+
+impl Resource {
+    /// The `kind` column's value.
+    pub(crate) fn kind(self) -> &'static str {
+        match self {
+            Self::Environment => "environment",
+            Self::Interaction => "interaction",
+        }
+    }
+}

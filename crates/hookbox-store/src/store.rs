@@ -2,12 +2,15 @@
 
 use std::ops::Range;
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::error::Error;
 use crate::record::{
-    Append, Appended, Created, Environment, History, HookTrace, Interaction, InteractionWithSteps,
-    NewInteraction, NewStep, Page, PageRequest, Step, Update,
+    ApiKey, Append, Appended, Created, Environment, History, HookTrace, Interaction,
+    InteractionWithSteps, NewApiKey, NewInteraction, NewStep, Page, PageRequest, Resource, Step,
+    Update,
 };
 
 /// How many interactions [`Store::history`] returns at most when callers have no better bound.
@@ -16,7 +19,7 @@ pub const DEFAULT_HISTORY_DEPTH: usize = 100;
 /// The largest page [`Store::list_environments`] returns.
 pub const MAX_PAGE_SIZE: usize = 1000;
 
-/// Persistence of environments, interactions, steps and hook traces.
+/// Persistence of environments, interactions, steps, hook traces, API keys and owners.
 ///
 /// Methods are synchronous and may block on I/O; call them from `spawn_blocking` in async code.
 /// Every method is atomic: a multi-row write is stored entirely or not at all.
@@ -95,4 +98,30 @@ pub trait Store: Send + Sync {
 
     /// Deletes the environment's record. Interactions that used it keep its id.
     fn delete_environment(&self, id: &str) -> Result<(), Error>;
+
+    /// Stores a new API key (its digest, never the key). A taken name fails with
+    /// [`Error::AlreadyExists`].
+    fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, Error>;
+
+    /// Every API key, oldest first.
+    fn list_api_keys(&self) -> Result<Vec<ApiKey>, Error>;
+
+    /// The key with public id `id` and the digest of its secret, if it exists.
+    fn find_api_key(&self, id: &str) -> Result<Option<(ApiKey, Vec<u8>)>, Error>;
+
+    /// Records that key `id` was used now (at most one write a minute).
+    fn touch_api_key(&self, id: &str) -> Result<(), Error>;
+
+    /// Deletes the key named `name`; an unknown name fails with [`Error::NotFound`]. What it
+    /// owns stays owned by it (so by no one that can authenticate).
+    fn revoke_api_key(&self, name: &str) -> Result<(), Error>;
+
+    /// Records `owner` as the owner of `resource` `id`, unless it already has one.
+    fn claim(&self, resource: Resource, id: &str, owner: &str) -> Result<(), Error>;
+
+    /// The owner of `resource` `id`, if one was recorded.
+    fn owner(&self, resource: Resource, id: &str) -> Result<Option<String>, Error>;
+
+    /// The ids of the resources of this kind that `owner` owns.
+    fn owned(&self, resource: Resource, owner: &str) -> Result<HashSet<String>, Error>;
 }

@@ -3,9 +3,12 @@
 mod environments;
 mod interactions;
 mod json;
+mod keys;
+mod owners;
 mod schema;
 mod steps;
 
+use std::collections::HashSet;
 use std::fs;
 use std::ops::DerefMut;
 use std::path::Path;
@@ -16,8 +19,8 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::record::{
-    Append, Appended, Created, Environment, History, HookTrace, Interaction, InteractionWithSteps,
-    NewInteraction, Page, PageRequest, Step,
+    ApiKey, Append, Appended, Created, Environment, History, HookTrace, Interaction,
+    InteractionWithSteps, NewApiKey, NewInteraction, Page, PageRequest, Resource, Step,
 };
 use crate::store::Store;
 
@@ -158,7 +161,10 @@ impl Store for SqliteStore {
     }
 
     fn delete_interaction(&self, id: &str) -> Result<(), Error> {
-        self.write(|tx| interactions::delete(tx, id))
+        self.write(|tx| {
+            interactions::delete(tx, id)?;
+            owners::forget(tx, Resource::Interaction, id)
+        })
     }
 
     fn recover(&self) -> Result<Vec<String>, Error> {
@@ -178,6 +184,41 @@ impl Store for SqliteStore {
     }
 
     fn delete_environment(&self, id: &str) -> Result<(), Error> {
-        self.write(|tx| environments::delete(tx, id))
+        self.write(|tx| {
+            environments::delete(tx, id)?;
+            owners::forget(tx, Resource::Environment, id)
+        })
+    }
+
+    fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, Error> {
+        self.write(|tx| keys::create(tx, key))
+    }
+
+    fn list_api_keys(&self) -> Result<Vec<ApiKey>, Error> {
+        self.read(|tx| keys::list(tx))
+    }
+
+    fn find_api_key(&self, id: &str) -> Result<Option<(ApiKey, Vec<u8>)>, Error> {
+        self.read(|tx| keys::find(tx, id))
+    }
+
+    fn touch_api_key(&self, id: &str) -> Result<(), Error> {
+        self.write(|tx| keys::touch(tx, id))
+    }
+
+    fn revoke_api_key(&self, name: &str) -> Result<(), Error> {
+        self.write(|tx| keys::revoke(tx, name))
+    }
+
+    fn claim(&self, resource: Resource, id: &str, owner: &str) -> Result<(), Error> {
+        self.write(|tx| owners::claim(tx, resource, id, owner))
+    }
+
+    fn owner(&self, resource: Resource, id: &str) -> Result<Option<String>, Error> {
+        self.read(|tx| owners::get(tx, resource, id))
+    }
+
+    fn owned(&self, resource: Resource, owner: &str) -> Result<HashSet<String>, Error> {
+        self.read(|tx| owners::owned(tx, resource, owner))
     }
 }

@@ -68,6 +68,26 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX idempotency_keys_by_interaction ON idempotency_keys (interaction_id);
     ",
+    // 2: API keys (hashed; the key itself is never stored) and which key owns each environment
+    // and interaction. An owner row goes when its resource is deleted; a revoked key's
+    // resources keep their owner, so no later key inherits them.
+    "
+    CREATE TABLE api_keys (
+        id        TEXT PRIMARY KEY,
+        name      TEXT NOT NULL UNIQUE,
+        hash      BLOB NOT NULL,
+        created   INTEGER NOT NULL,
+        last_used INTEGER
+    ) STRICT;
+
+    CREATE TABLE owners (
+        kind  TEXT NOT NULL CHECK (kind IN ('environment', 'interaction')),
+        id    TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        PRIMARY KEY (kind, id)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX owners_by_owner ON owners (kind, owner);
+    ",
 ];
 
 /// Why a connection could not be prepared.

@@ -10,6 +10,8 @@ mod crash;
 mod history;
 /// Idempotent creates under client retries.
 mod idempotency;
+/// API keys and resource owners.
+mod keys;
 /// Closing and reopening a database file.
 mod persistence;
 /// Writing records and reading them back.

@@ -133,7 +133,7 @@ fn a_newer_schema_is_refused() {
             error,
             hookbox_store::Error::SchemaTooNew {
                 found: 99,
-                supported: 1
+                supported: 2
             }
         ),
         "{error}"

@@ -1,0 +1,61 @@
+//! Which API key owns each environment and interaction.
+
+use std::collections::HashSet;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::Error;
+use crate::record::Resource;
+
+/// Records `owner` as the owner of `resource` `id` unless it already has one (an owner never
+/// changes).
+pub(super) fn claim(
+    connection: &Connection,
+    resource: Resource,
+    id: &str,
+    owner: &str,
+) -> Result<(), Error> {
+    connection.execute(
+        "INSERT OR IGNORE INTO owners (kind, id, owner) VALUES (?1, ?2, ?3)",
+        params![resource.kind(), id, owner],
+    )?;
+    Ok(())
+}
+
+/// The owner of `resource` `id`, if it has one.
+pub(super) fn get(
+    connection: &Connection,
+    resource: Resource,
+    id: &str,
+) -> Result<Option<String>, Error> {
+    Ok(connection
+        .query_row(
+            "SELECT owner FROM owners WHERE kind = ?1 AND id = ?2",
+            params![resource.kind(), id],
+            |row| row.get(0),
+        )
+        .optional()?)
+}
+
+/// The ids of the resources of this kind that `owner` owns.
+pub(super) fn owned(
+    connection: &Connection,
+    resource: Resource,
+    owner: &str,
+) -> Result<HashSet<String>, Error> {
+    let mut statement =
+        connection.prepare("SELECT id FROM owners WHERE kind = ?1 AND owner = ?2")?;
+    let ids = statement
+        .query_map(params![resource.kind(), owner], |row| row.get(0))?
+        .collect::<rusqlite::Result<HashSet<String>>>()?;
+    Ok(ids)
+}
+
+/// Forgets the owner of `resource` `id` (it was deleted).
+pub(super) fn forget(connection: &Connection, resource: Resource, id: &str) -> Result<(), Error> {
+    connection.execute(
+        "DELETE FROM owners WHERE kind = ?1 AND id = ?2",
+        params![resource.kind(), id],
+    )?;
+    Ok(())
+}
