@@ -56,6 +56,8 @@ fn interactions(c: &mut Criterion) {
     let mut model = ModelConfig::new(ProviderKind::Scripted, "");
     model.script = Some(script);
     config.agents.insert("bench".to_owned(), model);
+    // Loopback only, and the environment was made outside the API (it has no owning key).
+    config.auth = hookbox_server::Auth::Disabled;
     let app = hookbox_server::router(config).expect("router");
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -64,7 +66,12 @@ fn interactions(c: &mut Criterion) {
         "http://{}/v1/interactions",
         listener.local_addr().expect("address")
     );
-    rt.spawn(hookbox_server::serve(listener, app, std::future::pending()));
+    rt.spawn(hookbox_server::serve(
+        listener,
+        app,
+        hookbox_server::ServeOptions::default(),
+        std::future::pending(),
+    ));
 
     let client = GuardedClient::new(&client_options()).expect("client");
     let counter = AtomicU64::new(0);

@@ -5,12 +5,16 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use hookbox_env::{EnvironmentSpec, Source};
+use hookbox_store::Resource;
 use serde_json::{Value, json};
 
 use crate::Shared;
+use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::owners;
 use crate::page::Page;
 
 /// Members of the create body (`spec/interactions-api.md` §9), `mode` (google-genai ≥ 3.6;
@@ -26,6 +30,7 @@ const CREATE_FIELDS: &[&str] = &[
 /// `POST /{v}/environments` with `{from_environment?, network?, sources?}`.
 pub(crate) async fn create(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let value = json_body(body)?;
@@ -66,10 +71,18 @@ pub(crate) async fn create(
     if !state.config.allow_host_sources {
         refuse_host_sources(&spec)?;
     }
+    if let Some(from) = &spec.from_environment {
+        owners::environment(&state, &caller, from).await?;
+    }
     let environment = state.environments.create(&spec).await?;
-    if let Err(err) = state.interactions.record_environment(&environment).await {
+    let recorded = match state.interactions.record_environment(&environment).await {
+        Ok(()) => owners::claim(&state, &caller, Resource::Environment, environment.id()).await,
+        Err(err) => Err(err.into()),
+    };
+    if let Err(err) = recorded {
         let _ = state.environments.delete(environment.id());
-        return Err(err.into());
+        let _ = state.interactions.forget_environment(environment.id()).await;
+        return Err(err);
     }
     tracing::info!(id = environment.id(), "environment created");
     Ok(Json(environment.to_json()))
@@ -78,14 +91,17 @@ pub(crate) async fn create(
 /// `GET /{v}/environments/{id}`.
 pub(crate) async fn get(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    owners::environment(&state, &caller, &id).await?;
     Ok(Json(state.environments.get(&id)?.to_json()))
 }
 
 /// `GET /{v}/environments?page_size=&page_token=` → `{environments, next_page_token}`.
 pub(crate) async fn list(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     let page = Page::parse(
@@ -94,7 +110,7 @@ pub(crate) async fn list(
         50,
         1000,
     )?;
-    let all = state.environments.list()?;
+    let all = owners::environments(&state, &caller, state.environments.list()?).await?;
     let (environments, next) = page.take(all);
     let environments: Vec<Value> = environments
         .iter()
@@ -110,8 +126,10 @@ pub(crate) async fn list(
 /// `DELETE /{v}/environments/{id}` → `{}`.
 pub(crate) async fn delete(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    owners::environment(&state, &caller, &id).await?;
     state.environments.delete(&id)?;
     state.interactions.forget_environment(&id).await?;
     tracing::info!(id, "environment deleted");

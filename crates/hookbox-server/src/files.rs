@@ -6,6 +6,7 @@ use std::io::Read;
 
 use axum::Json;
 use axum::body::{Body, Bytes};
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -13,34 +14,39 @@ use hookbox_env::EnvironmentFiles;
 use serde_json::{Value, json};
 
 use crate::Shared;
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::page::Page;
 
 /// `GET /{v}/environments/{id}/files` (and `…/files/`): the root.
 pub(crate) async fn list_root(
     state: State<Shared>,
+    caller: Extension<Caller>,
     Path((_version, id)): Path<(String, String)>,
     query: Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    respond(state, id, String::new(), query).await
+    respond(state, caller, id, String::new(), query).await
 }
 
 /// `GET /{v}/environments/{id}/files/{path}`.
 pub(crate) async fn get(
     state: State<Shared>,
+    caller: Extension<Caller>,
     Path((_version, id, path)): Path<(String, String, String)>,
     query: Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    respond(state, id, path, query).await
+    respond(state, caller, id, path, query).await
 }
 
 /// Lists `path`, or downloads it when `alt=media`.
 async fn respond(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     id: String,
     path: String,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
+    crate::owners::environment(&state, &caller, &id).await?;
     let environment = state.environments.get(&id)?;
     match query.get("alt").map(String::as_str) {
         Some("media") => return download(environment, path).await,

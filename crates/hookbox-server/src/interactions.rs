@@ -7,15 +7,19 @@ use std::time::Duration;
 use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hookbox_agent::service::{ErrorKind, ServiceError};
+use hookbox_store::Resource;
 use serde_json::{Value, json};
 
 use crate::Shared;
+use crate::auth::Caller;
 use crate::environments::json_body;
 use crate::error::ApiError;
+use crate::owners;
 
 impl From<ServiceError> for ApiError {
     fn from(err: ServiceError) -> Self {
@@ -33,16 +37,25 @@ impl From<ServiceError> for ApiError {
 /// `POST /{v}/interactions`.
 pub(crate) async fn create(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let value = json_body(body)?;
+    check_references(&state, &caller, &value).await?;
     let key = headers
         .get("idempotency-key")
         .and_then(|value| value.to_str().ok())
         .filter(|value| !value.is_empty())
         .map(str::to_owned);
-    let outcome = state.interactions.create(value, key).await?;
+    let outcome = state
+        .interactions
+        .create(value, key, caller.owner())
+        .await?;
+    owners::claim(&state, &caller, Resource::Interaction, &outcome.id).await?;
+    if let Some(environment) = outcome.interaction["environment_id"].as_str() {
+        owners::claim(&state, &caller, Resource::Environment, environment).await?;
+    }
     tracing::info!(id = outcome.id, "interaction created");
     if outcome.stream {
         return Ok(event_stream(state, outcome.id, None));
@@ -53,9 +66,11 @@ pub(crate) async fn create(
 /// `GET /{v}/interactions/{id}[?stream=true&last_event_id=]`.
 pub(crate) async fn get(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path((_version, id)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
+    owners::interaction(&state, &caller, &id).await?;
     let stream = match query.get("stream").map(String::as_str) {
         None | Some("false") => false,
         Some("true") => true,
@@ -84,19 +99,52 @@ pub(crate) async fn get(
 /// `POST /{v}/interactions/{id}/cancel`.
 pub(crate) async fn cancel(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    owners::interaction(&state, &caller, &id).await?;
     Ok(Json(state.interactions.cancel(&id).await?))
 }
 
 /// `DELETE /{v}/interactions/{id}` → `{}`.
 pub(crate) async fn delete(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    owners::interaction(&state, &caller, &id).await?;
     state.interactions.delete(&id).await?;
     tracing::info!(id, "interaction deleted");
     Ok(Json(json!({})))
+}
+
+/// Refuses a create body that names an interaction or environment the caller does not own,
+/// with the 404 a missing one gets: `previous_interaction_id`, `environment` as an id, and
+/// `environment.environment_id` (an update).
+async fn check_references(state: &Shared, caller: &Caller, body: &Value) -> Result<(), ApiError> {
+    if let Some(previous) = body["previous_interaction_id"].as_str()
+        && !owners::owns(state, caller, Resource::Interaction, previous).await?
+    {
+        return Err(ApiError::not_found(format!(
+            "invalid request at `$.previous_interaction_id`: interaction `{previous}` not found"
+        )));
+    }
+    let (id, path) = match &body["environment"] {
+        Value::String(id) => (id.as_str(), "$.environment"),
+        Value::Object(map) => match map.get("environment_id").and_then(Value::as_str) {
+            Some(id) => (id, "$.environment.environment_id"),
+            None => return Ok(()),
+        },
+        _ => return Ok(()),
+    };
+    let id = id.strip_prefix("environments/").unwrap_or(id);
+    if owners::owns(state, caller, Resource::Environment, id).await? {
+        return Ok(());
+    }
+    Err(ApiError::not_found(format!(
+        "invalid request at `{path}`: environment `{id}` not found; create one with POST \
+         /{{v}}/environments or pass an environment object"
+    )))
 }
 
 /// A `text/event-stream` reply with the interaction's events after `last`, following the run

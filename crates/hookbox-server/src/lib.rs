@@ -19,13 +19,26 @@
 //! GET    /{v}/interactions/{id}[?stream=true&last_event_id=]   get, or replay its events
 //! POST   /{v}/interactions/{id}/cancel             cancel a running interaction
 //! DELETE /{v}/interactions/{id}                    delete → {}
+//! GET    /{v}/interactions/{id}/hook_traces        its hook traces → {"hook_traces": [...]}
 //! ```
+//!
+//! Every request needs an API key ([`ApiKeys`]; `x-goog-api-key`, `Authorization: Bearer` or
+//! `?key=`) unless [`Auth::Disabled`]; what a key creates only that key sees (others get 404).
+//! POSTs to JSON endpoints must be JSON (415), `Host` must name this server (421), and
+//! [`serve`] caps connections and times out slow ones ([`Limits`]).
 
+mod auth;
+mod connections;
 mod environments;
 mod error;
 mod files;
+mod hosts;
 mod interactions;
+mod keys;
+mod media;
+mod owners;
 mod page;
+mod traces;
 mod upload;
 
 use std::collections::BTreeMap;
@@ -45,11 +58,16 @@ use hookbox_agent::service::{
     EgressProxyOptions, HookClientOptions, InteractionService, ServiceConfig, ServiceError,
 };
 use hookbox_env::{Environments, StoreError};
+use hookbox_store::{SqliteStore, Store};
 use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
+pub use auth::Auth;
+pub use connections::Limits;
 pub use error::ApiError;
+pub use keys::{ApiKeys, KeyError};
+pub use traces::read as read_hook_traces;
 
 /// How the server runs: where its data lives and how much a request may carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +96,8 @@ pub struct ServerConfig {
     /// The options of the egress proxy sandboxes reach the network through (`[network]` of
     /// hookbox.toml); `None` (the default): sandboxes have no network at all.
     pub egress_proxy: Option<EgressProxyOptions>,
+    /// How requests authenticate (default: API keys).
+    pub auth: Auth,
 }
 
 impl ServerConfig {
@@ -93,6 +113,7 @@ impl ServerConfig {
             agents: BTreeMap::new(),
             hook_http: HookClientOptions::default(),
             egress_proxy: None,
+            auth: Auth::ApiKeys,
         }
     }
 }
@@ -106,6 +127,9 @@ pub enum ServerError {
     /// The interaction store could not be opened.
     #[error(transparent)]
     Interactions(#[from] ServiceError),
+    /// The key and owner store could not be opened.
+    #[error("cannot open the key store: {0}")]
+    Keys(#[from] hookbox_store::Error),
     /// The upload staging directory could not be prepared.
     #[error("cannot prepare the upload directory `{}`: {source}", path.display())]
     Uploads {
@@ -118,12 +142,15 @@ pub enum ServerError {
 }
 
 /// What every handler shares.
-#[derive(Debug)]
 pub(crate) struct State {
     pub(crate) config: ServerConfig,
     pub(crate) environments: Environments,
     pub(crate) uploads: upload::Uploads,
     pub(crate) interactions: Arc<InteractionService>,
+    /// API keys and owners.
+    pub(crate) store: Arc<dyn Store>,
+    /// The API keys, checked on every request.
+    pub(crate) keys: ApiKeys,
 }
 
 /// The shared state as handlers receive it.
@@ -142,11 +169,18 @@ pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
     service.hook_http = config.hook_http.clone();
     service.egress_proxy = config.egress_proxy.clone();
     let interactions = InteractionService::open(&config.home, service)?;
+    // After the service: it fails interactions a previous process left running.
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open_without_recovery(
+        config.home.join("hookbox.db"),
+    )?);
+    let keys = ApiKeys::new(Arc::clone(&store));
     let state: Shared = Arc::new(State {
         config,
         environments,
         uploads,
         interactions,
+        store,
+        keys,
     });
     Ok(Router::new()
         .route(
@@ -170,23 +204,41 @@ pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
             get(interactions::get).delete(interactions::delete),
         )
         .route("/{v}/interactions/{id}/cancel", post(interactions::cancel))
+        .route("/{v}/interactions/{id}/hook_traces", get(traces::list))
         .fallback(no_route)
-        .with_state(state)
+        .with_state(Arc::clone(&state))
         .layer(DefaultBodyLimit::max(limit))
         .layer(RequestBodyLimitLayer::new(limit))
+        .layer(middleware::from_fn(media::json_only))
+        .layer(middleware::from_fn_with_state(state, auth::authenticate))
         .layer(middleware::from_fn(json_errors))
         .layer(TraceLayer::new_for_http()))
 }
 
+/// How [`serve`] listens: its connection limits and the extra host names it answers to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// Connection cap and timeouts.
+    pub limits: Limits,
+    /// Host names (`[server] allowed_hosts`) answered besides the listen address and, on
+    /// loopback, `localhost`; for a server behind a reverse proxy or a DNS name.
+    pub allowed_hosts: Vec<String>,
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight finish.
+/// Requests whose `Host` is not the listen address (or an allowed host) get 421.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let allowed = hosts::AllowedHosts::new(listener.local_addr()?, &options.allowed_hosts);
+    let app = app.layer(middleware::from_fn_with_state(
+        Arc::new(allowed),
+        hosts::check,
+    ));
+    connections::run(listener, app, options.limits, shutdown).await
 }
 
 /// The answer to a path no route serves.

@@ -23,12 +23,14 @@ use std::time::{Duration, Instant};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hookbox_env::EnvironmentFiles;
 use serde_json::json;
 
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::files::blocking;
 use crate::{ServerError, Shared};
@@ -90,10 +92,12 @@ impl Uploads {
 /// `PUT /upload/{v}/environments/{id}/files/{path}`: starts an upload.
 pub(crate) async fn start(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path((version, id, path)): Path<(String, String, String)>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    crate::owners::environment(&state, &caller, &id).await?;
     let protocol = text_header(&headers, "x-goog-upload-protocol");
     if !protocol.eq_ignore_ascii_case("resumable") {
         return Err(ApiError::invalid(format!(
@@ -182,12 +186,18 @@ pub(crate) async fn start(
 /// cancel).
 pub(crate) async fn chunk(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path((_version, id, path)): Path<(String, String, String)>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    match chunk_inner(&state, &id, &path, &query, &headers, body).await {
+    let owned = crate::owners::environment(&state, &caller, &id).await;
+    let result = match owned {
+        Ok(()) => chunk_inner(&state, &id, &path, &query, &headers, body).await,
+        Err(error) => Err((error, "final")),
+    };
+    match result {
         Ok(response) => response,
         Err((error, status)) => {
             let mut response = error.into_response();

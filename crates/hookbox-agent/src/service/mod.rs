@@ -262,17 +262,24 @@ impl InteractionService {
 
     /// Creates an interaction from the create body `body`; `idempotency_key` is the client's
     /// `Idempotency-Key` header, if any. Without `background` (and without `stream`) it returns
-    /// once the run has finished.
+    /// once the run has finished. Retries are deduplicated only within `scope` (the caller's API
+    /// key): one caller's key or body never replays another caller's interaction.
     pub async fn create(
         self: &Arc<Self>,
         body: Value,
         idempotency_key: Option<String>,
+        scope: &str,
     ) -> Result<CreateOutcome, ServiceError> {
+        let scope = if scope.is_empty() {
+            String::new()
+        } else {
+            format!("{scope}/")
+        };
         let request = CreateRequest::parse(&body, self.config.allow_host_sources)?;
         let (model, stream_text) = self.model(&request)?;
         let key = match idempotency_key {
             Some(key) => {
-                let key = format!("client:{key}");
+                let key = format!("client:{scope}{key}");
                 let store = Arc::clone(&self.store);
                 let lookup = key.clone();
                 if let Some(id) = blocking(move || store.interaction_for_key(&lookup)).await? {
@@ -289,7 +296,7 @@ impl InteractionService {
                 }
                 Some(key)
             }
-            None => match self.body_idempotency(&body).await? {
+            None => match self.body_idempotency(&body, &scope).await? {
                 Ok(existing) => return self.replay(existing, &request).await,
                 Err(key) => Some(key).filter(|key| !key.is_empty()),
             },
@@ -535,12 +542,16 @@ impl InteractionService {
 
     /// Whether `body` repeats a create whose interaction is still running or changed within the
     /// idempotency window: `Ok(id)` of that interaction, else `Err(key)`, a fresh key for this
-    /// one. Keys are `body:<hash>:<length>:<n>`, `n` counting identical bodies.
-    async fn body_idempotency(&self, body: &Value) -> Result<Result<String, String>, ServiceError> {
+    /// one. Keys are `body:<scope><hash>:<length>:<n>`, `n` counting identical bodies.
+    async fn body_idempotency(
+        &self,
+        body: &Value,
+        scope: &str,
+    ) -> Result<Result<String, String>, ServiceError> {
         let text = body.to_string();
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut hasher);
-        let base = format!("body:{:016x}:{}", hasher.finish(), text.len());
+        let base = format!("body:{scope}{:016x}:{}", hasher.finish(), text.len());
         let window = i64::try_from(self.config.idempotency_window.as_millis()).unwrap_or(i64::MAX);
         let now = Timestamp::now().unix_millis();
         for n in 0..MAX_IDENTICAL_BODIES {

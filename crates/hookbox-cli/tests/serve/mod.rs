@@ -1,3 +1,14 @@
+/// Attacks on authentication and ownership.
+mod auth;
+/// Browsers turned against a local server.
+mod browsers;
+/// The raw HTTP client the attacks use.
+mod http;
+/// Half-sent requests and the connection cap.
+mod slowloris;
+/// Hook traces and fail-open reports.
+mod traces;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -9,6 +20,18 @@ struct Served {
     child: Child,
     base_url: String,
     stderr: Arc<Mutex<String>>,
+}
+
+/// Creates API key `name` with `hookbox api-keys create` and returns it (the last line of
+/// standard output).
+fn api_key(home: &Path, name: &str) -> String {
+    let output = super::hookbox_in(home, &["api-keys", "create", name], b"");
+    assert_eq!(super::code(&output), 0, "{output:?}");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .last()
+        .expect("the key")
+        .to_owned()
 }
 
 /// Starts `hookbox serve` on a free port with `HOOKBOX_HOME` set to `home`.

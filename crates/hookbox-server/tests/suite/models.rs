@@ -284,13 +284,14 @@ async fn the_google_genai_sdk_streams_model_text() {
     let (api, _fake) = start(turns, true).await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/streaming.py");
     let base_url = format!("http://{}", api.addr);
+    let key = api.key.clone();
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new(&python)
             .arg(&script)
             .arg(&base_url)
             .arg(AGENT)
             .arg(TEXT)
-            .env("GEMINI_API_KEY", "unused")
+            .env("GEMINI_API_KEY", key)
             .output()
             .expect("run the SDK script")
     })

@@ -14,6 +14,8 @@ use tokio::net::{TcpListener, TcpStream};
 /// A running server with its own hookbox home.
 pub(crate) struct Api {
     pub(crate) addr: SocketAddr,
+    /// An API key created for the tests (`hookbox api-keys create`'s library call).
+    pub(crate) key: String,
     home: tempfile::TempDir,
     config: ServerConfig,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -75,9 +77,14 @@ impl Api {
         let home = tempfile::tempdir().unwrap();
         let mut config = ServerConfig::new(home.path());
         tweak(&mut config);
+        let (_, key) = hookbox_server::ApiKeys::open(home.path())
+            .unwrap()
+            .create("tests")
+            .unwrap();
         let (addr, shutdown) = Self::listen(&config).await;
         Self {
             addr,
+            key,
             home,
             config,
             shutdown: Some(shutdown),
@@ -90,9 +97,14 @@ impl Api {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(hookbox_server::serve(listener, app, async {
-            let _ = stop.await;
-        }));
+        tokio::spawn(hookbox_server::serve(
+            listener,
+            app,
+            hookbox_server::ServeOptions::default(),
+            async {
+                let _ = stop.await;
+            },
+        ));
         (addr, shutdown)
     }
 
@@ -133,9 +145,16 @@ impl Api {
             .method(method)
             .uri(path)
             .header("host", self.addr.to_string())
-            .header("x-goog-api-key", "test-key");
+            .header("x-goog-api-key", self.key.as_str());
         for (name, value) in headers {
             request = request.header(*name, *value);
+        }
+        // As the google-genai SDK does on every request.
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        {
+            request = request.header("content-type", "application/json");
         }
         let response = sender
             .send_request(request.body(Full::new(body.into())).unwrap())
