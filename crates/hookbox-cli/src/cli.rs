@@ -67,14 +67,61 @@ pub(crate) enum Command {
     Exec(ExecArgs),
     /// Serve the REST API (the Environments API of the google-genai SDK) over HTTP.
     ///
-    /// Point the SDK at it with `genai.Client(api_key="any", http_options={"base_url":
-    /// "http://ADDR"})`. Settings come from `--config FILE`, else `$HOOKBOX_HOME/hookbox.toml`
-    /// when it exists (`[server] listen = "127.0.0.1:8080"`, `max_body_bytes`,
+    /// Every request needs an API key from `hookbox api-keys create` (the server refuses to
+    /// start without one unless `--no-auth`). Point the SDK at it with
+    /// `genai.Client(api_key=KEY, http_options={"base_url": "http://ADDR"})`. Settings come from
+    /// `--config FILE`, else `$HOOKBOX_HOME/hookbox.toml` when it exists (`[server] listen =
+    /// "127.0.0.1:8080"`, `allowed_hosts`, `max_connections`, `header_read_timeout_secs`,
+    /// `idle_timeout_secs`, `max_body_bytes`,
     /// `max_upload_bytes`, `allow_host_sources`, `max_turns`, `max_tokens`; `[network]` for HTTP hooks:
     /// `permit_loopback_hooks`, `allow_private_cidrs`, `extra_ca_certs`, `resolve`). HTTP hooks
     /// inject the credentials of `hookbox credentials`. Logs go to stderr (`RUST_LOG` filters
     /// them); SIGINT or SIGTERM stops it after the requests in flight.
     Serve(ServeArgs),
+    /// Manage the API keys `hookbox serve` accepts.
+    ///
+    /// Keys are stored hashed in `$HOOKBOX_HOME/hookbox.db`; a key is printed once, when it is
+    /// created. Clients send it as `x-goog-api-key` (google-genai's `api_key=`),
+    /// `Authorization: Bearer KEY` or `?key=KEY`. What a key creates only that key can see.
+    ApiKeys {
+        #[command(subcommand)]
+        command: ApiKeysCommand,
+    },
+    /// Print the hook traces of an interaction: each handler's decision, failure cause and
+    /// duration, with fail-opens marked `FAIL-OPEN`.
+    ///
+    /// Reads `$HOOKBOX_HOME/hookbox.db` (safe while `hookbox serve` runs). Over the API:
+    /// `GET /{v}/interactions/{id}/hook_traces`.
+    Traces(TracesArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ApiKeysCommand {
+    /// Create a key and print it, alone on the last line of standard output (shown only now).
+    Create {
+        /// A unique name for the key (who or what uses it), 1 to 200 characters.
+        name: String,
+    },
+    /// List keys: name, when created, when last used (never the keys).
+    List {
+        /// Print JSON (`[{"name", "id", "created", "last_used"}]`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a key: requests with it fail from now on; what it created stays its own.
+    Revoke {
+        /// The key's name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TracesArgs {
+    /// The interaction's id (`int_…`).
+    pub(crate) interaction: String,
+    /// Print the traces as JSON (the API's `hook_traces` array).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +133,10 @@ pub(crate) struct ServeArgs {
     /// The config file (default: `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// Accept requests without an API key (all callers are one anonymous owner). Allowed only
+    /// on a loopback address; prints a warning.
+    #[arg(long)]
+    pub(crate) no_auth: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -47,6 +47,15 @@ pub(crate) struct ServerSection {
     pub(crate) allow_host_sources: Option<bool>,
     pub(crate) max_turns: Option<u32>,
     pub(crate) max_tokens: Option<u64>,
+    /// Host names answered besides the listen address (421 for others).
+    #[serde(default)]
+    pub(crate) allowed_hosts: Vec<String>,
+    /// Connections served at once (503 above).
+    pub(crate) max_connections: Option<usize>,
+    /// Seconds to wait for a request's headers.
+    pub(crate) header_read_timeout_secs: Option<u64>,
+    /// Seconds a request body may pause.
+    pub(crate) idle_timeout_secs: Option<u64>,
 }
 
 /// `[network]`: address rules, extra trust roots and static name overrides for the client that

@@ -41,6 +41,8 @@ fn main() -> ExitCode {
         Command::Env { command } => commands::env::run(&command),
         Command::Exec(args) => commands::exec::run(&args),
         Command::Serve(args) => commands::serve::run(&args),
+        Command::ApiKeys { command } => commands::api_keys::run(&command),
+        Command::Traces(args) => commands::traces::run(&args),
         Command::Hooks {
             command: HooksCommand::Run(args),
         } => commands::hooks_run::run(&args),

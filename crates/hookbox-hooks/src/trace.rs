@@ -6,14 +6,15 @@
 use std::fmt;
 use std::time::Duration;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::binding::{Binding, Origin};
 use crate::event::HookEvent;
 use crate::outcome::Decision;
 
 /// Why a handler produced no usable reply. Under fail-open rules the call goes on anyway.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Deserializable so stored traces (`hookbox traces`) can say it in words again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Failure {
     /// The command could not be started.
@@ -31,7 +32,7 @@ pub enum Failure {
         /// The exit status.
         code: i32,
         /// The first line of its stderr.
-        #[serde(skip_serializing_if = "String::is_empty")]
+        #[serde(default, skip_serializing_if = "String::is_empty")]
         stderr: String,
     },
     /// The command was killed by a signal.
@@ -53,7 +54,7 @@ pub enum Failure {
     /// The reply is a JSON object without a recognised `decision`.
     UnrecognizedDecision {
         /// The `decision` value found, if any (e.g. `"DENY"`).
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         found: Option<serde_json::Value>,
     },
     /// The HTTP endpoint answered with a non-2xx status.

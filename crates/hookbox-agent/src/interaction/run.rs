@@ -260,6 +260,18 @@ impl Agent {
             Ok(report) => report,
             Err(err) => return (json!(err.to_string()), true),
         };
+        // Never silent: every handler that failed and let the call go on is logged.
+        for entry in report.trace.iter().filter(|entry| !entry.failed_closed) {
+            if let Some(failure) = &entry.failure {
+                tracing::warn!(
+                    interaction = interaction_id.unwrap_or("-"),
+                    tool = call.name,
+                    handler = entry.label,
+                    cause = %failure,
+                    "hook failed open: the call went on without its decision"
+                );
+            }
+        }
         // The traces belong to the result step about to be pushed.
         let step_index = outcome.steps.len();
         outcome.traces.extend(

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub(crate) mod api_keys;
 pub(crate) mod check;
 pub(crate) mod credentials;
 pub(crate) mod demo;
@@ -7,3 +8,4 @@ pub(crate) mod env;
 pub(crate) mod exec;
 pub(crate) mod hooks_run;
 pub(crate) mod serve;
+pub(crate) mod traces;

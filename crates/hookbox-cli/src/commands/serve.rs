@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use hookbox_env::Environments;
-use hookbox_server::ServerConfig;
+use hookbox_server::{ApiKeys, Auth, Limits, ServeOptions, ServerConfig};
 
 use crate::cli::ServeArgs;
 use crate::config;
@@ -21,7 +21,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let listen = args
         .listen
         .clone()
-        .or(file.server.listen)
+        .or(file.server.listen.clone())
         .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
     let mut config = ServerConfig::new(&home);
     if let Some(limit) = file.server.max_body_bytes {
@@ -40,6 +40,23 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         config.max_turns = turns;
     }
     config.max_tokens = file.server.max_tokens;
+    config.auth = if args.no_auth {
+        Auth::Disabled
+    } else {
+        Auth::ApiKeys
+    };
+    let options = serve_options(&file.server)?;
+    if !args.no_auth {
+        let keys = ApiKeys::open(&home)
+            .with_context(|| format!("cannot open the key store in {}", home.display()))?;
+        if !keys.any()? {
+            anyhow::bail!(
+                "no API key exists, so no client could use this server: create one with \
+                 `hookbox api-keys create NAME` (and pass it as google-genai's `api_key=`), or \
+                 run `hookbox serve --no-auth` on a loopback address for local experiments"
+            );
+        }
+    }
     config.hook_http = hook_http;
     config.egress_proxy = Some(file.network.egress_proxy_options()?);
     config.agents = file.agents;
@@ -56,17 +73,64 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         let address = listener
             .local_addr()
             .context("cannot read the bound address")?;
+        if args.no_auth {
+            if !address.ip().is_loopback() {
+                anyhow::bail!(
+                    "--no-auth is allowed only on a loopback address (127.0.0.1, ::1), not \
+                     {address}: anyone who can reach it could drive the server; create a key \
+                     with `hookbox api-keys create NAME` instead"
+                );
+            }
+            render::print_error(
+                "WARNING: --no-auth: this server accepts requests without an API key; any \
+                 local process can create environments, read their files and run agents\n",
+            );
+        }
         let shutdown = shutdown_signal()?;
         render::print_error(&format!(
             "hookbox serving on http://{address} (home {})\n",
             home.display()
         ));
-        hookbox_server::serve(listener, app, shutdown)
+        hookbox_server::serve(listener, app, options, shutdown)
             .await
             .context("the server stopped with an error")
     })?;
     render::print_error("hookbox serve: stopped\n");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The connection limits and allowed hosts of `[server]`, defaults where unset.
+fn serve_options(server: &config::ServerSection) -> anyhow::Result<ServeOptions> {
+    let mut limits = Limits::default();
+    if let Some(cap) = server.max_connections {
+        if cap == 0 {
+            anyhow::bail!("invalid config: `[server] max_connections` must be at least 1");
+        }
+        limits.max_connections = cap;
+    }
+    for (value, field, slot) in [
+        (
+            server.header_read_timeout_secs,
+            "header_read_timeout_secs",
+            &mut limits.header_read_timeout,
+        ),
+        (
+            server.idle_timeout_secs,
+            "idle_timeout_secs",
+            &mut limits.idle_timeout,
+        ),
+    ] {
+        if let Some(secs) = value {
+            if secs == 0 {
+                anyhow::bail!("invalid config: `[server] {field}` must be at least 1 (seconds)");
+            }
+            *slot = std::time::Duration::from_secs(secs);
+        }
+    }
+    Ok(ServeOptions {
+        limits,
+        allowed_hosts: server.allowed_hosts.clone(),
+    })
 }
 
 /// Logs (`tracing`) to stderr, `info` and up unless `RUST_LOG` says otherwise.

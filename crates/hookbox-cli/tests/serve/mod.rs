@@ -102,6 +102,7 @@ fn serve_reads_its_config_and_stops_cleanly_on_sigterm() {
         "[server]\nlisten = \"127.0.0.1:1\"\nmax_body_bytes = 1024\n\n[agents.x]\nprovider = \"scripted\"\n",
     )
     .unwrap();
+    api_key(home.path(), "ci");
     // --listen wins over the file's listen; the rest of the file applies.
     let served = serve(home.path(), &["--config", config.to_str().unwrap()]);
     assert!(
@@ -141,13 +142,14 @@ fn the_google_genai_sdk_drives_the_environments_api() {
         return;
     };
     let home = tempfile::tempdir().unwrap();
+    let key = api_key(home.path(), "sdk");
     let served = serve(home.path(), &[]);
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../hookbox-server/tests/sdk/environments.py");
     let output = std::process::Command::new(&python)
         .arg(&script)
         .arg(&served.base_url)
-        .env("GEMINI_API_KEY", "unused")
+        .env("HOOKBOX_API_KEY", &key)
         .output()
         .expect("run the SDK script");
     let (_, log) = served.terminate();
@@ -185,13 +187,14 @@ fn the_google_genai_sdk_runs_the_seed_hook_examples() {
         ),
     )
     .unwrap();
+    let key = api_key(home.path(), "sdk");
     let served = serve(home.path(), &[]);
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../hookbox-server/tests/sdk/interactions.py");
     let output = std::process::Command::new(&python)
         .arg(&script)
         .arg(&served.base_url)
-        .env("GEMINI_API_KEY", "unused")
+        .env("HOOKBOX_API_KEY", &key)
         .output()
         .expect("run the SDK script");
     let (_, log) = served.terminate();
@@ -232,11 +235,13 @@ fn the_seeds_curl_examples_work_against_hookbox_serve() {
             ),
         )
         .unwrap();
+        let key = api_key(home.path(), "curl");
         let served = serve(home.path(), &[]);
         let output = std::process::Command::new("bash")
             .arg(&script)
             .arg(example)
             .arg(&served.base_url)
+            .env("GEMINI_API_KEY", &key)
             .output()
             .expect("run the curl examples");
         let (_, log) = served.terminate();

@@ -5,7 +5,8 @@
 set -euo pipefail
 EXAMPLE=$1
 HOOKBOX_BASE_URL=$2
-GEMINI_API_KEY=${GEMINI_API_KEY:-unused}
+# A real key, from `hookbox api-keys create NAME`.
+GEMINI_API_KEY=${GEMINI_API_KEY:?set GEMINI_API_KEY to a key from hookbox api-keys create}
 
 case "$EXAMPLE" in
 security)

@@ -3,6 +3,7 @@
 Usage: environments.py BASE_URL   (exits non-zero with a message on the first failed check)
 """
 
+import os
 import sys
 import warnings
 
@@ -11,7 +12,8 @@ from google import genai
 
 def main(base_url: str) -> None:
     warnings.filterwarnings("ignore", message="Environments usage is experimental")
-    client = genai.Client(api_key="any-key", http_options={"base_url": base_url})
+    # A real key, from `hookbox api-keys create NAME`.
+    client = genai.Client(api_key=os.environ["HOOKBOX_API_KEY"], http_options={"base_url": base_url})
     envs = client.environments
 
     created = envs.create(

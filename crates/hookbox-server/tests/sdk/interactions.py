@@ -3,9 +3,10 @@
 `http_options={"base_url": ...}` and the agent names (scripted agents in hookbox.toml), then
 checks what came back.
 
-Usage: interactions.py BASE_URL   (GEMINI_API_KEY must be set; any value)
+Usage: interactions.py BASE_URL   (HOOKBOX_API_KEY: a key from `hookbox api-keys create`)
 """
 
+import os
 import sys
 
 BASE_URL = sys.argv[1]
@@ -16,7 +17,8 @@ PRIVACY_AGENT = "scripted-privacy-gate"
 import json
 from google import genai
 
-client = genai.Client(http_options={"base_url": BASE_URL})
+# A real key, from `hookbox api-keys create NAME`.
+client = genai.Client(api_key=os.environ["HOOKBOX_API_KEY"], http_options={"base_url": BASE_URL})
 
 hooks_config = {
     "security-gate": {

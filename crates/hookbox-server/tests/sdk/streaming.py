@@ -2,15 +2,17 @@
 (a fake OpenAI-compatible server) streams its answer in pieces, and the SDK sees one text
 `step.delta` per piece, then replays and resumes the same events; the model form works too.
 
-Usage: streaming.py BASE_URL AGENT TEXT   (GEMINI_API_KEY must be set; any value)
+Usage: streaming.py BASE_URL AGENT TEXT   (HOOKBOX_API_KEY: a key from `hookbox api-keys create`)
 """
 
+import os
 import sys
 
 from google import genai
 
 BASE_URL, AGENT, TEXT = sys.argv[1], sys.argv[2], sys.argv[3]
-client = genai.Client(http_options={"base_url": BASE_URL})
+# A real key, from `hookbox api-keys create NAME`.
+client = genai.Client(api_key=os.environ["HOOKBOX_API_KEY"], http_options={"base_url": BASE_URL})
 
 events = list(client.interactions.create(agent=AGENT, input="hi", stream=True))
 kinds = [e.event_type for e in events]

@@ -291,7 +291,7 @@ async fn the_google_genai_sdk_streams_model_text() {
             .arg(&base_url)
             .arg(AGENT)
             .arg(TEXT)
-            .env("GEMINI_API_KEY", key)
+            .env("HOOKBOX_API_KEY", key)
             .output()
             .expect("run the SDK script")
     })
