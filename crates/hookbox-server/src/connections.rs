@@ -109,8 +109,7 @@ async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    let connection =
-        builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+    let connection = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
     tokio::pin!(connection);
     tokio::select! {
         _ = connection.as_mut() => return,

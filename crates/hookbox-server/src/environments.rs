@@ -2,10 +2,10 @@
 
 use std::collections::HashMap;
 
+use axum::Extension;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::Extension;
 use axum::extract::{Path, Query, State};
 use hookbox_env::{EnvironmentSpec, Source};
 use hookbox_store::Resource;
@@ -81,7 +81,10 @@ pub(crate) async fn create(
     };
     if let Err(err) = recorded {
         let _ = state.environments.delete(environment.id());
-        let _ = state.interactions.forget_environment(environment.id()).await;
+        let _ = state
+            .interactions
+            .forget_environment(environment.id())
+            .await;
         return Err(err);
     }
     tracing::info!(id = environment.id(), "environment created");

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::io::Read;
 
+use axum::Extension;
 use axum::Json;
 use axum::body::{Body, Bytes};
-use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

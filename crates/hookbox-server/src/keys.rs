@@ -124,13 +124,23 @@ mod tests {
         let keys = ApiKeys::new(Arc::new(SqliteStore::open_in_memory().unwrap()));
         assert!(!keys.any().unwrap());
         let (record, key) = keys.create("ci").unwrap();
-        assert!(key.starts_with("hbk_") && key.len() == 4 + 12 + 1 + 64, "{key}");
+        assert!(
+            key.starts_with("hbk_") && key.len() == 4 + 12 + 1 + 64,
+            "{key}"
+        );
         assert_eq!(keys.verify(&key).unwrap().unwrap().id, record.id);
         let mut flipped = key.clone().into_bytes();
         let last = flipped.len() - 1;
         flipped[last] = if flipped[last] == b'0' { b'1' } else { b'0' };
         let flipped = String::from_utf8(flipped).unwrap();
-        for bad in [&flipped[..], &key[..key.len() - 1], "", "hbk_", "hbk__", &key[4..]] {
+        for bad in [
+            &flipped[..],
+            &key[..key.len() - 1],
+            "",
+            "hbk_",
+            "hbk__",
+            &key[4..],
+        ] {
             assert!(keys.verify(bad).unwrap().is_none(), "{bad}");
         }
         let (_, other) = keys.create("other").unwrap();

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use axum::Extension;
 use axum::Json;
 use axum::extract::{Path as UrlPath, State};
-use axum::Extension;
 use hookbox_store::{SqliteStore, Store};
 use serde_json::{Value, json};
 
@@ -54,7 +54,9 @@ fn load(store: &dyn Store, id: &str) -> Result<Vec<Value>, hookbox_store::Error>
                 Value::Object(map) => map,
                 other => [("entry".to_owned(), other)].into_iter().collect(),
             };
-            let fail_open = view.get("failure").is_some_and(|failure| !failure.is_null())
+            let fail_open = view
+                .get("failure")
+                .is_some_and(|failure| !failure.is_null())
                 && view.get("failed_closed") != Some(&Value::Bool(true));
             view.insert("fail_open".to_owned(), fail_open.into());
             view.insert("seq".to_owned(), trace.seq.into());

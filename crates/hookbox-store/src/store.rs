@@ -2,8 +2,6 @@
 
 use std::ops::Range;
 
-use std::collections::HashSet;
-
 use serde_json::Value;
 
 use crate::error::Error;
@@ -121,7 +119,4 @@ pub trait Store: Send + Sync {
 
     /// The owner of `resource` `id`, if one was recorded.
     fn owner(&self, resource: Resource, id: &str) -> Result<Option<String>, Error>;
-
-    /// The ids of the resources of this kind that `owner` owns.
-    fn owned(&self, resource: Resource, owner: &str) -> Result<HashSet<String>, Error>;
 }

@@ -10,7 +10,11 @@ use super::{api_key, serve};
 /// `code_execution` call, then answers.
 fn write_agents(home: &std::path::Path) {
     let echo = home.join("echo.script.json");
-    std::fs::write(&echo, r#"{"turns": [{"text": "hi"}, {"text": "hi again"}]}"#).unwrap();
+    std::fs::write(
+        &echo,
+        r#"{"turns": [{"text": "hi"}, {"text": "hi again"}]}"#,
+    )
+    .unwrap();
     let tool = home.join("tool.script.json");
     std::fs::write(
         &tool,
@@ -50,8 +54,20 @@ fn requests_need_a_valid_api_key_in_any_of_the_three_places() {
     assert_eq!(none.error_code(), "unauthenticated");
     let wrong = format!("{}x", &key[..key.len() - 1]);
     for reply in [
-        http::send(url, "GET", "/v1/environments", &[("x-goog-api-key", &wrong)], ""),
-        http::send(url, "GET", &format!("/v1/environments?key={wrong}"), &[], ""),
+        http::send(
+            url,
+            "GET",
+            "/v1/environments",
+            &[("x-goog-api-key", &wrong)],
+            "",
+        ),
+        http::send(
+            url,
+            "GET",
+            &format!("/v1/environments?key={wrong}"),
+            &[],
+            "",
+        ),
         http::send(
             url,
             "GET",
@@ -59,13 +75,25 @@ fn requests_need_a_valid_api_key_in_any_of_the_three_places() {
             &[("authorization", &format!("Bearer {wrong}"))],
             "",
         ),
-        http::send(url, "GET", "/v1/environments", &[("x-goog-api-key", "")], ""),
+        http::send(
+            url,
+            "GET",
+            "/v1/environments",
+            &[("x-goog-api-key", "")],
+            "",
+        ),
     ] {
         assert_eq!(reply.status, 401, "{reply:?}");
         assert_eq!(reply.error_code(), "unauthenticated");
     }
     let ok = [
-        http::send(url, "GET", "/v1/environments", &[("x-goog-api-key", &key)], ""),
+        http::send(
+            url,
+            "GET",
+            "/v1/environments",
+            &[("x-goog-api-key", &key)],
+            "",
+        ),
         http::send(url, "GET", &format!("/v1/environments?key={key}"), &[], ""),
         http::send(
             url,
@@ -90,7 +118,13 @@ fn requests_need_a_valid_api_key_in_any_of_the_three_places() {
     );
     let revoked = super::super::hookbox_in(home.path(), &["api-keys", "revoke", "alice"], b"");
     assert_eq!(super::super::code(&revoked), 0);
-    let after = http::send(url, "GET", "/v1/environments", &[("x-goog-api-key", &key)], "");
+    let after = http::send(
+        url,
+        "GET",
+        "/v1/environments",
+        &[("x-goog-api-key", &key)],
+        "",
+    );
     assert_eq!(after.status, 401, "a revoked key still works: {after:?}");
     let again = super::super::hookbox_in(home.path(), &["api-keys", "revoke", "alice"], b"");
     assert_eq!(super::super::code(&again), 1);
@@ -121,7 +155,10 @@ fn serve_refuses_to_start_without_a_key_and_no_auth_is_loopback_only() {
     let reply = http::send(&served.base_url, "GET", "/v1/environments", &[], "");
     assert_eq!(reply.status, 200, "{reply:?}");
     let (_, log) = served.terminate();
-    assert!(log.contains("WARNING") && log.contains("--no-auth"), "{log}");
+    assert!(
+        log.contains("WARNING") && log.contains("--no-auth"),
+        "{log}"
+    );
 }
 
 /// The id of a created resource, or a failure showing the reply.
@@ -184,19 +221,31 @@ fn another_key_gets_404_for_everything_it_does_not_own() {
     let upload_path = upload_url.trim_start_matches(url.as_str()).to_owned();
 
     // Everything bob tries on alice's resources is a 404, as for ids that do not exist.
-    let bob_json = |method: &str, path: &str, body: &Value| http::json(url, &bob, method, path, body);
+    let bob_json =
+        |method: &str, path: &str, body: &Value| http::json(url, &bob, method, path, body);
     let missing = |reply: Reply, what: &str| {
         assert_eq!(reply.status, 404, "{what}: {reply:?}");
         assert_eq!(reply.error_code(), "not_found", "{what}");
         assert!(!reply.body.contains("secret"), "{what}");
     };
-    missing(bob_json("GET", &format!("/v1/environments/{env}"), &Value::Null), "get environment");
     missing(
-        bob_json("GET", &format!("/v1/environments/{env}/files/workspace"), &Value::Null),
+        bob_json("GET", &format!("/v1/environments/{env}"), &Value::Null),
+        "get environment",
+    );
+    missing(
+        bob_json(
+            "GET",
+            &format!("/v1/environments/{env}/files/workspace"),
+            &Value::Null,
+        ),
         "list files",
     );
     missing(
-        bob_json("GET", &format!("/v1/environments/{env}/files/workspace/a.txt?alt=media"), &Value::Null),
+        bob_json(
+            "GET",
+            &format!("/v1/environments/{env}/files/workspace/a.txt?alt=media"),
+            &Value::Null,
+        ),
         "download",
     );
     missing(
@@ -229,19 +278,35 @@ fn another_key_gets_404_for_everything_it_does_not_own() {
         "send the chunk of another key's upload",
     );
     missing(
-        bob_json("POST", "/v1/environments", &json!({"from_environment": env})),
+        bob_json(
+            "POST",
+            "/v1/environments",
+            &json!({"from_environment": env}),
+        ),
         "copy from_environment",
     );
     missing(
-        bob_json("GET", &format!("/v1/interactions/{interaction}"), &Value::Null),
+        bob_json(
+            "GET",
+            &format!("/v1/interactions/{interaction}"),
+            &Value::Null,
+        ),
         "get interaction",
     );
     missing(
-        bob_json("GET", &format!("/v1/interactions/{interaction}/hook_traces"), &Value::Null),
+        bob_json(
+            "GET",
+            &format!("/v1/interactions/{interaction}/hook_traces"),
+            &Value::Null,
+        ),
         "hook traces",
     );
     missing(
-        bob_json("POST", &format!("/v1/interactions/{interaction}/cancel"), &Value::Null),
+        bob_json(
+            "POST",
+            &format!("/v1/interactions/{interaction}/cancel"),
+            &Value::Null,
+        ),
         "cancel",
     );
     missing(
@@ -253,7 +318,11 @@ fn another_key_gets_404_for_everything_it_does_not_own() {
         "previous_interaction_id",
     );
     missing(
-        bob_json("POST", "/v1/interactions", &json!({"agent": "echo", "input": "x", "environment": env})),
+        bob_json(
+            "POST",
+            "/v1/interactions",
+            &json!({"agent": "echo", "input": "x", "environment": env}),
+        ),
         "environment by id",
     );
     missing(
@@ -266,7 +335,11 @@ fn another_key_gets_404_for_everything_it_does_not_own() {
         "update by environment_id",
     );
     missing(
-        bob_json("DELETE", &format!("/v1/interactions/{interaction}"), &Value::Null),
+        bob_json(
+            "DELETE",
+            &format!("/v1/interactions/{interaction}"),
+            &Value::Null,
+        ),
         "delete interaction",
     );
     missing(
@@ -280,14 +353,27 @@ fn another_key_gets_404_for_everything_it_does_not_own() {
     // interaction (both are deduplicated for retries).
     let plain = json!({"agent": "echo", "input": "plain"}).to_string();
     let with_key = |key: &str, idempotency: Option<&str>| {
-        let mut headers = vec![("x-goog-api-key", key), ("content-type", "application/json")];
+        let mut headers = vec![
+            ("x-goog-api-key", key),
+            ("content-type", "application/json"),
+        ];
         if let Some(value) = idempotency {
             headers.push(("idempotency-key", value));
         }
-        id(&http::send(url, "POST", "/v1/interactions", &headers, &plain))
+        id(&http::send(
+            url,
+            "POST",
+            "/v1/interactions",
+            &headers,
+            &plain,
+        ))
     };
     let alices = with_key(&alice, None);
-    assert_eq!(with_key(&alice, None), alices, "a retry by the same key is deduplicated");
+    assert_eq!(
+        with_key(&alice, None),
+        alices,
+        "a retry by the same key is deduplicated"
+    );
     assert_ne!(with_key(&bob, None), alices);
     let alices = with_key(&alice, Some("k2"));
     assert_ne!(with_key(&bob, Some("k2")), alices);
@@ -295,7 +381,10 @@ fn another_key_gets_404_for_everything_it_does_not_own() {
     // Alice still has everything.
     let own = |method: &str, path: &str| http::json(url, &alice, method, path, &Value::Null);
     assert_eq!(own("GET", &format!("/v1/environments/{env}")).status, 200);
-    let file = own("GET", &format!("/v1/environments/{env}/files/workspace/a.txt?alt=media"));
+    let file = own(
+        "GET",
+        &format!("/v1/environments/{env}/files/workspace/a.txt?alt=media"),
+    );
     assert_eq!(file.body, "secret");
     assert!(own("GET", "/v1/environments").body.contains(&env));
     let got = own("GET", &format!("/v1/interactions/{interaction}"));
@@ -308,7 +397,13 @@ fn another_key_gets_404_for_everything_it_does_not_own() {
         &json!({"agent": "echo", "input": "more", "previous_interaction_id": interaction}),
     );
     assert_eq!(next.json()["environment_id"], env.as_str(), "{next:?}");
-    assert_eq!(own("DELETE", &format!("/v1/interactions/{interaction}")).status, 200);
-    assert_eq!(own("DELETE", &format!("/v1/environments/{env}")).status, 200);
+    assert_eq!(
+        own("DELETE", &format!("/v1/interactions/{interaction}")).status,
+        200
+    );
+    assert_eq!(
+        own("DELETE", &format!("/v1/environments/{env}")).status,
+        200
+    );
     let _ = served.terminate();
 }

@@ -20,14 +20,22 @@ fn cross_site_simple_posts_get_415() {
         let headers: Vec<(&str, &str)> = content_type
             .map(|value| vec![("content-type", value)])
             .unwrap_or_default();
-        for path in ["/v1/environments", "/v1/interactions", "/v1/interactions/x/cancel"] {
+        for path in [
+            "/v1/environments",
+            "/v1/interactions",
+            "/v1/interactions/x/cancel",
+        ] {
             let reply = http::send(url, "POST", path, &headers, r#"{"sources": []}"#);
             assert_eq!(reply.status, 415, "{content_type:?} {path}: {reply:?}");
             assert_eq!(reply.error_code(), "unsupported_media_type");
         }
     }
     let listed = http::send(url, "GET", "/v1/environments", &[], "");
-    assert_eq!(listed.json()["environments"], serde_json::json!([]), "{listed:?}");
+    assert_eq!(
+        listed.json()["environments"],
+        serde_json::json!([]),
+        "{listed:?}"
+    );
     let json = http::send(
         url,
         "POST",

@@ -37,7 +37,10 @@ impl Reply {
             "{}",
             self.headers
         );
-        body["error"]["code"].as_str().expect("string code").to_owned()
+        body["error"]["code"]
+            .as_str()
+            .expect("string code")
+            .to_owned()
     }
 }
 
@@ -58,7 +61,10 @@ pub(super) fn send(
     let authority = authority(base_url);
     let mut stream = TcpStream::connect(authority).expect("connect");
     let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
         request.push_str(&format!("Host: {authority}\r\n"));
     }
     for (name, value) in headers {
@@ -80,7 +86,10 @@ pub(super) fn read_reply(stream: &mut TcpStream) -> Reply {
         .nth(1)
         .and_then(|code| code.parse().ok())
         .unwrap_or_else(|| panic!("no status line in {text:?}"));
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         dechunk(body)
     } else {
         body.to_owned()
@@ -117,7 +126,10 @@ pub(super) fn json(base_url: &str, key: &str, method: &str, path: &str, body: &V
         base_url,
         method,
         path,
-        &[("x-goog-api-key", key), ("content-type", "application/json")],
+        &[
+            ("x-goog-api-key", key),
+            ("content-type", "application/json"),
+        ],
         &text,
     )
 }

@@ -44,7 +44,15 @@ fn half_open_connections_time_out_and_the_cap_answers_503() {
     let served = serve(home.path(), &[]);
     let url = served.base_url.clone();
     let authority = http::authority(&url).to_owned();
-    let ok = || http::send(&url, "GET", "/v1/environments", &[("x-goog-api-key", &key)], "");
+    let ok = || {
+        http::send(
+            &url,
+            "GET",
+            "/v1/environments",
+            &[("x-goog-api-key", &key)],
+            "",
+        )
+    };
 
     // Retried while the server is still counting connections it has just closed.
     let ok_eventually = || {
@@ -69,7 +77,10 @@ fn half_open_connections_time_out_and_the_cap_answers_503() {
     // The header-read timeout closes every stalled connection...
     for stream in stalled {
         let sent = closed_by_server(stream);
-        assert!(sent.is_empty() || sent.starts_with("HTTP/1.1 408"), "{sent}");
+        assert!(
+            sent.is_empty() || sent.starts_with("HTTP/1.1 408"),
+            "{sent}"
+        );
     }
     // ...after which real requests get through again, also while 15 others stall.
     assert_eq!(ok_eventually(), 200);
@@ -93,8 +104,10 @@ fn half_open_connections_time_out_and_the_cap_answers_503() {
     // A kept-alive connection that goes quiet is closed too.
     let mut idle = TcpStream::connect(&authority).unwrap();
     idle.write_all(
-        format!("GET /v1/environments HTTP/1.1\r\nHost: {authority}\r\nx-goog-api-key: {key}\r\n\r\n")
-            .as_bytes(),
+        format!(
+            "GET /v1/environments HTTP/1.1\r\nHost: {authority}\r\nx-goog-api-key: {key}\r\n\r\n"
+        )
+        .as_bytes(),
     )
     .unwrap();
     let sent = closed_by_server(idle);

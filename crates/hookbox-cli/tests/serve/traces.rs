@@ -17,7 +17,10 @@ fn a_failing_gate_is_logged_listed_and_printed() {
     .unwrap();
     std::fs::write(
         home.path().join("hookbox.toml"),
-        format!("[agents.tool]\nprovider = \"scripted\"\nscript = \"{}\"\n", script.display()),
+        format!(
+            "[agents.tool]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            script.display()
+        ),
     )
     .unwrap();
     let alice = api_key(home.path(), "alice");
@@ -37,7 +40,10 @@ fn a_failing_gate_is_logged_listed_and_printed() {
     );
     assert_eq!(created.status, 200, "{created:?}");
     let interaction = created.json()["id"].as_str().unwrap().to_owned();
-    assert!(created.body.contains("ran"), "the gate failed open: {created:?}");
+    assert!(
+        created.body.contains("ran"),
+        "the gate failed open: {created:?}"
+    );
 
     let path = format!("/v1/interactions/{interaction}/hook_traces");
     let traces = http::json(url, &alice, "GET", &path, &serde_json::Value::Null);
@@ -50,7 +56,10 @@ fn a_failing_gate_is_logged_listed_and_printed() {
         .unwrap_or_else(|| panic!("no fail-open entry: {traces}"));
     assert_eq!(failed["failure"]["kind"], "non_zero_exit", "{failed}");
     assert!(failed["duration_ms"].is_number(), "{failed}");
-    assert!(failed["label"].as_str().unwrap().contains("exit 3"), "{failed}");
+    assert!(
+        failed["label"].as_str().unwrap().contains("exit 3"),
+        "{failed}"
+    );
     assert_eq!(failed["tool"], "code_execution", "{failed}");
     let other = http::json(url, &bob, "GET", &path, &serde_json::Value::Null);
     assert_eq!(other.status, 404, "{other:?}");

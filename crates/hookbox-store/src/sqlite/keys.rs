@@ -60,8 +60,9 @@ pub(super) fn create(connection: &Connection, key: NewApiKey) -> Result<ApiKey, 
 
 /// Every key, oldest first.
 pub(super) fn list(connection: &Connection) -> Result<Vec<ApiKey>, Error> {
-    let mut statement =
-        connection.prepare(&format!("SELECT {COLUMNS} FROM api_keys ORDER BY created, id"))?;
+    let mut statement = connection.prepare(&format!(
+        "SELECT {COLUMNS} FROM api_keys ORDER BY created, id"
+    ))?;
     let keys = statement
         .query_map([], read)?
         .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -8,7 +8,6 @@ mod owners;
 mod schema;
 mod steps;
 
-use std::collections::HashSet;
 use std::fs;
 use std::ops::DerefMut;
 use std::path::Path;
@@ -216,9 +215,5 @@ impl Store for SqliteStore {
 
     fn owner(&self, resource: Resource, id: &str) -> Result<Option<String>, Error> {
         self.read(|tx| owners::get(tx, resource, id))
-    }
-
-    fn owned(&self, resource: Resource, owner: &str) -> Result<HashSet<String>, Error> {
-        self.read(|tx| owners::owned(tx, resource, owner))
     }
 }

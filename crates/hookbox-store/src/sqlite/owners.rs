@@ -1,7 +1,5 @@
 //! Which API key owns each environment and interaction.
 
-use std::collections::HashSet;
-
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::Error;
@@ -35,20 +33,6 @@ pub(super) fn get(
             |row| row.get(0),
         )
         .optional()?)
-}
-
-/// The ids of the resources of this kind that `owner` owns.
-pub(super) fn owned(
-    connection: &Connection,
-    resource: Resource,
-    owner: &str,
-) -> Result<HashSet<String>, Error> {
-    let mut statement =
-        connection.prepare("SELECT id FROM owners WHERE kind = ?1 AND owner = ?2")?;
-    let ids = statement
-        .query_map(params![resource.kind(), owner], |row| row.get(0))?
-        .collect::<rusqlite::Result<HashSet<String>>>()?;
-    Ok(ids)
 }
 
 /// Forgets the owner of `resource` `id` (it was deleted).

@@ -86,7 +86,6 @@ const MIGRATIONS: &[&str] = &[
         owner TEXT NOT NULL,
         PRIMARY KEY (kind, id)
     ) STRICT, WITHOUT ROWID;
-    CREATE INDEX owners_by_owner ON owners (kind, owner);
     ",
 ];
 
