@@ -287,6 +287,9 @@ impl Driver {
     }
 
     fn emit(&self, message: &SessionMessage) {
+        if let Some(warning) = message.hook_failure_warning() {
+            warn(&warning);
+        }
         self.send(message.to_wire(self.session_id(), &new_uuid()));
     }
 
