@@ -247,6 +247,7 @@ mod tests {
             allowed: &allowed,
             disallowed: &disallowed,
             sandboxed: true,
+            protected: None,
         };
         assert!(matches!(listed.decide("Bash", true, false), Rule::Deny(_)));
         let listed = Rules {
