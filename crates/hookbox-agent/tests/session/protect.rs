@@ -306,3 +306,27 @@ async fn every_failed_hook_is_reported_with_its_outcome_and_cause() {
     assert_eq!(responses[0]["outcome"], "blocked");
     assert!(responses[0]["cause"].as_str().unwrap_or("").contains("gate crashed"));
 }
+
+#[tokio::test]
+async fn settings_hooks_are_read_once_when_the_session_starts() {
+    let blocking = r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"echo 'blocked by new settings' >&2; exit 2"}]}]}}"#;
+    let f = fixture(vec![
+        write("t1", ".claude/settings.json", blocking),
+        bash("t2", "echo still runs"),
+        FakeTurn::text("done"),
+    ])
+    .await;
+    let cwd = f.dir.path().canonicalize().expect("cwd");
+    std::fs::create_dir(cwd.join(".claude")).expect(".claude");
+    std::fs::write(cwd.join(".claude/settings.json"), "{}").expect("settings");
+    let session = f
+        .session()
+        .permission_mode(PermissionMode::BypassPermissions)
+        .settings_file(&cwd.join(".claude/settings.json"))
+        .build()
+        .expect("session");
+    let messages = run(&session, "go").await;
+    let results = tool_results(&messages);
+    assert!(!results[0].1, "{results:?}");
+    assert_eq!(results[1], ("still runs".to_owned(), false));
+}

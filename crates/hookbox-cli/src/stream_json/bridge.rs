@@ -156,6 +156,29 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn strict_callbacks_reject_values_the_cli_rejects() {
+        for usable in [
+            json!({}),
+            json!({"decision": "block", "reason": "no"}),
+            json!({"continue": false, "unknown": 1}),
+            json!({"hookSpecificOutput": {"permissionDecision": "ask"}}),
+            json!({"hookSpecificOutput": {"decision": {"behavior": "deny"}}}),
+        ] {
+            assert_eq!(rejected(&usable), None, "{usable}");
+        }
+        for rejected_reply in [
+            Value::Null,
+            json!([]),
+            json!({"decision": "deny"}),
+            json!({"continue": "no"}),
+            json!({"hookSpecificOutput": {"permissionDecision": "Deny"}}),
+            json!({"hookSpecificOutput": {"decision": {"behavior": "maybe"}}}),
+        ] {
+            assert!(rejected(&rejected_reply).is_some(), "{rejected_reply}");
+        }
+    }
+
     #[tokio::test]
     async fn hook_callbacks_round_trip_and_errors_fail() {
         let (outbox, mut sent) = mpsc::unbounded_channel();
@@ -196,33 +219,5 @@ mod tests {
             }
         );
         assert!(matches!(answer(&json!({})), PermissionAnswer::Deny { .. }));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strict_callbacks_reject_values_the_cli_rejects() {
-        for usable in [
-            json!({}),
-            json!({"decision": "block", "reason": "no"}),
-            json!({"continue": false, "unknown": 1}),
-            json!({"hookSpecificOutput": {"permissionDecision": "ask"}}),
-            json!({"hookSpecificOutput": {"decision": {"behavior": "deny"}}}),
-        ] {
-            assert_eq!(rejected(&usable), None, "{usable}");
-        }
-        for rejected_reply in [
-            Value::Null,
-            json!([]),
-            json!({"decision": "deny"}),
-            json!({"continue": "no"}),
-            json!({"hookSpecificOutput": {"permissionDecision": "Deny"}}),
-            json!({"hookSpecificOutput": {"decision": {"behavior": "maybe"}}}),
-        ] {
-            assert!(rejected(&rejected_reply).is_some(), "{rejected_reply}");
-        }
     }
 }
