@@ -28,8 +28,7 @@ pub(crate) fn hook_scripts(hooks: &HookSet, project_dir: &Path) -> Vec<PathBuf> 
                 .replace(&format!("${PROJECT_DIR_VARIABLE}"), &dir)
         })
         .filter(|word| {
-            !word.contains('$')
-                && (word.contains('/') || Path::new(word).extension().is_some())
+            !word.contains('$') && (word.contains('/') || Path::new(word).extension().is_some())
         })
         .map(PathBuf::from)
         .collect()

@@ -35,7 +35,8 @@ fn sandboxed(f: &Fixture) -> SessionBuilder {
         .session_id("test-session")
 }
 
-const EVIL: &str = r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch pwned"}]}]}}"#;
+const EVIL: &str =
+    r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch pwned"}]}]}}"#;
 
 #[tokio::test]
 async fn write_and_edit_to_protected_paths_ask_in_every_mode_but_bypass() {
@@ -107,9 +108,12 @@ async fn write_and_edit_to_protected_paths_ask_in_every_mode_but_bypass() {
         );
         assert_eq!(seen(&requests).len(), 5, "{mode}");
         for (text, is_error) in &results[..5] {
-            assert!(*is_error && text.contains("not the settings"), "{mode}: {text}");
+            assert!(
+                *is_error && text.contains("not the settings"),
+                "{mode}: {text}"
+            );
         }
-        assert_eq!(results[5].1, false, "{mode}: {:?}", results[5]);
+        assert!(!results[5].1, "{mode}: {:?}", results[5]);
         assert!(!cwd.join(".claude").exists(), "{mode}");
         assert_eq!(
             std::fs::read_to_string(cwd.join(".git/config")).expect("config"),
@@ -219,7 +223,9 @@ async fn settings_hooks_get_claude_project_dir() {
         .expect("session");
     let messages = run(&session, "go").await;
     assert!(
-        !messages.iter().any(|message| SessionMessage::hook_failure_warning(message).is_some()),
+        !messages
+            .iter()
+            .any(|message| SessionMessage::hook_failure_warning(message).is_some()),
         "{messages:?}"
     );
     assert_eq!(
@@ -277,10 +283,25 @@ async fn every_failed_hook_is_reported_with_its_outcome_and_cause() {
             "{response}"
         );
     }
-    assert!(responses[0]["cause"].as_str().unwrap_or("").contains("broken"));
+    assert!(
+        responses[0]["cause"]
+            .as_str()
+            .unwrap_or("")
+            .contains("broken")
+    );
     assert_eq!(responses[0]["exit_code"], 1);
-    assert!(responses[1]["cause"].as_str().unwrap_or("").contains("timed out"));
-    assert!(responses[2]["cause"].as_str().unwrap_or("").contains("not found"));
+    assert!(
+        responses[1]["cause"]
+            .as_str()
+            .unwrap_or("")
+            .contains("timed out")
+    );
+    assert!(
+        responses[2]["cause"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not found")
+    );
     assert!(
         messages[..]
             .iter()
@@ -304,7 +325,12 @@ async fn every_failed_hook_is_reported_with_its_outcome_and_cause() {
     let responses = hook_responses(&messages);
     assert_eq!(responses.len(), 1, "{responses:?}");
     assert_eq!(responses[0]["outcome"], "blocked");
-    assert!(responses[0]["cause"].as_str().unwrap_or("").contains("gate crashed"));
+    assert!(
+        responses[0]["cause"]
+            .as_str()
+            .unwrap_or("")
+            .contains("gate crashed")
+    );
 }
 
 #[tokio::test]

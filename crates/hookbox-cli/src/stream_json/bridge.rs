@@ -46,11 +46,19 @@ fn rejected(reply: &Value) -> Option<String> {
             )),
         }
     };
-    if fields.get("continue").is_some_and(|value| !value.is_boolean()) {
+    if fields
+        .get("continue")
+        .is_some_and(|value| !value.is_boolean())
+    {
         return Some("returned a `continue` that is not true or false".to_owned());
     }
     one_of("/decision", &["approve", "block"])
-        .or_else(|| one_of("/hookSpecificOutput/permissionDecision", &["allow", "deny", "ask"]))
+        .or_else(|| {
+            one_of(
+                "/hookSpecificOutput/permissionDecision",
+                &["allow", "deny", "ask"],
+            )
+        })
         .or_else(|| one_of("/hookSpecificOutput/decision/behavior", &["allow", "deny"]))
 }
 
@@ -66,12 +74,14 @@ impl HookCallback for RemoteHookCallback {
                 "input": input,
                 "tool_use_id": tool_use_id,
             });
-            match client.request(request).await {
-                Ok(reply) if strict && rejected(&reply).is_some() => Err(CallbackError(format!(
-                    "SDK hook callback {callback_id} {}, and its matcher has \
-                     on_failure=\"block\"",
-                    rejected(&reply).unwrap_or_default()
-                ))),
+            let reply = client.request(request).await;
+            if let Some(why) = reply.as_ref().ok().filter(|_| strict).and_then(rejected) {
+                return Err(CallbackError(format!(
+                    "SDK hook callback {callback_id} {why}, and its matcher has \
+                     on_failure=\"block\""
+                )));
+            }
+            match reply {
                 Ok(Value::Null) => Ok(json!({})),
                 Ok(reply @ Value::Object(_)) => Ok(reply),
                 Ok(other) => Err(CallbackError(format!(

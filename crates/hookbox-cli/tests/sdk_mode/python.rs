@@ -291,8 +291,7 @@ fn claude_sdk_receives_a_hook_response_for_a_hook_that_failed_open() {
 
 #[test]
 fn claude_sdk_on_failure_block_blocks_a_reply_the_cli_rejects() {
-    let Some(python) = python("claude_sdk_on_failure_block_blocks_a_reply_the_cli_rejects")
-    else {
+    let Some(python) = python("claude_sdk_on_failure_block_blocks_a_reply_the_cli_rejects") else {
         return;
     };
     let world = World::new(vec![

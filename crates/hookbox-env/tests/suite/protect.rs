@@ -134,13 +134,20 @@ async fn a_gitdir_and_hook_scripts_are_read_only_and_pinned() {
         "mkdir -p tools && echo evil > tools/later.py",
         "rmdir tools/later.py",
     ]);
-    let out = bash(&tools, &format!("{script}\necho ok > scripts/gates/other.sh && echo END")).await;
+    let out = bash(
+        &tools,
+        &format!("{script}\necho ok > scripts/gates/other.sh && echo END"),
+    )
+    .await;
     assert!(!out.contains("DONE"), "{out}");
     assert!(out.contains("END"), "{out}");
     assert_eq!(read(&cwd.join("repo-git/config")), "[core]\n");
     assert_eq!(read(&cwd.join("scripts/gates/check.sh")), "exit 0\n");
     assert_eq!(read(&cwd.join(".git")), "gitdir: repo-git\n");
-    assert!(cwd.join("tools/later.py").is_dir(), "the missing script is masked");
+    assert!(
+        cwd.join("tools/later.py").is_dir(),
+        "the missing script is masked"
+    );
     assert!(cwd.join("scripts/gates/other.sh").exists());
 }
 

@@ -309,7 +309,9 @@ async fn parts_of_the_directory_can_be_bound_again_read_only_or_pinned() {
     let out = run(&ProcessSpec {
         sandbox: Some(sandbox),
         ..ProcessSpec::shell(
-            &format!("{script}\necho fine > scripts/deep/new.txt && echo fine > top.txt && echo OK"),
+            &format!(
+                "{script}\necho fine > scripts/deep/new.txt && echo fine > top.txt && echo OK"
+            ),
             Duration::from_secs(30),
         )
     })
