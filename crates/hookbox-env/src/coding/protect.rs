@@ -103,8 +103,11 @@ impl CodingTools {
             binds.read_only(&gitdir);
         }
         for file in &self.protected_files {
-            self.check_no_links(file)?;
             let path = self.cwd.join(file.join("/"));
+            if binds.covers(&path) {
+                continue;
+            }
+            self.check_no_links(file)?;
             if std::fs::symlink_metadata(&path).is_err() {
                 if !is_script(file) {
                     continue;
@@ -170,15 +173,18 @@ struct Binds<'a> {
 }
 
 impl Binds<'_> {
+    /// Whether `path` lies in what is read-only already.
+    fn covers(&self, path: &Path) -> bool {
+        self.list
+            .iter()
+            .any(|bind| !bind.writable && path.starts_with(&bind.target))
+    }
+
     /// Binds `relative` read-only, pinning the directories between the working directory and
     /// it; nothing when it lies in what is read-only already.
     fn read_only(&mut self, relative: &[String]) {
         let path = self.cwd.join(relative.join("/"));
-        if self
-            .list
-            .iter()
-            .any(|bind| !bind.writable && path.starts_with(&bind.target))
-        {
+        if self.covers(&path) {
             return;
         }
         for depth in 1..relative.len() {

@@ -85,7 +85,9 @@ async fn bash_cannot_create_what_does_not_exist_yet() {
     require_sandbox!();
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
-    let tools = CodingTools::new(&cwd, Isolation::Sandboxed).unwrap();
+    let mut tools = CodingTools::new(&cwd, Isolation::Sandboxed).unwrap();
+    // A script inside a protected entry needs no mask of its own.
+    tools.protect_files([".claude/hooks/later.sh".into()]);
     let script = attempts(&[
         "mkdir -p .claude && echo '{}' > .claude/settings.json",
         "echo '{}' > .claude/settings.json",
