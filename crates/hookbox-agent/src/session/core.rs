@@ -178,9 +178,10 @@ impl Core {
         self.transcript = transcript;
     }
 
-    /// Fires `SessionEnd` (its output is ignored: the session is over either way).
-    pub(crate) async fn end(&mut self, reason: &str) {
-        let (stream, _) = tokio::sync::mpsc::unbounded_channel();
+    /// Fires `SessionEnd` (its output is ignored: the session is over either way); returns
+    /// the messages it produced (hook failures, `systemMessage`s).
+    pub(crate) async fn end(&mut self, reason: &str) -> Vec<SessionMessage> {
+        let (stream, mut messages) = tokio::sync::mpsc::unbounded_channel();
         let mut transcript = self.transcript.take();
         let mut out = Emitter {
             session_id: &self.session_id,
@@ -192,6 +193,11 @@ impl Core {
         self.fire(HookEvent::SessionEnd, fields, &mut out).await;
         drop(out);
         self.transcript = transcript;
+        let mut produced = Vec::new();
+        while let Ok(message) = messages.try_recv() {
+            produced.push(message);
+        }
+        produced
     }
 
     async fn query_inner(

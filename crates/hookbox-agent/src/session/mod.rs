@@ -410,8 +410,10 @@ impl Session {
 
     /// Ends the session after the queries already sent: fires `SessionEnd` with `reason`
     /// (`prompt_input_exit` when the user's input closed, `clear`, `logout`, `other`).
-    pub async fn close(self, reason: &str) {
-        self.core.lock().await.end(reason).await;
+    /// Returns what that produced (hook failures, a hook's `systemMessage`), since no query
+    /// stream is left to carry it.
+    pub async fn close(self, reason: &str) -> Vec<SessionMessage> {
+        self.core.lock().await.end(reason).await
     }
 
     /// Sends `prompt` (`/compact [instructions]` compacts the conversation instead) and returns

@@ -356,3 +356,26 @@ async fn settings_hooks_are_read_once_when_the_session_starts() {
     assert!(!results[0].1, "{results:?}");
     assert_eq!(results[1], ("still runs".to_owned(), false));
 }
+
+#[tokio::test]
+async fn a_session_end_hook_that_fails_is_reported_by_close() {
+    let f = fixture(vec![FakeTurn::text("hi")]).await;
+    let settings = f.dir.path().join("end-settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":"exit 7"}]}]}}"#,
+    )
+    .expect("settings");
+    let session = f
+        .session()
+        .settings_file(&settings)
+        .build()
+        .expect("session");
+    run(&session, "hello").await;
+    let produced = session.close("prompt_input_exit").await;
+    let responses = hook_responses(&produced);
+    assert_eq!(responses.len(), 1, "{produced:?}");
+    assert_eq!(responses[0]["hook_event"], "SessionEnd");
+    assert_eq!(responses[0]["exit_code"], 7);
+    assert_eq!(responses[0]["outcome"], "error");
+}
