@@ -42,7 +42,7 @@ mod store;
 mod target;
 mod tools;
 
-pub use coding::{CODING_TOOLS, CodingOutcome, CodingTools};
+pub use coding::{CODING_TOOLS, CodingOutcome, CodingTools, PROTECTED_ENTRIES};
 pub use credentials::{
     CredentialError, CredentialInfo, CredentialStore, DEFAULT_HEADER, StoredCredential,
 };

@@ -20,7 +20,7 @@ use super::emit::Emitter;
 use super::ids::new_uuid;
 use super::messages::{ContentBlock, PermissionDenial, QueryResult, ResultSubtype, SessionMessage};
 use super::permissions::{
-    PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, Rule, Rules,
+    EDITS, PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, Rule, Rules,
 };
 use super::tools::{TASK, declarations};
 use crate::model::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
@@ -178,9 +178,10 @@ impl Core {
         self.transcript = transcript;
     }
 
-    /// Fires `SessionEnd` (its output is ignored: the session is over either way).
-    pub(crate) async fn end(&mut self, reason: &str) {
-        let (stream, _) = tokio::sync::mpsc::unbounded_channel();
+    /// Fires `SessionEnd` (its output is ignored: the session is over either way); returns
+    /// the messages it produced (hook failures, `systemMessage`s).
+    pub(crate) async fn end(&mut self, reason: &str) -> Vec<SessionMessage> {
+        let (stream, mut messages) = tokio::sync::mpsc::unbounded_channel();
         let mut transcript = self.transcript.take();
         let mut out = Emitter {
             session_id: &self.session_id,
@@ -192,6 +193,11 @@ impl Core {
         self.fire(HookEvent::SessionEnd, fields, &mut out).await;
         drop(out);
         self.transcript = transcript;
+        let mut produced = Vec::new();
+        while let Ok(message) = messages.try_recv() {
+            produced.push(message);
+        }
+        produced
     }
 
     async fn query_inner(
@@ -283,6 +289,11 @@ impl Core {
             .dispatcher
             .dispatch(&EventInput::sdk(event, &context, fields))
             .await;
+        for entry in &outcome.trace {
+            if let Some(message) = SessionMessage::hook_failure(entry) {
+                out.emit(message);
+            }
+        }
         if let Some(message) = &outcome.system_message {
             out.emit(SessionMessage::System {
                 subtype: "hook_system_message".into(),
@@ -550,11 +561,17 @@ impl Core {
         pre: &HookOutcome,
         out: &mut Emitter<'_>,
     ) -> Permit {
+        let protected = EDITS
+            .contains(&call.name.as_str())
+            .then(|| input.get("file_path").and_then(Value::as_str))
+            .flatten()
+            .and_then(|path| self.tools.protected(path));
         let rules = Rules {
             mode: self.shared.mode(),
             allowed: &self.allowed,
             disallowed: &self.disallowed,
             sandboxed: self.sandboxed,
+            protected: protected.as_deref(),
         };
         let hook_allowed = pre.explicit && pre.decision == Decision::Allow;
         let reason = match rules.decide(&call.name, hook_allowed, pre.decision == Decision::Ask) {

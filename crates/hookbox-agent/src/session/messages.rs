@@ -1,8 +1,12 @@
 //! What a session tells its user: the messages of the SDK message stream, in the shapes the
 //! Python agent SDKs parse (`system`, `assistant`, `user`, `result`).
 
+use hookbox_hooks::TraceEntry;
 use serde::Serialize;
 use serde_json::{Value, json};
+
+/// The `system` subtype of a hook failure.
+const HOOK_RESPONSE: &str = "hook_response";
 
 /// One block of an assistant or user message.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -117,9 +121,10 @@ pub enum SessionMessage {
         /// The tool's structured response (Claude Code's `tool_use_result`).
         tool_use_result: Option<Value>,
     },
-    /// A note for the user: a hook's `systemMessage`, a notification, a compaction.
+    /// A note for the user: a hook's `systemMessage`, a hook that failed
+    /// ([`SessionMessage::hook_failure`]), a notification, a compaction.
     System {
-        /// `hook_system_message`, `notification` or `compact_boundary`.
+        /// `hook_system_message`, `hook_response`, `notification` or `compact_boundary`.
         subtype: String,
         /// The details.
         data: Value,
@@ -129,6 +134,63 @@ pub enum SessionMessage {
 }
 
 impl SessionMessage {
+    /// The `system` / `hook_response` message for a hook run that failed (crash, timeout,
+    /// bad output, spawn failure…), so that no failure goes unseen; `None` for a run that did
+    /// not fail. Field names follow Claude Code's `hook_response` (`hook_event`, `hook_name`,
+    /// `outcome`, `exit_code`, `output`); `outcome` is `error` when the call went on anyway
+    /// (fail-open) and `blocked` when the failure blocked it; `cause` says what went wrong,
+    /// `handler` and `source` which hook it was.
+    pub fn hook_failure(entry: &TraceEntry) -> Option<Self> {
+        let failure = entry.failure.as_ref()?;
+        let event = entry.event.name();
+        let outcome = if entry.failed_closed {
+            "blocked"
+        } else {
+            "error"
+        };
+        let cause = failure.to_string();
+        Some(Self::System {
+            subtype: HOOK_RESPONSE.into(),
+            data: json!({
+                "hook_event": event,
+                "hook_name": format!("{event}:{}", entry.matcher.as_deref().unwrap_or("*")),
+                "outcome": outcome,
+                "fail_open": !entry.failed_closed,
+                "cause": cause,
+                "output": cause,
+                "exit_code": entry.exit_code,
+                "handler": {"type": entry.handler, "label": entry.label},
+                "source": {"file": entry.origin.source, "json_path": entry.origin.json_path},
+            }),
+        })
+    }
+
+    /// The warning line for a [`hook_failure`](Self::hook_failure) message (for stderr);
+    /// `None` for any other message.
+    pub fn hook_failure_warning(&self) -> Option<String> {
+        let Self::System { subtype, data } = self else {
+            return None;
+        };
+        if subtype != HOOK_RESPONSE {
+            return None;
+        }
+        let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default();
+        let handler = data.pointer("/handler/label").and_then(Value::as_str);
+        let source = data.pointer("/source/file").and_then(Value::as_str);
+        let consequence = if data.get("fail_open") == Some(&Value::Bool(true)) {
+            "failed open: the call went on as if it had not run"
+        } else {
+            "failed closed: the call was blocked"
+        };
+        Some(format!(
+            "warning: {} hook `{}` ({}) {consequence}: {}",
+            text("hook_event"),
+            handler.unwrap_or_default(),
+            source.unwrap_or_default(),
+            text("cause"),
+        ))
+    }
+
     /// The message as one stream-json line object, stamped with `session_id` and `uuid`.
     pub fn to_wire(&self, session_id: &str, uuid: &str) -> Value {
         match self {

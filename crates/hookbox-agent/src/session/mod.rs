@@ -18,6 +18,7 @@ mod emit;
 mod ids;
 mod messages;
 mod permissions;
+mod protect;
 mod tools;
 
 use std::collections::BTreeMap;
@@ -31,7 +32,8 @@ use std::time::Duration;
 use futures_util::Stream;
 use hookbox_env::{CODING_TOOLS, CodingTools, Isolation};
 use hookbox_hooks::{
-    CallbackHandler, Dialect, Dispatcher, HookCallback, HookEvent, HookSetBuilder, Runners,
+    CallbackHandler, Dialect, Dispatcher, HookCallback, HookEvent, HookSetBuilder,
+    HostCommandRunner, Runners,
 };
 use tokio::sync::mpsc;
 
@@ -143,6 +145,7 @@ pub struct SessionBuilder {
     transcript_dir: Option<PathBuf>,
     hooks: HookSetBuilder,
     hook_errors: Vec<String>,
+    settings_files: Vec<PathBuf>,
     runners: Option<Runners>,
     prompt: Option<Arc<dyn PermissionPrompt>>,
 }
@@ -235,16 +238,20 @@ impl SessionBuilder {
         self
     }
 
-    /// Loads the `hooks` of a Claude-style settings file (`command` and `http` handlers).
+    /// Loads the `hooks` of a Claude-style settings file (`command` and `http` handlers),
+    /// once: a later change of the file does not change the session. The file, and the
+    /// scripts its command hooks name, are read-only to the session's tools when they lie in
+    /// `cwd`.
     pub fn settings_file(mut self, path: &Path) -> Self {
         if let Err(err) = self.hooks.load_file(path, Some(Dialect::Sdk)) {
             self.hook_errors.push(err.to_string());
         }
+        self.settings_files.push(path.to_path_buf());
         self
     }
 
-    /// The runners for command and HTTP hooks (default: commands on the host in `cwd`, HTTP
-    /// through the strict guarded client).
+    /// The runners for command and HTTP hooks (default: commands on the host in `cwd` with
+    /// `CLAUDE_PROJECT_DIR` set to it, HTTP through the strict guarded client).
     pub fn runners(mut self, runners: Runners) -> Self {
         self.runners = Some(runners);
         self
@@ -282,12 +289,14 @@ impl SessionBuilder {
         if !problems.is_empty() {
             return Err(SessionError::Hooks(problems.join("; ")));
         }
-        let tools =
+        let mut tools =
             CodingTools::new(&self.cwd, self.isolation).map_err(|source| SessionError::Cwd {
                 path: self.cwd.clone(),
                 source,
             })?;
         let cwd = tools.cwd().to_path_buf();
+        tools.protect_files(self.settings_files);
+        tools.protect_files(protect::hook_scripts(&hooks, &cwd));
         let session_id = match self.session_id {
             Some(id) if valid_session_id(&id) => id,
             Some(id) => return Err(SessionError::SessionId(id)),
@@ -307,7 +316,13 @@ impl SessionBuilder {
         };
         let runners = match self.runners {
             Some(runners) => runners,
-            None => Runners::host(Some(cwd.clone()))?,
+            None => Runners {
+                command: Arc::new(HostCommandRunner {
+                    cwd: Some(cwd.clone()),
+                    env: vec![(protect::PROJECT_DIR_VARIABLE.into(), cwd.clone().into())],
+                }),
+                ..Runners::host(Some(cwd.clone()))?
+            },
         };
         let shared = Arc::new(Shared {
             mode: Mutex::new(self.mode),
@@ -377,6 +392,7 @@ impl Session {
             transcript_dir: None,
             hooks: hookbox_hooks::HookSet::builder(),
             hook_errors: Vec::new(),
+            settings_files: Vec::new(),
             runners: None,
             prompt: None,
         }
@@ -394,8 +410,10 @@ impl Session {
 
     /// Ends the session after the queries already sent: fires `SessionEnd` with `reason`
     /// (`prompt_input_exit` when the user's input closed, `clear`, `logout`, `other`).
-    pub async fn close(self, reason: &str) {
-        self.core.lock().await.end(reason).await;
+    /// Returns what that produced (hook failures, a hook's `systemMessage`), since no query
+    /// stream is left to carry it.
+    pub async fn close(self, reason: &str) -> Vec<SessionMessage> {
+        self.core.lock().await.end(reason).await
     }
 
     /// Sends `prompt` (`/compact [instructions]` compacts the conversation instead) and returns

@@ -123,7 +123,7 @@ pub(crate) enum Rule {
 /// The tools that only read.
 const READ_ONLY: [&str; 3] = ["Read", "Glob", "Grep"];
 /// The tools that edit files.
-const EDITS: [&str; 2] = ["Write", "Edit"];
+pub(crate) const EDITS: [&str; 2] = ["Write", "Edit"];
 
 /// The allowed / disallowed lists and the mode, applied to one call. `hook_allowed` is an
 /// explicit `allow` from a `PreToolUse` hook; `hook_asked` an explicit `ask`.
@@ -132,6 +132,9 @@ pub(crate) struct Rules<'a> {
     pub(crate) allowed: &'a [String],
     pub(crate) disallowed: &'a [String],
     pub(crate) sandboxed: bool,
+    /// The protected path (settings, git, hooks: the host runs what they hold) that this
+    /// call would change, if any: it asks in every mode but `bypassPermissions`.
+    pub(crate) protected: Option<&'a std::path::Path>,
 }
 
 impl Rules<'_> {
@@ -145,6 +148,16 @@ impl Rules<'_> {
         if self.mode == PermissionMode::Plan && !read_only {
             return Rule::Deny(format!(
                 "the session is in plan mode, where {tool} may not run; only Read, Glob and Grep do"
+            ));
+        }
+        if let Some(path) = self.protected
+            && self.mode != PermissionMode::BypassPermissions
+        {
+            return Rule::Ask(format!(
+                "{tool} would change {}, which holds settings, git configuration or hooks that \
+                 run on the host; hookbox always asks for that (in every mode but \
+                 bypassPermissions)",
+                path.display()
             ));
         }
         if hook_asked {
@@ -189,6 +202,7 @@ mod tests {
             allowed: &[],
             disallowed: &[],
             sandboxed,
+            protected: None,
         }
     }
 
@@ -233,6 +247,7 @@ mod tests {
             allowed: &allowed,
             disallowed: &disallowed,
             sandboxed: true,
+            protected: None,
         };
         assert!(matches!(listed.decide("Bash", true, false), Rule::Deny(_)));
         let listed = Rules {

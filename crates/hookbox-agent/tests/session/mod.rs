@@ -12,6 +12,9 @@ use hookbox_agent::session::{
 use hookbox_hooks::{CallbackError, HookEvent};
 use hookbox_net::GuardedClient;
 use hookbox_test_support::{FakeModelServer, FakeTurn};
+
+/// Protected paths, `CLAUDE_PROJECT_DIR`, failed hooks reported.
+mod protect;
 use serde_json::{Value, json};
 
 /// A working directory and a fake model that plays `turns`.

@@ -13,22 +13,60 @@ use super::control::ControlClient;
 pub(crate) struct RemoteHookCallback {
     callback_id: String,
     client: ControlClient,
+    /// `on_failure="block"`: a reply the CLI rejects fails the callback (which then blocks).
+    strict: bool,
 }
 
 impl RemoteHookCallback {
-    /// The callback `callback_id`, reached through `client`.
-    pub(crate) fn new(callback_id: impl Into<String>, client: ControlClient) -> Self {
+    /// The callback `callback_id`, reached through `client`; `strict` for a matcher with
+    /// `on_failure="block"`.
+    pub(crate) fn new(callback_id: impl Into<String>, client: ControlClient, strict: bool) -> Self {
         Self {
             callback_id: callback_id.into(),
             client,
+            strict,
         }
     }
+}
+
+/// Why a strict callback's `reply` is one the CLI rejects (`null`, or a known field holding
+/// a value that is not one of its values); `None` for a usable reply. Unknown keys are fine.
+fn rejected(reply: &Value) -> Option<String> {
+    let Value::Object(fields) = reply else {
+        return Some(format!("returned {reply} instead of an object"));
+    };
+    let one_of = |path: &str, allowed: &[&str]| {
+        let value = reply.pointer(path)?;
+        match value.as_str() {
+            Some(text) if allowed.contains(&text) => None,
+            _ => Some(format!(
+                "returned {} {value}, which is not one of {}",
+                &path[1..],
+                allowed.join(", ")
+            )),
+        }
+    };
+    if fields
+        .get("continue")
+        .is_some_and(|value| !value.is_boolean())
+    {
+        return Some("returned a `continue` that is not true or false".to_owned());
+    }
+    one_of("/decision", &["approve", "block"])
+        .or_else(|| {
+            one_of(
+                "/hookSpecificOutput/permissionDecision",
+                &["allow", "deny", "ask"],
+            )
+        })
+        .or_else(|| one_of("/hookSpecificOutput/decision/behavior", &["allow", "deny"]))
 }
 
 impl HookCallback for RemoteHookCallback {
     fn call(&self, input: Value, tool_use_id: Option<String>) -> CallbackFuture {
         let client = self.client.clone();
         let callback_id = self.callback_id.clone();
+        let strict = self.strict;
         Box::pin(async move {
             let request = json!({
                 "subtype": "hook_callback",
@@ -36,7 +74,14 @@ impl HookCallback for RemoteHookCallback {
                 "input": input,
                 "tool_use_id": tool_use_id,
             });
-            match client.request(request).await {
+            let reply = client.request(request).await;
+            if let Some(why) = reply.as_ref().ok().filter(|_| strict).and_then(rejected) {
+                return Err(CallbackError(format!(
+                    "SDK hook callback {callback_id} {why}, and its matcher has \
+                     on_failure=\"block\""
+                )));
+            }
+            match reply {
                 Ok(Value::Null) => Ok(json!({})),
                 Ok(reply @ Value::Object(_)) => Ok(reply),
                 Ok(other) => Err(CallbackError(format!(
@@ -121,11 +166,34 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn strict_callbacks_reject_values_the_cli_rejects() {
+        for usable in [
+            json!({}),
+            json!({"decision": "block", "reason": "no"}),
+            json!({"continue": false, "unknown": 1}),
+            json!({"hookSpecificOutput": {"permissionDecision": "ask"}}),
+            json!({"hookSpecificOutput": {"decision": {"behavior": "deny"}}}),
+        ] {
+            assert_eq!(rejected(&usable), None, "{usable}");
+        }
+        for rejected_reply in [
+            Value::Null,
+            json!([]),
+            json!({"decision": "deny"}),
+            json!({"continue": "no"}),
+            json!({"hookSpecificOutput": {"permissionDecision": "Deny"}}),
+            json!({"hookSpecificOutput": {"decision": {"behavior": "maybe"}}}),
+        ] {
+            assert!(rejected(&rejected_reply).is_some(), "{rejected_reply}");
+        }
+    }
+
     #[tokio::test]
     async fn hook_callbacks_round_trip_and_errors_fail() {
         let (outbox, mut sent) = mpsc::unbounded_channel();
         let client = ControlClient::new(outbox);
-        let callback = RemoteHookCallback::new("hook_3", client.clone());
+        let callback = RemoteHookCallback::new("hook_3", client.clone(), false);
         let call = tokio::spawn(callback.call(json!({"tool_name": "Bash"}), Some("t1".into())));
         let request = sent.recv().await.unwrap();
         assert_eq!(request["request"]["subtype"], "hook_callback");

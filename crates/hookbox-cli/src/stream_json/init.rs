@@ -21,6 +21,10 @@ pub(crate) struct RemoteMatcher {
     pub(crate) callback_ids: Vec<String>,
     /// The matcher's time limit.
     pub(crate) timeout: Duration,
+    /// `onFailure` other than `"continue"` (claude-agent-sdk's `on_failure="block"`; like
+    /// Claude Code, an unknown value counts as `"block"`): a reply the CLI would reject
+    /// blocks too.
+    pub(crate) blocks_on_failure: bool,
 }
 
 /// What `initialize` asked for.
@@ -151,11 +155,15 @@ fn matcher(event: HookEvent, entry: &Value) -> RemoteMatcher {
         .filter(|seconds| seconds.is_finite() && *seconds > 0.0)
         .map(|seconds| Duration::from_secs_f64(seconds.min(86_400.0)))
         .unwrap_or(DEFAULT_HOOK_TIMEOUT);
+    let blocks_on_failure = entry
+        .get("onFailure")
+        .is_some_and(|value| !value.is_null() && value.as_str() != Some("continue"));
     RemoteMatcher {
         event,
         matcher,
         callback_ids,
         timeout,
+        blocks_on_failure,
     }
 }
 
@@ -172,7 +180,7 @@ mod tests {
             "hooks": {
                 "PreToolUse": [
                     {"matcher": "Bash", "hookCallbackIds": ["hook_0", "hook_1"], "timeout": 30},
-                    {"matcher": null, "hookCallbackIds": ["hook_2"]}
+                    {"matcher": null, "hookCallbackIds": ["hook_2"], "onFailure": "block"}
                 ],
                 "PostToolUse": [{"matcher": "*", "hookCallbackIds": ["hook_3"], "timeout": 0.5}],
                 "Bogus": [{"hookCallbackIds": ["hook_4"]}]
@@ -191,6 +199,13 @@ mod tests {
             .unwrap();
         assert_eq!(bash.callback_ids, ["hook_0", "hook_1"]);
         assert_eq!(bash.timeout, Duration::from_secs(30));
+        assert!(!bash.blocks_on_failure);
+        assert!(
+            options
+                .hooks
+                .iter()
+                .any(|hook| hook.callback_ids == ["hook_2"] && hook.blocks_on_failure)
+        );
         let post = options
             .hooks
             .iter()

@@ -96,7 +96,13 @@ async fn drive(setup: Setup) -> ExitCode {
     let mut driver = Driver::new(setup, outbox.clone(), client);
     driver.run(incoming, requests_rx).await;
     if let Some(session) = driver.session.take() {
-        session.close("prompt_input_exit").await;
+        let session_id = session.session_id().to_owned();
+        for message in session.close("prompt_input_exit").await {
+            if let Some(warning) = message.hook_failure_warning() {
+                warn(&warning);
+            }
+            let _ = outbox.send(message.to_wire(&session_id, &new_uuid()));
+        }
     }
     drop(driver);
     // `null` tells the writer to stop after everything queued before it.
@@ -287,6 +293,9 @@ impl Driver {
     }
 
     fn emit(&self, message: &SessionMessage) {
+        if let Some(warning) = message.hook_failure_warning() {
+            warn(&warning);
+        }
         self.send(message.to_wire(self.session_id(), &new_uuid()));
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, anyhow, bail};
 use hookbox_agent::model::Model;
 use hookbox_agent::session::{HookMatcher, PermissionMode, Session};
+use hookbox_hooks::HookEvent;
 
 use super::argv::SdkArgs;
 use super::bridge::{RemoteHookCallback, RemotePermissionPrompt};
@@ -123,10 +124,13 @@ impl Setup {
         }
         for hook in &init.hooks {
             let mut matcher = HookMatcher::new(hook.matcher.as_deref()).timeout(hook.timeout);
+            // As in Claude Code, Stop and SubagentStop ignore `onFailure`.
+            let strict = hook.blocks_on_failure
+                && !matches!(hook.event, HookEvent::Stop | HookEvent::SubagentStop);
             for id in &hook.callback_ids {
                 matcher = matcher.named_hook(
                     id.clone(),
-                    Arc::new(RemoteHookCallback::new(id.clone(), client.clone())),
+                    Arc::new(RemoteHookCallback::new(id.clone(), client.clone(), strict)),
                 );
             }
             builder = builder.hook(hook.event, matcher);

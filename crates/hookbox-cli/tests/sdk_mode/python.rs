@@ -245,3 +245,68 @@ fn claude_query_block_dangerous() {
         "{results:?}"
     );
 }
+
+#[test]
+fn claude_sdk_receives_a_hook_response_for_a_hook_that_failed_open() {
+    let Some(python) = python("claude_sdk_receives_a_hook_response_for_a_hook_that_failed_open")
+    else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo ran"})),
+        FakeTurn::text("Done."),
+    ]);
+    let (output, messages) = run(
+        &python,
+        &world,
+        "hook_failures.py",
+        &["fail_open", "run echo"],
+    );
+    assert_finished(&output, &messages);
+    let response = messages
+        .iter()
+        .find(|message| message["message_class"] == "HookEventMessage")
+        .unwrap_or_else(|| panic!("no HookEventMessage: {messages:?}"));
+    assert_eq!(response["subtype"], "hook_response", "{response}");
+    assert_eq!(response["hook_event_name"], "PreToolUse", "{response}");
+    let data = &response["data"];
+    assert_eq!(data["outcome"], "error", "{response}");
+    assert_eq!(data["fail_open"], true, "{response}");
+    assert_eq!(data["exit_code"], 3, "{response}");
+    assert!(
+        data["cause"]
+            .as_str()
+            .is_some_and(|cause| cause.contains("gate crashed")),
+        "{response}"
+    );
+    assert_eq!(data["handler"]["type"], "command", "{response}");
+    // The call went on (fail-open), and the user was warned on stderr too.
+    assert_eq!(world.tool_results()[0], ("ran".to_owned(), false));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("warning: PreToolUse hook") && stderr.contains("failed open"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn claude_sdk_on_failure_block_blocks_a_reply_the_cli_rejects() {
+    let Some(python) = python("claude_sdk_on_failure_block_blocks_a_reply_the_cli_rejects") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "touch gated"})),
+        FakeTurn::text("Blocked."),
+    ]);
+    let (output, messages) = run(
+        &python,
+        &world,
+        "hook_failures.py",
+        &["on_failure", "touch a file"],
+    );
+    assert_finished(&output, &messages);
+    let results = world.tool_results();
+    assert!(results[0].1, "{results:?}");
+    assert!(results[0].0.contains("Deny"), "{results:?}");
+    assert!(!world.work().join("gated").exists());
+}

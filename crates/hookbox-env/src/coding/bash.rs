@@ -93,10 +93,10 @@ pub(crate) fn process(tools: &CodingTools, input: &Value) -> Result<ProcessSpec,
     spec.output_limit = ProcessSpec::DEFAULT_OUTPUT_LIMIT;
     match tools.isolation() {
         Isolation::Sandboxed => {
-            spec.sandbox = Some(
-                Sandbox::over_directory(&cwd)
-                    .map_err(|error| format!("Bash: cannot sandbox {}: {error}", cwd.display()))?,
-            );
+            let mut sandbox = Sandbox::over_directory(&cwd)
+                .map_err(|error| format!("Bash: cannot sandbox {}: {error}", cwd.display()))?;
+            sandbox.binds.extend(tools.protection_binds()?);
+            spec.sandbox = Some(sandbox);
             spec.cwd = Some(cwd);
         }
         Isolation::Unsandboxed => {

@@ -7,8 +7,9 @@
 //! descriptor on it (`openat2` with `RESOLVE_BENEATH`), so no symlink or `..` leads out.
 //! Writes go through a temporary file renamed over the target, never through a link. `Bash`
 //! runs in a sandbox whose only host directory is the working directory, bound read-write at
-//! its own path ([`hookbox_exec::Sandbox::over_directory`]), unless the session runs
-//! [`Isolation::Unsandboxed`].
+//! its own path ([`hookbox_exec::Sandbox::over_directory`]) but for what the host runs later
+//! (`.claude`, `.git`, `.agents`, hook scripts: see [`CodingTools::protected`]), which is
+//! read-only there, unless the session runs [`Isolation::Unsandboxed`].
 
 mod bash;
 mod edit;
@@ -16,6 +17,7 @@ mod glob;
 mod grep;
 mod paths;
 mod pattern;
+mod protect;
 mod read;
 mod walk;
 mod write;
@@ -23,6 +25,8 @@ mod write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+
+pub use protect::PROTECTED_ENTRIES;
 
 use crate::confined::Confined;
 use crate::tools::{Isolation, ToolError};
@@ -42,6 +46,9 @@ pub struct CodingTools {
     isolation: Isolation,
     /// A descriptor on the working directory, resolving paths strictly beneath it.
     root: Confined,
+    /// Files beneath the working directory kept read-only besides [`PROTECTED_ENTRIES`] (hook
+    /// scripts, settings files), as components relative to it.
+    protected_files: Vec<Vec<String>>,
 }
 
 /// What one coding-tool call produced.
@@ -102,6 +109,7 @@ impl CodingTools {
             named,
             isolation,
             root,
+            protected_files: Vec::new(),
         })
     }
 

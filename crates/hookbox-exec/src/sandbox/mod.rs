@@ -150,7 +150,11 @@ impl Eq for ListenInside {}
 /// final symlink. `target` must be absolute, without `.` or `..` components, and outside the
 /// sandbox's own directories (`/usr`, `/etc`, `/proc`, `/dev`, …) except below `/tmp` (the
 /// private tmpfs). Missing parent directories of `target` are created in the sandbox's own
-/// file system (never on the host); binds may not nest in one another.
+/// file system (never on the host). Binds may not nest in one another, except that a later
+/// bind may show a part of an earlier directory bind again at the same place (its host path
+/// is the earlier host path joined with the same relative path): to make that part read-only
+/// inside a writable directory, or to pin it (a mount point cannot be renamed or removed from
+/// inside the sandbox).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bind {
     /// The host path.
@@ -502,8 +506,11 @@ pub(crate) fn prepare(
     for bind in &binds {
         let mut ancestors: Vec<&Path> = bind.target.ancestors().skip(1).collect();
         ancestors.reverse();
-        for ancestor in ancestors.into_iter().skip(1) {
-            ops.push(Op::Mkdir(join("/newroot", ancestor)?));
+        // A part of an earlier bind is there already: nothing to create (on the host).
+        if !bind.nested {
+            for ancestor in ancestors.into_iter().skip(1) {
+                ops.push(Op::Mkdir(join("/newroot", ancestor)?));
+            }
         }
         ops.push(Op::Bind {
             src: join("/oldroot", &bind.host)?,
@@ -717,6 +724,8 @@ struct CheckedBind {
     target: PathBuf,
     writable: bool,
     is_dir: bool,
+    /// Whether it shows a part of an earlier bind again.
+    nested: bool,
 }
 
 /// Checks every bind (see [`Bind`]) against the sandbox's own directories, the root's
@@ -758,14 +767,6 @@ fn checked_binds(
                 "the target lies in `/{first}`, an entry of the sandbox root"
             )));
         }
-        if let Some(other) = checked.iter().find(|other| {
-            other.target.starts_with(&bind.target) || bind.target.starts_with(&other.target)
-        }) {
-            return Err(bad(format!(
-                "binds may not nest (this one and `{}`)",
-                other.target.display()
-            )));
-        }
         let host = bind
             .host
             .canonicalize()
@@ -773,6 +774,16 @@ fn checked_binds(
                 path: bind.host.clone(),
                 reason: error.to_string(),
             })?;
+        if let Some(other) = checked.iter().find(|other| {
+            other.target.starts_with(&bind.target)
+                || (bind.target.starts_with(&other.target) && !same_place(other, &host, bind))
+        }) {
+            return Err(bad(format!(
+                "binds may not nest (this one and `{}`), except to bind a part of an earlier \
+                 bind again at its own place",
+                other.target.display()
+            )));
+        }
         let meta = std::fs::metadata(&host).map_err(|error| IsolationError::Bind {
             path: bind.host.clone(),
             reason: error.to_string(),
@@ -783,14 +794,29 @@ fn checked_binds(
                 reason: "it is neither a directory nor a regular file".into(),
             });
         }
+        let nested = checked
+            .iter()
+            .any(|other| bind.target.starts_with(&other.target));
         checked.push(CheckedBind {
             host,
+            nested,
             target: bind.target.clone(),
             writable: bind.writable,
             is_dir: meta.is_dir(),
         });
     }
     Ok(checked)
+}
+
+/// Whether `bind` (whose host path is `host`, canonical) shows, beneath the earlier bind
+/// `outer`, the very part of `outer` that is there anyway: a re-bind that only changes
+/// whether that part is writable, or pins it (a mount point cannot be renamed or removed).
+fn same_place(outer: &CheckedBind, host: &Path, bind: &Bind) -> bool {
+    outer.is_dir
+        && bind
+            .target
+            .strip_prefix(&outer.target)
+            .is_ok_and(|below| !below.as_os_str().is_empty() && outer.host.join(below) == host)
 }
 
 #[expect(

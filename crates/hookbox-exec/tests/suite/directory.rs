@@ -266,3 +266,88 @@ async fn read_only_binds_and_elsewhere_targets() {
     assert!(!data.path().join("new").exists());
     assert!(project.path().join("ok.txt").exists());
 }
+
+#[tokio::test]
+async fn parts_of_the_directory_can_be_bound_again_read_only_or_pinned() {
+    let _guard = shared().await;
+    require_isolation!();
+    let project = Project::new();
+    let host = project.path();
+    std::fs::create_dir_all(host.join(".git/hooks")).unwrap();
+    std::fs::write(host.join(".git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(host.join("scripts/deep")).unwrap();
+    std::fs::write(host.join("scripts/deep/hook.sh"), "echo safe\n").unwrap();
+    let mut sandbox = Sandbox::over_directory(&host).unwrap();
+    for (path, writable) in [
+        (host.join(".git"), false),
+        (host.join("scripts"), true),
+        (host.join("scripts/deep"), true),
+        (host.join("scripts/deep/hook.sh"), false),
+    ] {
+        sandbox.binds.push(Bind {
+            host: path.clone(),
+            target: path,
+            writable,
+        });
+    }
+    let attempts = [
+        "echo evil >> .git/config",
+        "echo evil > .git/hooks/pre-commit",
+        "mv .git moved",
+        "rm -rf .git",
+        "echo evil > scripts/deep/hook.sh",
+        "rm -f scripts/deep/hook.sh",
+        "mv scripts/deep/hook.sh scripts/deep/old.sh",
+        "mv scripts elsewhere",
+        "mv scripts/deep scripts/other",
+    ];
+    let script = attempts
+        .iter()
+        .map(|attempt| format!("if {attempt} 2>/dev/null; then echo 'DONE {attempt}'; fi"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let out = run(&ProcessSpec {
+        sandbox: Some(sandbox),
+        ..ProcessSpec::shell(
+            &format!(
+                "{script}\necho fine > scripts/deep/new.txt && echo fine > top.txt && echo OK"
+            ),
+            Duration::from_secs(30),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.stdout.to_text(), "OK\n", "{}", out.stderr.to_text());
+    assert_eq!(
+        std::fs::read_to_string(host.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(!host.join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(host.join("scripts/deep/hook.sh")).unwrap(),
+        "echo safe\n"
+    );
+    assert!(host.join("scripts/deep/new.txt").exists());
+    assert!(host.join("top.txt").exists());
+}
+
+#[tokio::test]
+async fn a_nested_bind_must_be_the_same_place_as_its_parent() {
+    let _guard = shared().await;
+    let project = Project::new();
+    let host = project.path();
+    std::fs::create_dir(host.join("sub")).unwrap();
+    let mut sandbox = Sandbox::over_directory(&host).unwrap();
+    sandbox.binds.push(Bind {
+        host: project.sibling.path().to_path_buf(),
+        target: host.join("sub"),
+        writable: false,
+    });
+    let error = run(&ProcessSpec {
+        sandbox: Some(sandbox),
+        ..ProcessSpec::shell("true", Duration::from_secs(5))
+    })
+    .await
+    .unwrap_err();
+    assert!(error.to_string().contains("nest"), "{error}");
+}
