@@ -11,6 +11,8 @@ mod egress;
 /// The agent loop against fake model servers and real sandboxes.
 mod interaction;
 mod model;
+/// Hooks see (and tools act on) resolved paths.
+mod resolved_paths;
 /// SDK sessions: lifecycle events, permissions, sub-agents and compaction.
 mod session;
 

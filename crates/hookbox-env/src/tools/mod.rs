@@ -9,6 +9,7 @@ mod files;
 pub(crate) mod list;
 mod owner;
 mod read;
+mod resolve;
 pub(crate) mod write;
 
 pub use builtin::{BuiltinTools, Isolation, ToolOutcome};
