@@ -8,6 +8,8 @@
 
 /// The sandbox's network through the egress proxy (root only).
 mod egress;
+/// Command hooks start from nothing the model wrote.
+mod hook_environment;
 /// The agent loop against fake model servers and real sandboxes.
 mod interaction;
 mod model;

@@ -55,6 +55,6 @@ pub use spec::EnvironmentSpec;
 pub use store::{Environments, StoreError};
 pub use target::Target;
 pub use tools::{
-    BuiltinTools, EnvironmentFile, EnvironmentFiles, FileTools, Isolation, MAX_LISTED, ToolError,
-    ToolOutcome, environment_for, mime_type,
+    BuiltinTools, EnvironmentFile, EnvironmentFiles, FileTools, HOST_PATH, Isolation, MAX_LISTED,
+    ToolError, ToolOutcome, mime_type,
 };

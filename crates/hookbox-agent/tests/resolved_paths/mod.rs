@@ -43,8 +43,7 @@ async fn make_links(tools: &hookbox_agent::SandboxTools) {
 
 #[tokio::test]
 async fn the_seeds_privacy_gate_denies_every_spelling_of_a_private_path() {
-    let (_home, store, id) =
-        environment(data_sources(&seed("privacy-gate.hooks.json"))).await;
+    let (_home, store, id) = environment(data_sources(&seed("privacy-gate.hooks.json"))).await;
     let tools = tools(&store, &id);
     make_links(&tools).await;
     for path in [
@@ -202,7 +201,11 @@ async fn a_link_swapped_in_after_the_gate_makes_the_tool_fail() {
     );
     assert_eq!(report.result, None, "the tool followed the new link");
     assert!(
-        report.error.as_deref().unwrap_or_default().contains("changed"),
+        report
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("changed"),
         "{:?}",
         report.error
     );

@@ -70,8 +70,18 @@ impl FileTools {
         let (tool, allowed, last, what): (&'static str, &[&str], _, _) = match name {
             "read_file" => (read::TOOL, read::ARGS, Final::Follow, "the file to read"),
             "write_file" => (write::TOOL, write::ARGS, Final::Keep, "the file to write"),
-            "list_files" => (list::TOOL, list::ARGS, Final::Follow, "the directory to list"),
-            "delete_file" => (delete::TOOL, delete::ARGS, Final::Keep, "the file to delete"),
+            "list_files" => (
+                list::TOOL,
+                list::ARGS,
+                Final::Follow,
+                "the directory to list",
+            ),
+            "delete_file" => (
+                delete::TOOL,
+                delete::ARGS,
+                Final::Keep,
+                "the file to delete",
+            ),
             other => return Err(ToolError::UnknownTool(other.to_owned())),
         };
         let checked = Args::new(tool, args, allowed)?;

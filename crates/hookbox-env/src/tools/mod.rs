@@ -13,7 +13,7 @@ mod resolve;
 pub(crate) mod write;
 
 pub use builtin::{BuiltinTools, Isolation, ToolOutcome};
-pub use code::environment_for;
+pub use code::HOST_PATH;
 pub use error::ToolError;
 pub use files::FileTools;
 pub use owner::{EnvironmentFile, EnvironmentFiles, MAX_LISTED, mime_type};

@@ -124,7 +124,11 @@ mod tests {
         std::fs::write(root.join("workspace/private/e.json"), "{}").unwrap();
         symlink("private", root.join("workspace/pub")).unwrap();
         symlink("/workspace/private", root.join("workspace/abs")).unwrap();
-        symlink("../../../../workspace/private/e.json", root.join("workspace/up")).unwrap();
+        symlink(
+            "../../../../workspace/private/e.json",
+            root.join("workspace/up"),
+        )
+        .unwrap();
         symlink("/etc/passwd", root.join("workspace/passwd")).unwrap();
         symlink("loop", root.join("workspace/loop")).unwrap();
         let f = Final::Follow;

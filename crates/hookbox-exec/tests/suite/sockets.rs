@@ -102,9 +102,5 @@ print(b.recv(4).decode())
 ",
     )
     .await;
-    assert_eq!(
-        out,
-        "True\nAF_INET ok\nAF_INET6 ok\nunix\n",
-        "{out}"
-    );
+    assert_eq!(out, "True\nAF_INET ok\nAF_INET6 ok\nunix\n", "{out}");
 }
