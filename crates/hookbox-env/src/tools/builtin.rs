@@ -93,15 +93,6 @@ impl BuiltinTools {
         self.isolation
     }
 
-    /// Runs tool `name` with `args`: [`BuiltinTools::resolve`], then
-    /// [`BuiltinTools::call_resolved`].
-    pub async fn call(&self, name: &str, args: &Value) -> ToolOutcome {
-        match self.resolve(name, args) {
-            Ok(resolved) => self.call_resolved(name, &resolved).await,
-            Err(err) => ToolOutcome::failed(err.to_string()),
-        }
-    }
-
     /// `args` of tool `name` as the tool will act on them: a file tool's `path` resolved to
     /// the canonical absolute sandbox path ([`FileTools::resolve`]); `code_execution`'s
     /// arguments as they are.
