@@ -1,14 +1,40 @@
-//! Command hooks of an environment run where its code runs: inside its sandbox.
+//! Command hooks of an environment run where its code runs: inside its sandbox, but started
+//! from nothing the model wrote.
+//!
+//! A hook starts with `HOME` on a fresh private directory (the run's own empty `/tmp` in the
+//! sandbox; a new 0700 directory, removed afterwards, on the host), the working directory `/`
+//! (the environment root on the host; the model cannot create entries there) and only the
+//! variables of [`HOOK_ENV`], `HOME`, `PATH`, `TMPDIR` (sandbox) and `HOOKBOX_ENVIRONMENT_ID`,
+//! plus the egress proxy's variables when the environment has network. The environment's own
+//! `env` values do not reach hooks: they are set for the model's code and may point into the
+//! model-writable `/workspace` (`PYTHONPATH`, `NODE_OPTIONS`, `BASH_ENV`…), which would put
+//! the model's files on the gate's start-up path. So no `.pth` file, `sitecustomize`, module
+//! next to the working directory, shell start-up file, `~/.jq`, git or npm configuration the
+//! model planted is read by a hook. `/workspace` stays writable for hooks.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::future::BoxFuture;
-use hookbox_env::{Environment, Isolation, NetworkDecision, SandboxEgress, environment_for};
+use hookbox_env::{Environment, HOST_PATH, Isolation, NetworkDecision, SandboxEgress};
 use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
 use hookbox_hooks::{CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT};
 
-/// Runs command hooks in an environment's sandbox (cwd `/workspace`, the environment's
-/// variables), or in its workspace on the host when explicitly unsandboxed.
+/// The fixed variables of every command hook (besides `HOME`, `PATH`, `TMPDIR` and
+/// `HOOKBOX_ENVIRONMENT_ID`): a UTF-8 locale, and Python kept from user site-packages, from
+/// writing bytecode and from putting the working or script directory on `sys.path`.
+const HOOK_ENV: &[(&str, &str)] = &[
+    ("LANG", "C.UTF-8"),
+    ("PYTHONNOUSERSITE", "1"),
+    ("PYTHONDONTWRITEBYTECODE", "1"),
+    ("PYTHONSAFEPATH", "1"),
+];
+
+/// `HOME` of a sandboxed hook: the run's private `/tmp`, a fresh empty tmpfs no other run sees.
+const SANDBOX_HOOK_HOME: &str = "/tmp";
+
+/// Runs command hooks in an environment's sandbox, or on the host when explicitly
+/// unsandboxed, in the hook environment described in the module documentation.
 #[derive(Debug, Clone)]
 pub struct EnvironmentCommandRunner {
     environment: Arc<Environment>,
@@ -51,16 +77,44 @@ impl CommandRunner for EnvironmentCommandRunner {
         // the parent-death signal would double its spawn cost.
         spec.die_with_parent = false;
         spec.env_clear = true;
-        spec.env = self
-            .environment
-            .literal_env_vars()
-            .into_iter()
-            .map(|(name, value)| (name.into(), value.into()))
+        spec.env = HOOK_ENV
+            .iter()
+            .map(|&(name, value)| (name.into(), value.into()))
             .collect();
-        environment_for(&mut spec, &self.environment, self.isolation);
+        spec.env.push((
+            "HOOKBOX_ENVIRONMENT_ID".into(),
+            self.environment.id().into(),
+        ));
+        let isolation = self.isolation;
+        match isolation {
+            Isolation::Sandboxed => {
+                spec.sandbox = Some(self.environment.sandbox());
+                spec.cwd = Some(PathBuf::from("/"));
+                spec.env.push(("HOME".into(), SANDBOX_HOOK_HOME.into()));
+            }
+            Isolation::Unsandboxed => {
+                spec.cwd = Some(self.environment.root().to_path_buf());
+                spec.env.push(("PATH".into(), HOST_PATH.into()));
+            }
+        }
         let egress = self.egress.clone();
         let sink = self.decisions.clone();
         Box::pin(async move {
+            // Unsandboxed, a fresh private home for this run only, removed when it ends.
+            let _home = match isolation {
+                Isolation::Sandboxed => None,
+                Isolation::Unsandboxed => {
+                    let home = tempfile::Builder::new()
+                        .prefix("hookbox-hook-home-")
+                        .tempdir()
+                        .map_err(|source| ExecError::Spawn {
+                            program: "a command hook's private HOME".to_owned(),
+                            source,
+                        })?;
+                    spec.env.push(("HOME".into(), home.path().into()));
+                    Some(home)
+                }
+            };
             match egress {
                 // The hook's own requests are decided like the code's, and kept when asked.
                 Some(egress) => {

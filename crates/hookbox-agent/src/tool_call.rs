@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use hookbox_env::{
     BuiltinTools, EgressError, Environment, FileTools, Isolation, NetworkDecision, SandboxEgress,
-    ToolError,
+    ToolError, ToolOutcome,
 };
 use hookbox_hooks::{
     Decision, Diagnostic, Dispatcher, EventInput, HookOutcome, PolicyHttpRunner, Runners,
@@ -151,8 +151,23 @@ impl SandboxTools {
             || std::mem::take(&mut *hook_network.lock().unwrap_or_else(PoisonError::into_inner));
         let dispatcher = Dispatcher::new(hooks, runners);
         let environment_id = self.environment.id();
-        let pre =
-            EventInput::pre_tool_execution(tool, args.clone(), environment_id, interaction_id);
+        // Hooks see what the tool will act on (file paths resolved) and the model's arguments
+        // in `raw_args`; a call that cannot be resolved fails without acting on anything.
+        let resolved = self.tools.resolve(tool, &args);
+        let shown = resolved.as_ref().unwrap_or(&args).clone();
+        let event = |input: EventInput| {
+            if FileTools::NAMES.contains(&tool) {
+                input.with_raw_args(args.clone())
+            } else {
+                input
+            }
+        };
+        let pre = event(EventInput::pre_tool_execution(
+            tool,
+            shown.clone(),
+            environment_id,
+            interaction_id,
+        ));
         let HookOutcome {
             decision,
             reason,
@@ -175,16 +190,19 @@ impl SandboxTools {
         }
         // The pre hooks' requests, then the tool's, then the post hooks'.
         let mut network = drain();
-        let outcome = self.tools.call(tool, &args).await;
+        let outcome = match &resolved {
+            Ok(resolved) => self.tools.call_resolved(tool, resolved).await,
+            Err(error) => ToolOutcome::failed(error.to_string()),
+        };
         network.extend(outcome.network);
-        let post = EventInput::post_tool_execution(
+        let post = event(EventInput::post_tool_execution(
             tool,
-            args,
+            shown,
             environment_id,
             interaction_id,
             outcome.result.as_ref().map(capped),
             outcome.error.as_deref(),
-        );
+        ));
         trace.extend(dispatcher.dispatch(&post).await.trace);
         network.extend(drain());
         Ok(ToolCallReport {

@@ -8,9 +8,13 @@
 
 /// The sandbox's network through the egress proxy (root only).
 mod egress;
+/// Command hooks start from nothing the model wrote.
+mod hook_environment;
 /// The agent loop against fake model servers and real sandboxes.
 mod interaction;
 mod model;
+/// Hooks see (and tools act on) resolved paths.
+mod resolved_paths;
 /// SDK sessions: lifecycle events, permissions, sub-agents and compaction.
 mod session;
 

@@ -55,6 +55,32 @@ impl Confined {
         })
     }
 
+    /// The directory `name` (one component, itself not a symlink) of this one, with paths below
+    /// it opened exactly as written: no `..` out of it, no symbolic link anywhere (`ELOOP`),
+    /// for paths already resolved once.
+    pub(crate) fn exactly_beneath(&self, name: &str) -> Result<Self, Errno> {
+        let mut area = self.beneath(name)?;
+        area.resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+        Ok(area)
+    }
+
+    /// Opens `rel` below this directory exactly as written: no `..` out of it and no symbolic
+    /// link anywhere, the last component included (`ELOOP`), whatever this directory's rules.
+    pub(crate) fn open_exact(
+        &self,
+        rel: &str,
+        flags: OFlags,
+        mode: Mode,
+    ) -> Result<OwnedFd, Errno> {
+        fs::openat2(
+            &self.dir,
+            rel,
+            flags | OFlags::CLOEXEC,
+            mode,
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+        )
+    }
+
     /// Opens `rel` (relative, `/`-separated, no `..`) with `flags`, resolved under the rules of
     /// this directory. `O_CLOEXEC` is always added.
     pub(crate) fn open(&self, rel: &str, flags: OFlags, mode: Mode) -> Result<OwnedFd, Errno> {
@@ -87,6 +113,12 @@ impl Confined {
             }
         }
         self.open_dir(components)
+    }
+}
+
+impl AsFd for Confined {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.dir.as_fd()
     }
 }
 

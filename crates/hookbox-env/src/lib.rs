@@ -8,7 +8,8 @@
 //!   sandbox's top-level entries, always with `workspace/`) and `environment.json`. Creation is
 //!   all-or-nothing (staged, then renamed into place).
 //! * [`FileTools`] runs `read_file`, `write_file`, `list_files` and `delete_file` on the host,
-//!   confined to the environment root by `openat2`.
+//!   confined to the environment root by `openat2`: a call's path is resolved once (links
+//!   followed inside the root; what hooks are shown), then acted on exactly, following no link.
 //! * [`CodingTools`] runs the SDK session tools `Bash`, `Read`, `Write`, `Edit`, `Glob` and
 //!   `Grep` in a session's working directory, confined to it (`Bash` in a sandbox over it).
 //! * [`EnvironmentFiles`] is the owner's view for the Environments API: listings with
@@ -55,6 +56,6 @@ pub use spec::EnvironmentSpec;
 pub use store::{Environments, StoreError};
 pub use target::Target;
 pub use tools::{
-    BuiltinTools, EnvironmentFile, EnvironmentFiles, FileTools, Isolation, MAX_LISTED, ToolError,
-    ToolOutcome, environment_for, mime_type,
+    BuiltinTools, EnvironmentFile, EnvironmentFiles, FileTools, HOST_PATH, Isolation, MAX_LISTED,
+    ToolError, ToolOutcome, mime_type,
 };

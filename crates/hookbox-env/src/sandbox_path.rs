@@ -68,6 +68,11 @@ impl SandboxPath {
         Ok(Self { components })
     }
 
+    /// The path made of `components` (each a plain name: not empty, not `.` or `..`, no `/`).
+    pub(crate) fn from_components(components: Vec<String>) -> Self {
+        Self { components }
+    }
+
     /// `/workspace`.
     pub(crate) fn workspace() -> Self {
         Self {

@@ -79,7 +79,10 @@
 //! `quotactl`, `syslog`, clock setting, `sethostname`, `iopl`/`ioperm`, `personality`
 //! changes, `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)` (masked compare), and x32 system calls;
 //! `clone3` fails with `ENOSYS` (its flags cannot be inspected; the C library falls back to
-//! `clone`).
+//! `clone`); `socket` and `socketpair` fail with `EAFNOSUPPORT` for every family but
+//! `AF_UNIX`, `AF_INET` and `AF_INET6` (no vsock, which is not namespaced and reaches a VM's
+//! hypervisor; no netlink, packet, alg, key, bluetooth, xdp…; nothing inside needs netlink:
+//! `lo` is brought up before the filter, and glibc's `getaddrinfo` copes without it).
 //!
 //! **Limits** ([`Limits`]): see its table. As root, a per-run cgroup (v1 `pids` and `memory`
 //! under this process's own cgroups, or v2 when those controllers are delegated) caps

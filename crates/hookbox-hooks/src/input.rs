@@ -92,6 +92,15 @@ impl EventInput {
         }
     }
 
+    /// Adds `tool_call.raw_args` to a sandbox tool event: the arguments as the model wrote
+    /// them, when `tool_call.args` holds them resolved (file paths made canonical).
+    pub fn with_raw_args(mut self, raw_args: Value) -> Self {
+        if let Some(Value::Object(call)) = self.payload.get_mut("tool_call") {
+            call.insert("raw_args".into(), raw_args);
+        }
+        self
+    }
+
     /// An SDK-dialect event: the common session fields, `hook_event_name`, then `fields`
     /// (e.g. `tool_name`, `tool_input`, `tool_use_id` for tool events; `prompt` for
     /// `UserPromptSubmit`). Matchers test the field named by [`HookEvent::matcher_field`].

@@ -93,8 +93,19 @@ impl BuiltinTools {
         self.isolation
     }
 
-    /// Runs tool `name` with `args`.
-    pub async fn call(&self, name: &str, args: &Value) -> ToolOutcome {
+    /// `args` of tool `name` as the tool will act on them: a file tool's `path` resolved to
+    /// the canonical absolute sandbox path ([`FileTools::resolve`]); `code_execution`'s
+    /// arguments as they are.
+    pub fn resolve(&self, name: &str, args: &Value) -> Result<Value, crate::ToolError> {
+        if name == "code_execution" {
+            return Ok(args.clone());
+        }
+        self.files.resolve(name, args)
+    }
+
+    /// Runs tool `name` with `args` returned by [`BuiltinTools::resolve`]; a file tool acts on
+    /// exactly that path, following no link ([`FileTools::call_resolved`]).
+    pub async fn call_resolved(&self, name: &str, args: &Value) -> ToolOutcome {
         if name == "code_execution" {
             return code::run(
                 &self.environment,
@@ -104,7 +115,7 @@ impl BuiltinTools {
             )
             .await;
         }
-        match self.files.call(name, args) {
+        match self.files.call_resolved(name, args) {
             Ok(result) => ToolOutcome {
                 result: Some(result),
                 error: None,

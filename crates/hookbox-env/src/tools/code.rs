@@ -16,7 +16,7 @@ const TIMEOUT: Duration = Duration::from_secs(300);
 /// Bytes kept from each of stdout and stderr.
 const OUTPUT_LIMIT: usize = 1024 * 1024;
 /// `PATH` for an unsandboxed run (the sandbox sets its own).
-const HOST_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub const HOST_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The process that runs `code_execution {code, language}` in `environment`.
 pub(crate) fn process(
@@ -52,7 +52,11 @@ pub(crate) fn process(
 
 /// Places a process in `environment`: inside its sandbox, or (explicitly unsandboxed) in its
 /// workspace on the host.
-pub fn environment_for(spec: &mut ProcessSpec, environment: &Environment, isolation: Isolation) {
+pub(crate) fn environment_for(
+    spec: &mut ProcessSpec,
+    environment: &Environment,
+    isolation: Isolation,
+) {
     match isolation {
         Isolation::Sandboxed => {
             spec.sandbox = Some(environment.sandbox());

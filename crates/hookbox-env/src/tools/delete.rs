@@ -9,11 +9,14 @@ use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, sandbox_path};
 
 /// The tool's name.
-const TOOL: &str = "delete_file";
+pub(crate) const TOOL: &str = "delete_file";
+
+/// Its arguments.
+pub(crate) const ARGS: &[&str] = &["path"];
 
 /// Unlinks a file or a symlink (the link itself, never its target); refuses directories.
 pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
-    let args = Args::new(TOOL, args, &["path"])?;
+    let args = Args::new(TOOL, args, ARGS)?;
     let path = sandbox_path(TOOL, args.required_string("path", "the file to delete")?)?;
     let target = tools.writable(TOOL, &path)?;
     let parent = target

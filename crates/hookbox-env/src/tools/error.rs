@@ -103,6 +103,18 @@ pub enum ToolError {
         /// The writable location, e.g. `workspace`.
         area: String,
     },
+    /// A component of the resolved path became a symbolic link after the path was resolved
+    /// (and shown to the hooks); nothing was done.
+    #[error(
+        "{tool}: `{path}` changed while the call was checked (a part of it is now a symbolic \
+         link); nothing was done; call the tool again"
+    )]
+    Changed {
+        /// The tool called.
+        tool: &'static str,
+        /// The resolved sandbox path.
+        path: String,
+    },
     /// Any other operating-system failure.
     #[error("{tool}: cannot {action} `{path}`: {source}")]
     Io {

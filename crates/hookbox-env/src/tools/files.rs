@@ -8,18 +8,21 @@ use serde_json::Value;
 use crate::confined::Confined;
 use crate::environment::Environment;
 use crate::sandbox_path::{AGENTS, SandboxPath, WORKSPACE};
+use crate::tools::args::Args;
 use crate::tools::error::{ToolError, from_errno};
+use crate::tools::resolve::{self, Final};
 use crate::tools::{delete, list, read, write};
 
 /// The built-in file tools of one environment: `read_file`, `write_file`, `list_files` and
 /// `delete_file`.
 ///
-/// Paths are sandbox paths (relative ones are relative to `/workspace`). Every access starts
-/// from one descriptor on the environment root and is resolved by the kernel (`openat2`):
-/// reads and listings with `RESOLVE_IN_ROOT`, so a symlink to `/etc/passwd` means the
-/// environment's own `/etc/passwd`, never the host's; writes and deletes beneath the writable
-/// location (`/workspace`, and `/.agents` when the environment allows it) with
-/// `RESOLVE_BENEATH`, so no link leads out of it. Writes go to a temporary file renamed over
+/// Paths are sandbox paths (relative ones are relative to `/workspace`). A call is resolved
+/// once ([`FileTools::resolve`]: links followed inside the environment root, so a symlink to
+/// `/etc/passwd` means the environment's own `/etc/passwd`, never the host's) and then acts on
+/// exactly that path ([`FileTools::call_resolved`]): every access starts from one descriptor on
+/// the environment root and is opened by the kernel (`openat2`) with `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS`, writes and deletes only beneath the writable location (`/workspace`,
+/// and `/.agents` when the environment allows it). Writes go to a temporary file renamed over
 /// the target, so they never write through an existing link.
 #[derive(Debug)]
 pub struct FileTools {
@@ -50,8 +53,64 @@ impl FileTools {
         })
     }
 
-    /// Runs tool `name` with JSON `args` and returns its JSON result.
+    /// Runs tool `name` with JSON `args` and returns its JSON result: [`FileTools::resolve`],
+    /// then [`FileTools::call_resolved`].
     pub fn call(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
+        let resolved = self.resolve(name, args)?;
+        self.call_resolved(name, &resolved)
+    }
+
+    /// `args` of tool `name`, checked, with `path` replaced by the canonical absolute sandbox
+    /// path the tool will act on (`list_files` without a path gets `/workspace`): `.` and `..`
+    /// taken lexically, then every symbolic link inside the environment root followed (the
+    /// last component too for `read_file` and `list_files`; `write_file` and `delete_file` act
+    /// on a link itself), what does not exist yet kept as written. This is what hooks are shown.
+    /// A write or delete whose path a link leads out of its writable location is refused here.
+    pub fn resolve(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
+        let (tool, allowed, last, what): (&'static str, &[&str], _, _) = match name {
+            "read_file" => (read::TOOL, read::ARGS, Final::Follow, "the file to read"),
+            "write_file" => (write::TOOL, write::ARGS, Final::Keep, "the file to write"),
+            "list_files" => (
+                list::TOOL,
+                list::ARGS,
+                Final::Follow,
+                "the directory to list",
+            ),
+            "delete_file" => (
+                delete::TOOL,
+                delete::ARGS,
+                Final::Keep,
+                "the file to delete",
+            ),
+            other => return Err(ToolError::UnknownTool(other.to_owned())),
+        };
+        let checked = Args::new(tool, args, allowed)?;
+        let text = match checked.string("path", what)? {
+            Some(text) => text,
+            None if name == "list_files" => list::DEFAULT_PATH,
+            None => checked.required_string("path", what)?,
+        };
+        let path = sandbox_path(tool, text)?;
+        let resolved = resolve::resolve(&self.root, &path, last)
+            .map_err(|errno| from_errno(tool, "resolve", &path.to_string(), errno))?;
+        let top = path.top().unwrap_or_default();
+        if last == Final::Keep && self.is_writable(top) && resolved.top() != path.top() {
+            return Err(ToolError::LeavesArea {
+                tool,
+                path: path.to_string(),
+                area: top.to_owned(),
+            });
+        }
+        let mut resolved_args = args.as_object().cloned().unwrap_or_default();
+        resolved_args.insert("path".to_owned(), resolved.to_string().into());
+        Ok(Value::Object(resolved_args))
+    }
+
+    /// Runs tool `name` with `args` as [`FileTools::resolve`] returned them: the path is
+    /// opened exactly as given, refusing every symbolic link (`..` and `.` are still taken
+    /// lexically), so a component turned into a link since the resolution makes the call fail
+    /// ([`ToolError::Changed`]) instead of being followed.
+    pub fn call_resolved(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
         match name {
             "read_file" => read::run(self, args),
             "write_file" => write::run(self, args),
@@ -74,7 +133,7 @@ impl FileTools {
         path: &'p SandboxPath,
     ) -> Result<Writable<'p>, ToolError> {
         let top = path.top().unwrap_or_default();
-        let allowed = top == WORKSPACE || (top == AGENTS && self.agents_writable);
+        let allowed = self.is_writable(top);
         let writable = if self.agents_writable {
             "/workspace and /.agents"
         } else {
@@ -96,7 +155,7 @@ impl FileTools {
         };
         let area = self
             .root
-            .beneath(top)
+            .exactly_beneath(top)
             .map_err(|errno| errno_at(tool, "open", path, top, errno))?;
         Ok(Writable {
             area,
@@ -105,6 +164,13 @@ impl FileTools {
             name,
             path,
         })
+    }
+}
+
+impl FileTools {
+    /// Whether the top-level entry `top` may be written to.
+    fn is_writable(&self, top: &str) -> bool {
+        top == WORKSPACE || (top == AGENTS && self.agents_writable)
     }
 }
 
@@ -149,7 +215,24 @@ fn errno_at(
             area: top.to_owned(),
         };
     }
-    from_errno(tool, action, &path.to_string(), errno)
+    exact_errno(tool, action, &path.to_string(), errno)
+}
+
+/// Maps `errno` from `action` on the resolved path `path`, opened without following links: a
+/// link there (`ELOOP`) appeared since the path was resolved.
+pub(crate) fn exact_errno(
+    tool: &'static str,
+    action: &'static str,
+    path: &str,
+    errno: Errno,
+) -> ToolError {
+    if errno == Errno::LOOP {
+        return ToolError::Changed {
+            tool,
+            path: path.to_owned(),
+        };
+    }
+    from_errno(tool, action, path, errno)
 }
 
 /// Parses the sandbox path argument of `tool`.

@@ -10,26 +10,32 @@ use crate::confined;
 use crate::sandbox_path::SandboxPath;
 use crate::tools::args::Args;
 use crate::tools::error::{ToolError, from_errno};
-use crate::tools::files::{FileTools, sandbox_path};
+use crate::tools::files::{FileTools, exact_errno, sandbox_path};
 
 /// The tool's name.
-const TOOL: &str = "list_files";
+pub(crate) const TOOL: &str = "list_files";
+
+/// Its arguments.
+pub(crate) const ARGS: &[&str] = &["path", "recursive"];
+
+/// The directory listed when no path is given.
+pub(crate) const DEFAULT_PATH: &str = "/workspace";
 
 /// Most entries returned; past it the listing stops and says `"truncated": true`.
 const MAX_ENTRIES: usize = 10_000;
 
 /// Lists a directory (recursively on request) without following symlinks, sorted by path.
 pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
-    let args = Args::new(TOOL, args, &["path", "recursive"])?;
+    let args = Args::new(TOOL, args, ARGS)?;
     let path = sandbox_path(
         TOOL,
         args.string("path", "the directory to list")?
-            .unwrap_or("/workspace"),
+            .unwrap_or(DEFAULT_PATH),
     )?;
     let recursive = args.bool("recursive")?.unwrap_or(false);
     let dir = tools
         .root()
-        .open(
+        .open_exact(
             &path.relative(),
             OFlags::RDONLY | OFlags::DIRECTORY,
             Mode::empty(),
@@ -40,7 +46,7 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
                 path: path.to_string(),
                 expected: "a directory (use read_file for files)",
             },
-            errno => from_errno(TOOL, "open", &path.to_string(), errno),
+            errno => exact_errno(TOOL, "open", &path.to_string(), errno),
         })?;
     let mut listing = Listing {
         entries: Vec::new(),

@@ -9,10 +9,11 @@ mod files;
 pub(crate) mod list;
 mod owner;
 mod read;
+mod resolve;
 pub(crate) mod write;
 
 pub use builtin::{BuiltinTools, Isolation, ToolOutcome};
-pub use code::environment_for;
+pub use code::HOST_PATH;
 pub use error::ToolError;
 pub use files::FileTools;
 pub use owner::{EnvironmentFile, EnvironmentFiles, MAX_LISTED, mime_type};

@@ -8,25 +8,28 @@ use rustix::fs::{FileType, Mode, OFlags};
 use serde_json::{Value, json};
 
 use crate::tools::args::Args;
-use crate::tools::error::{ToolError, from_errno};
-use crate::tools::files::{FileTools, sandbox_path};
+use crate::tools::error::ToolError;
+use crate::tools::files::{FileTools, exact_errno, sandbox_path};
 
 /// The tool's name.
-const TOOL: &str = "read_file";
+pub(crate) const TOOL: &str = "read_file";
+
+/// Its arguments.
+pub(crate) const ARGS: &[&str] = &["path"];
 
 /// Largest file returned: 10 MiB.
 const LIMIT: u64 = 10 * 1024 * 1024;
 
 /// Reads a regular file; UTF-8 text as is, anything else as base64 with `encoding:"base64"`.
 pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
-    let args = Args::new(TOOL, args, &["path"])?;
+    let args = Args::new(TOOL, args, ARGS)?;
     let path = sandbox_path(TOOL, args.required_string("path", "the file to read")?)?;
     let shown = path.to_string();
-    let error = |action, errno| from_errno(TOOL, action, &shown, errno);
+    let error = |action, errno| exact_errno(TOOL, action, &shown, errno);
     // O_NONBLOCK: opening a FIFO the sandbox made must not hang the host.
     let fd = tools
         .root()
-        .open(
+        .open_exact(
             &path.relative(),
             OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
             Mode::empty(),

@@ -15,12 +15,15 @@ use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, Writable, sandbox_path};
 
 /// The tool's name.
-const TOOL: &str = "write_file";
+pub(crate) const TOOL: &str = "write_file";
+
+/// Its arguments.
+pub(crate) const ARGS: &[&str] = &["path", "content", "encoding"];
 
 /// Writes a file through a temporary file renamed over the target, creating missing parent
 /// directories; an existing file keeps its permission bits.
 pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
-    let args = Args::new(TOOL, args, &["path", "content", "encoding"])?;
+    let args = Args::new(TOOL, args, ARGS)?;
     let path = sandbox_path(TOOL, args.required_string("path", "the file to write")?)?;
     let content = args.required_string("content", "the file's new content")?;
     let bytes = match args.string("encoding", "\"base64\" or absent")? {

@@ -81,6 +81,17 @@ const NAMESPACE_FLAGS: u32 = (libc::CLONE_NEWNS
     | libc::CLONE_NEWCGROUP
     | 0x80) as u32;
 
+/// The only socket families `socket` and `socketpair` may create: Unix, IPv4, IPv6. Nothing
+/// inside needs another one once the filter is installed (the sandbox's init brings `lo` up
+/// through an `AF_INET` ioctl before; glibc's `getaddrinfo` treats a refused `AF_NETLINK` as
+/// "both address families configured"). vsock in particular is not namespaced: in a guest VM
+/// it reaches the hypervisor.
+const SOCKET_FAMILIES: &[u32] = &[
+    libc::AF_UNIX as u32,
+    libc::AF_INET as u32,
+    libc::AF_INET6 as u32,
+];
+
 /// `personality` values still allowed: query, plain Linux, 32-bit Linux.
 const PERSONALITIES: &[u32] = &[0, 0x0008, 0xffff_ffff];
 
@@ -134,7 +145,9 @@ enum Block {
     Allow,
     Eperm,
     Enosys,
+    Eafnosupport,
     Clone,
+    Socket,
     Ioctl,
     Personality,
 }
@@ -230,7 +243,9 @@ impl Builder {
 /// `clone3` fails with `ENOSYS` (its flags live in memory a filter cannot read, so the C
 /// library falls back to `clone`); `EPERM` for the calls above, `clone` with a namespace flag,
 /// the terminal injection ioctls `TIOCSTI` and `TIOCLINUX`, and personality changes;
-/// everything else is allowed.
+/// `socket` and `socketpair` of any family but those of [`SOCKET_FAMILIES`] fail with
+/// `EAFNOSUPPORT` (as if the kernel lacked it, so programs fall back); everything else is
+/// allowed.
 fn build() -> Result<Vec<libc::sock_filter>, IsolationError> {
     let Some(arch) = ARCH else {
         return Err(IsolationError::Unsupported(
@@ -245,6 +260,8 @@ fn build() -> Result<Vec<libc::sock_filter>, IsolationError> {
             (libc::SYS_clone as u32, Block::Clone),
             (libc::SYS_ioctl as u32, Block::Ioctl),
             (libc::SYS_personality as u32, Block::Personality),
+            (libc::SYS_socket as u32, Block::Socket),
+            (libc::SYS_socketpair as u32, Block::Socket),
         ])
         .collect();
     entries.sort_unstable_by_key(|&(nr, _)| nr);
@@ -273,6 +290,12 @@ fn build() -> Result<Vec<libc::sock_filter>, IsolationError> {
         b.push(BPF_JEQ_K, request as u32, To::Block(Block::Eperm), To::Next);
     }
     b.push(BPF_JA, 0, To::Block(Block::Allow), To::Next);
+    blocks.push((Block::Socket, b.code.len()));
+    b.stmt(BPF_LD_W_ABS, arg_low(0));
+    for &family in SOCKET_FAMILIES {
+        b.push(BPF_JEQ_K, family, To::Block(Block::Allow), To::Next);
+    }
+    b.push(BPF_JA, 0, To::Block(Block::Eafnosupport), To::Next);
     blocks.push((Block::Personality, b.code.len()));
     b.stmt(BPF_LD_W_ABS, arg_low(0));
     for &allowed in PERSONALITIES {
@@ -282,6 +305,8 @@ fn build() -> Result<Vec<libc::sock_filter>, IsolationError> {
     b.stmt(BPF_RET_K, RET_ERRNO | libc::EPERM as u32);
     blocks.push((Block::Enosys, b.code.len()));
     b.stmt(BPF_RET_K, RET_ERRNO | libc::ENOSYS as u32);
+    blocks.push((Block::Eafnosupport, b.code.len()));
+    b.stmt(BPF_RET_K, RET_ERRNO | libc::EAFNOSUPPORT as u32);
     blocks.push((Block::Allow, b.code.len()));
     b.stmt(BPF_RET_K, RET_ALLOW);
     b.finish(&blocks)
@@ -299,7 +324,7 @@ pub(crate) fn program() -> Result<&'static [libc::sock_filter], IsolationError> 
 #[cfg(test)]
 mod tests {
     //! The program against the previous pair of filters (a `seccompiler` deny-list and a
-    //! hand-written guard), run through a small BPF interpreter.
+    //! hand-written guard) plus the socket family rule, run through a small BPF interpreter.
 
     use std::collections::BTreeMap;
 
@@ -463,8 +488,18 @@ mod tests {
         data
     }
 
+    /// What the socket family rule decides for `socket`/`socketpair` of this call, if it
+    /// applies: allowed families go on to the previous filters, others fail.
+    fn socket_rule(arch: u32, nr: u32, family: u64) -> Option<u32> {
+        let is_socket = nr == libc::SYS_socket as u32 || nr == libc::SYS_socketpair as u32;
+        if arch != ARCH.unwrap() || !is_socket || SOCKET_FAMILIES.contains(&(family as u32)) {
+            return None;
+        }
+        Some(RET_ERRNO | libc::EAFNOSUPPORT as u32)
+    }
+
     #[test]
-    fn the_program_decides_like_the_previous_pair() {
+    fn the_program_decides_like_the_previous_pair_plus_the_socket_rule() {
         let new = program().unwrap();
         let (deny, guard) = (old_deny_list(), old_guard());
         let arch = ARCH.unwrap();
@@ -481,6 +516,14 @@ mod tests {
             u64::from(libc::TIOCSTI as u32),
             u64::from(libc::TIOCLINUX as u32),
             0x1_0000_0000 | u64::from(libc::TIOCSTI as u32),
+            10,
+            16,
+            17,
+            38,
+            40,
+            44,
+            0x1_0000_0002,
+            0x1_0000_0028,
         ]
         .into_iter()
         .chain((0..32).map(|bit| 1_u64 << bit))
@@ -496,7 +539,8 @@ mod tests {
                         let (a, b) = (run(&deny, &data), run(&guard, &data));
                         assert!(rank(a) != rank(b) || a == b, "ambiguous: {a:#x} {b:#x}");
                         let old = if rank(a) <= rank(b) { a } else { b };
-                        assert_eq!(run(new, &data), old, "nr {nr} args {args:x?}");
+                        let expected = socket_rule(other_arch, nr, args[0]).unwrap_or(old);
+                        assert_eq!(run(new, &data), expected, "nr {nr} args {args:x?}");
                     }
                 }
             }

@@ -9,5 +9,6 @@ mod listen;
 mod output;
 mod parent_death;
 mod sandbox;
+mod sockets;
 mod support;
 mod timeout;
