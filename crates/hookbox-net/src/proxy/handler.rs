@@ -12,6 +12,7 @@ use hyper::header::{
     CONNECTION, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue, PROXY_AUTHENTICATE,
     PROXY_AUTHORIZATION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE,
 };
+use hyper::upgrade::OnUpgrade;
 use hyper::{Method, Request, Response, StatusCode, Uri, Version};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -40,6 +41,7 @@ pub(super) async fn handle(
                 reason: bad.reason,
                 intercepted: false,
                 redactions: 0,
+                sni: None,
             },
         ),
         Ok(target) => {
@@ -52,12 +54,31 @@ pub(super) async fn handle(
                 reason: outcome.reason,
                 intercepted: outcome.intercepted,
                 redactions: 0,
+                sni: None,
             };
-            (outcome.response, decision)
+            match outcome.tunnel {
+                Some(tunnel) => {
+                    tokio::spawn(tunnel::relay(
+                        tunnel.on_upgrade,
+                        tunnel.upstream,
+                        Arc::clone(&connection),
+                        decision,
+                    ));
+                    return outcome.response;
+                }
+                None => (outcome.response, decision),
+            }
         }
     };
     (connection.log)(decision);
     response
+}
+
+/// An admitted blind `CONNECT`: relayed (and its decision reported) once the client's
+/// ClientHello has been checked.
+struct BlindTunnel {
+    on_upgrade: OnUpgrade,
+    upstream: TcpStream,
 }
 
 /// What became of a request with a valid target.
@@ -66,6 +87,8 @@ struct Outcome {
     allowed: bool,
     reason: String,
     intercepted: bool,
+    /// A blind tunnel to open after the response, which reports the decision itself.
+    tunnel: Option<BlindTunnel>,
 }
 
 /// A request that is not sent upstream: the status to answer and why.
@@ -97,6 +120,7 @@ impl From<Refusal> for Outcome {
             allowed: false,
             reason: refusal.reason,
             intercepted: false,
+            tunnel: None,
         }
     }
 }
@@ -141,16 +165,19 @@ async fn proceed(
                 "{reason}; TLS intercepted to inject its `transform`/`credential` headers"
             ),
             intercepted: true,
+            tunnel: None,
         };
     }
     if connect {
-        let on_upgrade = hyper::upgrade::on(&mut request);
-        tokio::spawn(tunnel::relay(on_upgrade, upstream, Arc::clone(connection)));
         return Outcome {
             response: Response::new(empty()),
             allowed: true,
             reason,
             intercepted: false,
+            tunnel: Some(BlindTunnel {
+                on_upgrade: hyper::upgrade::on(&mut request),
+                upstream,
+            }),
         };
     }
     match forward(connection, target, request, upstream).await {
@@ -159,6 +186,7 @@ async fn proceed(
             allowed: true,
             reason,
             intercepted: false,
+            tunnel: None,
         },
         Err(refusal) => refusal.into(),
     }

@@ -61,6 +61,7 @@
 
 mod ca;
 mod handler;
+mod hello;
 mod intercept;
 mod redact;
 mod target;
@@ -164,6 +165,10 @@ pub struct ProxyDecision {
     /// `[REDACTED]` in the response's head and body (only ever non-zero for a request inside an
     /// intercepted connection; the values themselves are never recorded).
     pub redactions: usize,
+    /// The server name (SNI) of the client's TLS ClientHello, canonicalized, for a blind
+    /// `CONNECT` whose first bytes were a ClientHello naming one (`None` otherwise). A blind
+    /// tunnel's decision is reported once the ClientHello has been checked.
+    pub sni: Option<String>,
 }
 
 /// Receives every [`ProxyDecision`]; called on the connection's task, so it should be quick
@@ -335,6 +340,7 @@ impl EgressProxy {
                             reason: format!("too many connections (the limit is {limit})"),
                             intercepted: false,
                             redactions: 0,
+                            sni: None,
                         });
                         match accepted {
                             Accepted::Unix(stream) => connections.spawn(refuse_busy(stream)),

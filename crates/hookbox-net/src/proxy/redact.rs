@@ -415,6 +415,7 @@ mod tests {
                 reason: String::new(),
                 intercepted: true,
                 redactions: 1,
+                sni: None,
             },
             log: Arc::new(move |decision| {
                 sink.lock()
