@@ -56,6 +56,9 @@ pub struct NetworkDecision {
     /// How many copies of injected secrets the proxy cut out of the response.
     #[serde(skip_serializing_if = "is_zero")]
     pub redactions: usize,
+    /// The server name the TLS ClientHello of a blind `CONNECT` tunnel asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sni: Option<String>,
 }
 
 fn is_zero(count: &usize) -> bool {
@@ -72,6 +75,7 @@ impl From<ProxyDecision> for NetworkDecision {
             reason: decision.reason,
             intercepted: decision.intercepted,
             redactions: decision.redactions,
+            sni: decision.sni,
         }
     }
 }
