@@ -339,3 +339,130 @@ async fn a_blind_tunnel_without_sni_or_without_tls_is_closed() {
     }
     assert!(fixture.server.requests().is_empty());
 }
+
+/// The `transform` value injected as `Authorization`.
+const SECRET: &str = "Bearer s3cret/value+0123?";
+/// The `credential` injected as `X-Api-Key`.
+const KEY: &str = "k3y-value_4567~ab";
+
+/// Every common encoding of `value` an echoing upstream could send back: base64 (standard and
+/// URL-safe, padded and not) of the value behind 0 to 3 other bytes, hex in both cases,
+/// percent-encoding (upper and lower case), and JSON `\u` escapes of every character.
+fn encodings(value: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD};
+    let mut all = Vec::new();
+    for prefix in ["", "a", "ab", "abc"] {
+        let whole = format!("{prefix}{value}");
+        all.push(STANDARD.encode(&whole));
+        all.push(URL_SAFE.encode(&whole));
+        all.push(URL_SAFE_NO_PAD.encode(&whole));
+    }
+    let hex: String = value.bytes().map(|byte| format!("{byte:02x}")).collect();
+    all.push(hex.to_uppercase());
+    all.push(hex);
+    for upper in [true, false] {
+        let percent: String = value
+            .bytes()
+            .map(|byte| match (byte.is_ascii_alphanumeric(), upper) {
+                (true, _) => char::from(byte).to_string(),
+                (false, true) => format!("%{byte:02X}"),
+                (false, false) => format!("%{byte:02x}"),
+            })
+            .collect();
+        all.push(percent);
+    }
+    all.push(value.bytes().map(|byte| format!("\\u{byte:04x}")).collect());
+    all
+}
+
+/// The echo: both injected headers it received, in every encoding of [`encodings`], one per
+/// body line, and base64 and hex of each in response headers.
+fn encoding_echo(request: &RecordedRequest) -> Reply {
+    use base64::Engine as _;
+    let mut body = String::new();
+    let mut headers = Vec::new();
+    for name in ["authorization", "x-api-key"] {
+        let value = request.header(name).unwrap_or_default();
+        for encoded in encodings(value) {
+            body.push_str(&format!("{name}: {encoded}\n"));
+        }
+        headers.push((
+            format!("x-b64-{name}"),
+            base64::engine::general_purpose::STANDARD.encode(value),
+        ));
+        headers.push((
+            format!("x-hex-{name}"),
+            value.bytes().map(|byte| format!("{byte:02x}")).collect(),
+        ));
+    }
+    let mut reply = Reply::text(200, &body);
+    reply.headers.extend(headers);
+    reply
+}
+
+/// Encoded secrets: an upstream echoing the injected `transform` and `credential` values
+/// base64-, hex-, percent- or `\u`-encoded gets every one of them redacted, in the response
+/// headers and the body, on their way to the sandbox.
+#[tokio::test]
+async fn injected_values_are_redacted_in_their_common_encodings() {
+    let network = serde_json::json!({"allowlist": [{
+        "domain": ALLOWED,
+        "transform": {"Authorization": SECRET},
+        "credential": "key",
+    }]});
+    let credentials = BTreeMap::from([(
+        "key".to_owned(),
+        Credential::new("X-Api-Key", KEY),
+    )]);
+    let Some(fixture) = Fixture::start(
+        "bending::injected_values_are_redacted_in_their_common_encodings",
+        &network,
+        &credentials,
+        encoding_echo,
+        |_, _| {},
+    )
+    .await
+    else {
+        return;
+    };
+    let mut tunnel = tokio::net::TcpStream::connect(fixture.proxy).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(
+        &mut tunnel,
+        format!("CONNECT {ALLOWED}:443 HTTP/1.1\r\nHost: {ALLOWED}:443\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(tokio::io::AsyncReadExt::read_u8(&mut tunnel).await.unwrap());
+    }
+    assert!(head.starts_with(b"HTTP/1.1 200"), "{head:?}");
+    let mut stream = super::proxy_tls::tls(tunnel, ALLOWED, fixture.ca.certificate_pem().as_bytes())
+        .await
+        .unwrap();
+    let response = super::proxy_tls::exchange(
+        &mut stream,
+        &format!("GET /echo HTTP/1.1\r\nHost: {ALLOWED}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    // The upstream did get the values (so it really echoed them).
+    let seen = fixture.server.requests();
+    assert_eq!(seen[0].header("authorization"), Some(SECRET));
+    assert_eq!(seen[0].header("x-api-key"), Some(KEY));
+    for value in [SECRET, KEY] {
+        for encoded in encodings(value) {
+            assert!(!response.contains(&encoded), "{encoded} in {response}");
+        }
+    }
+    let lines = 2 * encodings(SECRET).len();
+    let redacted = response.matches("[REDACTED]").count();
+    assert_eq!(redacted, lines + 4, "{response}");
+    let decisions = fixture.decisions(2).await;
+    let get = decisions
+        .iter()
+        .find(|decision| decision.method == "GET")
+        .unwrap();
+    assert_eq!(get.redactions, lines + 4, "{get:?}");
+}
