@@ -7,7 +7,7 @@ use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
-use hookbox_net::{ClientOptions, GuardedClient};
+use hookbox_net::{ClientOptions, CredentialSource, GuardedClient};
 
 use crate::credentials::CredentialStore;
 use crate::gcs;
@@ -107,15 +107,20 @@ pub(crate) async fn materialise(
     Ok(())
 }
 
-/// The `(header, value)` of the hookbox credential `name`, for Cloud Storage requests.
+/// The `(header, value)` of the hookbox credential `name`, for Cloud Storage requests; refused
+/// unless the credential may be sent to Cloud Storage's host.
 fn credential_header(home: &Path, name: &str) -> Result<Vec<(String, String)>, String> {
     let store = CredentialStore::open(home)
         .map_err(|err| format!("cannot read the credential store: {err}"))?;
-    match store.get(name) {
-        Ok(Some(found)) => Ok(vec![(found.header.clone(), found.value().to_owned())]),
+    match store.credential(name) {
+        Ok(Some(found)) => {
+            gcs::check_credential_domain(name, &found, gcs::HOST)?;
+            Ok(vec![(found.header().to_owned(), found.value().to_owned())])
+        }
         Ok(None) => Err(format!(
             "this server has no credential named `{name}`; add it with `hookbox credentials \
-             add {name}` (the value is read from stdin)"
+             add {name} --domain {}` (the value is read from stdin)",
+            gcs::HOST
         )),
         Err(err) => Err(format!("cannot read credential `{name}`: {err}")),
     }

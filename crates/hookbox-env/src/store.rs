@@ -5,11 +5,12 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use hookbox_net::{ClientOptions, GuardedClient};
+use hookbox_net::{ClientOptions, CredentialSource, EgressPolicy, GuardedClient};
 
 use crate::clock;
 use crate::credentials::CredentialStore;
 use crate::env_vars::EnvValue;
+use crate::gcs;
 use crate::environment::{Environment, Metadata, SourceSummary};
 use crate::id;
 use crate::materialise::{self, Remote, SourceFailure};
@@ -265,26 +266,18 @@ impl Environments {
     }
 
     /// Refuses a spec that names a credential this server does not hold (in
-    /// `network.allowlist[i].credential`, an `env` value or a `gs://` source), before anything
-    /// is written.
+    /// `network.allowlist[i].credential`, an `env` value or a `gs://` source), or binds one to a
+    /// domain it may not be sent to (an allowlist entry's `domain`, Cloud Storage's host),
+    /// before anything is written.
     fn check_credentials(&self, spec: &EnvironmentSpec) -> Result<(), StoreError> {
-        let allowlist = spec
+        let network = spec
             .network
             .as_ref()
-            .and_then(|network| network.get("allowlist"))
-            .and_then(serde_json::Value::as_array);
-        let mut wanted: Vec<(String, &str)> = allowlist
-            .into_iter()
-            .flatten()
-            .enumerate()
-            .filter_map(|(index, rule)| {
-                let id = rule.get("credential")?.as_str()?;
-                Some((format!("$.network.allowlist[{index}].credential"), id))
-            })
-            .collect();
+            .filter(|network| names_credential(network));
+        let mut wanted: Vec<(String, &str, Option<&str>)> = Vec::new();
         for var in spec.env.iter().flatten() {
             if let EnvValue::Credential { credential } = &var.value {
-                wanted.push((format!("$.env.{}.credential", var.name), credential));
+                wanted.push((format!("$.env.{}.credential", var.name), credential, None));
             }
         }
         for (index, source) in spec.sources.iter().enumerate() {
@@ -293,29 +286,47 @@ impl Environments {
                 ..
             } = source
             {
-                wanted.push((format!("$.sources[{index}].credential"), credential));
+                let path = format!("$.sources[{index}].credential");
+                wanted.push((path, credential, Some(gcs::HOST)));
             }
         }
-        if wanted.is_empty() {
+        let Some(first_path) = network
+            .map(|_| "$.network".to_owned())
+            .or_else(|| wanted.first().map(|(path, _, _)| path.clone()))
+        else {
             return Ok(());
-        }
+        };
         let store = CredentialStore::open(self.home()).map_err(|err| StoreError::Misplaced {
-            path: wanted[0].0.clone(),
+            path: first_path,
             problem: format!("cannot read the credential store: {err}"),
         })?;
-        for (path, id) in wanted {
-            let found = store.get(id).map_err(|err| StoreError::Misplaced {
+        if let Some(network) = network {
+            EgressPolicy::from_network_with_credentials(Some(network), &store).map_err(
+                |error| StoreError::Misplaced {
+                    path: format!("$.{}", error.path),
+                    problem: error.reason,
+                },
+            )?;
+        }
+        for (path, id, host) in wanted {
+            let found = store.credential(id).map_err(|err| StoreError::Misplaced {
                 path: path.clone(),
                 problem: format!("cannot read credential `{id}`: {err}"),
             })?;
-            if found.is_none() {
+            let Some(found) = found else {
                 return Err(StoreError::Misplaced {
                     path,
                     problem: format!(
                         "this server has no credential named `{id}`; add it with \
-                         `hookbox credentials add {id}` (the value is read from stdin)"
+                         `hookbox credentials add {id} --domain HOST` (the value is read from \
+                         stdin)"
                     ),
                 });
+            };
+            if let Some(host) = host
+                && let Err(problem) = gcs::check_credential_domain(id, &found, host)
+            {
+                return Err(StoreError::Misplaced { path, problem });
             }
         }
         Ok(())
@@ -449,6 +460,14 @@ fn write_metadata(dir: &Path, meta: &Metadata) -> Result<(), StoreError> {
         .and_then(|()| file.sync_all())
         .map_err(io_error("write", &temp))?;
     fs::rename(&temp, &path).map_err(io_error("replace", &path))
+}
+
+/// Whether some `allowlist` entry of `network` names a `credential`.
+fn names_credential(network: &serde_json::Value) -> bool {
+    network
+        .get("allowlist")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|entries| entries.iter().any(|entry| entry.get("credential").is_some()))
 }
 
 #[cfg(test)]

@@ -413,7 +413,7 @@ async fn injected_values_are_redacted_in_their_common_encodings() {
     }]});
     let credentials = BTreeMap::from([(
         "key".to_owned(),
-        Credential::new("X-Api-Key", KEY),
+        Credential::new("X-Api-Key", KEY, [ALLOWED]),
     )]);
     let Some(fixture) = Fixture::start(
         "bending::injected_values_are_redacted_in_their_common_encodings",

@@ -192,7 +192,7 @@ async fn start() -> Running {
         echo_reply,
     )
     .unwrap();
-    let credentials = BTreeMap::from([("key".to_owned(), Credential::new("X-Api-Key", KEY))]);
+    let credentials = BTreeMap::from([("key".to_owned(), Credential::new("X-Api-Key", KEY, ["localhost"]))]);
     let policy = EgressPolicy::from_network_with_credentials(
         Some(&json!({"allowlist": [
             {"domain": "localhost", "credential": "key",
