@@ -18,7 +18,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::target::{self, Target};
-use super::{Connection, ProxyDecision, intercept, tunnel};
+use super::{Connection, ProxyDecision, intercept, own, tunnel};
 use crate::resolve::LookupError;
 
 /// The body of every response the proxy sends: upstream bodies as they stream, or its own text.
@@ -242,14 +242,24 @@ async fn admit_and_dial(
         },
     }
     .map_err(|refusal| Refusal::forbidden(refusal.to_string()))?;
+    let mut refused = None;
     let candidates: Vec<SocketAddr> = addresses
         .into_iter()
         .map(|ip| SocketAddr::new(ip, target.port))
-        .filter(|address| !is_own(address, &connection.own_addresses))
+        .filter(|address| {
+            match own::refusal(address, &connection.own_addresses, options.permit_loopback) {
+                Some(reason) => {
+                    refused = Some(reason);
+                    false
+                }
+                None => true,
+            }
+        })
         .collect();
     if candidates.is_empty() {
+        let reason = refused.unwrap_or_else(|| "no address to dial".to_owned());
         return Err(Refusal::forbidden(format!(
-            "`{}:{}` is hookbox's own listener; the proxy does not connect to itself",
+            "`{}:{}`: {reason}",
             target.host, target.port
         )));
     }
@@ -273,16 +283,6 @@ async fn admit_and_dial(
             "could not connect to `{}:{}` ({last_error})",
             target.host, target.port
         ),
-    })
-}
-
-/// Whether `address` is one of hookbox's own listeners (an unspecified listener address stands
-/// for every address on its port).
-fn is_own(address: &SocketAddr, own: &[SocketAddr]) -> bool {
-    own.iter().any(|listener| {
-        listener.port() == address.port()
-            && (listener.ip().is_unspecified()
-                || listener.ip().to_canonical() == address.ip().to_canonical())
     })
 }
 
@@ -383,11 +383,9 @@ pub(super) fn empty() -> ProxyBody {
 
 #[cfg(test)]
 mod tests {
-    use std::net::SocketAddr;
-
     use hyper::header::{HeaderMap, HeaderName};
 
-    use super::{is_own, strip_hop_by_hop};
+    use super::strip_hop_by_hop;
 
     #[test]
     fn hop_by_hop_headers_and_those_named_in_connection_are_removed() {
@@ -409,16 +407,5 @@ mod tests {
         let mut left: Vec<&str> = headers.keys().map(HeaderName::as_str).collect();
         left.sort_unstable();
         assert_eq!(left, ["accept", "authorization"]);
-    }
-
-    #[test]
-    fn own_addresses_match_by_port_and_address() {
-        let address = |text: &str| text.parse::<SocketAddr>().unwrap();
-        let own = [address("127.0.0.1:3128"), address("0.0.0.0:8080")];
-        assert!(is_own(&address("127.0.0.1:3128"), &own));
-        assert!(is_own(&address("[::ffff:127.0.0.1]:3128"), &own));
-        assert!(is_own(&address("10.0.0.1:8080"), &own));
-        assert!(!is_own(&address("127.0.0.1:3129"), &own));
-        assert!(!is_own(&address("127.0.0.2:3128"), &own));
     }
 }

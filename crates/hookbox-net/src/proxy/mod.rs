@@ -21,7 +21,10 @@
 //!    is limited to [`ProxyOptions::connect_ports`].
 //! 4. **Addresses** (403): an IP literal is checked directly, a name goes through the guarded
 //!    resolver; addresses of the proxy itself ([`ProxyOptions::own_addresses`] and the TCP
-//!    listener's own address) are never dialed. The dial goes to a checked address.
+//!    listener's own address) are never dialed, and neither is any address of this host (one a
+//!    socket can be bound to), whatever `allow_private_cidrs` admits, so the sandbox never
+//!    reaches hookbox's REST API or anything else listening here (loopback stays dialable only
+//!    under the tests' [`ProxyOptions::permit_loopback`]). The dial goes to a checked address.
 //! 5. **Forwarding**: `CONNECT` answers 200, then reads the client's TLS ClientHello (whole,
 //!    however it is split, within 32 KiB and [`ProxyOptions::header_read_timeout`] or the idle
 //!    timeout if shorter) and closes
@@ -71,6 +74,7 @@ mod ca;
 mod handler;
 mod hello;
 mod intercept;
+mod own;
 mod redact;
 mod target;
 mod tunnel;

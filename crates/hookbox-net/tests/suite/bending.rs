@@ -466,3 +466,64 @@ async fn injected_values_are_redacted_in_their_common_encodings() {
         .unwrap();
     assert_eq!(get.redactions, lines + 4, "{get:?}");
 }
+
+/// `GET url` as a plain proxy request through `proxy`; the whole response.
+async fn plain_get(proxy: SocketAddr, authority: &str) -> String {
+    let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+    let request =
+        format!("GET http://{authority}/ HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes())
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::io::AsyncReadExt::read_to_end(&mut stream, &mut response),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+/// The sandbox never reaches this host's own listeners (hookbox's REST API, the proxy's own
+/// sockets, anything else listening here), whatever `allow_private_cidrs` says: with the host's
+/// side of the test link (10.77.S.1) and 127.0.0.0/8 listed, a listener on each is refused,
+/// while the test host on the same link is still reached.
+#[tokio::test]
+async fn the_hosts_own_addresses_are_never_dialed_whatever_the_private_ranges_say() {
+    let Some(fixture) = Fixture::start(
+        "bending::the_hosts_own_addresses_are_never_dialed_whatever_the_private_ranges_say",
+        &Value::Null,
+        &BTreeMap::new(),
+        hello_reply,
+        |_, options| {
+            options
+                .allow_private_cidrs
+                .push("127.0.0.0/8".parse().unwrap());
+        },
+    )
+    .await
+    else {
+        return;
+    };
+    let host_side =
+        std::net::TcpListener::bind((fixture.netns.host_address(), 0)).unwrap();
+    let on_link = TestHttpServer::start_on(host_side, |_| Reply::text(200, "hookbox api"))
+        .unwrap();
+    let loopback = TestHttpServer::start(|_| Reply::text(200, "hookbox api")).await.unwrap();
+    for listener in [&on_link, &loopback] {
+        let response = plain_get(fixture.proxy, &listener.addr().to_string()).await;
+        assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+        assert!(response.contains("this host"), "{response}");
+        assert!(listener.requests().is_empty());
+    }
+    // The proxy's own listener, by its loopback address, too.
+    let response = plain_get(fixture.proxy, &fixture.proxy.to_string()).await;
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+
+    let inside = format!("{}:443", fixture.netns.inside_address());
+    let response = plain_get(fixture.proxy, &inside).await;
+    // The test host speaks TLS: a plain request reaches it and gets an error, not a refusal.
+    assert!(!response.starts_with("HTTP/1.1 403"), "{response}");
+}
