@@ -26,13 +26,15 @@ pub(crate) struct SourceFailure {
     pub(crate) problem: String,
 }
 
-/// What remote sources need: the client their requests go through and the hookbox home whose
-/// credential store authenticates them.
+/// What remote sources need: the client their requests go through, the hookbox home whose
+/// credential store authenticates them, and the rules repository clones follow.
 pub(crate) struct Remote<'a> {
     /// The client for `gs://` sources; `None` builds one with the strict default options.
     pub(crate) client: Option<&'a GuardedClient>,
     /// The hookbox home (`<home>/credentials`).
     pub(crate) home: &'a Path,
+    /// What `git clone` may reach.
+    pub(crate) clones: git::CloneRules<'a>,
 }
 
 /// Writes `sources`, in order, below `root`, using `scratch` (an empty private directory) for
@@ -57,7 +59,7 @@ pub(crate) async fn materialise(
             Source::Directory { dir, .. } => writer.tree(dir, &dest).map_err(fail)?,
             Source::Repository { url, git_ref, .. } => {
                 let clone = scratch.join(format!("clone-{index}"));
-                git::clone(url, git_ref.as_deref(), &clone)
+                git::clone(url, git_ref.as_deref(), &clone, remote.clones)
                     .await
                     .map_err(fail)?;
                 writer.tree(&clone, &dest).map_err(fail)?;

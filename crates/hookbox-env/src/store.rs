@@ -11,6 +11,7 @@ use crate::clock;
 use crate::credentials::CredentialStore;
 use crate::env_vars::EnvValue;
 use crate::gcs;
+use crate::git;
 use crate::environment::{Environment, Metadata, SourceSummary};
 use crate::id;
 use crate::materialise::{self, Remote, SourceFailure};
@@ -92,6 +93,10 @@ fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Stor
 pub struct Environments {
     dir: PathBuf,
     http: Option<GuardedClient>,
+    /// The operator's network settings, for repository clones.
+    network: ClientOptions,
+    /// Whether repositories on this machine (`file://`, paths) may be cloned.
+    allow_host_sources: bool,
 }
 
 impl Environments {
@@ -124,12 +129,18 @@ impl Environments {
                 fs::remove_dir_all(&path).map_err(io_error("remove leftover", &path))?;
             }
         }
-        Ok(Self { dir, http: None })
+        Ok(Self {
+            dir,
+            http: None,
+            network: ClientOptions::default(),
+            allow_host_sources: false,
+        })
     }
 
     /// Opens the store (as [`open`](Self::open)) with `gs://` sources fetched through a guarded
     /// client built from `options`, the operator's network settings (extra roots, private
-    /// ranges, static names); loopback is never permitted for sources.
+    /// ranges, static names), which repository clones follow too; loopback is never permitted
+    /// for sources.
     pub fn open_with_network(home: &Path, options: &ClientOptions) -> Result<Self, StoreError> {
         let client = GuardedClient::new(&ClientOptions {
             permit_loopback: false,
@@ -140,7 +151,20 @@ impl Environments {
             path: home.to_path_buf(),
             source: io::Error::other(err),
         })?;
-        Ok(Self::open(home)?.with_http_client(client))
+        Ok(Self {
+            network: options.clone(),
+            ..Self::open(home)?.with_http_client(client)
+        })
+    }
+
+    /// The same environments, cloning `repository` sources on this machine (`file://` URLs and
+    /// paths) when `allow` is true; they are refused by default.
+    #[must_use]
+    pub fn with_host_sources(self, allow: bool) -> Self {
+        Self {
+            allow_host_sources: allow,
+            ..self
+        }
     }
 
     /// The same environments, with `gs://` sources fetched through `client` instead of a
@@ -257,6 +281,10 @@ impl Environments {
         Remote {
             client: self.http.as_ref(),
             home: self.home(),
+            clones: git::CloneRules {
+                network: &self.network,
+                allow_host_sources: self.allow_host_sources,
+            },
         }
     }
 
