@@ -129,6 +129,10 @@ pub(crate) enum CredentialsCommand {
 pub(crate) enum EnvCommand {
     /// Create an environment from a spec (the Interactions API `environment` object) and print
     /// its id.
+    ///
+    /// `repository` sources are cloned over https:// or http:// through the `[network]` rules
+    /// of hookbox.toml; paths and `file://` URLs on this machine need `[network]
+    /// allow_host_sources = true`.
     Create {
         /// The spec file, or `-` for standard input.
         #[arg(long, value_name = "FILE|-")]

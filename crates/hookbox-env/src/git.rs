@@ -75,7 +75,10 @@ pub(crate) async fn clone(
             )),
         },
         RepositoryUrl::Http { host, port } => {
-            let scheme = if url.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("https")) {
+            let scheme = if url
+                .get(..5)
+                .is_some_and(|s| s.eq_ignore_ascii_case("https"))
+            {
                 "https"
             } else {
                 "http"
@@ -136,11 +139,11 @@ async fn clone_through_proxy(
     });
     let bundle = match network.extra_root_certs_pem.as_slice() {
         [] => None,
-        roots => Some(
-            crate::egress::write_bundle(&roots.concat()).map_err(|err| {
-                not_run(format!("cannot write the trusted roots for the clone: {err}"))
-            })?,
-        ),
+        roots => Some(crate::egress::write_bundle(&roots.concat()).map_err(|err| {
+            not_run(format!(
+                "cannot write the trusted roots for the clone: {err}"
+            ))
+        })?),
     };
     let mut config = vec![format!("http.proxy=http://{address}")];
     if let Some(bundle) = &bundle {
@@ -192,7 +195,11 @@ impl<'a> Git<'a> {
         if let Some(git_ref) = self.git_ref {
             args.extend(["--branch".into(), git_ref.into()]);
         }
-        args.extend(["--".into(), self.url.into(), self.dest.as_os_str().to_owned()]);
+        args.extend([
+            "--".into(),
+            self.url.into(),
+            self.dest.as_os_str().to_owned(),
+        ]);
         spec.args = args;
         spec.env_clear = true;
         let home = self.dest.parent().unwrap_or(self.dest);
@@ -218,9 +225,9 @@ impl<'a> Git<'a> {
                 self.url,
                 CLONE_TIMEOUT.as_secs()
             ))),
-            ExitKind::Exited(_) | ExitKind::Signaled(_) => Err(Failure::Git(
-                output.stderr.to_text().trim().to_owned(),
-            )),
+            ExitKind::Exited(_) | ExitKind::Signaled(_) => {
+                Err(Failure::Git(output.stderr.to_text().trim().to_owned()))
+            }
         }
     }
 }

@@ -82,7 +82,10 @@ mod tests {
     fn urls_are_told_apart_as_git_reads_them() {
         for (url, expected) in [
             ("https://github.com/a/b.git", http("github.com", 443)),
-            ("HTTP://u:p@Example.com:8080/r?x#y", http("Example.com", 8080)),
+            (
+                "HTTP://u:p@Example.com:8080/r?x#y",
+                http("Example.com", 8080),
+            ),
             ("https://[::1]:9/r", http("[::1]", 9)),
             ("https://[::1]/r", http("[::1]", 443)),
             ("file:///srv/repo", RepositoryUrl::Local),

@@ -369,7 +369,12 @@ mod tests {
         }
         let err = parse(json!({"type":"repository","source":"--upload-pack=x"})).unwrap_err();
         assert_eq!(err.path, "$.sources[0].source");
-        for url in ["ext::sh -c id", "fd::3", "git@example.com:org/tools.git", "git://h/r"] {
+        for url in [
+            "ext::sh -c id",
+            "fd::3",
+            "git@example.com:org/tools.git",
+            "git://h/r",
+        ] {
             let err = parse(json!({"type":"repository","source":url})).unwrap_err();
             assert_eq!(err.path, "$.sources[0].source", "{url}");
             assert!(err.problem.contains("does not clone"), "{err}");

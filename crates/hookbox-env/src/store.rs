@@ -10,9 +10,9 @@ use hookbox_net::{ClientOptions, CredentialSource, EgressPolicy, GuardedClient};
 use crate::clock;
 use crate::credentials::CredentialStore;
 use crate::env_vars::EnvValue;
+use crate::environment::{Environment, Metadata, SourceSummary};
 use crate::gcs;
 use crate::git;
-use crate::environment::{Environment, Metadata, SourceSummary};
 use crate::id;
 use crate::materialise::{self, Remote, SourceFailure};
 use crate::place;
@@ -495,7 +495,11 @@ fn names_credential(network: &serde_json::Value) -> bool {
     network
         .get("allowlist")
         .and_then(serde_json::Value::as_array)
-        .is_some_and(|entries| entries.iter().any(|entry| entry.get("credential").is_some()))
+        .is_some_and(|entries| {
+            entries
+                .iter()
+                .any(|entry| entry.get("credential").is_some())
+        })
 }
 
 #[cfg(test)]

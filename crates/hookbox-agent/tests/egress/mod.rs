@@ -85,7 +85,12 @@ async fn fixture(test: &str) -> Option<Fixture> {
     // Environments may only name credentials the server has.
     hookbox_env::CredentialStore::open(home.path())
         .unwrap()
-        .add("telemetry", Some("Authorization"), CREDENTIAL_SECRET, &[HOST])
+        .add(
+            "telemetry",
+            Some("Authorization"),
+            CREDENTIAL_SECRET,
+            &[HOST],
+        )
         .unwrap();
     let store = Environments::open(home.path()).unwrap();
     Some(Fixture {

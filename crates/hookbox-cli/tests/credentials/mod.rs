@@ -137,7 +137,11 @@ fn rm_removes_and_a_second_rm_fails() {
 fn bad_names_and_empty_values_are_refused() {
     let home = tempfile::tempdir().expect("home");
     for name in ["a/b", "has space", "../up", &"x".repeat(65)] {
-        let output = add(home.path(), &[name, "--domain", "a.example"], SECRET.as_bytes());
+        let output = add(
+            home.path(),
+            &[name, "--domain", "a.example"],
+            SECRET.as_bytes(),
+        );
         assert_eq!(code(&output), 1, "{name}");
         let message = text(&output.stderr);
         assert!(message.contains("invalid credential name"), "{message}");
@@ -166,7 +170,11 @@ fn bad_names_and_empty_values_are_refused() {
     // A credential must say where it may go.
     let output = add(home.path(), &["ok"], b"v");
     assert_ne!(code(&output), 0);
-    assert!(text(&output.stderr).contains("--domain"), "{}", everything(&output));
+    assert!(
+        text(&output.stderr).contains("--domain"),
+        "{}",
+        everything(&output)
+    );
     for domain in ["*", "a.*.example", "bad host"] {
         let output = add(home.path(), &["ok", "--domain", domain], SECRET.as_bytes());
         assert_eq!(code(&output), 1, "{domain}");

@@ -347,9 +347,13 @@ mod tests {
     fn add_get_list_remove() {
         let (_home, store) = store();
         assert_eq!(mode(store.dir()), 0o700);
-        let info = store.add("github", None, "Bearer s3cret", &["api.github.com"]).unwrap();
+        let info = store
+            .add("github", None, "Bearer s3cret", &["api.github.com"])
+            .unwrap();
         assert_eq!(info.header, "Authorization");
-        store.add("other.key_1", Some("X-Api-Key"), "k", &["*.Example.com."]).unwrap();
+        store
+            .add("other.key_1", Some("X-Api-Key"), "k", &["*.Example.com."])
+            .unwrap();
 
         let credential = store.get("github").unwrap().unwrap();
         assert_eq!(credential.value(), "Bearer s3cret");
@@ -375,7 +379,9 @@ mod tests {
             ]
         );
 
-        store.add("github", None, "Bearer n3w", &["api.github.com"]).unwrap();
+        store
+            .add("github", None, "Bearer n3w", &["api.github.com"])
+            .unwrap();
         assert_eq!(store.get("github").unwrap().unwrap().value(), "Bearer n3w");
 
         store.remove("github").unwrap();
@@ -426,8 +432,12 @@ mod tests {
             );
             assert!(store.get(name).is_err(), "{name}");
         }
-        store.add(&"x".repeat(64), None, "v", &["a.example"]).unwrap();
-        let error = store.add("ok", Some("Bad Header"), "v", &["a.example"]).unwrap_err();
+        store
+            .add(&"x".repeat(64), None, "v", &["a.example"])
+            .unwrap();
+        let error = store
+            .add("ok", Some("Bad Header"), "v", &["a.example"])
+            .unwrap_err();
         assert!(
             matches!(error, CredentialError::InvalidHeader { .. }),
             "{error}"
@@ -437,9 +447,16 @@ mod tests {
             matches!(error, CredentialError::InvalidValue { .. }),
             "{error}"
         );
-        let error = store.add("ok", None, "s3cret\nline", &["a.example"]).unwrap_err();
+        let error = store
+            .add("ok", None, "s3cret\nline", &["a.example"])
+            .unwrap_err();
         assert!(!error.to_string().contains("s3cret"), "{error}");
-        for domains in [&[][..], &["*"][..], &["a.example", "bad host"][..], &["a.*.b"][..]] {
+        for domains in [
+            &[][..],
+            &["*"][..],
+            &["a.example", "bad host"][..],
+            &["a.*.b"][..],
+        ] {
             let error = store.add("ok", None, "v", domains).unwrap_err();
             assert!(
                 matches!(error, CredentialError::InvalidDomain { .. }),
@@ -452,7 +469,9 @@ mod tests {
     #[test]
     fn debug_output_and_corrupt_file_errors_never_show_the_value() {
         let (_home, store) = store();
-        store.add("tok", None, "Bearer v4lue", &["a.example"]).unwrap();
+        store
+            .add("tok", None, "Bearer v4lue", &["a.example"])
+            .unwrap();
         let credential = store.get("tok").unwrap().unwrap();
         let debug = format!("{credential:?} {store:?}");
         assert!(!debug.contains("v4lue"), "{debug}");

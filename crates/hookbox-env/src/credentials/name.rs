@@ -80,7 +80,10 @@ pub(super) fn validate_value(name: &str, value: &str) -> Result<(), CredentialEr
 
 /// Checks `domains` (at least one; each a host or `*.example.com`, not `*`) and returns their
 /// canonical forms, without duplicates, in the order given.
-pub(super) fn validate_domains(name: &str, domains: &[&str]) -> Result<Vec<String>, CredentialError> {
+pub(super) fn validate_domains(
+    name: &str,
+    domains: &[&str],
+) -> Result<Vec<String>, CredentialError> {
     let invalid = |reason: String| CredentialError::InvalidDomain {
         name: name.to_owned(),
         reason,

@@ -9,7 +9,11 @@ impl CredentialSource for CredentialStore {
     fn credential(&self, id: &str) -> Result<Option<Credential>, String> {
         match self.get(id) {
             Ok(found) => Ok(found.map(|stored| {
-                Credential::new(stored.header.clone(), stored.value(), stored.domains.clone())
+                Credential::new(
+                    stored.header.clone(),
+                    stored.value(),
+                    stored.domains.clone(),
+                )
             })),
             Err(error) => Err(error.to_string()),
         }
@@ -37,6 +41,11 @@ mod tests {
         assert!(credential.may_go_to("api.example.com"));
         assert!(!credential.may_go_to("evil.example"));
         assert_eq!(store.credential("missing").unwrap(), None);
-        assert!(store.credential("bad/name").unwrap_err().contains("bad/name"));
+        assert!(
+            store
+                .credential("bad/name")
+                .unwrap_err()
+                .contains("bad/name")
+        );
     }
 }

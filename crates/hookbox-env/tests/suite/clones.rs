@@ -49,7 +49,10 @@ fn http_backend(root: PathBuf) -> impl Fn(&RecordedRequest) -> Reply + Send + Sy
             .env("QUERY_STRING", query)
             .env("REQUEST_METHOD", &request.method)
             .env("REMOTE_ADDR", "192.0.2.1")
-            .env("CONTENT_TYPE", request.header("content-type").unwrap_or_default())
+            .env(
+                "CONTENT_TYPE",
+                request.header("content-type").unwrap_or_default(),
+            )
             .env("CONTENT_LENGTH", request.body.len().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -61,7 +64,12 @@ fn http_backend(root: PathBuf) -> impl Fn(&RecordedRequest) -> Reply + Send + Sy
             command.env("GIT_PROTOCOL", protocol);
         }
         let mut child = command.spawn().unwrap();
-        child.stdin.take().unwrap().write_all(&request.body).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&request.body)
+            .unwrap();
         let output = child.wait_with_output().unwrap();
         let (head, body) = split_cgi(&output.stdout);
         let mut reply = Reply::text(200, "");
@@ -134,7 +142,10 @@ async fn a_loopback_repository_is_refused_like_a_closed_port() {
         refused.replace(&open, "URL"),
         closed_refusal.replace(&closed, "URL")
     );
-    assert!(refused.contains("refused by the network rules"), "{refused}");
+    assert!(
+        refused.contains("refused by the network rules"),
+        "{refused}"
+    );
     assert_eq!(snapshot(home.dir.path()), before);
 }
 
@@ -217,7 +228,10 @@ async fn an_https_repository_is_cloned_once_its_range_is_admitted() {
 
     let strict = Environments::open_with_network(home.path(), &options(Vec::new())).unwrap();
     let problem = refusal(&strict, url).await;
-    assert!(problem.contains("refused by the network rules"), "{problem}");
+    assert!(
+        problem.contains("refused by the network rules"),
+        "{problem}"
+    );
     assert!(server.requests().is_empty());
 
     let admitted =

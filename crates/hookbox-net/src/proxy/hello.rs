@@ -90,13 +90,12 @@ mod tests {
 
     /// The ClientHello rustls sends for `name` (with or without SNI), as TLS records.
     fn client_hello(name: &str, sni: bool) -> Vec<u8> {
-        let mut config = ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(RootCertStore::empty())
-        .with_no_client_auth();
+        let mut config =
+            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(RootCertStore::empty())
+                .with_no_client_auth();
         config.enable_sni = sni;
         let name = ServerName::try_from(name.to_owned()).unwrap();
         let mut connection = ClientConnection::new(Arc::new(config), name).unwrap();
@@ -108,7 +107,10 @@ mod tests {
     /// `records` (one handshake record) re-framed as one record per `size` bytes of payload.
     fn fragmented(records: &[u8], size: usize) -> Vec<u8> {
         let payload = &records[5..];
-        assert_eq!(payload.len(), usize::from(u16::from_be_bytes([records[3], records[4]])));
+        assert_eq!(
+            payload.len(),
+            usize::from(u16::from_be_bytes([records[3], records[4]]))
+        );
         let mut out = Vec::new();
         for piece in payload.chunks(size) {
             out.extend_from_slice(&records[..3]);
@@ -131,11 +133,20 @@ mod tests {
     #[tokio::test]
     async fn the_sni_is_found_whole_or_fragmented_and_canonicalized() {
         let hello = client_hello("Allowed.Example", true);
-        assert_eq!(parse(&hello).await.unwrap().as_deref(), Some("allowed.example"));
+        assert_eq!(
+            parse(&hello).await.unwrap().as_deref(),
+            Some("allowed.example")
+        );
         let split = fragmented(&hello, 7);
         assert!(split.len() > hello.len());
-        assert_eq!(parse(&split).await.unwrap().as_deref(), Some("allowed.example"));
-        assert_eq!(parse(&client_hello("a.example", false)).await.unwrap(), None);
+        assert_eq!(
+            parse(&split).await.unwrap().as_deref(),
+            Some("allowed.example")
+        );
+        assert_eq!(
+            parse(&client_hello("a.example", false)).await.unwrap(),
+            None
+        );
     }
 
     #[tokio::test]
@@ -157,13 +168,18 @@ mod tests {
 
     #[tokio::test]
     async fn other_bytes_are_not_a_client_hello() {
-        let error = parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").await.unwrap_err();
+        let error = parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            .await
+            .unwrap_err();
         assert!(error.contains("not a TLS ClientHello"), "{error}");
         let error = parse(&[]).await.unwrap_err();
         assert!(error.contains("without sending"), "{error}");
         let hello = client_hello("allowed.example", true);
         let error = parse(&hello[..hello.len() - 1]).await.unwrap_err();
-        assert!(error.contains("before its TLS ClientHello was complete"), "{error}");
+        assert!(
+            error.contains("before its TLS ClientHello was complete"),
+            "{error}"
+        );
         // A ClientHello announcing 16 MiB, then more filler than the limit: refused either way.
         let mut huge = vec![22, 3, 1, 0x40, 0x00, 1, 0xff, 0xff, 0xff];
         huge.resize(MAX_HELLO_BYTES + 10, 0);
@@ -173,7 +189,10 @@ mod tests {
     #[tokio::test]
     async fn a_silent_client_times_out() {
         let (_client, mut proxy) = tokio::io::duplex(64);
-        let error = read(&mut proxy, Duration::from_millis(50)).await.err().unwrap();
+        let error = read(&mut proxy, Duration::from_millis(50))
+            .await
+            .err()
+            .unwrap();
         assert!(error.contains("within"), "{error}");
     }
 }

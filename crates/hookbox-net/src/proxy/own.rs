@@ -55,7 +55,10 @@ mod tests {
     fn listeners_match_by_port_and_address() {
         let own = [address("127.0.0.1:3128"), address("0.0.0.0:8080")];
         for refused in ["127.0.0.1:3128", "[::ffff:127.0.0.1]:3128", "10.0.0.1:8080"] {
-            assert!(refusal(&address(refused), &own, true).is_some(), "{refused}");
+            assert!(
+                refusal(&address(refused), &own, true).is_some(),
+                "{refused}"
+            );
         }
         for dialed in ["127.0.0.1:3129", "127.0.0.2:3128"] {
             assert!(refusal(&address(dialed), &own, true).is_none(), "{dialed}");
@@ -66,7 +69,10 @@ mod tests {
     fn this_hosts_addresses_are_refused_unless_loopback_is_permitted() {
         for local in ["127.0.0.1:80", "127.0.0.53:53", "[::1]:80"] {
             let reason = refusal(&address(local), &[], false).unwrap_or_default();
-            assert!(reason.contains("an address of this host"), "{local}: {reason}");
+            assert!(
+                reason.contains("an address of this host"),
+                "{local}: {reason}"
+            );
             assert!(refusal(&address(local), &[], true).is_none(), "{local}");
         }
         // Documentation addresses are never assigned to a test machine.

@@ -76,8 +76,8 @@ impl Fixture {
             ..ProxyOptions::default()
         };
         adjust(&netns, &mut options);
-        let policy = EgressPolicy::from_network_with_credentials(Some(network), credentials)
-            .unwrap();
+        let policy =
+            EgressPolicy::from_network_with_credentials(Some(network), credentials).unwrap();
         let proxy = EgressProxy::new(options).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -123,7 +123,9 @@ impl Fixture {
         }
         panic!(
             "fewer than {count} decisions: {:?}",
-            self.decisions.lock().unwrap_or_else(PoisonError::into_inner)
+            self.decisions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
         );
     }
 }
@@ -153,7 +155,8 @@ pub(super) fn fetch(
     socket
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
-    let connect = format!("CONNECT {connect_host}:443 HTTP/1.1\r\nHost: {connect_host}:443\r\n\r\n");
+    let connect =
+        format!("CONNECT {connect_host}:443 HTTP/1.1\r\nHost: {connect_host}:443\r\n\r\n");
     socket.write_all(connect.as_bytes()).unwrap();
     let mut head = Vec::new();
     let mut byte = [0_u8; 1];
@@ -184,9 +187,11 @@ pub(super) fn fetch(
             name
         }
     };
-    let mut connection =
-        ClientConnection::new(Arc::new(config), ServerName::try_from(name.to_owned()).unwrap())
-            .unwrap();
+    let mut connection = ClientConnection::new(
+        Arc::new(config),
+        ServerName::try_from(name.to_owned()).unwrap(),
+    )
+    .unwrap();
     let mut first = Vec::new();
     connection.write_tls(&mut first).unwrap();
     let first = match hello {
@@ -212,10 +217,9 @@ pub(super) fn fetch(
     let mut response = Vec::new();
     match tls.read_to_end(&mut response) {
         Ok(_) => Ok(String::from_utf8_lossy(&response).into_owned()),
-        Err(error) if !response.is_empty() => Ok(format!(
-            "{} ({error})",
-            String::from_utf8_lossy(&response)
-        )),
+        Err(error) if !response.is_empty() => {
+            Ok(format!("{} ({error})", String::from_utf8_lossy(&response)))
+        }
         Err(error) => Err(format!("TLS failed: {error}")),
     }
 }
@@ -233,7 +237,11 @@ fn fragmented(record: &[u8], size: usize) -> Vec<u8> {
     out
 }
 
-async fn fetch_async(fixture: &Fixture, connect_host: &str, hello: Hello<'static>) -> Result<String, String> {
+async fn fetch_async(
+    fixture: &Fixture,
+    connect_host: &str,
+    hello: Hello<'static>,
+) -> Result<String, String> {
     let proxy = fixture.proxy;
     let ca = fixture.certificates.ca_pem().to_owned();
     let connect_host = connect_host.to_owned();
@@ -438,9 +446,10 @@ async fn injected_values_are_redacted_in_their_common_encodings() {
         head.push(tokio::io::AsyncReadExt::read_u8(&mut tunnel).await.unwrap());
     }
     assert!(head.starts_with(b"HTTP/1.1 200"), "{head:?}");
-    let mut stream = super::proxy_tls::tls(tunnel, ALLOWED, fixture.ca.certificate_pem().as_bytes())
-        .await
-        .unwrap();
+    let mut stream =
+        super::proxy_tls::tls(tunnel, ALLOWED, fixture.ca.certificate_pem().as_bytes())
+            .await
+            .unwrap();
     let response = super::proxy_tls::exchange(
         &mut stream,
         &format!("GET /echo HTTP/1.1\r\nHost: {ALLOWED}\r\nConnection: close\r\n\r\n"),
@@ -470,8 +479,9 @@ async fn injected_values_are_redacted_in_their_common_encodings() {
 /// `GET url` as a plain proxy request through `proxy`; the whole response.
 async fn plain_get(proxy: SocketAddr, authority: &str) -> String {
     let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
-    let request =
-        format!("GET http://{authority}/ HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    let request = format!(
+        "GET http://{authority}/ HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    );
     tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes())
         .await
         .unwrap();
@@ -507,11 +517,11 @@ async fn the_hosts_own_addresses_are_never_dialed_whatever_the_private_ranges_sa
     else {
         return;
     };
-    let host_side =
-        std::net::TcpListener::bind((fixture.netns.host_address(), 0)).unwrap();
-    let on_link = TestHttpServer::start_on(host_side, |_| Reply::text(200, "hookbox api"))
+    let host_side = std::net::TcpListener::bind((fixture.netns.host_address(), 0)).unwrap();
+    let on_link = TestHttpServer::start_on(host_side, |_| Reply::text(200, "hookbox api")).unwrap();
+    let loopback = TestHttpServer::start(|_| Reply::text(200, "hookbox api"))
+        .await
         .unwrap();
-    let loopback = TestHttpServer::start(|_| Reply::text(200, "hookbox api")).await.unwrap();
     for listener in [&on_link, &loopback] {
         let response = plain_get(fixture.proxy, &listener.addr().to_string()).await;
         assert!(response.starts_with("HTTP/1.1 403"), "{response}");

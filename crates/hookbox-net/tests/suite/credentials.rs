@@ -112,7 +112,13 @@ fn a_credential_bound_to_a_domain_it_does_not_list_fails_the_policy() {
         "token".to_owned(),
         Credential::new("Authorization", VALUE, ["api.example.com", "*.svc.example"]),
     )]);
-    for domain in ["evil.example", "example.com", "*.example.com", "*", "svc.example"] {
+    for domain in [
+        "evil.example",
+        "example.com",
+        "*.example.com",
+        "*",
+        "svc.example",
+    ] {
         let network = json!({"allowlist": [
             {"domain": "api.example.com", "credential": "token"},
             {"domain": domain, "credential": "token"},
@@ -121,12 +127,19 @@ fn a_credential_bound_to_a_domain_it_does_not_list_fails_the_policy() {
             EgressPolicy::from_network_with_credentials(Some(&network), &wildcard).unwrap_err();
         assert_eq!(error.path, "network.allowlist[1].credential", "{domain}");
         assert!(
-            error.reason.contains("may only be sent to `api.example.com`, `*.svc.example`"),
+            error
+                .reason
+                .contains("may only be sent to `api.example.com`, `*.svc.example`"),
             "{domain}: {error}"
         );
         assert!(!error.to_string().contains("cr3dential"), "{error}");
     }
-    for domain in ["API.example.com.", "a.svc.example", "*.svc.example", "*.b.svc.example"] {
+    for domain in [
+        "API.example.com.",
+        "a.svc.example",
+        "*.svc.example",
+        "*.b.svc.example",
+    ] {
         let network = json!({"allowlist": [{"domain": domain, "credential": "token"}]});
         EgressPolicy::from_network_with_credentials(Some(&network), &wildcard)
             .unwrap_or_else(|error| panic!("{domain}: {error}"));
@@ -147,7 +160,9 @@ fn a_credential_without_domains_is_refused_and_late_lookups_check_domains_too() 
     let error = EgressPolicy::from_network_with_credentials(Some(&network), &old).unwrap_err();
     assert_eq!(error.path, "network.allowlist[0].credential");
     assert!(
-        error.reason.contains("hookbox credentials add NAME --domain HOST"),
+        error
+            .reason
+            .contains("hookbox credentials add NAME --domain HOST"),
         "{error}"
     );
 
@@ -157,7 +172,10 @@ fn a_credential_without_domains_is_refused_and_late_lookups_check_domains_too() 
     .unwrap();
     let decision = policy.decide_with_credentials("x.example.org", &store());
     assert!(!decision.allowed, "{decision:?}");
-    assert!(decision.reason.contains("may not be sent there"), "{decision:?}");
+    assert!(
+        decision.reason.contains("may not be sent there"),
+        "{decision:?}"
+    );
     assert!(decision.inject.is_empty());
     let decision = policy.decide_with_credentials("x.example.org", &old);
     assert!(!decision.allowed, "{decision:?}");

@@ -17,9 +17,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hookbox_net::{Credential, EgressPolicy, EgressProxy, ProxyCa, ProxyDecision, ProxyOptions};
-use hookbox_test_support::{
-    RecordedRequest, Reply, TEST_CA_PEM, TestCertificates, TestHttpServer,
-};
+use hookbox_test_support::{RecordedRequest, Reply, TEST_CA_PEM, TestCertificates, TestHttpServer};
 use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Request, StatusCode};
@@ -192,7 +190,10 @@ async fn start() -> Running {
         echo_reply,
     )
     .unwrap();
-    let credentials = BTreeMap::from([("key".to_owned(), Credential::new("X-Api-Key", KEY, ["localhost"]))]);
+    let credentials = BTreeMap::from([(
+        "key".to_owned(),
+        Credential::new("X-Api-Key", KEY, ["localhost"]),
+    )]);
     let policy = EgressPolicy::from_network_with_credentials(
         Some(&json!({"allowlist": [
             {"domain": "localhost", "credential": "key",
@@ -473,7 +474,11 @@ async fn other_hosts_plain_http_and_blind_tunnels_never_get_the_injected_values(
         .await
         .unwrap();
     tokio::spawn(connection);
-    let (parts, body) = send(&mut sender, request("/blind", &format!("other.test:{port}"))).await;
+    let (parts, body) = send(
+        &mut sender,
+        request("/blind", &format!("other.test:{port}")),
+    )
+    .await;
     assert_eq!(parts.status, StatusCode::OK, "{body}");
     assert_eq!(parts.headers["x-echo-authorization"], SANDBOX);
     assert_clean(&body);

@@ -125,10 +125,11 @@ fn escaped(value: &[u8], input: &[u8]) -> Option<usize> {
 /// The lengths of the spellings of `byte` that `rest` starts with: itself, `+` for a space,
 /// `%XX`, `\uXXXX` (ASCII only), or a backslash before `"`, `\` or `/`.
 fn spellings(byte: u8, rest: &[u8]) -> [Option<usize>; 4] {
-    let itself = (rest.first() == Some(&byte) || (byte == b' ' && rest.first() == Some(&b'+')))
-        .then_some(1);
-    let percent = (rest.first() == Some(&b'%') && hex_value(rest.get(1..3)) == Some(u32::from(byte)))
-        .then_some(3);
+    let itself =
+        (rest.first() == Some(&byte) || (byte == b' ' && rest.first() == Some(&b'+'))).then_some(1);
+    let percent = (rest.first() == Some(&b'%')
+        && hex_value(rest.get(1..3)) == Some(u32::from(byte)))
+    .then_some(3);
     let unicode = (byte.is_ascii()
         && rest.starts_with(b"\\u")
         && hex_value(rest.get(2..6)) == Some(u32::from(byte)))
@@ -160,9 +161,9 @@ mod tests {
     fn found(text: &[u8]) -> bool {
         let forms = of(SECRET);
         (0..text.len()).any(|start| {
-            forms.iter().any(|form| {
-                form.may_start(text[start]) && form.match_at(&text[start..]).is_some()
-            })
+            forms
+                .iter()
+                .any(|form| form.may_start(text[start]) && form.match_at(&text[start..]).is_some())
         })
     }
 
