@@ -51,6 +51,7 @@ impl Fixture {
     /// The fixture for `network` (credentials resolved from `credentials`), the host answering
     /// with `responder`, `options` adjusted by `adjust` (after the test subnet and names are
     /// set); `None` (with the reason printed) when no namespace can be made here.
+    #[expect(clippy::print_stdout, reason = "a skipped test says why")]
     pub(super) async fn start(
         test: &str,
         network: &Value,

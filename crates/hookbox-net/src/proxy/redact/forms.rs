@@ -189,10 +189,7 @@ mod tests {
         let hex: String = SECRET.iter().map(|byte| format!("{byte:02X}")).collect();
         assert!(found(hex.as_bytes()));
         assert!(found(hex.to_lowercase().as_bytes()));
-        let json_escaped: String = SECRET
-            .iter()
-            .map(|byte| format!("\\u{:04x}", byte))
-            .collect();
+        let json_escaped: String = SECRET.iter().map(|byte| format!("\\u{byte:04x}")).collect();
         assert!(found(json_escaped.as_bytes()));
         assert!(found(br"Bearer s3cr\/t+value?"));
         assert!(found(b"Bearer%20s3cr%2Ft%2Bvalue%3F"));
