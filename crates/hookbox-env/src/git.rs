@@ -74,15 +74,7 @@ pub(crate) async fn clone(
                 }
             )),
         },
-        RepositoryUrl::Http { host, port } => {
-            let scheme = if url
-                .get(..5)
-                .is_some_and(|s| s.eq_ignore_ascii_case("https"))
-            {
-                "https"
-            } else {
-                "http"
-            };
+        RepositoryUrl::Http { scheme, host, port } => {
             let git = Git::new(url, git_ref, dest, scheme);
             match clone_through_proxy(&git, &host, port, rules.network).await {
                 Ok(()) => Ok(()),

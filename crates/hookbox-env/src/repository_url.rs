@@ -8,6 +8,8 @@
 pub(crate) enum RepositoryUrl {
     /// `https://HOST[:PORT]/…` or `http://…`.
     Http {
+        /// `https` or `http`, the one protocol git may use.
+        scheme: &'static str,
         /// The host as written (an IP literal keeps its brackets).
         host: String,
         /// The explicit port, else 443 or 80.
@@ -30,8 +32,8 @@ impl RepositoryUrl {
         }
         if let Some((scheme, rest)) = url.split_once("://") {
             return match scheme.to_ascii_lowercase().as_str() {
-                "https" => http(rest, 443),
-                "http" => http(rest, 80),
+                "https" => http("https", rest, 443),
+                "http" => http("http", rest, 80),
                 "file" => Self::Local,
                 other => Self::Unsupported(format!("{other}://")),
             };
@@ -47,8 +49,8 @@ impl RepositoryUrl {
     }
 }
 
-/// `HOST[:PORT]/…` after an `http(s)://`: the host (user info dropped) and port.
-fn http(rest: &str, default_port: u16) -> RepositoryUrl {
+/// `HOST[:PORT]/…` after `scheme://`: the host (user info dropped) and port.
+fn http(scheme: &'static str, rest: &str, default_port: u16) -> RepositoryUrl {
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let authority = authority.rsplit('@').next().unwrap_or_default();
     let (host, port) = match authority.rsplit_once(':') {
@@ -62,6 +64,7 @@ fn http(rest: &str, default_port: u16) -> RepositoryUrl {
         return RepositoryUrl::Unsupported("a URL without a host".to_owned());
     }
     RepositoryUrl::Http {
+        scheme,
         host: host.to_owned(),
         port,
     }
@@ -71,8 +74,9 @@ fn http(rest: &str, default_port: u16) -> RepositoryUrl {
 mod tests {
     use super::RepositoryUrl;
 
-    fn http(host: &str, port: u16) -> RepositoryUrl {
+    fn http(scheme: &'static str, host: &str, port: u16) -> RepositoryUrl {
         RepositoryUrl::Http {
+            scheme,
             host: host.to_owned(),
             port,
         }
@@ -81,13 +85,16 @@ mod tests {
     #[test]
     fn urls_are_told_apart_as_git_reads_them() {
         for (url, expected) in [
-            ("https://github.com/a/b.git", http("github.com", 443)),
+            (
+                "https://github.com/a/b.git",
+                http("https", "github.com", 443),
+            ),
             (
                 "HTTP://u:p@Example.com:8080/r?x#y",
-                http("Example.com", 8080),
+                http("http", "Example.com", 8080),
             ),
-            ("https://[::1]:9/r", http("[::1]", 9)),
-            ("https://[::1]/r", http("[::1]", 443)),
+            ("https://[::1]:9/r", http("https", "[::1]", 9)),
+            ("http://[::1]/r", http("http", "[::1]", 80)),
             ("file:///srv/repo", RepositoryUrl::Local),
             ("/srv/repo", RepositoryUrl::Local),
             ("./repo", RepositoryUrl::Local),

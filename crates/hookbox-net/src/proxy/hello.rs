@@ -28,7 +28,7 @@ pub(super) async fn read<S: AsyncRead + Unpin>(
     client: &mut S,
     timeout: Duration,
 ) -> Result<Hello, String> {
-    match tokio::time::timeout(timeout, read_unbounded_in_time(client)).await {
+    match tokio::time::timeout(timeout, read_whole(client)).await {
         Ok(result) => result,
         Err(_elapsed) => Err(format!(
             "the client sent no complete TLS ClientHello within {timeout:?}"
@@ -36,7 +36,7 @@ pub(super) async fn read<S: AsyncRead + Unpin>(
     }
 }
 
-async fn read_unbounded_in_time<S: AsyncRead + Unpin>(client: &mut S) -> Result<Hello, String> {
+async fn read_whole<S: AsyncRead + Unpin>(client: &mut S) -> Result<Hello, String> {
     let mut acceptor = Acceptor::default();
     let mut bytes = Vec::new();
     let mut buffer = [0_u8; 4096];
