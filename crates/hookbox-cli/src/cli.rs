@@ -144,11 +144,17 @@ pub(crate) enum CredentialsCommand {
     /// Add a credential, or replace the one of that name, reading its value from standard input.
     ///
     /// One trailing newline of the input is removed; an empty value is an error. Example:
-    /// `printf %s "$TOKEN" | hookbox credentials add github --prefix "Bearer "`.
+    /// `printf %s "$TOKEN" | hookbox credentials add github --domain api.github.com --prefix
+    /// "Bearer "`.
     Add {
         /// The credential's name, as `"credential": "NAME"` refers to it: 1 to 64 of
         /// `A-Z a-z 0-9 _ . -`.
         name: String,
+        /// A host the credential may be sent to: `api.example.com`, or `*.example.com` for its
+        /// subdomains (matched like allowlist domains). Required; repeat for more hosts. An
+        /// allowlist entry naming the credential for any other domain is refused.
+        #[arg(long = "domain", value_name = "DOMAIN", required = true)]
+        domains: Vec<String>,
         /// The header the credential is sent as.
         #[arg(long, value_name = "HEADER", default_value = hookbox_env::DEFAULT_HEADER)]
         header: String,
@@ -156,9 +162,10 @@ pub(crate) enum CredentialsCommand {
         #[arg(long, value_name = "PREFIX")]
         prefix: Option<String>,
     },
-    /// List credentials: name, header and when each was added (never values).
+    /// List credentials: name, header, domains and when each was added (never values).
     List {
-        /// Print JSON (`[{"name", "header", "created"}]`) instead of one line per credential.
+        /// Print JSON (`[{"name", "header", "domains", "created"}]`) instead of one line per
+        /// credential.
         #[arg(long)]
         json: bool,
     },
@@ -173,6 +180,10 @@ pub(crate) enum CredentialsCommand {
 pub(crate) enum EnvCommand {
     /// Create an environment from a spec (the Interactions API `environment` object) and print
     /// its id.
+    ///
+    /// `repository` sources are cloned over https:// or http:// through the `[network]` rules
+    /// of hookbox.toml; paths and `file://` URLs on this machine need `[network]
+    /// allow_host_sources = true`.
     Create {
         /// The spec file, or `-` for standard input.
         #[arg(long, value_name = "FILE|-")]

@@ -75,6 +75,10 @@ pub(crate) struct NetworkSection {
     /// Static name overrides like curl's `--resolve`: a name to one address or a list of them.
     #[serde(default)]
     pub(crate) resolve: BTreeMap<String, Addresses>,
+    /// Let `hookbox env create`/`update` clone `repository` sources that are paths or
+    /// `file://` URLs on this machine (default `false`; remote clones follow the rules above).
+    #[serde(default)]
+    pub(crate) allow_host_sources: bool,
     /// The directory relative `extra_ca_certs` paths start from (the config file's).
     #[serde(skip)]
     pub(crate) base: PathBuf,

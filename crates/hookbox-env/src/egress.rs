@@ -56,6 +56,9 @@ pub struct NetworkDecision {
     /// How many copies of injected secrets the proxy cut out of the response.
     #[serde(skip_serializing_if = "is_zero")]
     pub redactions: usize,
+    /// The server name the TLS ClientHello of a blind `CONNECT` tunnel asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sni: Option<String>,
 }
 
 fn is_zero(count: &usize) -> bool {
@@ -72,6 +75,7 @@ impl From<ProxyDecision> for NetworkDecision {
             reason: decision.reason,
             intercepted: decision.intercepted,
             redactions: decision.redactions,
+            sni: decision.sni,
         }
     }
 }
@@ -128,7 +132,7 @@ impl SandboxEgress {
             None => parsed,
         };
         let ca = ProxyCa::generate(environment.id())?;
-        let bundle = write_bundle(ca.certificate_pem())?;
+        let bundle = write_bundle(ca.certificate_pem().as_bytes())?;
         Ok(Some(Self {
             proxy,
             policy: Arc::new(policy),
@@ -250,9 +254,9 @@ fn proxy_variables() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
         .collect()
 }
 
-/// Writes the system roots (when the host has a bundle) and `ca_pem` to a private temporary
-/// file.
-fn write_bundle(ca_pem: &str) -> std::io::Result<tempfile::TempPath> {
+/// Writes the system roots (when the host has a bundle) and `extra_pem` (more trusted
+/// certificates) to a private temporary file.
+pub(crate) fn write_bundle(extra_pem: &[u8]) -> std::io::Result<tempfile::TempPath> {
     let mut file = tempfile::Builder::new()
         .prefix("hookbox-ca-")
         .suffix(".crt")
@@ -266,8 +270,8 @@ fn write_bundle(ca_pem: &str) -> std::io::Result<tempfile::TempPath> {
             file.write_all(b"\n")?;
         }
     }
-    file.write_all(b"# hookbox egress proxy CA of this environment\n")?;
-    file.write_all(ca_pem.as_bytes())?;
+    file.write_all(b"# trusted by hookbox in addition to the system roots\n")?;
+    file.write_all(extra_pem)?;
     file.flush()?;
     Ok(file.into_temp_path())
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::time::Duration;
 
-use hookbox_net::{EgressPolicy, GetRequest, GuardedClient, NetError};
+use hookbox_net::{Credential, EgressPolicy, GetRequest, GuardedClient, NetError};
 use serde_json::Value;
 
 /// Most objects one `gs://` source may copy.
@@ -14,6 +14,9 @@ pub(crate) const MAX_OBJECTS: usize = 10_000;
 
 /// Most bytes (all objects together) one `gs://` source may copy: 1 GiB.
 pub(crate) const MAX_BYTES: u64 = 1 << 30;
+
+/// The host of the Cloud Storage JSON API, which a source's `credential` must list.
+pub(crate) const HOST: &str = "storage.googleapis.com";
 
 /// The Cloud Storage JSON API. Tests point this name at a fake server with the guarded
 /// client's `connect_to` option, never by changing the URL.
@@ -373,6 +376,35 @@ fn encode(text: &str) -> String {
         }
     }
     out
+}
+
+/// Checks that credential `name` may be sent to `host` (Cloud Storage's); the problem
+/// otherwise.
+pub(crate) fn check_credential_domain(
+    name: &str,
+    credential: &Credential,
+    host: &str,
+) -> Result<(), String> {
+    if credential.domains().is_empty() {
+        return Err(format!(
+            "credential `{name}` names no domains it may be sent to (it was added before \
+             hookbox required them); re-add it with `hookbox credentials add {name} --domain \
+             {host}`"
+        ));
+    }
+    if credential.may_go_to(host) {
+        return Ok(());
+    }
+    Err(format!(
+        "credential `{name}` may not be sent to `{host}` (it may only go to {}); re-add it with \
+         `--domain {host}` too, or name another credential",
+        credential
+            .domains()
+            .iter()
+            .map(|domain| format!("`{domain}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 #[cfg(test)]

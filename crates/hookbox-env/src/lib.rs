@@ -36,6 +36,7 @@ mod json;
 mod materialise;
 mod network;
 mod place;
+mod repository_url;
 mod sandbox_path;
 mod sources;
 mod spec;

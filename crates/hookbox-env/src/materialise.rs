@@ -7,7 +7,7 @@ use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
-use hookbox_net::{ClientOptions, GuardedClient};
+use hookbox_net::{ClientOptions, CredentialSource, GuardedClient};
 
 use crate::credentials::CredentialStore;
 use crate::gcs;
@@ -26,13 +26,15 @@ pub(crate) struct SourceFailure {
     pub(crate) problem: String,
 }
 
-/// What remote sources need: the client their requests go through and the hookbox home whose
-/// credential store authenticates them.
+/// What remote sources need: the client their requests go through, the hookbox home whose
+/// credential store authenticates them, and the rules repository clones follow.
 pub(crate) struct Remote<'a> {
     /// The client for `gs://` sources; `None` builds one with the strict default options.
     pub(crate) client: Option<&'a GuardedClient>,
     /// The hookbox home (`<home>/credentials`).
     pub(crate) home: &'a Path,
+    /// What `git clone` may reach.
+    pub(crate) clones: git::CloneRules<'a>,
 }
 
 /// Writes `sources`, in order, below `root`, using `scratch` (an empty private directory) for
@@ -57,7 +59,7 @@ pub(crate) async fn materialise(
             Source::Directory { dir, .. } => writer.tree(dir, &dest).map_err(fail)?,
             Source::Repository { url, git_ref, .. } => {
                 let clone = scratch.join(format!("clone-{index}"));
-                git::clone(url, git_ref.as_deref(), &clone)
+                git::clone(url, git_ref.as_deref(), &clone, remote.clones)
                     .await
                     .map_err(fail)?;
                 writer.tree(&clone, &dest).map_err(fail)?;
@@ -107,15 +109,20 @@ pub(crate) async fn materialise(
     Ok(())
 }
 
-/// The `(header, value)` of the hookbox credential `name`, for Cloud Storage requests.
+/// The `(header, value)` of the hookbox credential `name`, for Cloud Storage requests; refused
+/// unless the credential may be sent to Cloud Storage's host.
 fn credential_header(home: &Path, name: &str) -> Result<Vec<(String, String)>, String> {
     let store = CredentialStore::open(home)
         .map_err(|err| format!("cannot read the credential store: {err}"))?;
-    match store.get(name) {
-        Ok(Some(found)) => Ok(vec![(found.header.clone(), found.value().to_owned())]),
+    match store.credential(name) {
+        Ok(Some(found)) => {
+            gcs::check_credential_domain(name, &found, gcs::HOST)?;
+            Ok(vec![(found.header().to_owned(), found.value().to_owned())])
+        }
         Ok(None) => Err(format!(
             "this server has no credential named `{name}`; add it with `hookbox credentials \
-             add {name}` (the value is read from stdin)"
+             add {name} --domain {}` (the value is read from stdin)",
+            gcs::HOST
         )),
         Err(err) => Err(format!("cannot read credential `{name}`: {err}")),
     }

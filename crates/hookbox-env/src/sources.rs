@@ -6,6 +6,7 @@ use base64::prelude::{BASE64_STANDARD, Engine as _};
 use serde_json::{Map, Value};
 
 use crate::json::{self, SpecError, member};
+use crate::repository_url::RepositoryUrl;
 use crate::sandbox_path::SandboxPath;
 use crate::target::Target;
 
@@ -85,7 +86,7 @@ impl Source {
     pub fn reads_host(&self) -> bool {
         match self {
             Self::Directory { .. } => true,
-            Self::Repository { url, .. } => !is_remote_url(url),
+            Self::Repository { url, .. } => RepositoryUrl::of(url) == RepositoryUrl::Local,
             Self::Inline { .. } | Self::CloudStorage { .. } => false,
         }
     }
@@ -152,6 +153,16 @@ fn parse_repository(map: &Map<String, Value>, path: &str) -> Result<Source, Spec
     let url_path = member(path, "source");
     let url = json::required(map, path, "source", "a git URL or a local repository path")?;
     let url = argument(url, &url_path, "a git URL or local repository path")?;
+    if let RepositoryUrl::Unsupported(transport) = RepositoryUrl::of(&url) {
+        return Err(SpecError::new(
+            url_path,
+            format!(
+                "`{url}` uses {transport}, which hookbox does not clone: write an https:// (or \
+                 http://) URL; paths on this machine are cloned only when the operator sets \
+                 `allow_host_sources`"
+            ),
+        ));
+    }
     let git_ref = match map.get("ref") {
         Some(value) => Some(argument(
             value,
@@ -323,34 +334,11 @@ fn default_repository_target(url: &str, path: &str) -> Result<SandboxPath, SpecE
     Ok(SandboxPath::workspace().join(name))
 }
 
-/// Whether a git URL names another host (`https://…`, `ssh://…`, `user@host:path`), not a
-/// path on this one.
-fn is_remote_url(url: &str) -> bool {
-    if let Some((scheme, _)) = url.split_once("://") {
-        return !scheme.eq_ignore_ascii_case("file");
-    }
-    match (url.find(':'), url.find('/')) {
-        (Some(colon), Some(slash)) => colon < slash && colon > 0,
-        (Some(colon), None) => colon > 0,
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn remote_urls_are_told_from_paths() {
-        assert!(is_remote_url("https://github.com/a/b.git"));
-        assert!(is_remote_url("git@github.com:a/b.git"));
-        assert!(!is_remote_url("file:///srv/repo"));
-        assert!(!is_remote_url("/srv/repo"));
-        assert!(!is_remote_url("./repo"));
-        assert!(!is_remote_url("repo"));
-    }
 
     fn parse(value: Value) -> Result<Source, SpecError> {
         Source::parse(&value, "$.sources[0]")
@@ -373,7 +361,7 @@ mod tests {
     fn repositories_default_to_their_name_under_the_workspace() {
         for (url, expected) in [
             ("https://example.com/org/tools.git", "/workspace/tools"),
-            ("git@example.com:org/tools.git/", "/workspace/tools"),
+            ("https://example.com/org/tools.git/", "/workspace/tools"),
             ("/srv/repos/proj", "/workspace/proj"),
         ] {
             let source = parse(json!({"type":"repository","source":url})).unwrap();
@@ -381,6 +369,16 @@ mod tests {
         }
         let err = parse(json!({"type":"repository","source":"--upload-pack=x"})).unwrap_err();
         assert_eq!(err.path, "$.sources[0].source");
+        for url in [
+            "ext::sh -c id",
+            "fd::3",
+            "git@example.com:org/tools.git",
+            "git://h/r",
+        ] {
+            let err = parse(json!({"type":"repository","source":url})).unwrap_err();
+            assert_eq!(err.path, "$.sources[0].source", "{url}");
+            assert!(err.problem.contains("does not clone"), "{err}");
+        }
     }
 
     #[test]

@@ -5,12 +5,14 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use hookbox_net::{ClientOptions, GuardedClient};
+use hookbox_net::{ClientOptions, CredentialSource, EgressPolicy, GuardedClient};
 
 use crate::clock;
 use crate::credentials::CredentialStore;
 use crate::env_vars::EnvValue;
 use crate::environment::{Environment, Metadata, SourceSummary};
+use crate::gcs;
+use crate::git;
 use crate::id;
 use crate::materialise::{self, Remote, SourceFailure};
 use crate::place;
@@ -91,6 +93,10 @@ fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Stor
 pub struct Environments {
     dir: PathBuf,
     http: Option<GuardedClient>,
+    /// The operator's network settings, for repository clones.
+    network: ClientOptions,
+    /// Whether repositories on this machine (`file://`, paths) may be cloned.
+    allow_host_sources: bool,
 }
 
 impl Environments {
@@ -123,12 +129,18 @@ impl Environments {
                 fs::remove_dir_all(&path).map_err(io_error("remove leftover", &path))?;
             }
         }
-        Ok(Self { dir, http: None })
+        Ok(Self {
+            dir,
+            http: None,
+            network: ClientOptions::default(),
+            allow_host_sources: false,
+        })
     }
 
     /// Opens the store (as [`open`](Self::open)) with `gs://` sources fetched through a guarded
     /// client built from `options`, the operator's network settings (extra roots, private
-    /// ranges, static names); loopback is never permitted for sources.
+    /// ranges, static names), which repository clones follow too; loopback is never permitted
+    /// for sources.
     pub fn open_with_network(home: &Path, options: &ClientOptions) -> Result<Self, StoreError> {
         let client = GuardedClient::new(&ClientOptions {
             permit_loopback: false,
@@ -139,7 +151,20 @@ impl Environments {
             path: home.to_path_buf(),
             source: io::Error::other(err),
         })?;
-        Ok(Self::open(home)?.with_http_client(client))
+        Ok(Self {
+            network: options.clone(),
+            ..Self::open(home)?.with_http_client(client)
+        })
+    }
+
+    /// The same environments, cloning `repository` sources on this machine (`file://` URLs and
+    /// paths) when `allow` is true; they are refused by default.
+    #[must_use]
+    pub fn with_host_sources(self, allow: bool) -> Self {
+        Self {
+            allow_host_sources: allow,
+            ..self
+        }
     }
 
     /// The same environments, with `gs://` sources fetched through `client` instead of a
@@ -256,6 +281,10 @@ impl Environments {
         Remote {
             client: self.http.as_ref(),
             home: self.home(),
+            clones: git::CloneRules {
+                network: &self.network,
+                allow_host_sources: self.allow_host_sources,
+            },
         }
     }
 
@@ -265,26 +294,18 @@ impl Environments {
     }
 
     /// Refuses a spec that names a credential this server does not hold (in
-    /// `network.allowlist[i].credential`, an `env` value or a `gs://` source), before anything
-    /// is written.
+    /// `network.allowlist[i].credential`, an `env` value or a `gs://` source), or binds one to a
+    /// domain it may not be sent to (an allowlist entry's `domain`, Cloud Storage's host),
+    /// before anything is written.
     fn check_credentials(&self, spec: &EnvironmentSpec) -> Result<(), StoreError> {
-        let allowlist = spec
+        let network = spec
             .network
             .as_ref()
-            .and_then(|network| network.get("allowlist"))
-            .and_then(serde_json::Value::as_array);
-        let mut wanted: Vec<(String, &str)> = allowlist
-            .into_iter()
-            .flatten()
-            .enumerate()
-            .filter_map(|(index, rule)| {
-                let id = rule.get("credential")?.as_str()?;
-                Some((format!("$.network.allowlist[{index}].credential"), id))
-            })
-            .collect();
+            .filter(|network| names_credential(network));
+        let mut wanted: Vec<(String, &str, Option<&str>)> = Vec::new();
         for var in spec.env.iter().flatten() {
             if let EnvValue::Credential { credential } = &var.value {
-                wanted.push((format!("$.env.{}.credential", var.name), credential));
+                wanted.push((format!("$.env.{}.credential", var.name), credential, None));
             }
         }
         for (index, source) in spec.sources.iter().enumerate() {
@@ -293,29 +314,47 @@ impl Environments {
                 ..
             } = source
             {
-                wanted.push((format!("$.sources[{index}].credential"), credential));
+                let path = format!("$.sources[{index}].credential");
+                wanted.push((path, credential, Some(gcs::HOST)));
             }
         }
-        if wanted.is_empty() {
+        let Some(first_path) = network
+            .map(|_| "$.network".to_owned())
+            .or_else(|| wanted.first().map(|(path, _, _)| path.clone()))
+        else {
             return Ok(());
-        }
+        };
         let store = CredentialStore::open(self.home()).map_err(|err| StoreError::Misplaced {
-            path: wanted[0].0.clone(),
+            path: first_path,
             problem: format!("cannot read the credential store: {err}"),
         })?;
-        for (path, id) in wanted {
-            let found = store.get(id).map_err(|err| StoreError::Misplaced {
+        if let Some(network) = network {
+            EgressPolicy::from_network_with_credentials(Some(network), &store).map_err(
+                |error| StoreError::Misplaced {
+                    path: format!("$.{}", error.path),
+                    problem: error.reason,
+                },
+            )?;
+        }
+        for (path, id, host) in wanted {
+            let found = store.credential(id).map_err(|err| StoreError::Misplaced {
                 path: path.clone(),
                 problem: format!("cannot read credential `{id}`: {err}"),
             })?;
-            if found.is_none() {
+            let Some(found) = found else {
                 return Err(StoreError::Misplaced {
                     path,
                     problem: format!(
                         "this server has no credential named `{id}`; add it with \
-                         `hookbox credentials add {id}` (the value is read from stdin)"
+                         `hookbox credentials add {id} --domain HOST` (the value is read from \
+                         stdin)"
                     ),
                 });
+            };
+            if let Some(host) = host
+                && let Err(problem) = gcs::check_credential_domain(id, &found, host)
+            {
+                return Err(StoreError::Misplaced { path, problem });
             }
         }
         Ok(())
@@ -449,6 +488,18 @@ fn write_metadata(dir: &Path, meta: &Metadata) -> Result<(), StoreError> {
         .and_then(|()| file.sync_all())
         .map_err(io_error("write", &temp))?;
     fs::rename(&temp, &path).map_err(io_error("replace", &path))
+}
+
+/// Whether some `allowlist` entry of `network` names a `credential`.
+fn names_credential(network: &serde_json::Value) -> bool {
+    network
+        .get("allowlist")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|entries| {
+            entries
+                .iter()
+                .any(|entry| entry.get("credential").is_some())
+        })
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ mod target;
 mod tls;
 
 pub use client::{GuardedClient, HttpReply, PostRequest};
-pub use credentials::{Credential, CredentialSource, SharedCredentials};
+pub use credentials::{Credential, CredentialSource, SharedCredentials, parse_credential_domain};
 pub use error::NetError;
 pub use get::GetRequest;
 pub use ipnet::IpNet;

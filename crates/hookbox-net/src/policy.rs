@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::credentials::{Credential, CredentialSource};
 use crate::{headers, host};
-use pattern::Pattern;
+pub(crate) use pattern::Pattern;
 
 /// Where requests may go, parsed from an environment's `network` member with
 /// [`EgressPolicy::from_network`]. `Debug` output never shows `transform` header values.
@@ -96,8 +96,10 @@ impl EgressPolicy {
 
     /// Parses `network` like [`from_network`](Self::from_network), then resolves every
     /// allowlist entry's `credential` through `credentials`, so requests the entry admits carry
-    /// it. A credential that `credentials` does not have, cannot read, or whose header is not a
-    /// valid HTTP header is an error naming `network.allowlist[i].credential` (never the value).
+    /// it. A credential that `credentials` does not have, cannot read, whose header is not a
+    /// valid HTTP header, or whose domains do not cover the entry's `domain` (every host the
+    /// entry matches must be one the credential may be sent to) is an error naming
+    /// `network.allowlist[i].credential` (never the value).
     pub fn from_network_with_credentials(
         network: Option<&Value>,
         credentials: &dyn CredentialSource,
@@ -119,13 +121,17 @@ impl EgressPolicy {
                 };
                 let path = format!("network.allowlist[{index}].credential");
                 credential.resolved = match lookup(&credential.id, credentials) {
-                    Ok(resolved) => Some(resolved),
+                    Ok(resolved) => {
+                        check_domains(&resolved, &entry.pattern, &credential.id)
+                            .map_err(|reason| PolicyError { path, reason })?;
+                        Some(resolved)
+                    }
                     Err(Unresolved::Unknown | Unresolved::NoSource) => {
                         return Err(PolicyError {
                             path,
                             reason: format!(
                                 "names credential `{}`, which this server does not have (add it \
-                                 with `hookbox credentials add {}`)",
+                                 with `hookbox credentials add {} --domain HOST`)",
                                 credential.id, credential.id
                             ),
                         });
@@ -215,7 +221,7 @@ impl EgressPolicy {
                     }
                     Unresolved::Unknown => format!(
                         "which this server does not have (add it with `hookbox credentials add \
-                         {id}`)"
+                         {id} --domain HOST`)"
                     ),
                     Unresolved::Failed(reason) => format!("which cannot be used: {reason}"),
                 };
@@ -225,6 +231,13 @@ impl EgressPolicy {
                 ));
             }
         };
+        if !resolved.may_go_to(&canonical) {
+            return Decision::refused(format!(
+                "host `{canonical}` matches {rule}, whose credential `{id}` may not be sent there \
+                 (it may only go to {}); the request is refused rather than sent without it",
+                quoted(resolved.domains())
+            ));
+        }
         let mut inject: Vec<(String, String)> = entry
             .transform
             .iter()
@@ -241,6 +254,31 @@ impl EgressPolicy {
             ),
         }
     }
+}
+
+/// Checks that `credential` (named `id`) may be sent to every host `pattern` matches.
+fn check_domains(credential: &Credential, pattern: &Pattern, id: &str) -> Result<(), String> {
+    let patterns = credential
+        .patterns()
+        .map_err(|reason| format!("credential `{id}` cannot be used: {reason}"))?;
+    if patterns.iter().any(|allowed| allowed.covers(pattern)) {
+        return Ok(());
+    }
+    Err(format!(
+        "binds credential `{id}` to `{pattern}`, but that credential may only be sent to {}; \
+         name a domain it lists, or re-add it with that domain too (`hookbox credentials add \
+         {id} --domain …`)",
+        quoted(credential.domains())
+    ))
+}
+
+/// `a`, `b` as backquoted, comma-separated text.
+fn quoted(domains: &[String]) -> String {
+    domains
+        .iter()
+        .map(|domain| format!("`{domain}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Looks credential `id` up in `source` and checks that it makes a valid header.

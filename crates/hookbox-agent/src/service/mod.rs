@@ -236,7 +236,8 @@ impl InteractionService {
     pub fn open(home: &Path, config: ServiceConfig) -> Result<Arc<Self>, ServiceError> {
         let store = SqliteStore::open(home.join("hookbox.db"))
             .map_err(|err| ServiceError::internal("cannot open the interaction store", &err))?;
-        let environments = Environments::open_with_network(home, &config.hook_http)?;
+        let environments = Environments::open_with_network(home, &config.hook_http)?
+            .with_host_sources(config.allow_host_sources);
         let http = hookbox_net::GuardedClient::new(&config.hook_http)
             .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP client", &err))?;
         let model_http = hookbox_net::GuardedClient::new(&crate::model::client_options())

@@ -85,7 +85,12 @@ async fn fixture(test: &str) -> Option<Fixture> {
     // Environments may only name credentials the server has.
     hookbox_env::CredentialStore::open(home.path())
         .unwrap()
-        .add("telemetry", Some("Authorization"), CREDENTIAL_SECRET)
+        .add(
+            "telemetry",
+            Some("Authorization"),
+            CREDENTIAL_SECRET,
+            &[HOST],
+        )
         .unwrap();
     let store = Environments::open(home.path()).unwrap();
     Some(Fixture {
@@ -115,7 +120,7 @@ impl Fixture {
         let mut credentials = BTreeMap::new();
         credentials.insert(
             "telemetry".to_owned(),
-            Credential::new("Authorization", CREDENTIAL_SECRET),
+            Credential::new("Authorization", CREDENTIAL_SECRET, [HOST]),
         );
         let credentials: &dyn CredentialSource = &credentials;
         SandboxTools::new(environment, Isolation::Sandboxed, http)

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use hookbox_env::{CredentialStore, Environments};
-use hookbox_net::{Credential, CredentialSource, SharedCredentials};
+use hookbox_net::SharedCredentials;
 use serde_json::{Value, json};
 
 use crate::cli::CredentialsCommand;
@@ -19,6 +19,7 @@ pub(crate) fn run(command: &CredentialsCommand) -> anyhow::Result<ExitCode> {
     match command {
         CredentialsCommand::Add {
             name,
+            domains,
             header,
             prefix,
         } => {
@@ -27,10 +28,13 @@ pub(crate) fn run(command: &CredentialsCommand) -> anyhow::Result<ExitCode> {
                 .read_to_string(&mut secret)
                 .context("cannot read the credential's value from standard input")?;
             let value = value_from_stdin(&secret, prefix.as_deref().unwrap_or_default())?;
-            let info = store.add(name, Some(header), &value)?;
+            let domains: Vec<&str> = domains.iter().map(String::as_str).collect();
+            let info = store.add(name, Some(header), &value, &domains)?;
             render::print_text(&format!(
-                "added credential `{}` (sent as header `{}`)\n",
-                info.name, info.header
+                "added credential `{}` (sent as header `{}`, only to {})\n",
+                info.name,
+                info.header,
+                info.domains.join(", ")
             ))?;
         }
         CredentialsCommand::List { json } => {
@@ -39,7 +43,8 @@ pub(crate) fn run(command: &CredentialsCommand) -> anyhow::Result<ExitCode> {
                 let all: Vec<Value> = all
                     .iter()
                     .map(|info| {
-                        json!({"name": info.name, "header": info.header, "created": info.created})
+                        json!({"name": info.name, "header": info.header,
+                               "domains": info.domains, "created": info.created})
                     })
                     .collect();
                 render::print_json(&Value::Array(all))?;
@@ -47,8 +52,16 @@ pub(crate) fn run(command: &CredentialsCommand) -> anyhow::Result<ExitCode> {
                 let lines: String = all
                     .iter()
                     .map(|info| {
+                        let domains = if info.domains.is_empty() {
+                            format!(
+                                "NONE (re-add it: hookbox credentials add {} --domain HOST)",
+                                info.name
+                            )
+                        } else {
+                            info.domains.join(",")
+                        };
                         format!(
-                            "{}  header {}  created {}\n",
+                            "{}  header {}  domains {domains}  created {}\n",
                             info.name, info.header, info.created
                         )
                     })
@@ -89,28 +102,12 @@ fn value_from_stdin(read: &str, prefix: &str) -> anyhow::Result<String> {
 /// hookbox home `home`'s credential store as the source the hook client resolves allowlist
 /// `credential`s from (each lookup reads the store, so credentials added later are seen).
 pub(crate) fn source(home: &Path) -> anyhow::Result<SharedCredentials> {
-    Ok(SharedCredentials::new(StoreSource(open(home)?)))
-}
-
-/// [`CredentialStore`] as a [`CredentialSource`].
-struct StoreSource(CredentialStore);
-
-impl CredentialSource for StoreSource {
-    fn credential(&self, id: &str) -> Result<Option<Credential>, String> {
-        match self.0.get(id) {
-            Ok(found) => {
-                Ok(found.map(|stored| Credential::new(stored.header.clone(), stored.value())))
-            }
-            Err(error) => Err(error.to_string()),
-        }
-    }
+    Ok(SharedCredentials::new(open(home)?))
 }
 
 #[cfg(test)]
 mod tests {
-    use hookbox_net::CredentialSource;
-
-    use super::{StoreSource, value_from_stdin};
+    use super::value_from_stdin;
 
     #[test]
     fn one_trailing_newline_is_stripped_and_the_prefix_prepended() {
@@ -120,25 +117,5 @@ mod tests {
         assert_eq!(value_from_stdin("abc", "Bearer ").unwrap(), "Bearer abc");
         assert!(value_from_stdin("\n", "Bearer ").is_err());
         assert!(value_from_stdin("", "").is_err());
-    }
-
-    #[test]
-    fn the_store_resolves_credentials_for_the_policy() {
-        let home = tempfile::tempdir().unwrap();
-        let store = hookbox_env::CredentialStore::open(home.path()).unwrap();
-        store.add("tok", Some("X-Key"), "v4lue").unwrap();
-        let source = StoreSource(store);
-        let credential = source.credential("tok").unwrap().unwrap();
-        assert_eq!(
-            (credential.header(), credential.value()),
-            ("X-Key", "v4lue")
-        );
-        assert_eq!(source.credential("missing").unwrap(), None);
-        assert!(
-            source
-                .credential("bad/name")
-                .unwrap_err()
-                .contains("bad/name")
-        );
     }
 }

@@ -12,12 +12,15 @@ use crate::cli::EnvCommand;
 use crate::{config, render};
 
 /// The environment store under `$HOOKBOX_HOME` (or the XDG data directory), fetching `gs://`
-/// sources under hookbox.toml's `[network]` settings.
+/// sources and cloning repositories under hookbox.toml's `[network]` settings (local
+/// repositories only with `allow_host_sources`).
 pub(crate) fn store() -> anyhow::Result<Environments> {
     let home = Environments::default_home()?;
-    let network = config::read(None, &home)?.network.hook_client_options()?;
-    Environments::open_with_network(&home, &network)
-        .with_context(|| format!("cannot open the environments in {}", home.display()))
+    let section = config::read(None, &home)?.network;
+    let network = section.hook_client_options()?;
+    Ok(Environments::open_with_network(&home, &network)
+        .with_context(|| format!("cannot open the environments in {}", home.display()))?
+        .with_host_sources(section.allow_host_sources))
 }
 
 pub(crate) fn run(command: &EnvCommand) -> anyhow::Result<ExitCode> {

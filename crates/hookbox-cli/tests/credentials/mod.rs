@@ -36,7 +36,13 @@ fn add_reads_stdin_stores_privately_and_list_never_shows_the_value() {
     let home = tempfile::tempdir().expect("home");
     let added = add(
         home.path(),
-        &["telemetry", "--prefix", "Bearer "],
+        &[
+            "telemetry",
+            "--domain",
+            "Telemetry.Example.com.",
+            "--prefix",
+            "Bearer ",
+        ],
         format!("{SECRET}\n").as_bytes(),
     );
     assert_eq!(code(&added), 0, "{}", everything(&added));
@@ -47,7 +53,19 @@ fn add_reads_stdin_stores_privately_and_list_never_shows_the_value() {
     );
     assert!(text(&added.stdout).contains("telemetry"));
 
-    let other = add(home.path(), &["api.key-2", "--header", "X-Api-Key"], b"k3y");
+    let other = add(
+        home.path(),
+        &[
+            "api.key-2",
+            "--header",
+            "X-Api-Key",
+            "--domain",
+            "*.example.com",
+            "--domain",
+            "api.example.org",
+        ],
+        b"k3y",
+    );
     assert_eq!(code(&other), 0, "{}", everything(&other));
 
     let dir = home.path().join("credentials");
@@ -59,6 +77,7 @@ fn add_reads_stdin_stores_privately_and_list_never_shows_the_value() {
     assert_eq!(stored["value"], format!("Bearer {SECRET}"));
     assert_eq!(stored["header"], "Authorization");
     assert_eq!(stored["name"], "telemetry");
+    assert_eq!(stored["domains"], json!(["telemetry.example.com"]));
 
     let listed = hookbox_in(home.path(), &["credentials", "list"], b"");
     assert_eq!(code(&listed), 0, "{}", everything(&listed));
@@ -68,6 +87,10 @@ fn add_reads_stdin_stores_privately_and_list_never_shows_the_value() {
         "{listing}"
     );
     assert!(listing.contains("X-Api-Key"), "{listing}");
+    assert!(
+        listing.contains("*.example.com,api.example.org"),
+        "{listing}"
+    );
     assert!(
         !listing.contains(SECRET) && !listing.contains("k3y"),
         "{listing}"
@@ -92,7 +115,10 @@ fn add_reads_stdin_stores_privately_and_list_never_shows_the_value() {
 #[test]
 fn rm_removes_and_a_second_rm_fails() {
     let home = tempfile::tempdir().expect("home");
-    assert_eq!(code(&add(home.path(), &["gone"], b"v")), 0);
+    assert_eq!(
+        code(&add(home.path(), &["gone", "--domain", "a.example"], b"v")),
+        0
+    );
     let removed = hookbox_in(home.path(), &["credentials", "rm", "gone"], b"");
     assert_eq!(code(&removed), 0, "{}", everything(&removed));
     assert!(!home.path().join("credentials/gone.json").exists());
@@ -111,14 +137,18 @@ fn rm_removes_and_a_second_rm_fails() {
 fn bad_names_and_empty_values_are_refused() {
     let home = tempfile::tempdir().expect("home");
     for name in ["a/b", "has space", "../up", &"x".repeat(65)] {
-        let output = add(home.path(), &[name], SECRET.as_bytes());
+        let output = add(
+            home.path(),
+            &[name, "--domain", "a.example"],
+            SECRET.as_bytes(),
+        );
         assert_eq!(code(&output), 1, "{name}");
         let message = text(&output.stderr);
         assert!(message.contains("invalid credential name"), "{message}");
         assert!(!message.contains(SECRET), "{message}");
     }
     for empty in [&b""[..], b"\n", b"\r\n"] {
-        let output = add(home.path(), &["empty"], empty);
+        let output = add(home.path(), &["empty", "--domain", "a.example"], empty);
         assert_eq!(code(&output), 1);
         assert!(
             text(&output.stderr).contains("no credential value"),
@@ -126,13 +156,32 @@ fn bad_names_and_empty_values_are_refused() {
             everything(&output)
         );
     }
-    let output = add(home.path(), &["ok", "--header", "Bad Header"], b"v");
+    let output = add(
+        home.path(),
+        &["ok", "--header", "Bad Header", "--domain", "a.example"],
+        b"v",
+    );
     assert_eq!(code(&output), 1);
     assert!(
         text(&output.stderr).contains("invalid header name"),
         "{}",
         everything(&output)
     );
+    // A credential must say where it may go.
+    let output = add(home.path(), &["ok"], b"v");
+    assert_ne!(code(&output), 0);
+    assert!(
+        text(&output.stderr).contains("--domain"),
+        "{}",
+        everything(&output)
+    );
+    for domain in ["*", "a.*.example", "bad host"] {
+        let output = add(home.path(), &["ok", "--domain", domain], SECRET.as_bytes());
+        assert_eq!(code(&output), 1, "{domain}");
+        let message = text(&output.stderr);
+        assert!(message.contains("invalid domains"), "{message}");
+        assert!(!message.contains(SECRET), "{message}");
+    }
     let listed = hookbox_in(home.path(), &["credentials", "list", "--json"], b"");
     assert_eq!(stdout_json(&listed), json!([]));
 }
@@ -210,7 +259,7 @@ fn an_http_hook_gets_its_credential_through_exec() {
     assert_eq!(
         code(&add(
             home.path(),
-            &["audit", "--prefix", "Bearer "],
+            &["audit", "--domain", "localhost", "--prefix", "Bearer "],
             SECRET.as_bytes()
         )),
         0
@@ -261,4 +310,64 @@ fn an_http_hook_gets_its_credential_through_exec() {
     let all = everything(&output);
     assert!(all.contains("credential `audit`"), "{all}");
     assert_eq!(receiver.requests().len(), 1, "{all}");
+}
+
+/// Issue 11: an environment whose allowlist binds a credential to a domain the credential does
+/// not list is refused by `hookbox env create` at the entry's JSON path, and so is one naming a
+/// credential stored before credentials had domains (with how to re-add it).
+#[test]
+fn env_create_refuses_a_credential_bound_to_a_domain_it_does_not_list() {
+    let home = tempfile::tempdir().expect("home");
+    let added = add(
+        home.path(),
+        &["api", "--domain", "api.example.com"],
+        SECRET.as_bytes(),
+    );
+    assert_eq!(code(&added), 0, "{}", everything(&added));
+    let create = |allowlist: Value| {
+        let spec = json!({"network": {"allowlist": allowlist}});
+        hookbox_in(
+            home.path(),
+            &["env", "create", "--spec", "-"],
+            spec.to_string().as_bytes(),
+        )
+    };
+    let created = create(json!([{"domain": "api.example.com", "credential": "api"}]));
+    assert_eq!(code(&created), 0, "{}", everything(&created));
+    for domain in ["attacker.example", "*.example.com", "*"] {
+        let refused = create(json!([
+            {"domain": "api.example.com", "credential": "api"},
+            {"domain": domain, "credential": "api"},
+        ]));
+        assert_eq!(code(&refused), 1, "{domain}: {}", everything(&refused));
+        let message = text(&refused.stderr);
+        assert!(
+            message.contains("$.network.allowlist[1].credential"),
+            "{message}"
+        );
+        assert!(
+            message.contains("may only be sent to `api.example.com`"),
+            "{message}"
+        );
+        assert!(!message.contains(SECRET), "{message}");
+    }
+
+    std::fs::write(
+        home.path().join("credentials/legacy.json"),
+        r#"{"name":"legacy","header":"Authorization","value":"Bearer x","created":"2026-01-01T00:00:00Z"}"#,
+    )
+    .expect("legacy file");
+    let listed = hookbox_in(home.path(), &["credentials", "list"], b"");
+    assert!(
+        text(&listed.stdout).contains("legacy  header Authorization  domains NONE (re-add it"),
+        "{}",
+        everything(&listed)
+    );
+    let refused = create(json!([{"domain": "api.example.com", "credential": "legacy"}]));
+    assert_eq!(code(&refused), 1, "{}", everything(&refused));
+    let message = text(&refused.stderr);
+    assert!(
+        message.contains("$.network.allowlist[0].credential") && message.contains("--domain"),
+        "{message}"
+    );
 }

@@ -2,12 +2,16 @@
 //! `"credential": "NAME"`, injected by hookbox as a header and never shown to the sandbox.
 //!
 //! Each credential is one file, `$HOOKBOX_HOME/credentials/NAME.json` (the directory mode 0700,
-//! the file mode 0600), holding `{name, header, value, created}`. Files are written to a
+//! the file mode 0600), holding `{name, header, value, domains, created}`. `domains` lists the
+//! hosts it may be sent to (exact hosts and `*.example.com`, matched like allowlist domains; at
+//! least one). Files written before credentials had domains still load, but are refused wherever
+//! they are named until they are re-added with `--domain`. Files are written to a
 //! temporary file in the same directory and renamed into place, so a reader sees the old
 //! credential or the new one, never part of either. Values never appear in `Debug` output,
 //! listings or error messages.
 
 mod name;
+mod source;
 
 use std::fmt;
 use std::fs::{self, OpenOptions};
@@ -43,6 +47,10 @@ pub struct StoredCredential {
     /// The header it is sent as, e.g. `Authorization`.
     pub header: String,
     value: String,
+    /// The hosts it may be sent to, canonical (empty in files written before domains were
+    /// required: such a credential is refused wherever it is named).
+    #[serde(default)]
+    pub domains: Vec<String>,
     /// When it was added, `YYYY-MM-DDThh:mm:ssZ`.
     pub created: String,
 }
@@ -54,6 +62,8 @@ pub struct CredentialInfo {
     pub name: String,
     /// The header it is sent as.
     pub header: String,
+    /// The hosts it may be sent to (empty: it must be re-added before it can be used).
+    pub domains: Vec<String>,
     /// When it was added, `YYYY-MM-DDThh:mm:ssZ`.
     pub created: String,
 }
@@ -77,6 +87,14 @@ pub enum CredentialError {
         /// The header name given.
         header: String,
         /// What is wrong with it.
+        reason: String,
+    },
+    /// No domain, or one that is not a host or `*.example.com`.
+    #[error("invalid domains for credential `{name}`: {reason}")]
+    InvalidDomain {
+        /// The credential.
+        name: String,
+        /// What is wrong.
         reason: String,
     },
     /// The value is empty or cannot be sent in a header.
@@ -125,6 +143,7 @@ impl StoredCredential {
         CredentialInfo {
             name: self.name.clone(),
             header: self.header.clone(),
+            domains: self.domains.clone(),
             created: self.created.clone(),
         }
     }
@@ -137,6 +156,7 @@ impl fmt::Debug for StoredCredential {
             .field("name", &self.name)
             .field("header", &self.header)
             .field("value", &"<redacted>")
+            .field("domains", &self.domains)
             .field("created", &self.created)
             .finish()
     }
@@ -159,21 +179,26 @@ impl CredentialStore {
     }
 
     /// Adds credential `name`, or replaces it: sent as `header` (default
-    /// [`DEFAULT_HEADER`]) with value `value`. The file is written atomically with mode 0600.
+    /// [`DEFAULT_HEADER`]) with value `value`, only to hosts `domains` match (at least one;
+    /// exact hosts or `*.example.com`, stored canonical). The file is written atomically with
+    /// mode 0600.
     pub fn add(
         &self,
         name: &str,
         header: Option<&str>,
         value: &str,
+        domains: &[&str],
     ) -> Result<CredentialInfo, CredentialError> {
         validate_name(name)?;
         let header = header.unwrap_or(DEFAULT_HEADER);
         name::validate_header(name, header)?;
         name::validate_value(name, value)?;
+        let domains = name::validate_domains(name, domains)?;
         let credential = StoredCredential {
             name: name.to_owned(),
             header: header.to_owned(),
             value: value.to_owned(),
+            domains,
             created: clock::now(),
         };
         let path = self.path(name);
@@ -322,14 +347,23 @@ mod tests {
     fn add_get_list_remove() {
         let (_home, store) = store();
         assert_eq!(mode(store.dir()), 0o700);
-        let info = store.add("github", None, "Bearer s3cret").unwrap();
+        let info = store
+            .add("github", None, "Bearer s3cret", &["api.github.com"])
+            .unwrap();
         assert_eq!(info.header, "Authorization");
-        store.add("other.key_1", Some("X-Api-Key"), "k").unwrap();
+        store
+            .add("other.key_1", Some("X-Api-Key"), "k", &["*.Example.com."])
+            .unwrap();
 
         let credential = store.get("github").unwrap().unwrap();
         assert_eq!(credential.value(), "Bearer s3cret");
         assert_eq!(credential.header, "Authorization");
         assert_eq!(mode(&store.dir().join("github.json")), 0o600);
+        assert_eq!(credential.domains, ["api.github.com"]);
+        assert_eq!(
+            store.get("other.key_1").unwrap().unwrap().domains,
+            ["*.example.com"]
+        );
 
         let names: Vec<_> = store
             .list()
@@ -345,7 +379,9 @@ mod tests {
             ]
         );
 
-        store.add("github", None, "Bearer n3w").unwrap();
+        store
+            .add("github", None, "Bearer n3w", &["api.github.com"])
+            .unwrap();
         assert_eq!(store.get("github").unwrap().unwrap().value(), "Bearer n3w");
 
         store.remove("github").unwrap();
@@ -363,6 +399,19 @@ mod tests {
     }
 
     #[test]
+    fn files_from_before_domains_still_load_without_any() {
+        let (_home, store) = store();
+        std::fs::write(
+            store.dir().join("old.json"),
+            r#"{"name":"old","header":"Authorization","value":"v","created":"2026-01-01T00:00:00Z"}"#,
+        )
+        .unwrap();
+        let old = store.get("old").unwrap().unwrap();
+        assert!(old.domains.is_empty());
+        assert_eq!(store.list().unwrap()[0].domains, Vec::<String>::new());
+    }
+
+    #[test]
     fn the_directory_is_made_private_again_on_open() {
         let home = tempfile::tempdir().unwrap();
         let dir = home.path().join("credentials");
@@ -376,33 +425,53 @@ mod tests {
     fn bad_names_headers_and_values_are_refused_without_quoting_the_value() {
         let (_home, store) = store();
         for name in ["", "a/b", "..x/y", "sp ace", "é", &"x".repeat(65)] {
-            let error = store.add(name, None, "v").unwrap_err();
+            let error = store.add(name, None, "v", &["a.example"]).unwrap_err();
             assert!(
                 matches!(error, CredentialError::InvalidName { .. }),
                 "{name}: {error}"
             );
             assert!(store.get(name).is_err(), "{name}");
         }
-        store.add(&"x".repeat(64), None, "v").unwrap();
-        let error = store.add("ok", Some("Bad Header"), "v").unwrap_err();
+        store
+            .add(&"x".repeat(64), None, "v", &["a.example"])
+            .unwrap();
+        let error = store
+            .add("ok", Some("Bad Header"), "v", &["a.example"])
+            .unwrap_err();
         assert!(
             matches!(error, CredentialError::InvalidHeader { .. }),
             "{error}"
         );
-        let error = store.add("ok", None, "").unwrap_err();
+        let error = store.add("ok", None, "", &["a.example"]).unwrap_err();
         assert!(
             matches!(error, CredentialError::InvalidValue { .. }),
             "{error}"
         );
-        let error = store.add("ok", None, "s3cret\nline").unwrap_err();
+        let error = store
+            .add("ok", None, "s3cret\nline", &["a.example"])
+            .unwrap_err();
         assert!(!error.to_string().contains("s3cret"), "{error}");
+        for domains in [
+            &[][..],
+            &["*"][..],
+            &["a.example", "bad host"][..],
+            &["a.*.b"][..],
+        ] {
+            let error = store.add("ok", None, "v", domains).unwrap_err();
+            assert!(
+                matches!(error, CredentialError::InvalidDomain { .. }),
+                "{domains:?}: {error}"
+            );
+        }
         assert!(store.get("ok").unwrap().is_none());
     }
 
     #[test]
     fn debug_output_and_corrupt_file_errors_never_show_the_value() {
         let (_home, store) = store();
-        store.add("tok", None, "Bearer v4lue").unwrap();
+        store
+            .add("tok", None, "Bearer v4lue", &["a.example"])
+            .unwrap();
         let credential = store.get("tok").unwrap().unwrap();
         let debug = format!("{credential:?} {store:?}");
         assert!(!debug.contains("v4lue"), "{debug}");

@@ -77,3 +77,30 @@ pub(super) fn validate_value(name: &str, value: &str) -> Result<(), CredentialEr
     }
     Ok(())
 }
+
+/// Checks `domains` (at least one; each a host or `*.example.com`, not `*`) and returns their
+/// canonical forms, without duplicates, in the order given.
+pub(super) fn validate_domains(
+    name: &str,
+    domains: &[&str],
+) -> Result<Vec<String>, CredentialError> {
+    let invalid = |reason: String| CredentialError::InvalidDomain {
+        name: name.to_owned(),
+        reason,
+    };
+    if domains.is_empty() {
+        return Err(invalid(format!(
+            "a credential needs at least one domain it may be sent to; add it with \
+             `hookbox credentials add {name} --domain api.example.com` (repeat --domain, \
+             `*.example.com` for subdomains)"
+        )));
+    }
+    let mut canonical: Vec<String> = Vec::with_capacity(domains.len());
+    for domain in domains {
+        let parsed = hookbox_net::parse_credential_domain(domain).map_err(invalid)?;
+        if !canonical.contains(&parsed) {
+            canonical.push(parsed);
+        }
+    }
+    Ok(canonical)
+}

@@ -200,7 +200,12 @@ async fn a_credential_the_server_does_not_hold_is_refused_at_its_json_path() {
 
     hookbox_env::CredentialStore::open(home.dir.path())
         .unwrap()
-        .add("example-token", None, "Bearer secret-value")
+        .add(
+            "example-token",
+            None,
+            "Bearer secret-value",
+            &["api.example.com"],
+        )
         .unwrap();
     let created = home.envs.create(&spec("example-token")).await.unwrap();
     let updated = home.envs.update(created.id(), &spec("other-token")).await;
@@ -208,4 +213,61 @@ async fn a_credential_the_server_does_not_hold_is_refused_at_its_json_path() {
         matches!(updated, Err(StoreError::Misplaced { ref path, .. }) if path == "$.network.allowlist[1].credential"),
         "{updated:?}"
     );
+
+    // Issue 11: binding the credential to a domain it does not list (any caller could choose
+    // where the server's secret goes) is refused at the entry, on create and on update.
+    for domain in ["evil.example", "*.example.com", "*"] {
+        let bound = EnvironmentSpec::from_json(&json!({
+            "network": {"allowlist": [
+                {"domain": "api.example.com", "credential": "example-token"},
+                {"domain": domain, "credential": "example-token"},
+            ]},
+        }))
+        .unwrap();
+        for result in [
+            home.envs.create(&bound).await,
+            home.envs.update(created.id(), &bound).await,
+        ] {
+            match result {
+                Err(StoreError::Misplaced { path, problem }) => {
+                    assert_eq!(path, "$.network.allowlist[1].credential", "{domain}");
+                    assert!(
+                        problem.contains("may only be sent to `api.example.com`"),
+                        "{problem}"
+                    );
+                }
+                other => panic!("{domain}: expected a refusal, got {other:?}"),
+            }
+        }
+    }
+    assert_eq!(
+        home.envs.get(created.id()).unwrap().network(),
+        spec("example-token").network.as_ref()
+    );
+}
+
+/// A credential file written before credentials had domains is refused where it is named, with
+/// the way to re-add it.
+#[tokio::test]
+async fn a_credential_without_domains_is_refused_with_how_to_re_add_it() {
+    let home = Home::new();
+    let dir = home.dir.path().join("credentials");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("legacy.json"),
+        r#"{"name":"legacy","header":"Authorization","value":"Bearer x","created":"2026-01-01T00:00:00Z"}"#,
+    )
+    .unwrap();
+    let spec = EnvironmentSpec::from_json(&json!({
+        "network": {"allowlist": [{"domain": "api.example.com", "credential": "legacy"}]},
+    }))
+    .unwrap();
+    match home.envs.create(&spec).await {
+        Err(StoreError::Misplaced { path, problem }) => {
+            assert_eq!(path, "$.network.allowlist[0].credential");
+            assert!(problem.contains("hookbox credentials add"), "{problem}");
+            assert!(problem.contains("--domain"), "{problem}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }

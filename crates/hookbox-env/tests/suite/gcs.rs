@@ -350,10 +350,36 @@ async fn a_private_bucket_needs_the_bearer_credential() {
     storage.private.insert("secret".to_owned());
     let fixture = Fixture::start(storage);
     let credentials = CredentialStore::open(fixture.home.path()).unwrap();
-    credentials.add("gcs-reader", None, TOKEN).unwrap();
     credentials
-        .add("stale", None, "Bearer expired-or-unauthorised")
+        .add("gcs-reader", None, TOKEN, &["storage.googleapis.com"])
         .unwrap();
+    credentials
+        .add(
+            "stale",
+            None,
+            "Bearer expired-or-unauthorised",
+            &["*.googleapis.com"],
+        )
+        .unwrap();
+    credentials
+        .add("elsewhere", None, TOKEN, &["api.example.com"])
+        .unwrap();
+
+    // A credential that may not go to Cloud Storage is not sent there.
+    match fixture
+        .create(json!({"type": "gcs", "source": "gs://secret/p", "credential": "elsewhere"}))
+        .await
+    {
+        Err(StoreError::Misplaced { path, problem }) => {
+            assert_eq!(path, "$.sources[0].credential");
+            assert!(
+                problem.contains("may not be sent to `storage.googleapis.com`"),
+                "{problem}"
+            );
+            assert!(!problem.contains(TOKEN), "{problem}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 
     let problem = refusal(&fixture, json!({"type": "gcs", "source": "gs://secret/p"})).await;
     assert!(problem.contains("HTTP 401: Anonymous caller"), "{problem}");

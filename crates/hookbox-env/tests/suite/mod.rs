@@ -2,6 +2,8 @@
 
 /// Specs that must be refused without writing anything.
 mod bad_specs;
+/// Issue 11: repository clones follow the network rules.
+mod clones;
 /// The SDK coding tools in a session's working directory.
 mod coding;
 /// File tools: normal use and the F1–F5 attacks.

@@ -28,7 +28,7 @@ async fn repository() -> (TempDir, std::path::PathBuf) {
 #[tokio::test]
 async fn a_local_repository_is_cloned_under_the_workspace_by_name() {
     let (_dir, repo) = repository().await;
-    let home = Home::new();
+    let home = Home::with_host_sources();
     let env = home
         .create(json!({"sources": [{"type": "repository", "source": repo.display().to_string()}]}))
         .await;
@@ -48,7 +48,7 @@ async fn a_local_repository_is_cloned_under_the_workspace_by_name() {
 #[tokio::test]
 async fn ref_and_target_choose_the_branch_and_the_place() {
     let (_dir, repo) = repository().await;
-    let home = Home::new();
+    let home = Home::with_host_sources();
     for git_ref in ["feature", "v1"] {
         let env = home
             .create(json!({"sources": [{
@@ -72,7 +72,7 @@ async fn ref_and_target_choose_the_branch_and_the_place() {
 #[tokio::test]
 async fn an_unknown_ref_is_a_source_error_that_says_so() {
     let (_dir, repo) = repository().await;
-    let home = Home::new();
+    let home = Home::with_host_sources();
     let spec = EnvironmentSpec::from_json(&json!({"sources": [{
         "type": "repository", "source": repo.display().to_string(), "ref": "nope"
     }]}))

@@ -9,7 +9,7 @@ async fn environments_survive_a_reopen_and_metadata_holds_no_inline_content() {
     let home = Home::new();
     hookbox_env::CredentialStore::open(home.dir.path())
         .unwrap()
-        .add("cred-1", None, "credential-value")
+        .add("cred-1", None, "credential-value", &["api.example.com"])
         .unwrap();
     let env = home
         .create(json!({

@@ -20,6 +20,15 @@ impl Home {
         Self { dir, envs }
     }
 
+    /// A home whose environments may clone repositories of this machine (`allow_host_sources`).
+    pub(crate) fn with_host_sources() -> Self {
+        let home = Self::new();
+        Self {
+            envs: home.envs.with_host_sources(true),
+            dir: home.dir,
+        }
+    }
+
     /// Creates an environment from a JSON spec.
     pub(crate) async fn create(&self, spec: Value) -> Environment {
         self.envs

@@ -43,6 +43,31 @@ impl Pattern {
         Ok(Self::Subdomains(canonical))
     }
 
+    /// Parses a domain a credential may be sent to: like [`parse`](Self::parse), but `*` alone
+    /// is refused.
+    pub(crate) fn parse_credential_domain(text: &str) -> Result<Self, String> {
+        match Self::parse(text)? {
+            Self::Any => Err(format!(
+                "`{text}`: a credential must name the hosts it may be sent to (`api.example.com`, \
+                 `*.example.com`); `*` would send it anywhere"
+            )),
+            pattern => Ok(pattern),
+        }
+    }
+
+    /// Whether every host `other` matches is matched by this pattern too.
+    pub(crate) fn covers(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Any, _) => true,
+            (_, Self::Any) => false,
+            (_, Self::Exact(host)) => self.matches(host),
+            (Self::Exact(_), Self::Subdomains(_)) => false,
+            (Self::Subdomains(parent), Self::Subdomains(child)) => {
+                parent == child || self.matches(child)
+            }
+        }
+    }
+
     /// Whether the canonical host `host` matches, on whole labels.
     pub(crate) fn matches(&self, host: &str) -> bool {
         match self {
@@ -102,6 +127,20 @@ mod tests {
         ] {
             assert!(Pattern::parse(text).is_err(), "{text}");
         }
+    }
+
+    #[test]
+    fn coverage_is_by_the_hosts_matched() {
+        let parse = |text| Pattern::parse(text).unwrap();
+        assert!(parse("*.example.com").covers(&parse("a.example.com")));
+        assert!(parse("*.example.com").covers(&parse("*.example.com")));
+        assert!(parse("*.example.com").covers(&parse("*.a.example.com")));
+        assert!(!parse("*.example.com").covers(&parse("example.com")));
+        assert!(!parse("*.example.com").covers(&parse("*")));
+        assert!(!parse("a.example.com").covers(&parse("*.example.com")));
+        assert!(parse("a.example.com").covers(&parse("A.example.com.")));
+        assert!(!parse("a.example.com").covers(&parse("b.example.com")));
+        assert!(parse("*").covers(&parse("*")));
     }
 
     #[test]

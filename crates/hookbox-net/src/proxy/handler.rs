@@ -12,12 +12,13 @@ use hyper::header::{
     CONNECTION, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue, PROXY_AUTHENTICATE,
     PROXY_AUTHORIZATION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE,
 };
+use hyper::upgrade::OnUpgrade;
 use hyper::{Method, Request, Response, StatusCode, Uri, Version};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::target::{self, Target};
-use super::{Connection, ProxyDecision, intercept, tunnel};
+use super::{Connection, ProxyDecision, intercept, own, tunnel};
 use crate::resolve::LookupError;
 
 /// The body of every response the proxy sends: upstream bodies as they stream, or its own text.
@@ -40,6 +41,7 @@ pub(super) async fn handle(
                 reason: bad.reason,
                 intercepted: false,
                 redactions: 0,
+                sni: None,
             },
         ),
         Ok(target) => {
@@ -52,12 +54,31 @@ pub(super) async fn handle(
                 reason: outcome.reason,
                 intercepted: outcome.intercepted,
                 redactions: 0,
+                sni: None,
             };
-            (outcome.response, decision)
+            match outcome.tunnel {
+                Some(tunnel) => {
+                    tokio::spawn(tunnel::relay(
+                        tunnel.on_upgrade,
+                        tunnel.upstream,
+                        Arc::clone(&connection),
+                        decision,
+                    ));
+                    return outcome.response;
+                }
+                None => (outcome.response, decision),
+            }
         }
     };
     (connection.log)(decision);
     response
+}
+
+/// An admitted blind `CONNECT`: relayed (and its decision reported) once the client's
+/// ClientHello has been checked.
+struct BlindTunnel {
+    on_upgrade: OnUpgrade,
+    upstream: TcpStream,
 }
 
 /// What became of a request with a valid target.
@@ -66,6 +87,8 @@ struct Outcome {
     allowed: bool,
     reason: String,
     intercepted: bool,
+    /// A blind tunnel to open after the response, which reports the decision itself.
+    tunnel: Option<BlindTunnel>,
 }
 
 /// A request that is not sent upstream: the status to answer and why.
@@ -97,6 +120,7 @@ impl From<Refusal> for Outcome {
             allowed: false,
             reason: refusal.reason,
             intercepted: false,
+            tunnel: None,
         }
     }
 }
@@ -141,16 +165,19 @@ async fn proceed(
                 "{reason}; TLS intercepted to inject its `transform`/`credential` headers"
             ),
             intercepted: true,
+            tunnel: None,
         };
     }
     if connect {
-        let on_upgrade = hyper::upgrade::on(&mut request);
-        tokio::spawn(tunnel::relay(on_upgrade, upstream, Arc::clone(connection)));
         return Outcome {
             response: Response::new(empty()),
             allowed: true,
             reason,
             intercepted: false,
+            tunnel: Some(BlindTunnel {
+                on_upgrade: hyper::upgrade::on(&mut request),
+                upstream,
+            }),
         };
     }
     match forward(connection, target, request, upstream).await {
@@ -159,6 +186,7 @@ async fn proceed(
             allowed: true,
             reason,
             intercepted: false,
+            tunnel: None,
         },
         Err(refusal) => refusal.into(),
     }
@@ -214,14 +242,24 @@ async fn admit_and_dial(
         },
     }
     .map_err(|refusal| Refusal::forbidden(refusal.to_string()))?;
+    let mut refused = None;
     let candidates: Vec<SocketAddr> = addresses
         .into_iter()
         .map(|ip| SocketAddr::new(ip, target.port))
-        .filter(|address| !is_own(address, &connection.own_addresses))
+        .filter(|address| {
+            match own::refusal(address, &connection.own_addresses, options.permit_loopback) {
+                Some(reason) => {
+                    refused = Some(reason);
+                    false
+                }
+                None => true,
+            }
+        })
         .collect();
     if candidates.is_empty() {
+        let reason = refused.unwrap_or_else(|| "no address to dial".to_owned());
         return Err(Refusal::forbidden(format!(
-            "`{}:{}` is hookbox's own listener; the proxy does not connect to itself",
+            "`{}:{}`: {reason}",
             target.host, target.port
         )));
     }
@@ -245,16 +283,6 @@ async fn admit_and_dial(
             "could not connect to `{}:{}` ({last_error})",
             target.host, target.port
         ),
-    })
-}
-
-/// Whether `address` is one of hookbox's own listeners (an unspecified listener address stands
-/// for every address on its port).
-fn is_own(address: &SocketAddr, own: &[SocketAddr]) -> bool {
-    own.iter().any(|listener| {
-        listener.port() == address.port()
-            && (listener.ip().is_unspecified()
-                || listener.ip().to_canonical() == address.ip().to_canonical())
     })
 }
 
@@ -355,11 +383,9 @@ pub(super) fn empty() -> ProxyBody {
 
 #[cfg(test)]
 mod tests {
-    use std::net::SocketAddr;
-
     use hyper::header::{HeaderMap, HeaderName};
 
-    use super::{is_own, strip_hop_by_hop};
+    use super::strip_hop_by_hop;
 
     #[test]
     fn hop_by_hop_headers_and_those_named_in_connection_are_removed() {
@@ -381,16 +407,5 @@ mod tests {
         let mut left: Vec<&str> = headers.keys().map(HeaderName::as_str).collect();
         left.sort_unstable();
         assert_eq!(left, ["accept", "authorization"]);
-    }
-
-    #[test]
-    fn own_addresses_match_by_port_and_address() {
-        let address = |text: &str| text.parse::<SocketAddr>().unwrap();
-        let own = [address("127.0.0.1:3128"), address("0.0.0.0:8080")];
-        assert!(is_own(&address("127.0.0.1:3128"), &own));
-        assert!(is_own(&address("[::ffff:127.0.0.1]:3128"), &own));
-        assert!(is_own(&address("10.0.0.1:8080"), &own));
-        assert!(!is_own(&address("127.0.0.1:3129"), &own));
-        assert!(!is_own(&address("127.0.0.2:3128"), &own));
     }
 }

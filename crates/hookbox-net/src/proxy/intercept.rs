@@ -183,6 +183,7 @@ where
             reason,
             intercepted: true,
             redactions: 0,
+            sni: None,
         });
     };
     let acceptor = LazyConfigAcceptor::new(Acceptor::default(), client);
@@ -269,6 +270,7 @@ impl Inner {
             ),
             intercepted: true,
             redactions: 0,
+            sni: None,
         };
         let refused = |refusal: Refusal| {
             (self.connection.log)(ProxyDecision {

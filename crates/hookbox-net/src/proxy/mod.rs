@@ -21,11 +21,20 @@
 //!    is limited to [`ProxyOptions::connect_ports`].
 //! 4. **Addresses** (403): an IP literal is checked directly, a name goes through the guarded
 //!    resolver; addresses of the proxy itself ([`ProxyOptions::own_addresses`] and the TCP
-//!    listener's own address) are never dialed. The dial goes to a checked address.
-//! 5. **Forwarding**: `CONNECT` answers 200 and relays bytes until either side closes or the
-//!    tunnel is idle for [`ProxyOptions::idle_timeout`]; plain HTTP is sent on a fresh upstream
-//!    connection in origin form, with hop-by-hop headers (and `Proxy-Authorization`) removed both
-//!    ways. Responses, redirects included, are passed back as they are: the proxy follows
+//!    listener's own address) are never dialed, and neither is any address of this host (one a
+//!    socket can be bound to), whatever `allow_private_cidrs` admits, so the sandbox never
+//!    reaches hookbox's REST API or anything else listening here (loopback stays dialable only
+//!    under the tests' [`ProxyOptions::permit_loopback`]). The dial goes to a checked address.
+//! 5. **Forwarding**: `CONNECT` answers 200, then reads the client's TLS ClientHello (whole,
+//!    however it is split, within 32 KiB and [`ProxyOptions::header_read_timeout`] or the idle
+//!    timeout if shorter) and closes
+//!    the tunnel unless its SNI names the `CONNECT` host (case-insensitive, trailing dot
+//!    ignored): a ClientHello without SNI, or bytes that are not TLS, are refused as "SNI
+//!    absent", so a blind tunnel carries only TLS for the host the policy admitted (no domain
+//!    fronting). Its decision is reported after this check, with the SNI. The tunnel then
+//!    relays bytes until either side closes or is idle for [`ProxyOptions::idle_timeout`].
+//!    Plain HTTP is sent on a fresh upstream connection in origin form, with hop-by-hop headers
+//!    (and `Proxy-Authorization`) removed both ways. Responses, redirects included, are passed back as they are: the proxy follows
 //!    nothing.
 //! 6. **Interception** (`CONNECT` to a `transform`/`credential` host, with a [`ProxyCa`]):
 //!    before answering 200 the proxy opens TLS to the checked address, verified against the platform's roots plus
@@ -38,15 +47,17 @@
 //!    same-named ones, and the request goes upstream in origin form over the verified TLS
 //!    connection (re-dialed to the same checked address when the upstream closed it). Responses
 //!    are relayed, nothing is followed.
-//! 7. **Redaction** (N12, on intercepted connections): every injected value of at least 8 bytes
-//!    is replaced with `[REDACTED]` wherever the upstream reflects it: response header values,
+//! 7. **Redaction** (N12, on intercepted connections): every injected value of at least 8 bytes,
+//!    as it is and in its common encodings (base64 standard and URL-safe at any alignment, hex,
+//!    percent and JSON `\u` escapes), is replaced with `[REDACTED]` wherever the upstream
+//!    reflects it: response header values,
 //!    trailers, the reason phrase and the body (rewritten as it streams, so a value split
 //!    across chunks is still found; `Content-Length` is dropped and the body goes out chunked).
 //!    Shorter values (such as `X-Flag: 1`) are not scanned, as they would corrupt bodies. Bodies
 //!    must be scannable: requests carrying scanned values go upstream with
 //!    `Accept-Encoding: identity` (overwriting the client's), and a response that still comes
-//!    with another `Content-Encoding` is withheld (502). Only exact values are matched, not
-//!    parts or encodings of them. See `redact.rs`.
+//!    with another `Content-Encoding` is withheld (502). Parts of values and other encodings
+//!    are not matched; see `redact.rs` for the residual limit.
 //!
 //! Every request's outcome is reported once to the [`DecisionLog`] as a [`ProxyDecision`], which
 //! never carries header values; intercepted `CONNECT`s and each request inside them are marked
@@ -61,7 +72,9 @@
 
 mod ca;
 mod handler;
+mod hello;
 mod intercept;
+mod own;
 mod redact;
 mod target;
 mod tunnel;
@@ -164,6 +177,10 @@ pub struct ProxyDecision {
     /// `[REDACTED]` in the response's head and body (only ever non-zero for a request inside an
     /// intercepted connection; the values themselves are never recorded).
     pub redactions: usize,
+    /// The server name (SNI) of the client's TLS ClientHello, canonicalized, for a blind
+    /// `CONNECT` whose first bytes were a ClientHello naming one (`None` otherwise). A blind
+    /// tunnel's decision is reported once the ClientHello has been checked.
+    pub sni: Option<String>,
 }
 
 /// Receives every [`ProxyDecision`]; called on the connection's task, so it should be quick
@@ -335,6 +352,7 @@ impl EgressProxy {
                             reason: format!("too many connections (the limit is {limit})"),
                             intercepted: false,
                             redactions: 0,
+                            sni: None,
                         });
                         match accepted {
                             Accepted::Unix(stream) => connections.spawn(refuse_busy(stream)),

@@ -3,18 +3,28 @@
 //! upstream's answer.
 //!
 //! - **What is scanned for**: each injected header value of at least [`MIN_SECRET_LEN`] bytes,
-//!   as an exact byte match. Shorter values (a `transform` such as `X-Flag: 1`) are not
-//!   scanned: replacing every `1` would corrupt bodies, and so short a value is no secret.
-//!   Only whole values are matched: an upstream reflecting part of one (the token without its
-//!   `Bearer ` prefix) or an encoding of it (base64, percent- or JSON-escaping) is not caught.
+//!   in each of its common encodings (see `forms.rs`): as it is or with any of its bytes
+//!   escaped (`%XX`, JSON `\uXXXX`, `\"`, `\/`, `+` for a space), as hex digits (either
+//!   case), and as base64 (standard or URL-safe, padded or not, at each of the three byte
+//!   alignments the value can have inside a longer encoded string: the characters that encode
+//!   the value alone are matched, so the one or two characters shared with neighbouring bytes
+//!   stay). Shorter values (a `transform` such as `X-Flag: 1`) are not scanned: replacing every
+//!   `1` would corrupt bodies, and so short a value is no secret.
+//! - **Not caught** (the residual limit): part of a value (the token without its `Bearer `
+//!   prefix), other or layered encodings (base64 of hex, base32, MIME base64 broken into
+//!   lines, `\u` escapes of non-ASCII bytes, HTML entities, a reversed or encrypted value…),
+//!   and a value the sandbox recombines from pieces fetched separately. An upstream that wants
+//!   to leak an injected secret can always do so; redaction stops echoes and careless
+//!   reflections, while the allowlist and the credentials' domains decide who is trusted with
+//!   a secret in the first place.
 //! - **Where**: every response header value (and the trailers), the reason phrase, and the body.
-//!   Each occurrence becomes [`MARKER`]; among values starting at the same byte the longest
-//!   wins, and the scan goes on after the replacement.
+//!   Each occurrence becomes [`MARKER`]; among forms starting at the same byte the longest
+//!   match wins, and the scan goes on after the replacement.
 //! - **Bodies** are rewritten as they stream: a chunk is scanned together with the bytes kept
-//!   back from the previous one, and at most `longest - 1` bytes are kept back (a value that
-//!   may still be completed by the next chunk), so a value split across chunks is still found
-//!   and the result does not depend on how the body was chunked. The length changes, so
-//!   `Content-Length` is dropped and the body reaches the client chunked (HTTP/1.1).
+//!   back from the previous one, and fewer bytes than the longest possible match are kept back
+//!   (a value that may still be completed by the next chunk), so a value split across chunks is
+//!   still found and the result does not depend on how the body was chunked. The length
+//!   changes, so `Content-Length` is dropped and the body reaches the client chunked (HTTP/1.1).
 //! - **Compression** cannot be scanned: requests carrying scanned values go upstream with
 //!   `Accept-Encoding: identity`, and a response whose body still has a `Content-Encoding`
 //!   other than `identity` is withheld (502), failing closed.
@@ -29,6 +39,10 @@ use hyper::header::{HeaderMap, HeaderValue};
 
 use super::{DecisionLog, ProxyDecision};
 
+mod forms;
+
+use forms::Form;
+
 /// The shortest injected value that is scanned for; shorter ones are left alone.
 pub(super) const MIN_SECRET_LEN: usize = 8;
 
@@ -37,11 +51,11 @@ pub(super) const MARKER: &[u8] = b"[REDACTED]";
 
 /// The injected values a response is scanned for (never shown by `Debug`, which has none).
 pub(super) struct Secrets {
-    /// Distinct values of at least [`MIN_SECRET_LEN`] bytes, longest first.
-    values: Vec<Vec<u8>>,
-    /// Which bytes start some value, to skip the rest quickly.
+    /// Every form of the distinct values of at least [`MIN_SECRET_LEN`] bytes.
+    forms: Vec<Form>,
+    /// Which bytes may start some form, to skip the rest quickly.
     first: [bool; 256],
-    /// The length of the longest value (0 when there is none).
+    /// The most bytes a match can span (0 when there is nothing to scan for).
     longest: usize,
 }
 
@@ -53,17 +67,16 @@ impl Secrets {
             .map(|(_, value)| value.as_bytes().to_vec())
             .filter(|value| value.len() >= MIN_SECRET_LEN)
             .collect();
-        values.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        values.sort_unstable();
         values.dedup();
+        let forms: Vec<Form> = values.iter().flat_map(|value| forms::of(value)).collect();
         let mut first = [false; 256];
-        for value in &values {
-            if let Some(&byte) = value.first() {
-                first[usize::from(byte)] = true;
-            }
+        for (byte, starts) in (0..=u8::MAX).zip(first.iter_mut()) {
+            *starts = forms.iter().any(|form| form.may_start(byte));
         }
-        let longest = values.first().map_or(0, Vec::len);
+        let longest = forms.iter().map(Form::longest).max().unwrap_or(0);
         Self {
-            values,
+            forms,
             first,
             longest,
         }
@@ -71,14 +84,14 @@ impl Secrets {
 
     /// Whether nothing is scanned for.
     pub(super) fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.forms.is_empty()
     }
 
-    /// Appends `input` to `out` with every value replaced by [`MARKER`], and returns how many
-    /// bytes of `input` were consumed and how many values were replaced. Unless `at_end`, the
-    /// scan stops where the longest value would run past the end of `input`: the bytes from
-    /// there on (fewer than the longest value) are for the caller to keep and scan again
-    /// with what follows.
+    /// Appends `input` to `out` with every form of every value replaced by [`MARKER`], and
+    /// returns how many bytes of `input` were consumed and how many values were replaced.
+    /// Unless `at_end`, the scan stops where the longest possible match would run past the end
+    /// of `input`: the bytes from there on (fewer than that) are for the caller to keep and scan
+    /// again with what follows.
     fn scan(&self, input: &[u8], at_end: bool, out: &mut Vec<u8>) -> (usize, usize) {
         let mut emitted = 0;
         let mut position = 0;
@@ -89,10 +102,10 @@ impl Secrets {
             }
             if self.first[usize::from(input[position])]
                 && let Some(length) = self
-                    .values
+                    .forms
                     .iter()
-                    .find(|value| input[position..].starts_with(value))
-                    .map(Vec::len)
+                    .filter_map(|form| form.match_at(&input[position..]))
+                    .max()
             {
                 out.extend_from_slice(&input[emitted..position]);
                 out.extend_from_slice(MARKER);
@@ -316,7 +329,7 @@ mod tests {
     use hyper::body::{Body, Frame};
     use hyper::header::{HeaderMap, HeaderValue};
 
-    use super::{MARKER, RedactedBody, Redactor, Report, Secrets};
+    use super::{MARKER, RedactedBody, Redactor, Report, Secrets, forms};
     use crate::proxy::ProxyDecision;
 
     fn secrets(values: &[&str]) -> Secrets {
@@ -343,7 +356,7 @@ mod tests {
     #[test]
     fn short_values_are_not_scanned_for() {
         let secrets = secrets(&["1", "short", "Bearer s3cret-value"]);
-        assert_eq!(secrets.values, [b"Bearer s3cret-value".to_vec()]);
+        assert_eq!(secrets.forms, forms::of(b"Bearer s3cret-value"));
         assert_eq!(
             secrets.redact(b"1 short Bearer s3cret-value!"),
             (b"1 short [REDACTED]!".to_vec(), 1)
@@ -375,6 +388,23 @@ mod tests {
             }
         }
         // Byte by byte.
+        let cuts: Vec<usize> = (1..input.len()).collect();
+        assert_eq!(streamed(&secrets, input, &cuts).0, expected);
+    }
+
+    #[test]
+    fn encoded_values_split_anywhere_give_the_one_shot_result() {
+        let secrets = Arc::new(secrets(&["Bearer s3cret/value"]));
+        let input = b"b64 QmVhcmVyIHMzY3JldC92YWx1ZQ== hex 4265617265722073336372\
+            65742f76616c7565 json \\u0042earer s3cret\\/value pct Bearer%20s3cret%2Fvalue \
+            url eEJlYXJlciBzM2NyZXQvdmFsdWU";
+        let (expected, count) = secrets.redact(input);
+        assert_eq!(count, 5, "{}", String::from_utf8_lossy(&expected));
+        for cut in 0..=input.len() {
+            let (out, streamed_count) = streamed(&secrets, input, &[cut]);
+            assert_eq!(out, expected, "cut at {cut}");
+            assert_eq!(streamed_count, count);
+        }
         let cuts: Vec<usize> = (1..input.len()).collect();
         assert_eq!(streamed(&secrets, input, &cuts).0, expected);
     }
@@ -415,6 +445,7 @@ mod tests {
                 reason: String::new(),
                 intercepted: true,
                 redactions: 1,
+                sni: None,
             },
             log: Arc::new(move |decision| {
                 sink.lock()

@@ -20,14 +20,21 @@ use super::{client_with, headers, local_options, post};
 
 const VALUE: &str = "Bearer cr3dential-value";
 
-/// A source holding `api-token` (sent as `Authorization`) and `key` (sent as `X-Api-Key`).
+/// Where `api-token` may be sent.
+const TOKEN_DOMAINS: [&str; 4] = ["api.example.com", "a.example", "localhost", "127.0.0.1"];
+
+/// A source holding `api-token` (sent as `Authorization`) and `key` (sent as `X-Api-Key`, to
+/// `localhost` only).
 fn store() -> BTreeMap<String, Credential> {
     BTreeMap::from([
         (
             "api-token".to_owned(),
-            Credential::new("Authorization", VALUE),
+            Credential::new("Authorization", VALUE, TOKEN_DOMAINS),
         ),
-        ("key".to_owned(), Credential::new("X-Api-Key", "k3y-value")),
+        (
+            "key".to_owned(),
+            Credential::new("X-Api-Key", "k3y-value", ["localhost"]),
+        ),
     ])
 }
 
@@ -91,9 +98,87 @@ fn an_unknown_credential_fails_the_policy_naming_its_json_path() {
     assert!(
         error
             .to_string()
-            .contains("hookbox credentials add missing-one"),
+            .contains("hookbox credentials add missing-one --domain"),
         "{error}"
     );
+}
+
+/// Issue 11: a credential goes only to the domains it lists. An allowlist entry binding it to
+/// any other domain (another host, a broader wildcard, `*`) fails the policy at the entry's
+/// `credential`; one inside them is accepted.
+#[test]
+fn a_credential_bound_to_a_domain_it_does_not_list_fails_the_policy() {
+    let wildcard = BTreeMap::from([(
+        "token".to_owned(),
+        Credential::new("Authorization", VALUE, ["api.example.com", "*.svc.example"]),
+    )]);
+    for domain in [
+        "evil.example",
+        "example.com",
+        "*.example.com",
+        "*",
+        "svc.example",
+    ] {
+        let network = json!({"allowlist": [
+            {"domain": "api.example.com", "credential": "token"},
+            {"domain": domain, "credential": "token"},
+        ]});
+        let error =
+            EgressPolicy::from_network_with_credentials(Some(&network), &wildcard).unwrap_err();
+        assert_eq!(error.path, "network.allowlist[1].credential", "{domain}");
+        assert!(
+            error
+                .reason
+                .contains("may only be sent to `api.example.com`, `*.svc.example`"),
+            "{domain}: {error}"
+        );
+        assert!(!error.to_string().contains("cr3dential"), "{error}");
+    }
+    for domain in [
+        "API.example.com.",
+        "a.svc.example",
+        "*.svc.example",
+        "*.b.svc.example",
+    ] {
+        let network = json!({"allowlist": [{"domain": domain, "credential": "token"}]});
+        EgressPolicy::from_network_with_credentials(Some(&network), &wildcard)
+            .unwrap_or_else(|error| panic!("{domain}: {error}"));
+    }
+}
+
+/// A credential without domains (stored before they were required) is refused wherever it is
+/// named, with a message saying how to re-add it; so is one resolved only at decision time for
+/// a host it does not list.
+#[test]
+fn a_credential_without_domains_is_refused_and_late_lookups_check_domains_too() {
+    let none: [&str; 0] = [];
+    let old = BTreeMap::from([(
+        "token".to_owned(),
+        Credential::new("Authorization", VALUE, none),
+    )]);
+    let network = json!({"allowlist": [{"domain": "api.example.com", "credential": "token"}]});
+    let error = EgressPolicy::from_network_with_credentials(Some(&network), &old).unwrap_err();
+    assert_eq!(error.path, "network.allowlist[0].credential");
+    assert!(
+        error
+            .reason
+            .contains("hookbox credentials add NAME --domain HOST"),
+        "{error}"
+    );
+
+    let policy = EgressPolicy::from_network(Some(&json!({"allowlist": [
+        {"domain": "*.example.org", "credential": "api-token"},
+    ]})))
+    .unwrap();
+    let decision = policy.decide_with_credentials("x.example.org", &store());
+    assert!(!decision.allowed, "{decision:?}");
+    assert!(
+        decision.reason.contains("may not be sent there"),
+        "{decision:?}"
+    );
+    assert!(decision.inject.is_empty());
+    let decision = policy.decide_with_credentials("x.example.org", &old);
+    assert!(!decision.allowed, "{decision:?}");
 }
 
 #[test]
@@ -108,7 +193,7 @@ fn an_unreadable_or_invalid_credential_fails_the_policy_without_its_value() {
 
     let bad = BTreeMap::from([(
         "api-token".to_owned(),
-        Credential::new("Authorization", "line\nbr3ak-secret"),
+        Credential::new("Authorization", "line\nbr3ak-secret", ["*.example"]),
     )]);
     let error = EgressPolicy::from_network_with_credentials(Some(&network), &bad).unwrap_err();
     assert_eq!(error.path, "network.allowlist[0].credential");

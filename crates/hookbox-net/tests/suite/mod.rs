@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use hookbox_net::{ClientOptions, EgressPolicy, GuardedClient, PostRequest};
 
+/// Issue 11's attacks on the egress proxy, through a test host in a network namespace.
+mod bending;
 /// Allowlist `credential`s: resolution, injection by the client and the proxy, no leaks.
 mod credentials;
 /// Address rules, static overrides and policy refusals, end to end through `post_json`.

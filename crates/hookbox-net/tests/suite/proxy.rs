@@ -1,6 +1,7 @@
 //! The egress proxy, driven by a raw client writing HTTP by hand over a Unix socket or TCP.
 //! Upstreams are loopback test servers admitted through `permit_loopback`; names resolve through
-//! static overrides, so nothing leaves the machine.
+//! static overrides, so nothing leaves the machine. Blind tunnels carry TLS for `localhost` (the
+//! HTTPS test server's name), as they only carry TLS whose SNI names the `CONNECT` host.
 
 #![expect(
     clippy::unwrap_used,
@@ -13,11 +14,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use hookbox_net::{EgressPolicy, EgressProxy, ProxyDecision, ProxyOptions};
-use hookbox_test_support::{Reply, TestHttpServer};
+use hookbox_test_support::{Reply, TEST_CA_PEM, TestHttpServer};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::task::JoinHandle;
+use tokio_rustls::client::TlsStream;
+
+use super::proxy_tls::tls;
 
 /// A running proxy and what it logged.
 struct Running {
@@ -83,31 +87,38 @@ fn loopback_options(connect_port: u16) -> ProxyOptions {
         resolve: vec![
             ("upstream.test".to_owned(), [127, 0, 0, 1].into()),
             ("secret.test".to_owned(), [127, 0, 0, 1].into()),
+            ("localhost".to_owned(), [127, 0, 0, 1].into()),
         ],
         connect_ports: vec![443, connect_port],
         ..ProxyOptions::default()
     }
 }
 
-/// Only `upstream.test`, and `secret.test` with a `transform`.
+/// Only `upstream.test`, `localhost`, and `secret.test` with a `transform`.
 fn allowlist() -> EgressPolicy {
     EgressPolicy::from_network(Some(&json!({"allowlist": [
         {"domain": "upstream.test"},
+        {"domain": "localhost"},
         {"domain": "secret.test", "transform": {"Authorization": "Bearer s3cret-value"}},
     ]})))
     .unwrap()
 }
 
+fn reply(request: &hookbox_test_support::RecordedRequest) -> Reply {
+    if request.path == "/redirect" {
+        Reply::redirect(302, "http://127.0.0.1:1/elsewhere")
+    } else {
+        Reply::text(200, "reached")
+    }
+}
+
 async fn upstream() -> TestHttpServer {
-    TestHttpServer::start(|request| {
-        if request.path == "/redirect" {
-            Reply::redirect(302, "http://127.0.0.1:1/elsewhere")
-        } else {
-            Reply::text(200, "reached")
-        }
-    })
-    .await
-    .unwrap()
+    TestHttpServer::start(reply).await.unwrap()
+}
+
+/// The same upstream over HTTPS, for blind tunnels (a certificate for `localhost`).
+async fn tls_upstream() -> TestHttpServer {
+    TestHttpServer::start_https(reply).await.unwrap()
 }
 
 /// Writes `request` and reads until the peer closes (every test request asks for
@@ -244,16 +255,16 @@ async fn a_host_outside_the_allowlist_gets_the_policys_403_without_a_lookup() {
 
 #[tokio::test]
 async fn connect_opens_a_tunnel_to_an_allowed_port() {
-    let server = upstream().await;
+    let server = tls_upstream().await;
     let port = server.addr().port();
     let running = start(allowlist(), loopback_options(port)).await;
-    let mut stream = UnixStream::connect(&running.socket).await.unwrap();
-    let connect =
-        format!("CONNECT upstream.test:{port} HTTP/1.1\r\nHost: upstream.test:{port}\r\n\r\n");
+    let mut stream = TcpStream::connect(running.tcp).await.unwrap();
+    let connect = format!("CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n");
     stream.write_all(connect.as_bytes()).await.unwrap();
     let head = read_head(&mut stream).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    let inner = get("/through-the-tunnel", &format!("upstream.test:{port}"), "");
+    let stream = tls(stream, "localhost", TEST_CA_PEM).await.unwrap();
+    let inner = get("/through-the-tunnel", &format!("localhost:{port}"), "");
     let response = exchange(stream, &inner).await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.ends_with("reached"), "{response}");
@@ -262,6 +273,7 @@ async fn connect_opens_a_tunnel_to_an_allowed_port() {
     assert_eq!(decisions.len(), 1, "{decisions:?}");
     assert!(decisions[0].allowed);
     assert_eq!(decisions[0].method, "CONNECT");
+    assert_eq!(decisions[0].sni.as_deref(), Some("localhost"));
 }
 
 #[tokio::test]
@@ -459,20 +471,20 @@ async fn idle_tunnels_are_closed() {
     assert!(matches!(read, Ok(Ok(0))), "{read:?}");
 }
 
-/// `CONNECT upstream.test:port` on a new TCP connection to `running`, answered 200.
-async fn open_tunnel(running: &Running, port: u16) -> TcpStream {
+/// `CONNECT localhost:port` on a new TCP connection to `running`, answered 200, with TLS for
+/// `localhost` through it.
+async fn open_tunnel(running: &Running, port: u16) -> TlsStream<TcpStream> {
     let mut tunnel = TcpStream::connect(running.tcp).await.unwrap();
-    let connect =
-        format!("CONNECT upstream.test:{port} HTTP/1.1\r\nHost: upstream.test:{port}\r\n\r\n");
+    let connect = format!("CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n");
     tunnel.write_all(connect.as_bytes()).await.unwrap();
     let head = read_head(&mut tunnel).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    tunnel
+    tls(tunnel, "localhost", TEST_CA_PEM).await.unwrap()
 }
 
 /// Sends a keep-alive `GET path` through an open tunnel and reads until its body arrived.
-async fn through_tunnel(tunnel: &mut TcpStream, port: u16, path: &str) {
-    let request = format!("GET {path} HTTP/1.1\r\nHost: upstream.test:{port}\r\n\r\n");
+async fn through_tunnel(tunnel: &mut TlsStream<TcpStream>, port: u16, path: &str) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n");
     tunnel.write_all(request.as_bytes()).await.unwrap();
     let mut seen = Vec::new();
     let mut buffer = [0_u8; 1024];
@@ -514,7 +526,7 @@ async fn read_until_closed<S: AsyncRead + Unpin>(stream: &mut S, limit: Duration
 async fn a_flood_of_tunnels_over_the_limit_gets_503_and_the_proxy_keeps_serving() {
     const LIMIT: usize = 4;
     const FLOOD: usize = 200;
-    let server = upstream().await;
+    let server = tls_upstream().await;
     let port = server.addr().port();
     let options = ProxyOptions {
         max_connections: LIMIT,
@@ -550,7 +562,8 @@ async fn a_flood_of_tunnels_over_the_limit_gets_503_and_the_proxy_keeps_serving(
         through_tunnel(tunnel, port, &format!("/tunnel-{index}")).await;
     }
     drop(tunnels);
-    let authority = format!("upstream.test:{port}");
+    let plain = upstream().await;
+    let authority = format!("upstream.test:{}", plain.addr().port());
     let request = get(&format!("http://{authority}/after"), &authority, "");
     let mut response = String::new();
     for _ in 0..50 {
@@ -635,8 +648,10 @@ async fn a_slowloris_client_is_cut_off_after_the_header_read_timeout() {
 /// opened — nothing keeps flowing unchecked — and a new proxy on a new listener serves.
 #[tokio::test]
 async fn stopping_the_proxy_mid_tunnel_closes_its_tunnels_and_a_restart_serves() {
-    let server = upstream().await;
+    let server = tls_upstream().await;
     let port = server.addr().port();
+    let plain = upstream().await;
+    let plain_port = plain.addr().port();
     let running = start(allowlist(), loopback_options(port)).await;
     let mut tunnel = open_tunnel(&running, port).await;
     through_tunnel(&mut tunnel, port, "/before").await;
@@ -649,7 +664,7 @@ async fn stopping_the_proxy_mid_tunnel_closes_its_tunnels_and_a_restart_serves()
         String::from_utf8_lossy(&leftover)
     );
     // Whatever the client still writes goes nowhere.
-    let late = format!("GET /after HTTP/1.1\r\nHost: upstream.test:{port}\r\n\r\n");
+    let late = format!("GET /after HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n");
     let _ = tunnel.write_all(late.as_bytes()).await;
     // The old listener is gone (its task may take a moment to be dropped).
     let mut refused = false;
@@ -663,7 +678,7 @@ async fn stopping_the_proxy_mid_tunnel_closes_its_tunnels_and_a_restart_serves()
     assert!(refused, "the old listener still accepts");
 
     let restarted = start(allowlist(), loopback_options(port)).await;
-    let authority = format!("upstream.test:{port}");
+    let authority = format!("upstream.test:{plain_port}");
     let response = over_tcp(
         &restarted,
         &get(&format!("http://{authority}/restarted"), &authority, ""),
@@ -671,8 +686,8 @@ async fn stopping_the_proxy_mid_tunnel_closes_its_tunnels_and_a_restart_serves()
     .await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let paths: Vec<String> = server
-        .requests()
+    let paths: Vec<String> = [server.requests(), plain.requests()]
+        .concat()
         .into_iter()
         .map(|request| request.path)
         .collect();

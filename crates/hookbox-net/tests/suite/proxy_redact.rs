@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hookbox_net::{Credential, EgressPolicy, EgressProxy, ProxyCa, ProxyDecision, ProxyOptions};
-use hookbox_test_support::{RecordedRequest, Reply, TEST_CA_PEM, TestHttpServer};
+use hookbox_test_support::{RecordedRequest, Reply, TEST_CA_PEM, TestCertificates, TestHttpServer};
 use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Request, StatusCode};
@@ -72,6 +72,9 @@ struct Running {
     proxy: SocketAddr,
     ca: Arc<ProxyCa>,
     echo: TestHttpServer,
+    /// The HTTPS echo under the name `other.test` (its own CA), for blind tunnels.
+    other: TestHttpServer,
+    other_ca: String,
     plain: TestHttpServer,
     raw: SocketAddr,
     decisions: Arc<Mutex<Vec<ProxyDecision>>>,
@@ -180,7 +183,17 @@ async fn start() -> Running {
     let (raw, raw_ca, raw_task) = raw_upstream().await;
     let echo = TestHttpServer::start_https(echo_reply).await.unwrap();
     let plain = TestHttpServer::start(echo_reply).await.unwrap();
-    let credentials = BTreeMap::from([("key".to_owned(), Credential::new("X-Api-Key", KEY))]);
+    let other_certificates = TestCertificates::for_names(&["other.test"]).unwrap();
+    let other = TestHttpServer::start_https_on(
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        &other_certificates,
+        echo_reply,
+    )
+    .unwrap();
+    let credentials = BTreeMap::from([(
+        "key".to_owned(),
+        Credential::new("X-Api-Key", KEY, ["localhost"]),
+    )]);
     let policy = EgressPolicy::from_network_with_credentials(
         Some(&json!({"allowlist": [
             {"domain": "localhost", "credential": "key",
@@ -193,7 +206,7 @@ async fn start() -> Running {
     let options = ProxyOptions {
         permit_loopback: true,
         resolve: vec![("other.test".to_owned(), [127, 0, 0, 1].into())],
-        connect_ports: vec![echo.addr().port(), raw.port()],
+        connect_ports: vec![echo.addr().port(), raw.port(), other.addr().port()],
         extra_root_certs_pem: vec![TEST_CA_PEM.to_vec(), raw_ca.into_bytes()],
         ..ProxyOptions::default()
     };
@@ -220,6 +233,8 @@ async fn start() -> Running {
         proxy: address,
         ca,
         echo,
+        other,
+        other_ca: other_certificates.ca_pem().to_owned(),
         plain,
         raw,
         decisions,
@@ -448,16 +463,22 @@ async fn other_hosts_plain_http_and_blind_tunnels_never_get_the_injected_values(
     assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
     assert_clean(&refused);
 
-    // A blind tunnel to another host (the HTTPS echo, reached as `other.test`): the proxy does
-    // not terminate its TLS, so it adds nothing.
-    let port = running.echo.addr().port();
+    // A blind tunnel to another host (an HTTPS echo named `other.test`): the proxy does not
+    // terminate its TLS, so it adds nothing.
+    let port = running.other.addr().port();
     let tunnel = running.tunnel("other.test", port).await;
-    let stream = tls(tunnel, "localhost", TEST_CA_PEM).await.unwrap();
+    let stream = tls(tunnel, "other.test", running.other_ca.as_bytes())
+        .await
+        .unwrap();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .unwrap();
     tokio::spawn(connection);
-    let (parts, body) = send(&mut sender, request("/blind", &format!("localhost:{port}"))).await;
+    let (parts, body) = send(
+        &mut sender,
+        request("/blind", &format!("other.test:{port}")),
+    )
+    .await;
     assert_eq!(parts.status, StatusCode::OK, "{body}");
     assert_eq!(parts.headers["x-echo-authorization"], SANDBOX);
     assert_clean(&body);
@@ -467,7 +488,8 @@ async fn other_hosts_plain_http_and_blind_tunnels_never_get_the_injected_values(
     assert_eq!(plain_seen[0].header("authorization"), Some(SANDBOX));
     assert_eq!(plain_seen[0].header("proxy-authorization"), None);
     assert_eq!(plain_seen[0].header("x-api-key"), None);
-    let echo_seen = running.echo.requests();
+    assert!(running.echo.requests().is_empty());
+    let echo_seen = running.other.requests();
     assert_eq!(echo_seen.len(), 1, "{echo_seen:?}");
     assert_eq!(echo_seen[0].path, "/blind");
     assert_eq!(echo_seen[0].header("authorization"), Some(SANDBOX));
