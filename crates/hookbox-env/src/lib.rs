@@ -21,6 +21,7 @@
 //! with `gs://BUCKET/PREFIX` copies the objects under the prefix through hookbox-net's guarded
 //! client (see [`Environments::with_http_client`]).
 
+mod agents;
 mod clock;
 mod coding;
 mod confined;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use hookbox_net::{ClientOptions, GuardedClient};
 
+use crate::agents;
 use crate::clock;
 use crate::credentials::CredentialStore;
 use crate::env_vars::EnvValue;
@@ -192,6 +193,7 @@ impl Environments {
             updated: now,
             from_environment: spec.from_environment.clone(),
             agents_writable: spec.agents_writable.unwrap_or(false),
+            owner_agents: agents::present_in(&root),
             sources: spec.sources.iter().map(SourceSummary::of).collect(),
             network: spec.network.clone(),
             env: spec.env.clone().unwrap_or_default(),
@@ -236,6 +238,7 @@ impl Environments {
         })?;
         let mut meta = current.metadata().clone();
         meta.updated = clock::now();
+        add_owner_agents(&mut meta, agents::present_in(&staged_root));
         meta.sources
             .extend(spec.sources.iter().map(SourceSummary::of));
         if let Some(network) = &spec.network {
@@ -247,6 +250,26 @@ impl Environments {
         if let Some(agents_writable) = spec.agents_writable {
             meta.agents_writable = agents_writable;
         }
+        write_metadata(&self.dir.join(id), &meta)?;
+        Ok(Environment::new(meta, current.root().to_path_buf()))
+    }
+
+    /// Records that the owner wrote `path` (a sandbox path, e.g. by an upload): when it lies in
+    /// one of the `.agents` directories hooks are discovered in, that directory is the owner's
+    /// from now on (read-only to the model unless `agents_writable`).
+    pub fn record_owner_write(&self, id: &str, path: &str) -> Result<Environment, StoreError> {
+        let current = self.get(id)?;
+        let path = format!("/{}", path.trim_start_matches('/'));
+        let dirs: Vec<String> = agents::AGENTS_DIRS
+            .iter()
+            .map(|dir| format!("/{dir}"))
+            .filter(|dir| path.starts_with(&format!("{dir}/")))
+            .collect();
+        if dirs.iter().all(|dir| current.owner_agents().contains(dir)) {
+            return Ok(current);
+        }
+        let mut meta = current.metadata().clone();
+        add_owner_agents(&mut meta, dirs);
         write_metadata(&self.dir.join(id), &meta)?;
         Ok(Environment::new(meta, current.root().to_path_buf()))
     }
@@ -414,6 +437,13 @@ impl Drop for Staging {
             let _ = fs::remove_dir_all(&self.path);
         }
     }
+}
+
+/// Adds `dirs` to the `.agents` directories the owner supplied, keeping them in trust order.
+fn add_owner_agents(meta: &mut Metadata, dirs: Vec<String>) {
+    meta.owner_agents.extend(dirs);
+    meta.owner_agents.sort_by_key(|dir| dir.len());
+    meta.owner_agents.dedup();
 }
 
 /// A random name suffix.

@@ -80,7 +80,7 @@ pub use input::{EventInput, SessionContext};
 pub use matcher::{MatcherKind, MatcherSet};
 pub use outcome::{Decision, HookOutcome};
 pub use runner::{
-    CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HostCommandRunner, HttpRequest,
-    HttpRunner, PolicyHttpRunner, Runners,
+    CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HookClients, HostCommandRunner,
+    HttpRequest, HttpRunner, PolicyHttpRunner, Runners, narrowed,
 };
 pub use trace::{Failure, HandlerResult, TraceEntry};
