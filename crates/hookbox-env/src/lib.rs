@@ -31,6 +31,7 @@ mod env_vars;
 mod environment;
 mod gcs;
 mod git;
+mod hook_check;
 mod id;
 mod json;
 mod materialise;

@@ -12,6 +12,7 @@ use crate::clock;
 use crate::credentials::CredentialStore;
 use crate::env_vars::EnvValue;
 use crate::environment::{Environment, Metadata, SourceSummary};
+use crate::hook_check;
 use crate::id;
 use crate::materialise::{self, Remote, SourceFailure};
 use crate::place;
@@ -183,6 +184,7 @@ impl Environments {
         }
         staging.materialise(spec, &root, &self.remote()).await?;
         create_dir(&root.join(WORKSPACE))?;
+        hook_check::check_root(&root, None).map_err(|refused| refused_in(spec, &refused))?;
         let now = clock::now();
         let meta = Metadata {
             id: id::generate().map_err(io_error(
@@ -232,6 +234,8 @@ impl Environments {
         staging
             .materialise(spec, &staged_root, &self.remote())
             .await?;
+        hook_check::check_root(&staged_root, Some(current.root()))
+            .map_err(|refused| refused_in(spec, &refused))?;
         place::place(&staged_root, current.root()).map_err(|problem| StoreError::Update {
             id: id.to_owned(),
             problem,
@@ -272,6 +276,31 @@ impl Environments {
         add_owner_agents(&mut meta, dirs);
         write_metadata(&self.dir.join(id), &meta)?;
         Ok(Environment::new(meta, current.root().to_path_buf()))
+    }
+
+    /// Checks a file the owner is about to write at `path` (a sandbox path) with `content`, as
+    /// an upload does: a hook file must parse with no error and name only existing
+    /// `.agents` scripts (see [`create`](Self::create)); other files pass.
+    pub fn check_owner_file(
+        environment: &Environment,
+        path: &str,
+        content: &[u8],
+    ) -> Result<(), StoreError> {
+        let shown = format!("/{}", path.trim_start_matches('/'));
+        let is_hook_file = agents::AGENTS_DIRS
+            .iter()
+            .any(|dir| shown == format!("/{dir}/hooks.json"));
+        if !is_hook_file {
+            return Ok(());
+        }
+        hook_check::check_text(&shown, content, |script| {
+            std::fs::symlink_metadata(environment.root().join(script.trim_start_matches('/')))
+                .is_ok()
+        })
+        .map_err(|refused| StoreError::Misplaced {
+            path: shown.clone(),
+            problem: format!("{refused}; nothing was written"),
+        })
     }
 
     /// What remote sources need: the client and the hookbox home.
@@ -436,6 +465,23 @@ impl Drop for Staging {
         if self.path.exists() {
             let _ = fs::remove_dir_all(&self.path);
         }
+    }
+}
+
+/// The error for a hook file refused after `spec`'s sources were staged: at the last source
+/// that wrote it (or `from_environment`, which copied it).
+fn refused_in(spec: &EnvironmentSpec, refused: &hook_check::Refused) -> StoreError {
+    let writer = spec.sources.iter().rposition(|source| {
+        let target = source.target().to_string();
+        let target = target.trim_end_matches('/');
+        refused.file == target || refused.file.starts_with(&format!("{target}/"))
+    });
+    StoreError::Misplaced {
+        path: match writer {
+            Some(index) => format!("$.sources[{index}]"),
+            None => "$.from_environment".to_owned(),
+        },
+        problem: format!("{refused}; nothing was written"),
     }
 }
 

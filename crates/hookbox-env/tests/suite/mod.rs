@@ -8,6 +8,8 @@ mod coding;
 mod file_tools;
 /// `gs://` sources against a fake Cloud Storage JSON API.
 mod gcs;
+/// Hook files refused at create and update (issue 10).
+mod hook_files;
 /// F3: a directory swapped for a symlink while reads run.
 mod races;
 /// Repository sources cloned from a local git repository.
