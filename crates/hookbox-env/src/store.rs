@@ -488,7 +488,7 @@ fn refused_in(spec: &EnvironmentSpec, refused: &hook_check::Refused) -> StoreErr
 /// Adds `dirs` to the `.agents` directories the owner supplied, keeping them in trust order.
 fn add_owner_agents(meta: &mut Metadata, dirs: Vec<String>) {
     meta.owner_agents.extend(dirs);
-    meta.owner_agents.sort_by_key(|dir| dir.len());
+    meta.owner_agents.sort_by_key(String::len);
     meta.owner_agents.dedup();
 }
 

@@ -32,7 +32,7 @@ pub(crate) fn absorb(
         // Shadow mode: record what the handler would have done, change nothing.
         entry.would_deny = verdict
             .decision
-            .is_some_and(|decision| decision.is_blocking())
+            .is_some_and(crate::outcome::Decision::is_blocking)
             || verdict.stop.is_some();
         outcome.trace.push(entry);
         return;

@@ -366,7 +366,7 @@ async fn chunk_inner(
     // An upload into `.agents` makes that directory the owner's (read-only to the model).
     state
         .environments
-        .record_owner_write(&id, &file.path)
+        .record_owner_write(id, &file.path)
         .map_err(|err| fatal(err.into()))?;
     tracing::info!(environment = id, path = file.path, "upload finished");
     let mut response = Json(json!({ "files": [file] })).into_response();
