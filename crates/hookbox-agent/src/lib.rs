@@ -25,6 +25,6 @@ pub mod service;
 pub mod session;
 mod tool_call;
 
-pub use discovery::{HOOK_FILES, HookDiscovery};
+pub use discovery::{Discovered, HOOK_FILES, HookDiscovery};
 pub use runner::EnvironmentCommandRunner;
 pub use tool_call::{SandboxTools, ToolCallError, ToolCallReport};

@@ -8,8 +8,8 @@ use hookbox_env::{
     ToolError, ToolOutcome,
 };
 use hookbox_hooks::{
-    Decision, Diagnostic, Dispatcher, EventInput, HookOutcome, PolicyHttpRunner, Runners,
-    TraceEntry,
+    Decision, Diagnostic, Dispatcher, EventInput, HookClients, HookOutcome, PolicyHttpRunner,
+    Runners, TraceEntry,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -61,6 +61,9 @@ pub enum ToolCallError {
     /// The environment's egress through the proxy cannot be set up.
     #[error(transparent)]
     Egress(#[from] EgressError),
+    /// The HTTP client for hooks in model-writable files cannot be built.
+    #[error("cannot build the HTTP client for model-writable hooks: {0}")]
+    HookClient(#[from] hookbox_net::NetError),
 }
 
 /// The built-in tools of one environment, each call wrapped in its hooks.
@@ -75,28 +78,42 @@ pub struct SandboxTools {
 }
 
 impl SandboxTools {
-    /// The tools of `environment`; command hooks and code run with `isolation`, HTTP hooks go
-    /// through `client` under the environment's `network` policy (allowlist and `transform`).
+    /// The tools of `environment`; command hooks and code run with `isolation`, the owner's
+    /// HTTP hooks go through `client` under the environment's `network` policy (allowlist and
+    /// `transform`), hooks in model-writable files through a strict client (see
+    /// [`with_hook_clients`](Self::with_hook_clients)).
     pub fn new(
         environment: Environment,
         isolation: Isolation,
         client: hookbox_net::GuardedClient,
     ) -> Result<Self, ToolCallError> {
+        let clients = HookClients::with_strict_fallback(client)?;
+        Self::with_hook_clients(environment, isolation, clients)
+    }
+
+    /// The tools of `environment` as [`new`](Self::new) makes them, with HTTP hooks going
+    /// through `clients` by the trust of the file that declares them.
+    pub fn with_hook_clients(
+        environment: Environment,
+        isolation: Isolation,
+        clients: HookClients,
+    ) -> Result<Self, ToolCallError> {
         let policy = hookbox_net::EgressPolicy::from_network(environment.network())?;
+        let discovery = HookDiscovery::for_environment(&environment);
         let environment = Arc::new(environment);
         let runners = Runners {
             command: Arc::new(EnvironmentCommandRunner::new(
                 Arc::clone(&environment),
                 isolation,
             )),
-            http: Arc::new(PolicyHttpRunner { client, policy }),
+            http: Arc::new(PolicyHttpRunner { clients, policy }),
         };
         Ok(Self {
             isolation,
             tools: BuiltinTools::new((*environment).clone(), isolation)?,
             files: FileTools::for_environment(&environment)?,
             environment,
-            discovery: HookDiscovery::default(),
+            discovery,
             runners,
             egress: None,
         })
@@ -136,7 +153,20 @@ impl SandboxTools {
         if !BuiltinTools::NAMES.contains(&tool) {
             return Err(ToolCallError::UnknownTool(tool.to_owned()));
         }
-        let (hooks, diagnostics) = self.discovery.load(&self.files);
+        let discovered = self.discovery.load(&self.files);
+        if let Some(reason) = discovered.unusable {
+            return Ok(ToolCallReport {
+                tool: tool.to_owned(),
+                denied: true,
+                reason: Some(reason),
+                result: None,
+                error: None,
+                trace: Vec::new(),
+                network: Vec::new(),
+                diagnostics: discovered.problems,
+            });
+        }
+        let (hooks, diagnostics) = (discovered.hooks, discovered.problems);
         // Command hooks with network get this call's own record of the proxy's decisions.
         let hook_network: Arc<Mutex<Vec<NetworkDecision>>> = Arc::default();
         let mut runners = self.runners.clone();

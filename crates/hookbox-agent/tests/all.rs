@@ -15,6 +15,8 @@ mod interaction;
 mod model;
 /// Hooks see (and tools act on) resolved paths.
 mod resolved_paths;
+/// The policy the model cannot change (issue 10).
+mod policy;
 /// SDK sessions: lifecycle events, permissions, sub-agents and compaction.
 mod session;
 
@@ -53,44 +55,40 @@ fn deny_when(word: &str, reason: &str) -> Value {
 
 #[tokio::test]
 async fn hook_files_are_re_read_when_they_change() {
-    let hooks = json!({"gate": {"pre_tool_execution": [{"matcher": "read_file", "hooks": [deny_when("secret", "v1")]}]}});
-    let (_home, store, id) = environment(json!([
-        {"type": "inline", "target": "workspace/.agents/hooks.json", "content": hooks.to_string()}
-    ]))
-    .await;
+    // A /workspace/.agents the model creates (no owner supplied it) stays writable to it.
+    let (_home, store, id) = environment(json!([])).await;
     let tools = tools(&store, &id);
-    let first = tools
-        .call("read_file", json!({"path": "secret"}), None)
-        .await
-        .expect("call");
-    assert!(first.denied);
-    assert_eq!(first.reason.as_deref(), Some("v1"));
-
-    let changed = json!({"gate": {"pre_tool_execution": [{"matcher": "read_file", "hooks": [deny_when("secret", "v2")]}]}});
-    let write = tools
-        .call(
-            "write_file",
-            json!({"path": ".agents/hooks.json", "content": changed.to_string()}),
-            None,
-        )
-        .await
-        .expect("call");
-    assert_eq!(write.error, None);
-    let second = tools
-        .call("read_file", json!({"path": "secret"}), None)
-        .await
-        .expect("call");
-    assert_eq!(second.reason.as_deref(), Some("v2"));
+    for version in ["v1", "v2"] {
+        let hooks = json!({"gate": {"pre_tool_execution": [{"matcher": "read_file", "hooks": [deny_when("secret", version)]}]}});
+        let write = tools
+            .call(
+                "write_file",
+                json!({"path": ".agents/hooks.json", "content": hooks.to_string()}),
+                None,
+            )
+            .await
+            .expect("call");
+        assert_eq!(write.error, None);
+        let read = tools
+            .call("read_file", json!({"path": "secret"}), None)
+            .await
+            .expect("call");
+        assert!(read.denied);
+        assert_eq!(read.reason.as_deref(), Some(version));
+    }
 }
 
 #[tokio::test]
-async fn root_hooks_load_first_and_a_workspace_group_of_the_same_name_replaces_them() {
+async fn root_hooks_load_first_and_a_workspace_group_of_the_same_name_is_ignored() {
+    // Issue 10: a later hook file only adds groups (this used to replace the root's group).
     let root = json!({
         "shared": {"pre_tool_execution": [{"hooks": [deny_when("x-8", "root")]}]},
         "root-only": {"pre_tool_execution": [{"hooks": [deny_when("y-9", "root-only")]}]}
     });
-    let workspace =
-        json!({"shared": {"pre_tool_execution": [{"hooks": [deny_when("x-8", "workspace")]}]}});
+    let workspace = json!({
+        "shared": {"pre_tool_execution": [{"hooks": [deny_when("x-8", "workspace")]}]},
+        "workspace-only": {"pre_tool_execution": [{"hooks": [deny_when("z-7", "workspace-only")]}]}
+    });
     let (_home, store, id) = environment(json!([
         {"type": "inline", "target": ".agents/hooks.json", "content": root.to_string()},
         {"type": "inline", "target": "workspace/.agents/hooks.json", "content": workspace.to_string()}
@@ -101,31 +99,45 @@ async fn root_hooks_load_first_and_a_workspace_group_of_the_same_name_replaces_t
         .call("list_files", json!({"path": "/workspace/x-8"}), None)
         .await
         .expect("call");
-    assert_eq!(x.reason.as_deref(), Some("workspace"));
+    assert_eq!(x.reason.as_deref(), Some("root"));
     assert!(
-        x.diagnostics.iter().any(|d| d.message.contains("replaces")),
+        x.diagnostics
+            .iter()
+            .any(|d| d.message.contains("is ignored")),
         "{:?}",
         x.diagnostics
     );
-    let y = tools
-        .call("list_files", json!({"path": "/workspace/y-9"}), None)
-        .await
-        .expect("call");
-    assert_eq!(y.reason.as_deref(), Some("root-only"));
+    for (path, reason) in [
+        ("/workspace/y-9", "root-only"),
+        ("/workspace/z-7", "workspace-only"),
+    ] {
+        let report = tools
+            .call("list_files", json!({"path": path}), None)
+            .await
+            .expect("call");
+        assert_eq!(report.reason.as_deref(), Some(reason));
+    }
 }
 
 #[tokio::test]
-async fn an_unparsable_hook_file_is_reported_not_fatal() {
-    let (_home, store, id) = environment(json!([
-        {"type": "inline", "target": ".agents/hooks.json", "content": "{not json"}
-    ]))
-    .await;
+async fn an_unparsable_hook_file_denies_every_call() {
+    // Refused at the owner's door now; one left by an older hookbox still gates nothing open.
+    let (_home, store, id) = environment(json!([])).await;
+    let root = store.get(&id).expect("environment").root().to_path_buf();
+    std::fs::create_dir(root.join(".agents")).expect("mkdir");
+    std::fs::write(root.join(".agents/hooks.json"), "{not json").expect("write");
     let report = tools(&store, &id)
         .call("list_files", json!({}), None)
         .await
         .expect("call");
-    assert!(!report.denied);
-    assert_eq!(report.error, None);
+    assert!(report.denied);
+    assert!(
+        report
+            .reason
+            .as_deref()
+            .is_some_and(|reason| reason.contains("`/.agents/hooks.json`")),
+        "{report:?}"
+    );
     assert_eq!(report.diagnostics.len(), 1);
     assert_eq!(report.diagnostics[0].source, "/.agents/hooks.json");
 }

@@ -142,6 +142,44 @@ fn check_reports_problems_with_json_paths() {
 }
 
 #[test]
+fn check_reports_http_urls_and_groups_a_later_file_cannot_replace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = write(
+        dir.path(),
+        "root.json",
+        &json!({"gate": {"pre_tool_execution": [{"matcher": ".*", "hooks": [{"type": "command", "command": "true"}]}]}}),
+    );
+    let workspace = write(
+        dir.path(),
+        "workspace.json",
+        &json!({"gate": {"enabled": false}, "audit": {"post_tool_execution": [{"hooks": [
+            {"type": "http", "url": "http://audit.example.com/events"}]}]}}),
+    );
+    let output = hookbox(&["check", "--json", &root, &workspace]);
+    assert_eq!(code(&output), 1);
+    let report = stdout_json(&output);
+    assert_eq!(report["files"][0]["valid"], true);
+    let diagnostics = report["files"][1]["diagnostics"]
+        .as_array()
+        .expect("diagnostics");
+    let ignored = diagnostics
+        .iter()
+        .find(|d| d["json_path"] == "$[\"gate\"]")
+        .unwrap_or_else(|| panic!("{diagnostics:#?}"));
+    assert!(
+        ignored["message"]
+            .as_str()
+            .expect("message")
+            .contains("is ignored")
+    );
+    let http = diagnostics
+        .iter()
+        .find(|d| d["json_path"] == "$.audit.post_tool_execution[0].hooks[0].url")
+        .unwrap_or_else(|| panic!("{diagnostics:#?}"));
+    assert_eq!(http["severity"], "error");
+}
+
+#[test]
 fn check_reports_unreadable_and_non_json_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let garbage = dir.path().join("garbage.json");

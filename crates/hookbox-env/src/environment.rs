@@ -79,6 +79,9 @@ pub(crate) struct Metadata {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) from_environment: Option<String>,
     pub(crate) agents_writable: bool,
+    /// The `.agents` directories (`/.agents`, `/workspace/.agents`) the owner supplied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) owner_agents: Vec<String>,
     pub(crate) sources: Vec<SourceSummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) network: Option<Value>,
@@ -123,7 +126,8 @@ impl Environment {
         &self.root
     }
 
-    /// Whether `/.agents` is writable (hookbox extension; read-only by default).
+    /// Whether the `.agents` directories are writable to the model (hookbox extension;
+    /// read-only by default).
     pub fn agents_writable(&self) -> bool {
         self.meta.agents_writable
     }
@@ -143,13 +147,37 @@ impl Environment {
         &self.meta.sources
     }
 
-    /// Top-level entries of the root that the sandbox mounts read-only.
-    pub fn read_only_entries(&self) -> Vec<String> {
+    /// The `.agents` directories the owner supplied through sources, updates and uploads
+    /// (sandbox paths: `/.agents`, `/workspace/.agents`).
+    pub fn owner_agents(&self) -> &[String] {
+        &self.meta.owner_agents
+    }
+
+    /// The `.agents` directories read-only to the model (sandbox paths): none when the
+    /// environment sets `agents_writable`; otherwise `/.agents` (which only the owner can
+    /// create) and `/workspace/.agents` when the owner supplied it.
+    pub fn protected_agents_dirs(&self) -> Vec<String> {
         if self.meta.agents_writable {
-            Vec::new()
-        } else {
-            vec![AGENTS.to_owned()]
+            return Vec::new();
         }
+        let mut dirs = vec![format!("/{AGENTS}")];
+        dirs.extend(
+            self.meta
+                .owner_agents
+                .iter()
+                .filter(|dir| dir.as_str() != format!("/{AGENTS}"))
+                .cloned(),
+        );
+        dirs
+    }
+
+    /// Entries of the root that the sandbox mounts read-only, relative to `/`: the
+    /// [`protected_agents_dirs`](Self::protected_agents_dirs).
+    pub fn read_only_entries(&self) -> Vec<String> {
+        self.protected_agents_dirs()
+            .iter()
+            .map(|dir| dir.trim_start_matches('/').to_owned())
+            .collect()
     }
 
     /// The sandbox that code and command hooks of this environment run in: its root's

@@ -22,6 +22,7 @@
 //! with `gs://BUCKET/PREFIX` copies the objects under the prefix through hookbox-net's guarded
 //! client (see [`Environments::with_http_client`]).
 
+mod agents;
 mod clock;
 mod coding;
 mod confined;
@@ -31,6 +32,7 @@ mod env_vars;
 mod environment;
 mod gcs;
 mod git;
+mod hook_check;
 mod id;
 mod json;
 mod materialise;

@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 
 use hookbox_net::{ClientOptions, CredentialSource, EgressPolicy, GuardedClient};
 
+use crate::agents;
 use crate::clock;
 use crate::credentials::CredentialStore;
 use crate::env_vars::EnvValue;
 use crate::environment::{Environment, Metadata, SourceSummary};
 use crate::gcs;
 use crate::git;
+use crate::hook_check;
 use crate::id;
 use crate::materialise::{self, Remote, SourceFailure};
 use crate::place;
@@ -207,6 +209,7 @@ impl Environments {
         }
         staging.materialise(spec, &root, &self.remote()).await?;
         create_dir(&root.join(WORKSPACE))?;
+        hook_check::check_root(&root, None).map_err(|refused| refused_in(spec, &refused))?;
         let now = clock::now();
         let meta = Metadata {
             id: id::generate().map_err(io_error(
@@ -217,6 +220,7 @@ impl Environments {
             updated: now,
             from_environment: spec.from_environment.clone(),
             agents_writable: spec.agents_writable.unwrap_or(false),
+            owner_agents: agents::present_in(&root),
             sources: spec.sources.iter().map(SourceSummary::of).collect(),
             network: spec.network.clone(),
             env: spec.env.clone().unwrap_or_default(),
@@ -255,12 +259,15 @@ impl Environments {
         staging
             .materialise(spec, &staged_root, &self.remote())
             .await?;
+        hook_check::check_root(&staged_root, Some(current.root()))
+            .map_err(|refused| refused_in(spec, &refused))?;
         place::place(&staged_root, current.root()).map_err(|problem| StoreError::Update {
             id: id.to_owned(),
             problem,
         })?;
         let mut meta = current.metadata().clone();
         meta.updated = clock::now();
+        add_owner_agents(&mut meta, agents::present_in(&staged_root));
         meta.sources
             .extend(spec.sources.iter().map(SourceSummary::of));
         if let Some(network) = &spec.network {
@@ -274,6 +281,51 @@ impl Environments {
         }
         write_metadata(&self.dir.join(id), &meta)?;
         Ok(Environment::new(meta, current.root().to_path_buf()))
+    }
+
+    /// Records that the owner wrote `path` (a sandbox path, e.g. by an upload): when it lies in
+    /// one of the `.agents` directories hooks are discovered in, that directory is the owner's
+    /// from now on (read-only to the model unless `agents_writable`).
+    pub fn record_owner_write(&self, id: &str, path: &str) -> Result<Environment, StoreError> {
+        let current = self.get(id)?;
+        let path = format!("/{}", path.trim_start_matches('/'));
+        let dirs: Vec<String> = agents::AGENTS_DIRS
+            .iter()
+            .map(|dir| format!("/{dir}"))
+            .filter(|dir| path.starts_with(&format!("{dir}/")))
+            .collect();
+        if dirs.iter().all(|dir| current.owner_agents().contains(dir)) {
+            return Ok(current);
+        }
+        let mut meta = current.metadata().clone();
+        add_owner_agents(&mut meta, dirs);
+        write_metadata(&self.dir.join(id), &meta)?;
+        Ok(Environment::new(meta, current.root().to_path_buf()))
+    }
+
+    /// Checks a file the owner is about to write at `path` (a sandbox path) with `content`, as
+    /// an upload does: a hook file must parse with no error and name only existing
+    /// `.agents` scripts (see [`create`](Self::create)); other files pass.
+    pub fn check_owner_file(
+        environment: &Environment,
+        path: &str,
+        content: &[u8],
+    ) -> Result<(), StoreError> {
+        let shown = format!("/{}", path.trim_start_matches('/'));
+        let is_hook_file = agents::AGENTS_DIRS
+            .iter()
+            .any(|dir| shown == format!("/{dir}/hooks.json"));
+        if !is_hook_file {
+            return Ok(());
+        }
+        hook_check::check_text(&shown, content, |script| {
+            std::fs::symlink_metadata(environment.root().join(script.trim_start_matches('/')))
+                .is_ok()
+        })
+        .map_err(|refused| StoreError::Misplaced {
+            path: shown.clone(),
+            problem: format!("{refused}; nothing was written"),
+        })
     }
 
     /// What remote sources need: the client and the hookbox home.
@@ -453,6 +505,30 @@ impl Drop for Staging {
             let _ = fs::remove_dir_all(&self.path);
         }
     }
+}
+
+/// The error for a hook file refused after `spec`'s sources were staged: at the last source
+/// that wrote it (or `from_environment`, which copied it).
+fn refused_in(spec: &EnvironmentSpec, refused: &hook_check::Refused) -> StoreError {
+    let writer = spec.sources.iter().rposition(|source| {
+        let target = source.target().to_string();
+        let target = target.trim_end_matches('/');
+        refused.file == target || refused.file.starts_with(&format!("{target}/"))
+    });
+    StoreError::Misplaced {
+        path: match writer {
+            Some(index) => format!("$.sources[{index}]"),
+            None => "$.from_environment".to_owned(),
+        },
+        problem: format!("{refused}; nothing was written"),
+    }
+}
+
+/// Adds `dirs` to the `.agents` directories the owner supplied, keeping them in trust order.
+fn add_owner_agents(meta: &mut Metadata, dirs: Vec<String>) {
+    meta.owner_agents.extend(dirs);
+    meta.owner_agents.sort_by_key(String::len);
+    meta.owner_agents.dedup();
 }
 
 /// A random name suffix.

@@ -7,7 +7,8 @@ use crate::decode::Verdict;
 use crate::outcome::HookOutcome;
 use crate::trace::{HandlerResult, TraceEntry};
 
-/// Folds one handler's verdict into `outcome` and records its trace entry.
+/// Folds one handler's verdict into `outcome` and records its trace entry. A shadow-mode
+/// handler's verdict is only recorded (`would_deny`), never folded in.
 ///
 /// Rules (DESIGN §2.2, which the sandbox dialect satisfies trivially): `continue: false` wins
 /// over everything and keeps the first stop reason; deny/block > ask > allow, the first handler
@@ -27,6 +28,15 @@ pub(crate) fn absorb(
     entry.exit_code = verdict.exit_code;
     entry.reason.clone_from(&verdict.reason);
 
+    if binding.shadow {
+        // Shadow mode: record what the handler would have done, change nothing.
+        entry.would_deny = verdict
+            .decision
+            .is_some_and(crate::outcome::Decision::is_blocking)
+            || verdict.stop.is_some();
+        outcome.trace.push(entry);
+        return;
+    }
     if let Some(decision) = verdict.decision {
         entry.result = HandlerResult::Decided(decision);
         let reason = verdict.reason.or_else(|| {

@@ -6,6 +6,19 @@ use crate::event::HookEvent;
 use crate::handler::Handler;
 use crate::matcher::MatcherKind;
 
+/// Who can change the file a binding was declared in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trust {
+    /// The environment's owner (or the operator, or code): the file is out of the model's
+    /// reach. HTTP hooks get the operator's widened network rights.
+    #[default]
+    Owner,
+    /// A file the model can write (e.g. a `/workspace/.agents/hooks.json` no owner supplied):
+    /// its size is bounded and its HTTP hooks go through the strict client only.
+    ModelWritable,
+}
+
 /// Where a binding was declared, for traces and diagnostics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Origin {
@@ -16,6 +29,14 @@ pub struct Origin {
     pub group: Option<String>,
     /// JSON path of the handler inside its source.
     pub json_path: String,
+    /// Who can change the source.
+    #[serde(skip_serializing_if = "is_owner")]
+    pub trust: Trust,
+}
+
+/// Whether `trust` is the default, [`Trust::Owner`] (left out of traces).
+fn is_owner(trust: &Trust) -> bool {
+    *trust == Trust::Owner
 }
 
 /// One handler bound to one event under one matcher.
@@ -31,6 +52,9 @@ pub struct Binding {
     pub handler: crate::handler::Handler,
     /// Where it was declared.
     pub origin: Origin,
+    /// Shadow mode (hookbox extension, `"mode": "shadow"`): the handler runs and a deny is
+    /// recorded as `would_deny`, never enforced.
+    pub shadow: bool,
 }
 
 impl Binding {
@@ -48,6 +72,7 @@ impl Binding {
             matcher_kind,
             handler,
             origin,
+            shadow: false,
         }
     }
 }

@@ -116,6 +116,7 @@ impl Dispatcher {
                     headers: http.headers.clone(),
                     body: payload.to_vec(),
                     timeout: http.timeout,
+                    trust: binding.origin.trust,
                 };
                 match self.runners.http.post(request).await {
                     Ok(reply) => RawReply::Http(reply),

@@ -3,12 +3,33 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::binding::{Binding, Origin};
+use crate::binding::{Binding, Origin, Trust};
 use crate::config::{self, GroupInfo};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::event::{Dialect, HookEvent};
 use crate::handler::{CallbackHandler, Handler};
 use crate::matcher::{MatcherKind, MatcherSet};
+
+/// Largest hook file the model can write that is still read (256 KiB).
+pub const MODEL_FILE_MAX_BYTES: usize = 256 * 1024;
+
+/// Most handlers a hook file the model can write may declare and still be read.
+pub const MODEL_FILE_MAX_HANDLERS: usize = 256;
+
+/// The error for a model-writable hook file ignored for being over a bound.
+fn over_bound(source: &str, message: String) -> Diagnostic {
+    Diagnostic {
+        severity: Severity::Error,
+        source: source.to_owned(),
+        json_path: "$".to_owned(),
+        message,
+        hint: Some(
+            "hook files the model can write are bounded so that a flood cannot make every call \
+             run thousands of hooks; keep it small, or have the environment's owner supply it"
+                .to_owned(),
+        ),
+    }
+}
 
 /// Every binding of every loaded source, compiled for dispatch.
 ///
@@ -132,20 +153,81 @@ impl HookSetBuilder {
     }
 
     /// Loads a config document held in memory; `source` names it in diagnostics and traces.
+    /// Its bindings are [`Trust::Owner`]'s.
     ///
-    /// A sandbox group whose name an earlier source already used replaces that group (the
-    /// later source wins, as with `/.agents/hooks.json` then `/workspace/.agents/hooks.json`),
-    /// with a warning.
+    /// Sources are loaded in trust order (`/.agents/hooks.json`, then
+    /// `/workspace/.agents/hooks.json`) and a later one can only **add** groups: a sandbox
+    /// group whose name an earlier source already defines is ignored, never merged, disabled
+    /// or replaced, with a warning naming both files.
     pub fn load_str(
         &mut self,
         source: &str,
         text: &str,
         dialect: Option<Dialect>,
     ) -> Result<&mut Self, LoadError> {
-        let parsed =
+        self.load_trusted(source, text, dialect, Trust::Owner)
+    }
+
+    /// Loads a document the model can write (e.g. a `/workspace/.agents/hooks.json` that no
+    /// owner supplied), as [`load_str`](Self::load_str) does, but bounded: a document over
+    /// [`MODEL_FILE_MAX_BYTES`] or with more than [`MODEL_FILE_MAX_HANDLERS`] handlers is
+    /// ignored as a whole and reported (an error diagnostic). Its bindings are
+    /// [`Trust::ModelWritable`]: HTTP runners must not widen their network rights for them.
+    pub fn load_model_writable(
+        &mut self,
+        source: &str,
+        text: &str,
+        dialect: Option<Dialect>,
+    ) -> Result<&mut Self, LoadError> {
+        if text.len() > MODEL_FILE_MAX_BYTES {
+            self.diagnostics.push(over_bound(
+                source,
+                format!(
+                    "the file is {} bytes, over the {MODEL_FILE_MAX_BYTES}-byte limit for hook \
+                     files the model can write; it is ignored",
+                    text.len()
+                ),
+            ));
+            return Ok(self);
+        }
+        self.load_trusted(source, text, dialect, Trust::ModelWritable)
+    }
+
+    /// Loads a document whose bindings get `trust`, applying group precedence (and, for
+    /// model-writable documents, the handler bound).
+    fn load_trusted(
+        &mut self,
+        source: &str,
+        text: &str,
+        dialect: Option<Dialect>,
+        trust: Trust,
+    ) -> Result<&mut Self, LoadError> {
+        let mut parsed =
             config::parse(source, text, dialect).map_err(|d| LoadError::Invalid(Box::new(d)))?;
-        for group in &parsed.groups {
-            self.replace_group(source, &group.name);
+        if trust == Trust::ModelWritable && parsed.bindings.len() > MODEL_FILE_MAX_HANDLERS {
+            self.diagnostics.push(over_bound(
+                source,
+                format!(
+                    "the file declares {} handlers, over the limit of {MODEL_FILE_MAX_HANDLERS} \
+                     for hook files the model can write; it is ignored",
+                    parsed.bindings.len()
+                ),
+            ));
+            return Ok(self);
+        }
+        let shadowed = self.shadowed_groups(source, &parsed.groups);
+        parsed.bindings.retain(|binding| {
+            !binding
+                .origin
+                .group
+                .as_ref()
+                .is_some_and(|group| shadowed.contains(group))
+        });
+        parsed
+            .groups
+            .retain(|group| !shadowed.contains(&group.name));
+        for binding in &mut parsed.bindings {
+            binding.origin.trust = trust;
         }
         self.bindings.extend(parsed.bindings);
         self.diagnostics.extend(parsed.diagnostics);
@@ -157,31 +239,34 @@ impl HookSetBuilder {
         Ok(self)
     }
 
-    /// Drops bindings of an earlier sandbox group named `name`, warning that `source` overrides it.
-    fn replace_group(&mut self, source: &str, name: &str) {
-        let Some(earlier) = self
-            .sources
-            .iter()
-            .rev()
-            .find(|summary| summary.groups.iter().any(|group| group.name == name))
-        else {
-            return;
-        };
-        let earlier_source = earlier.source.clone();
-        self.bindings
-            .retain(|binding| binding.origin.group.as_deref() != Some(name));
-        for summary in &mut self.sources {
-            summary.groups.retain(|group| group.name != name);
+    /// The names among `groups` (declared by `source`) that an earlier source already defines,
+    /// each reported: the earlier group stays, the later one is ignored.
+    fn shadowed_groups(&mut self, source: &str, groups: &[GroupInfo]) -> Vec<String> {
+        let mut shadowed = Vec::new();
+        for group in groups {
+            let name = &group.name;
+            let Some(earlier) = self
+                .sources
+                .iter()
+                .find(|summary| summary.groups.iter().any(|known| &known.name == name))
+            else {
+                continue;
+            };
+            self.diagnostics.push(Diagnostic {
+                severity: Severity::Warning,
+                source: source.to_owned(),
+                json_path: format!("$[{}]", serde_json::Value::from(name.as_str())),
+                message: format!(
+                    "group `{name}` is ignored: `{}` already defines a group of that name, and \
+                     a later hook file can only add groups (never replace, disable or merge \
+                     an earlier one)",
+                    earlier.source
+                ),
+                hint: Some("give the group a name of its own to add it".to_owned()),
+            });
+            shadowed.push(name.clone());
         }
-        self.diagnostics.push(Diagnostic {
-            severity: Severity::Warning,
-            source: source.to_owned(),
-            json_path: format!("$[{}]", serde_json::Value::from(name)),
-            message: format!(
-                "group `{name}` replaces the group of the same name in `{earlier_source}`"
-            ),
-            hint: Some("rename one of the groups to keep both".to_owned()),
-        });
+        shadowed
     }
 
     /// Registers an in-process callback on `event` under `matcher` (`None` = all).
@@ -197,6 +282,7 @@ impl HookSetBuilder {
             source: "sdk".to_owned(),
             group: None,
             json_path: format!("$.{event}[{}]", self.bindings.len()),
+            trust: Trust::Owner,
         };
         let binding = Binding::new(
             event,

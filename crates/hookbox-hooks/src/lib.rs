@@ -64,7 +64,7 @@ mod outcome;
 mod runner;
 mod trace;
 
-pub use binding::{Binding, Origin};
+pub use binding::{Binding, Origin, Trust};
 pub use diagnostic::{Diagnostic, Severity};
 pub use dispatch::Dispatcher;
 pub use event::{Dialect, HookEvent};
@@ -72,12 +72,15 @@ pub use handler::{
     CallbackError, CallbackFuture, CallbackHandler, CommandHandler, Handler, HookCallback,
     HttpHandler, OnError,
 };
-pub use hookset::{HookSet, HookSetBuilder, LoadError, SourceSummary};
+pub use hookset::{
+    HookSet, HookSetBuilder, LoadError, MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_HANDLERS,
+    SourceSummary,
+};
 pub use input::{EventInput, SessionContext};
 pub use matcher::{MatcherKind, MatcherSet};
 pub use outcome::{Decision, HookOutcome};
 pub use runner::{
-    CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HostCommandRunner, HttpRequest,
-    HttpRunner, PolicyHttpRunner, Runners,
+    CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HookClients, HostCommandRunner,
+    HttpRequest, HttpRunner, PolicyHttpRunner, Runners, narrowed,
 };
 pub use trace::{Failure, HandlerResult, TraceEntry};

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::binding::Trust;
 use futures_util::future::BoxFuture;
 use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
 use hookbox_net::{ClientOptions, EgressPolicy, GuardedClient, HttpReply, NetError, PostRequest};
@@ -44,6 +45,9 @@ pub struct HttpRequest {
     pub body: Vec<u8>,
     /// Limit for the whole exchange.
     pub timeout: Duration,
+    /// Who can change the file that declared the hook: a model-writable one never gets the
+    /// operator's widened network rights.
+    pub trust: Trust,
 }
 
 /// Delivers HTTP hooks.
@@ -104,17 +108,68 @@ impl HttpRunner for GuardedClient {
 
 /// Delivers HTTP hooks under an environment's `network` policy: only allowlisted hosts, with
 /// the allowlist's `transform` headers injected (secrets never appear in `hooks.json`).
+/// Hooks declared in a model-writable file go through `clients.model_writable`.
 #[derive(Debug, Clone)]
 pub struct PolicyHttpRunner {
-    /// The guarded client (its address rules and trust roots apply too).
-    pub client: GuardedClient,
+    /// The guarded clients (their address rules and trust roots apply too).
+    pub clients: HookClients,
     /// The environment's egress policy.
     pub policy: EgressPolicy,
 }
 
 impl HttpRunner for PolicyHttpRunner {
     fn post(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpReply, NetError>> {
-        deliver(&self.client, &self.policy, request)
+        deliver(self.clients.for_trust(request.trust), &self.policy, request)
+    }
+}
+
+/// The two clients HTTP hooks of an environment use: the operator's (possibly widened:
+/// loopback, private ranges, credentials) for the owner's hooks, and a narrow one for hooks
+/// the model could have written.
+#[derive(Debug, Clone)]
+pub struct HookClients {
+    /// For [`Trust::Owner`] hooks.
+    pub owner: GuardedClient,
+    /// For [`Trust::ModelWritable`] hooks: never loopback, private ranges or credentials.
+    pub model_writable: GuardedClient,
+}
+
+impl HookClients {
+    /// The owner's client built from `options`, and the model-writable one from
+    /// [`narrowed`]`(options)`.
+    pub fn new(options: &ClientOptions) -> Result<Self, NetError> {
+        Ok(Self {
+            owner: GuardedClient::new(options)?,
+            model_writable: GuardedClient::new(&narrowed(options))?,
+        })
+    }
+
+    /// `owner` for the owner's hooks and a strict client (the default options) for the others.
+    pub fn with_strict_fallback(owner: GuardedClient) -> Result<Self, NetError> {
+        Ok(Self {
+            owner,
+            model_writable: GuardedClient::new(&ClientOptions::default())?,
+        })
+    }
+
+    /// The client for hooks declared in a file of `trust`.
+    pub fn for_trust(&self, trust: Trust) -> &GuardedClient {
+        match trust {
+            Trust::Owner => &self.owner,
+            Trust::ModelWritable => &self.model_writable,
+        }
+    }
+}
+
+/// `options` without what widens a client beyond public HTTPS: no loopback, no private ranges,
+/// no credentials, HTTPS only (trust roots and static name overrides are kept).
+pub fn narrowed(options: &ClientOptions) -> ClientOptions {
+    ClientOptions {
+        permit_loopback: false,
+        allow_private_cidrs: Vec::new(),
+        credentials: None,
+        https_only: true,
+        ..options.clone()
     }
 }
 

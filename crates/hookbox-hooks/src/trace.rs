@@ -40,7 +40,8 @@ pub enum Failure {
         /// The signal number.
         signal: i32,
     },
-    /// The reply exceeded the output limit and was cut, so it cannot be trusted.
+    /// The reply exceeded the output limit and was cut, so it cannot be trusted: on an event
+    /// that can block, it blocks (a cut answer is never an allow).
     OutputTruncated,
     /// Nothing was printed (or the HTTP body was empty).
     EmptyOutput,
@@ -140,6 +141,10 @@ pub struct TraceEntry {
     /// Whether `on_error: "deny"` turned a failure into a deny.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub failed_closed: bool,
+    /// Shadow mode: the handler denied (or blocked), which was recorded here (with `reason`)
+    /// and not enforced.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub would_deny: bool,
     /// Reply fields the dialect does not define, or that this event does not use (ignored).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignored_fields: Vec<String>,
@@ -164,6 +169,7 @@ impl TraceEntry {
             reason: None,
             failure: None,
             failed_closed: false,
+            would_deny: false,
             ignored_fields: Vec::new(),
             exit_code: None,
             duration: Duration::ZERO,

@@ -355,6 +355,15 @@ async fn chunk_inner(
     let written = blocking(move || {
         let mut file = File::open(&staging)
             .map_err(|err| ApiError::internal("cannot reopen the staged upload", &err))?;
+        // A hook file is refused before anything is written if it would fail silently.
+        if target.trim_end_matches('/').ends_with(".agents/hooks.json") {
+            let mut content = Vec::new();
+            file.read_to_end(&mut content)
+                .map_err(|err| ApiError::internal("cannot read the staged upload", &err))?;
+            hookbox_env::Environments::check_owner_file(&environment, &target, &content)?;
+            file = File::open(&staging)
+                .map_err(|err| ApiError::internal("cannot reopen the staged upload", &err))?;
+        }
         Ok(EnvironmentFiles::open(&environment)?.write(
             &target,
             &mut file as &mut dyn Read,
@@ -364,6 +373,11 @@ async fn chunk_inner(
     .await;
     state.uploads.remove(upload_id, &mut session);
     let file = written.map_err(fatal)?;
+    // An upload into `.agents` makes that directory the owner's (read-only to the model).
+    state
+        .environments
+        .record_owner_write(id, &file.path)
+        .map_err(|err| fatal(err.into()))?;
     tracing::info!(environment = id, path = file.path, "upload finished");
     let mut response = Json(json!({ "files": [file] })).into_response();
     add_progress(&mut response, &session, "final");

@@ -210,7 +210,7 @@ pub struct InteractionService {
     config: ServiceConfig,
     store: Arc<dyn Store>,
     environments: Environments,
-    http: Arc<hookbox_net::GuardedClient>,
+    http: hookbox_hooks::HookClients,
     /// The models' client, built once: building one loads the system's trust roots.
     model_http: hookbox_net::GuardedClient,
     /// The sandboxes' egress proxy ([`ServiceConfig::egress_proxy`]).
@@ -238,8 +238,8 @@ impl InteractionService {
             .map_err(|err| ServiceError::internal("cannot open the interaction store", &err))?;
         let environments = Environments::open_with_network(home, &config.hook_http)?
             .with_host_sources(config.allow_host_sources);
-        let http = hookbox_net::GuardedClient::new(&config.hook_http)
-            .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP client", &err))?;
+        let http = hookbox_hooks::HookClients::new(&config.hook_http)
+            .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP clients", &err))?;
         let model_http = hookbox_net::GuardedClient::new(&crate::model::client_options())
             .map_err(|err| ServiceError::internal("cannot build the models' HTTP client", &err))?;
         let egress = match &config.egress_proxy {
@@ -253,7 +253,7 @@ impl InteractionService {
             config,
             store: Arc::new(store),
             environments,
-            http: Arc::new(http),
+            http,
             model_http,
             runs: Mutex::new(HashMap::new()),
             live: Arc::new(Mutex::new(HashMap::new())),
@@ -402,10 +402,10 @@ impl InteractionService {
         &self,
         environment: &Environment,
     ) -> Result<SandboxTools, crate::tool_call::ToolCallError> {
-        let tools = SandboxTools::new(
+        let tools = SandboxTools::with_hook_clients(
             environment.clone(),
             self.config.isolation,
-            (*self.http).clone(),
+            self.http.clone(),
         )?;
         match &self.egress {
             Some(proxy) => tools.with_egress(

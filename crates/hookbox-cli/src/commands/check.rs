@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use hookbox_hooks::{Diagnostic, HookSet, LoadError, Severity};
+use hookbox_hooks::{Diagnostic, Dialect, HookSet, LoadError, Severity};
 use serde_json::{Value, json};
 
 use crate::cli::CheckArgs;
@@ -64,6 +64,8 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             }
         })
         .collect();
+    let mut reports = reports;
+    add_precedence(&mut reports, args);
     let valid = reports.iter().all(FileReport::valid);
     if args.json {
         let files: Vec<Value> = reports.iter().map(report_json).collect();
@@ -72,6 +74,41 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         render::print_text(&reports.iter().map(report_text).collect::<String>())?;
     }
     Ok(ExitCode::from(if valid { 0 } else { 1 }))
+}
+
+/// Adds to each sandbox-dialect file's report what loading the files together, in the order
+/// given (the trust order, e.g. `/.agents/hooks.json` then `/workspace/.agents/hooks.json`),
+/// says about it: a group that an earlier file already defines is ignored.
+fn add_precedence(reports: &mut [FileReport], args: &CheckArgs) {
+    let sandbox: Vec<usize> = (0..reports.len())
+        .filter(|&index| {
+            reports[index].hooks.as_ref().is_some_and(|hooks| {
+                hooks
+                    .sources()
+                    .first()
+                    .is_some_and(|source| source.dialect == Dialect::Sandbox)
+            })
+        })
+        .collect();
+    if sandbox.len() < 2 {
+        return;
+    }
+    let mut together = HookSet::builder();
+    for &index in &sandbox {
+        // Each loaded alone a moment ago; a failure now only means no precedence report.
+        let _ = together.load_file(&args.paths[index], Some(Dialect::Sandbox));
+    }
+    let together = together.build();
+    for &index in &sandbox {
+        let report = &mut reports[index];
+        let added: Vec<Diagnostic> = together
+            .diagnostics()
+            .iter()
+            .filter(|d| d.source == report.path && !report.diagnostics.contains(d))
+            .cloned()
+            .collect();
+        report.diagnostics.extend(added);
+    }
 }
 
 fn report_json(report: &FileReport) -> Value {

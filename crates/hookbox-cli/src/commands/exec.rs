@@ -33,8 +33,8 @@ pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
     let file = config::read(args.config.as_deref(), &home)?;
     let hook_http = file.hook_client_options(Some(&home))?;
     let environment = store()?.get(&args.environment)?;
-    let http = hookbox_net::GuardedClient::new(&hook_http)
-        .context("cannot build the HTTP hooks' client")?;
+    let http = hookbox_hooks::HookClients::new(&hook_http)
+        .context("cannot build the HTTP hooks' clients")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -48,7 +48,8 @@ pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
         .credentials
         .as_ref()
         .map(hookbox_net::SharedCredentials::source);
-    let tools = SandboxTools::new(environment, isolation, http)?.with_egress(proxy, credentials)?;
+    let tools = SandboxTools::with_hook_clients(environment, isolation, http)?
+        .with_egress(proxy, credentials)?;
     let report = runtime.block_on(tools.call(&args.tool, tool_args, None))?;
     for diagnostic in &report.diagnostics {
         render::print_error(&format!("{diagnostic}\n"));

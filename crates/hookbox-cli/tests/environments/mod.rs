@@ -309,3 +309,65 @@ fn bad_input_exits_1_and_writes_nothing() {
         );
     }
 }
+
+#[test]
+fn a_hook_file_that_would_fail_silently_is_refused_at_create() {
+    let home = tempfile::tempdir().expect("home");
+    let hooks = json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution",
+        "hooks": [{"type": "command", "command": "python3 /.agents/hooks-scripts/gate.py"}]}]}});
+    let spec = json!({"sources": [
+        {"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}
+    ]});
+    let output = hookbox_in(
+        home.path(),
+        &["env", "create", "--spec", "-"],
+        spec.to_string().as_bytes(),
+    );
+    assert_eq!(code(&output), 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for phrase in [
+        "$.sources[0]",
+        "/.agents/hooks.json",
+        "$.gate.pre_tool_execution[0].hooks[0].command",
+        "/.agents/hooks-scripts/gate.py",
+    ] {
+        assert!(stderr.contains(phrase), "{stderr} lacks {phrase}");
+    }
+    let list = hookbox_in(home.path(), &["env", "list", "--json"], b"");
+    assert_eq!(stdout_json(&list), json!([]));
+}
+
+#[test]
+fn the_agent_cannot_modify_owner_supplied_workspace_hooks() {
+    let home = tempfile::tempdir().expect("home");
+    let hooks = std::fs::read_to_string(seeds().join("security-gate.hooks.json")).expect("seed");
+    let gate = std::fs::read_to_string(seeds().join("gate.py")).expect("seed");
+    let id = create(
+        home.path(),
+        &json!({"sources": [
+            {"type": "inline", "target": "workspace/.agents/hooks.json", "content": hooks.replace("/.agents/hooks-scripts/", "/workspace/.agents/")},
+            {"type": "inline", "target": "workspace/.agents/gate.py", "content": gate}
+        ]}),
+    );
+    let write = exec(
+        home.path(),
+        &id,
+        "write_file",
+        &json!({"path": ".agents/hooks.json", "content": "{}"}),
+    );
+    assert_eq!(code(&write), 3);
+    let shell = exec(
+        home.path(),
+        &id,
+        "code_execution",
+        &json!({"code": "echo '{}' > /workspace/.agents/hooks.json", "language": "bash"}),
+    );
+    assert_eq!(code(&shell), 3);
+    let denied = exec(
+        home.path(),
+        &id,
+        "code_execution",
+        &json!({"code": "rm -rf /", "language": "bash"}),
+    );
+    assert_eq!(code(&denied), 2);
+}

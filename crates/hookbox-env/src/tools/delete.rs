@@ -23,6 +23,7 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
         .area
         .open_dir(target.parent)
         .map_err(|errno| target.error(TOOL, "open the directory of", errno))?;
+    tools.refuse_protected(TOOL, &target, &parent, Some(target.name))?;
     match fs::unlinkat(&parent, target.name, AtFlags::empty()) {
         Ok(()) => Ok(json!({ "path": path.to_string(), "deleted": true })),
         Err(Errno::ISDIR | Errno::PERM) if is_dir(&parent, target.name) => {

@@ -5,6 +5,7 @@ use std::path::Path;
 use rustix::io::Errno;
 use serde_json::Value;
 
+use crate::agents::{self, WORKSPACE_AGENTS};
 use crate::confined::Confined;
 use crate::environment::Environment;
 use crate::sandbox_path::{AGENTS, SandboxPath, WORKSPACE};
@@ -28,15 +29,23 @@ use crate::tools::{delete, list, read, write};
 pub struct FileTools {
     root: Confined,
     agents_writable: bool,
+    /// Whether `/workspace/.agents` is the owner's and read-only to the model.
+    protect_workspace_agents: bool,
 }
 
 impl FileTools {
     /// The names of the tools, as models call them.
     pub const NAMES: [&'static str; 4] = ["read_file", "write_file", "list_files", "delete_file"];
 
-    /// The tools of `environment`.
+    /// The tools of `environment`; an owner-supplied `/workspace/.agents` is read-only to them
+    /// unless the environment sets `agents_writable`.
     pub fn for_environment(environment: &Environment) -> Result<Self, ToolError> {
-        Self::open(environment.root(), environment.agents_writable())
+        let mut tools = Self::open(environment.root(), environment.agents_writable())?;
+        tools.protect_workspace_agents = environment
+            .protected_agents_dirs()
+            .iter()
+            .any(|dir| dir == "/workspace/.agents");
+        Ok(tools)
     }
 
     /// The tools over the environment root `root` (a host directory hookbox owns).
@@ -50,6 +59,7 @@ impl FileTools {
         Ok(Self {
             root,
             agents_writable,
+            protect_workspace_agents: false,
         })
     }
 
@@ -153,17 +163,75 @@ impl FileTools {
                 hint: "name a file inside it",
             });
         };
+        let protected_by_name = top == WORKSPACE
+            && path.components().get(1).map(String::as_str) == Some(WORKSPACE_AGENTS);
+        if self.protect_workspace_agents && protected_by_name {
+            return Err(protected(tool, path));
+        }
         let area = self
             .root
             .exactly_beneath(top)
             .map_err(|errno| errno_at(tool, "open", path, top, errno))?;
-        Ok(Writable {
+        let writable = Writable {
             area,
             top: top.to_owned(),
             parent,
             name,
             path,
-        })
+        };
+        // The deepest directory that exists already, before anything is created below it.
+        let existing = (0..=parent.len()).rev().find_map(|depth| {
+            writable
+                .area
+                .open_dir(&parent[..depth])
+                .ok()
+                .map(|fd| (depth, fd))
+        });
+        if let Some((depth, dir)) = existing {
+            let name = (depth == parent.len()).then_some(name.as_str());
+            self.refuse_protected(tool, &writable, &dir, name)?;
+        }
+        Ok(writable)
+    }
+
+    /// Refuses `target` when the directory `dir` on its way (its parent, or the deepest
+    /// existing ancestor) is, or lies in, the owner's `/workspace/.agents`, or when `name` in
+    /// `dir` is that directory itself, however the path got there (links, `..`).
+    pub(crate) fn refuse_protected(
+        &self,
+        tool: &'static str,
+        target: &Writable<'_>,
+        dir: &std::os::fd::OwnedFd,
+        name: Option<&str>,
+    ) -> Result<(), ToolError> {
+        if !self.protect_workspace_agents || target.top != WORKSPACE {
+            return Ok(());
+        }
+        let inspect = |errno| target.error(tool, "inspect", errno);
+        let agents = match target.area.open_dir(&[WORKSPACE_AGENTS.to_owned()]) {
+            Ok(agents) => agents,
+            Err(Errno::NOENT | Errno::NOTDIR) => return Ok(()),
+            Err(errno) => return Err(inspect(errno)),
+        };
+        let area = target.area.open_dir(&[]).map_err(inspect)?;
+        let itself = match name {
+            Some(name) => agents::is_itself(dir, name, &agents).map_err(inspect)?,
+            None => false,
+        };
+        if itself || agents::is_inside(&area, &agents, dir).map_err(inspect)? {
+            return Err(protected(tool, target.path));
+        }
+        Ok(())
+    }
+}
+
+/// The error for a write or delete in the owner's `/workspace/.agents`.
+fn protected(tool: &'static str, path: &SandboxPath) -> ToolError {
+    ToolError::ReadOnly {
+        tool,
+        path: path.to_string(),
+        writable: "/workspace outside /workspace/.agents (the environment owner's hook \
+                   configuration, which only the owner changes, through the Environments API)",
     }
 }
 

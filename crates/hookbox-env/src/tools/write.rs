@@ -50,6 +50,8 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
         .area
         .make_dirs(target.parent)
         .map_err(|errno| target.error(TOOL, "create the parent directories of", errno))?;
+    // Again on the directory actually opened: a link swapped in meanwhile changes nothing.
+    tools.refuse_protected(TOOL, &target, &parent, Some(target.name))?;
     let mode = match confined::entry(&parent, target.name) {
         Ok(Some(stat)) if confined::kind(&stat) == FileType::Directory => {
             return Err(ToolError::IsDirectory {

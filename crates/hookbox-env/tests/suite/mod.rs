@@ -12,6 +12,8 @@ mod file_tools;
 mod gcs;
 /// What the host runs later (`.claude`, `.git`, `.agents`, hook scripts) stays read-only.
 mod protect;
+/// Hook files refused at create and update (issue 10).
+mod hook_files;
 /// F3: a directory swapped for a symlink while reads run.
 mod races;
 /// Repository sources cloned from a local git repository.

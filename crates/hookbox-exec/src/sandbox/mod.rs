@@ -69,7 +69,9 @@ pub struct Sandbox {
     /// `workspace` must exist in it; it is mounted read-write at `/workspace`. `None` for a
     /// sandbox made only of [`Sandbox::binds`] (see [`Sandbox::over_directory`]).
     pub root: Option<PathBuf>,
-    /// Top-level entries of `root` that are mounted read-only (by default `.agents`).
+    /// Entries of `root` that are mounted read-only (by default `.agents`): top-level names, or
+    /// `/`-separated paths below a top-level directory (such as `workspace/.agents`), which
+    /// are bound read-only over themselves; such a path must exist and not be a symlink.
     pub read_only: Vec<String>,
     /// Host directories (or files) bound at paths of their own inside, besides `root`.
     pub binds: Vec<Bind>,
@@ -493,6 +495,35 @@ pub(crate) fn prepare(
                 if kind.is_dir() { all } else { file_all },
             ));
         }
+    }
+    // Read-only directories below a top-level entry (e.g. `workspace/.agents`): bound over
+    // themselves, read-only, on top of that entry. A missing one or a symlink fails the run.
+    for nested in sandbox.read_only.iter().filter(|ro| ro.contains('/')) {
+        let Some(root) = &root else { break };
+        let bad = |reason: &str| IsolationError::Bind {
+            path: PathBuf::from(nested),
+            reason: reason.to_owned(),
+        };
+        let names: Vec<&str> = nested.split('/').collect();
+        if names.iter().any(|name| matches!(*name, "" | "." | "..")) {
+            return Err(bad(
+                "a read-only path is relative, without `.`, `..` or empty parts",
+            ));
+        }
+        if !entries
+            .iter()
+            .any(|(name, kind)| name == names[0] && kind.is_dir())
+        {
+            return Err(bad(
+                "a read-only path must lie in a directory of the sandbox root",
+            ));
+        }
+        ops.push(Op::Bind {
+            src: join("/oldroot", &root.join(nested))?,
+            dst: cstring(format!("/newroot/{nested}"))?,
+            read_only: true,
+            copy_link: false,
+        });
     }
     let memory = sandbox.limits.memory_bytes.max(1024 * 1024);
     ops.extend([

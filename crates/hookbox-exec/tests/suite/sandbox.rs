@@ -445,6 +445,52 @@ async fn symlinked_entries_are_not_followed() {
     assert!(out.contains("No such file"), "{out}");
 }
 
+#[tokio::test]
+async fn a_nested_read_only_directory_is_read_only_inside_a_writable_entry() {
+    let _guard = shared().await;
+    let root = Root::new();
+    std::fs::create_dir(root.path().join("workspace/.agents")).unwrap();
+    std::fs::write(root.path().join("workspace/.agents/hooks.json"), "{}").unwrap();
+    let mut sandbox = root.sandbox();
+    sandbox.read_only.push("workspace/.agents".into());
+    let script = "for try in 'echo x > /workspace/.agents/hooks.json' 'rm -rf /workspace/.agents' \
+                  'mv /workspace/.agents /workspace/moved' 'touch /workspace/.agents/new' \
+                  'ln -s /tmp /workspace/.agents/link'; do sh -c \"$try\" 2>/dev/null && echo \"ALLOWED $try\"; done; \
+                  echo ok > /workspace/elsewhere";
+    let out = run(&spec(sandbox.clone(), script, Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(out.exit, ExitKind::Exited(0), "{}", out.stderr.to_text());
+    assert!(
+        !out.stdout.to_text().contains("ALLOWED"),
+        "{}",
+        out.stdout.to_text()
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("workspace/.agents/hooks.json")).unwrap(),
+        "{}"
+    );
+    assert!(root.path().join("workspace/elsewhere").exists());
+
+    for bad in ["workspace/../etc", "workspace//x", "nothere/.agents"] {
+        let mut sandbox = root.sandbox();
+        sandbox.read_only.push(bad.into());
+        let error = run(&spec(sandbox, "true", Duration::from_secs(5)))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ExecError::Isolation {
+                    source: IsolationError::Bind { .. },
+                    ..
+                }
+            ),
+            "{bad}: {error:?}"
+        );
+    }
+}
+
 /// A user to run the test binary as, created when we are root and `useradd` exists.
 #[expect(clippy::disallowed_methods, reason = "test setup, not a sandboxed run")]
 fn unprivileged_user() -> Result<String, String> {

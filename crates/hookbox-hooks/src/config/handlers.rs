@@ -45,7 +45,7 @@ pub(super) fn read(
         Some(value) => timeout::read(report, value, &path.key("timeout"), context.dialect),
         None => Some(context.default_timeout),
     };
-    let on_error = read_on_error(report, handler, path, context.event);
+    let on_error = read_on_error(report, handler, path, context);
     match kind {
         Kind::Command => {
             let command = read_command(report, handler, path);
@@ -225,7 +225,8 @@ fn vet_keys(
     dialect: Dialect,
 ) {
     for (key, value) in handler {
-        if kind.fields().contains(&key.as_str()) {
+        let claude_on_failure = key == ON_FAILURE && dialect == Dialect::Sdk;
+        if kind.fields().contains(&key.as_str()) || claude_on_failure {
             continue;
         }
         let at = path.key(key);
@@ -262,13 +263,47 @@ fn vet_keys(
     }
 }
 
-/// The handler's `on_error` (default `allow`), warning when `event` cannot block anyway.
+/// Claude Code's handler field for the failure policy (`"continue"` or `"block"`).
+const ON_FAILURE: &str = "onFailure";
+
+/// The handler's `on_error` (default `allow`), or in the SDK dialect Claude's `onFailure`
+/// (`"block"` is `on_error: "deny"`), warning when the event cannot block anyway.
 fn read_on_error(
     report: &mut Report,
     handler: &Map<String, Value>,
     path: &JsonPath,
-    event: HookEvent,
+    context: Context,
 ) -> OnError {
+    let event = context.event;
+    if let (Some(value), Dialect::Sdk) = (handler.get(ON_FAILURE), context.dialect) {
+        let at = path.key(ON_FAILURE);
+        let on_error = match report.string(value, &at) {
+            Some("continue") => Some(OnError::Allow),
+            Some("block") => Some(OnError::Deny),
+            Some(other) => {
+                report.error(
+                    &at,
+                    format!("unknown `onFailure` value `{other}`; `continue` is used"),
+                    Some(
+                        "`onFailure` is `continue` (fail open, the default) or `block` (fail \
+                         closed: a crash, timeout or unreadable reply blocks)"
+                            .to_owned(),
+                    ),
+                );
+                None
+            }
+            None => None,
+        };
+        if handler.contains_key("on_error") {
+            report.error(
+                &path.key("on_error"),
+                "both `on_error` and `onFailure` are set; `onFailure` is used",
+                Some("keep one of them".to_owned()),
+            );
+        }
+        warn_if_cannot_block(report, &at, on_error.is_some(), event);
+        return on_error.unwrap_or_default();
+    }
     let Some(value) = handler.get("on_error") else {
         return OnError::default();
     };
@@ -290,14 +325,21 @@ fn read_on_error(
         }
         None => None,
     };
-    if on_error.is_some() && !event.can_block() {
+    warn_if_cannot_block(report, &at, on_error.is_some(), event);
+    on_error.unwrap_or_default()
+}
+
+/// Warns that the failure policy at `path` (when `set`) has no effect on `event`.
+fn warn_if_cannot_block(report: &mut Report, path: &JsonPath, set: bool, event: HookEvent) {
+    if set && !event.can_block() {
+        let key = path.to_string();
+        let key = key.rsplit('.').next().unwrap_or("on_error").to_owned();
         report.warning(
-            &at,
-            format!("`on_error` has no effect here: {event} hooks cannot block"),
-            Some("remove `on_error`".to_owned()),
+            path,
+            format!("`{key}` has no effect here: {event} hooks cannot block"),
+            Some(format!("remove `{key}`")),
         );
     }
-    on_error.unwrap_or_default()
 }
 
 /// A command handler's `command`, or `None` with an error.
@@ -349,6 +391,19 @@ fn read_url(report: &mut Report, handler: &Map<String, Value>, path: &JsonPath) 
             hint(),
         );
         return None;
+    }
+    if !url.to_ascii_lowercase().starts_with("https://") {
+        report.error(
+            &at,
+            format!(
+                "`{url}` is a plain http:// URL: hookbox sends hook events over HTTPS only, so \
+                 this hook fails at run time (open, unless it fails closed)"
+            ),
+            Some(format!(
+                "use https://{}",
+                url.get("http://".len()..).unwrap_or_default()
+            )),
+        );
     }
     Some(url.to_owned())
 }

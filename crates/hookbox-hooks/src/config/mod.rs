@@ -18,6 +18,7 @@ mod detect;
 mod document;
 mod handlers;
 mod headers;
+mod mode;
 mod path;
 mod report;
 mod rule;

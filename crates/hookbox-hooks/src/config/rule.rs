@@ -10,10 +10,11 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::handlers::{self, Context};
+use super::mode;
 use super::path::JsonPath;
 use super::report::Report;
 use super::timeout;
-use crate::binding::{Binding, Origin};
+use crate::binding::{Binding, Origin, Trust};
 use crate::event::{Dialect, HookEvent};
 use crate::handler::Handler;
 use crate::matcher::{MatcherKind, MatcherSet, compile};
@@ -91,6 +92,10 @@ fn read(report: &mut Report, value: &Value, path: &JsonPath, scope: Scope<'_>) -
         default_timeout: default_timeout.unwrap_or_default(),
     };
     let handlers = read_handlers(report, rule, path, context);
+    let shadow = match (rule.get("mode"), scope.dialect) {
+        (Some(value), Dialect::Sdk) => mode::is_shadow(report, value, &path.key("mode")),
+        _ => false,
+    };
     let (Some(matcher), Some(_)) = (matcher, default_timeout) else {
         return Vec::new();
     };
@@ -101,8 +106,11 @@ fn read(report: &mut Report, value: &Value, path: &JsonPath, scope: Scope<'_>) -
                 source: report.source().to_owned(),
                 group: scope.group.map(str::to_owned),
                 json_path: at.to_string(),
+                trust: Trust::Owner,
             };
-            Binding::new(scope.event, matcher.clone(), handler, origin)
+            let mut binding = Binding::new(scope.event, matcher.clone(), handler, origin);
+            binding.shadow = shadow;
+            binding
         })
         .collect()
 }
@@ -111,7 +119,7 @@ fn read(report: &mut Report, value: &Value, path: &JsonPath, scope: Scope<'_>) -
 fn vet_keys(report: &mut Report, rule: &Map<String, Value>, path: &JsonPath, dialect: Dialect) {
     let known: &[&str] = match dialect {
         Dialect::Sandbox => &["matcher", "hooks"],
-        Dialect::Sdk => &["matcher", "timeout", "hooks"],
+        Dialect::Sdk => &["matcher", "timeout", "hooks", "mode"],
     };
     for key in rule.keys().filter(|key| !known.contains(&key.as_str())) {
         let at = path.key(key);

@@ -7,6 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::GroupInfo;
+use super::mode;
 use super::path::JsonPath;
 use super::report::Report;
 use super::rule::{self, Scope};
@@ -16,7 +17,12 @@ use crate::binding::Binding;
 use crate::event::{Dialect, HookEvent};
 
 /// The keys of a group.
-pub(super) const GROUP_KEYS: [&str; 3] = ["enabled", "pre_tool_execution", "post_tool_execution"];
+pub(super) const GROUP_KEYS: [&str; 4] = [
+    "enabled",
+    "pre_tool_execution",
+    "post_tool_execution",
+    "mode",
+];
 
 /// The groups and the enabled groups' bindings of a sandbox-dialect document.
 pub(super) fn read(
@@ -50,12 +56,17 @@ fn read_group(
     path: &JsonPath,
 ) -> (bool, Vec<Binding>) {
     let mut enabled = true;
+    let mut shadow = false;
     let mut bindings = Vec::new();
     for (key, value) in group {
         let at = path.key(key);
         let event = match key.as_str() {
             "enabled" => {
                 enabled = report.boolean(value, &at).unwrap_or(enabled);
+                continue;
+            }
+            "mode" => {
+                shadow = mode::is_shadow(report, value, &at);
                 continue;
             }
             "pre_tool_execution" => HookEvent::PreToolExecution,
@@ -76,6 +87,9 @@ fn read_group(
         };
         bindings.extend(rule::read_list(report, value, &at, scope));
     }
+    for binding in &mut bindings {
+        binding.shadow = shadow;
+    }
     (enabled, bindings)
 }
 
@@ -85,7 +99,7 @@ fn report_sdk_event(report: &mut Report, path: &JsonPath, name: &str) {
         "`{name}` is an event of Claude-style settings; this file is in the sandbox dialect \
          (.agents/hooks.json), whose events are `pre_tool_execution` and `post_tool_execution`"
     );
-    if let Some(event) = did_you_mean(name, GROUP_KEYS[1..].iter().copied()) {
+    if let Some(event) = did_you_mean(name, GROUP_KEYS[1..3].iter().copied()) {
         hint.push_str(&format!(": did you mean `{event}`?"));
     }
     report.error(

@@ -57,6 +57,22 @@ pub(crate) fn decode(event: HookEvent, binding: &Binding, raw: RawReply) -> Verd
         Dialect::Sandbox => sandbox::decode(event, binding, raw),
         Dialect::Sdk => sdk::decode(event, binding, raw),
     };
+    if verdict.failure == Some(Failure::OutputTruncated)
+        && verdict.decision.is_none()
+        && event.can_block()
+    {
+        // The reply was cut at the capture cap: whatever it said past the cut is unknown, and
+        // a gate that echoes its input would otherwise be defeated by a large input.
+        verdict.decision = Some(blocking_decision(event));
+        verdict.failed_closed = true;
+        verdict.reason = Some(format!(
+            "hook `{}` answered with more than {} bytes, so its answer was cut; a cut answer \
+             is never an allow",
+            binding.handler.label(),
+            crate::runner::HANDLER_OUTPUT_LIMIT
+        ));
+        return verdict;
+    }
     if verdict.failure.is_some() && verdict.decision.is_none() && fails_closed(event, binding) {
         let failure = verdict
             .failure
@@ -208,6 +224,7 @@ mod tests {
             source: "prop".into(),
             group: None,
             json_path: "$".into(),
+            trust: crate::binding::Trust::Owner,
         };
         Binding::new(event, None, handler, origin)
     }

@@ -143,14 +143,17 @@ async fn killed_by_a_signal_allows() {
 }
 
 #[tokio::test]
-async fn truncated_output_allows() {
-    // 2 MiB of spaces then a deny: valid JSON after the cap, but the reply was cut.
+async fn truncated_output_denies() {
+    // 2 MiB of spaces then a deny: valid JSON after the cap, but the reply was cut, and a cut
+    // answer is never an allow (issue 10; this used to fail open).
     let outcome = gate(
         &format!("head -c 2097152 /dev/zero | tr '\\0' ' '; {DENY}"),
         10,
     )
     .await;
-    assert_fail_open(&outcome, &Failure::OutputTruncated);
+    assert_eq!(outcome.decision, Decision::Deny, "{outcome:#?}");
+    assert_eq!(outcome.trace[0].failure, Some(Failure::OutputTruncated));
+    assert!(outcome.trace[0].failed_closed);
 }
 
 #[tokio::test]

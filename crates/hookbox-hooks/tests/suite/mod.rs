@@ -15,6 +15,8 @@ mod fail_open;
 mod http;
 /// The matcher table of DESIGN §2.1 and the seeds.
 mod matchers;
+/// The policy the model cannot change (issue 10): precedence, cut answers, bounds, shadow.
+mod policy;
 /// Floods, hangs, grandchildren, and 1,000 misbehaving dispatches without leaks.
 mod robustness;
 /// The seeds' own scripts and hooks.json files.

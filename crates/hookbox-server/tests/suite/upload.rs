@@ -246,3 +246,62 @@ async fn chunks_larger_than_the_body_limit_get_413() {
     assert_eq!(reply.status, 413);
     reply.error_code();
 }
+
+/// Uploads `content` to `path` in one chunk and returns the finalizing reply.
+async fn upload_whole(api: &Api, id: &str, path: &str, content: &[u8]) -> Reply {
+    let url = session_path(api, &start(api, id, path, content.len(), "").await);
+    chunk(api, &url, "upload, finalize", 0, content).await
+}
+
+#[tokio::test]
+async fn a_hook_file_that_would_fail_silently_is_refused_and_nothing_is_written() {
+    let api = Api::start().await;
+    let id = empty(&api).await;
+    let hooks = json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution",
+        "hooks": [{"type": "command", "command": "python3 /.agents/gate.py"}]}]}});
+    let reply = upload_whole(
+        &api,
+        &id,
+        ".agents/hooks.json",
+        hooks.to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(reply.status, 400, "{:?}", reply.body);
+    let message = reply.message();
+    assert!(message.contains("/.agents/hooks.json"), "{message}");
+    assert!(
+        message.contains("$.gate.pre_tool_execution[0].hooks[0].command"),
+        "{message}"
+    );
+    assert!(message.contains("/.agents/gate.py"), "{message}");
+    assert!(!api.root(&id).join(".agents/hooks.json").exists());
+    // With the script uploaded first, the same file is accepted.
+    assert_eq!(
+        upload_whole(&api, &id, ".agents/gate.py", b"print()")
+            .await
+            .status,
+        200
+    );
+    let reply = upload_whole(
+        &api,
+        &id,
+        ".agents/hooks.json",
+        hooks.to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+}
+
+#[tokio::test]
+async fn an_upload_into_workspace_agents_makes_it_the_owners() {
+    let api = Api::start().await;
+    let id = empty(&api).await;
+    let reply = upload_whole(&api, &id, "workspace/.agents/hooks.json", b"{}").await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let environment = api.get(&format!("/v1/environments/{id}")).await.json();
+    assert_eq!(
+        environment["owner_agents"],
+        json!(["/workspace/.agents"]),
+        "{environment}"
+    );
+}

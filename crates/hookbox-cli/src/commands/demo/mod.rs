@@ -220,8 +220,8 @@ fn agent_over(
     hook_http: &hookbox_net::ClientOptions,
     proxy: &hookbox_net::EgressProxy,
 ) -> anyhow::Result<Agent> {
-    let http = hookbox_net::GuardedClient::new(hook_http)?;
-    let tools = SandboxTools::new(environment.clone(), Isolation::Sandboxed, http)?
+    let http = hookbox_hooks::HookClients::new(hook_http)?;
+    let tools = SandboxTools::with_hook_clients(environment.clone(), Isolation::Sandboxed, http)?
         .with_egress(proxy.clone(), None)?;
     Ok(Agent {
         model,

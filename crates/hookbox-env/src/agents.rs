@@ -1,0 +1,90 @@
+//! The `.agents` directories hooks are discovered in, and which of them are the owner's.
+//!
+//! An environment's owner supplies `/.agents` and `/workspace/.agents` through sources,
+//! updates and uploads; those are recorded in the environment's metadata and, unless the
+//! environment sets `agents_writable`, are read-only to the model: bound read-only in the
+//! sandbox and refused by the file tools wherever a path leads (`..`, symlinks, trailing
+//! slashes), checked by the directory's identity, not its name.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+use rustix::fs::{self, Mode, OFlags};
+use rustix::io::Errno;
+
+/// The `.agents` directories hooks are discovered in, relative to `/`, in trust order.
+pub(crate) const AGENTS_DIRS: [&str; 2] = [".agents", "workspace/.agents"];
+
+/// The `.agents` directory below `/workspace`, relative to it.
+pub(crate) const WORKSPACE_AGENTS: &str = ".agents";
+
+/// Most `..` steps taken from a directory back up to its area (deeper trees are refused).
+const MAX_DEPTH: usize = 4096;
+
+/// The sandbox paths (`/.agents`, `/workspace/.agents`) of the `.agents` directories present
+/// (as real directories, not links) in the environment root `root`.
+pub(crate) fn present_in(root: &Path) -> Vec<String> {
+    AGENTS_DIRS
+        .iter()
+        .filter(|dir| {
+            std::fs::symlink_metadata(root.join(dir)).is_ok_and(|meta| meta.file_type().is_dir())
+        })
+        .map(|dir| format!("/{dir}"))
+        .collect()
+}
+
+/// The identity of a directory: device and inode.
+type Identity = (u64, u64);
+
+/// The identity of `fd`.
+fn identity(fd: impl AsFd) -> Result<Identity, Errno> {
+    let stat = fs::fstat(fd)?;
+    Ok((stat.st_dev, stat.st_ino))
+}
+
+/// Whether the directory `dir`, somewhere below the directory `area`, is `protected` or lies
+/// inside it (walking `..` from `dir` up to `area`).
+pub(crate) fn is_inside(
+    area: impl AsFd,
+    protected: impl AsFd,
+    dir: impl AsFd,
+) -> Result<bool, Errno> {
+    let area = identity(area)?;
+    let protected = identity(protected)?;
+    let mut current = up(dir, ".")?;
+    for _ in 0..MAX_DEPTH {
+        let here = identity(&current)?;
+        if here == protected {
+            return Ok(true);
+        }
+        if here == area {
+            return Ok(false);
+        }
+        current = up(&current, "..")?;
+    }
+    // Deeper than any tree the tools create: refuse rather than guess.
+    Ok(true)
+}
+
+/// Opens `name` (`.` or `..`) of `dir` as a path descriptor.
+fn up(dir: impl AsFd, name: &str) -> Result<OwnedFd, Errno> {
+    fs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Whether `name` in `parent` is itself the directory `protected` (not following a link).
+pub(crate) fn is_itself(
+    parent: impl AsFd,
+    name: &str,
+    protected: impl AsFd,
+) -> Result<bool, Errno> {
+    match fs::statat(parent, name, fs::AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => Ok((stat.st_dev, stat.st_ino) == identity(protected)?),
+        Err(Errno::NOENT) => Ok(false),
+        Err(errno) => Err(errno),
+    }
+}

@@ -1,0 +1,161 @@
+//! Refusing hook files that would fail silently, at the owner's door: an environment's
+//! `.agents/hooks.json` files (from sources at create and update, or an upload) must parse as
+//! the sandbox dialect with no error (unknown keys, `http://` URLs, invalid regexes…) and the
+//! `/.agents/…` and `/workspace/.agents/…` scripts their commands name must exist.
+
+use std::path::Path;
+
+use hookbox_hooks::{Dialect, Handler, HookSet, LoadError, Severity};
+
+use crate::agents::AGENTS_DIRS;
+
+/// Largest owner hook file read for checking.
+const MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Why a hook file is refused: the file (a sandbox path) and what is wrong, where, and what
+/// to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refused {
+    /// The hook file, e.g. `/.agents/hooks.json`.
+    pub(crate) file: String,
+    /// The problem, with its JSON path and the fix.
+    pub(crate) problem: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "hook file `{}` {}", self.file, self.problem)
+    }
+}
+
+/// Checks the hook files present in `root` (an environment root, or the staged files of an
+/// update); scripts are looked up in `root`, then in `fallback` (the current root of an
+/// environment being updated).
+pub(crate) fn check_root(root: &Path, fallback: Option<&Path>) -> Result<(), Refused> {
+    for dir in AGENTS_DIRS {
+        let file = root.join(dir).join("hooks.json");
+        let shown = format!("/{dir}/hooks.json");
+        let refuse = |problem: String| Refused {
+            file: shown.clone(),
+            problem,
+        };
+        let meta = match std::fs::symlink_metadata(&file) {
+            Ok(meta) => meta,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) => return Err(refuse(format!("cannot be read: {err}"))),
+        };
+        if !meta.file_type().is_file() {
+            return Err(refuse(
+                "is not a regular file; supply the file itself".to_owned(),
+            ));
+        }
+        if meta.len() > MAX_BYTES {
+            return Err(refuse(format!(
+                "is {} bytes, over the {MAX_BYTES}-byte limit; split the configuration",
+                meta.len()
+            )));
+        }
+        let text = std::fs::read(&file).map_err(|err| refuse(format!("cannot be read: {err}")))?;
+        check_text(&shown, &text, |script| {
+            exists(root, script) || fallback.is_some_and(|fallback| exists(fallback, script))
+        })?;
+    }
+    Ok(())
+}
+
+/// Checks the hook file `file` (a sandbox path) holding `text`; `script_exists` says whether a
+/// sandbox path its commands name exists in the environment.
+pub(crate) fn check_text(
+    file: &str,
+    text: &[u8],
+    script_exists: impl Fn(&str) -> bool,
+) -> Result<(), Refused> {
+    let refuse = |problem: String| Refused {
+        file: file.to_owned(),
+        problem,
+    };
+    let text = std::str::from_utf8(text)
+        .map_err(|_| refuse("is not UTF-8 text; save it as UTF-8 JSON".to_owned()))?;
+    let mut builder = HookSet::builder();
+    if let Err(err) = builder.load_str(file, text, Some(Dialect::Sandbox)) {
+        let problem = match err {
+            LoadError::Invalid(diagnostic) => located(&diagnostic),
+            LoadError::Read { .. } => err.to_string(),
+        };
+        return Err(refuse(problem));
+    }
+    let hooks = builder.build();
+    let errors: Vec<String> = hooks
+        .diagnostics()
+        .iter()
+        .filter(|diagnostic| diagnostic.severity == Severity::Error)
+        .map(located)
+        .collect();
+    if !errors.is_empty() {
+        return Err(refuse(errors.join("; ")));
+    }
+    for binding in hooks.bindings() {
+        let Handler::Command(command) = &binding.handler else {
+            continue;
+        };
+        if let Some(missing) = scripts(&command.command).find(|script| !script_exists(script)) {
+            return Err(refuse(format!(
+                "at `{}.command`: the command names `{missing}`, which does not exist in the \
+                 environment; supply it (a source or an upload) before the hook file, or fix \
+                 the path",
+                binding.origin.json_path
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// "at `PATH`: MESSAGE (HINT)" for a diagnostic.
+fn located(diagnostic: &hookbox_hooks::Diagnostic) -> String {
+    match &diagnostic.hint {
+        Some(hint) => format!(
+            "at `{}`: {}; {hint}",
+            diagnostic.json_path, diagnostic.message
+        ),
+        None => format!("at `{}`: {}", diagnostic.json_path, diagnostic.message),
+    }
+}
+
+/// The owner-directory paths (`/.agents/…`, `/workspace/.agents/…`) a command line names
+/// literally (words with shell expansions are left alone).
+fn scripts(command: &str) -> impl Iterator<Item = &str> {
+    command
+        .split(|c: char| c.is_whitespace() || "'\";|&()<>`".contains(c))
+        .filter(|word| {
+            AGENTS_DIRS.iter().any(|dir| {
+                word.strip_prefix('/')
+                    .is_some_and(|rest| rest.starts_with(&format!("{dir}/")))
+            })
+        })
+        .filter(|word| !word.contains(['$', '*', '?', '[', '{']))
+}
+
+/// Whether the sandbox path `script` exists below `root` (not following a final link).
+fn exists(root: &Path, script: &str) -> bool {
+    let relative = script.trim_start_matches('/');
+    !relative.split('/').any(|part| part == "..")
+        && std::fs::symlink_metadata(root.join(relative)).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_are_the_literal_owner_paths_of_a_command() {
+        let found: Vec<&str> = scripts(
+            "python3 /.agents/hooks-scripts/gate.py && \"/workspace/.agents/x.sh\" arg; \
+             cat /workspace/other /.agents/$NAME /.agentsfoo",
+        )
+        .collect();
+        assert_eq!(
+            found,
+            ["/.agents/hooks-scripts/gate.py", "/workspace/.agents/x.sh"]
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! Never fail silently, at the owner's door: hook files that would not work are refused at
+//! create and update, naming file, JSON path and fix, and nothing is written.
+
+use hookbox_env::{EnvironmentSpec, Environments, StoreError};
+use serde_json::{Value, json};
+
+use super::support::{Home, snapshot};
+
+fn hooks_source(target: &str, hooks: &Value) -> Value {
+    json!({"type": "inline", "target": target, "content": hooks.to_string()})
+}
+
+fn gate(handler: Value) -> Value {
+    json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [handler]}]}})
+}
+
+/// The message of the refusal of `spec`, checking that nothing was written.
+async fn refused(home: &Home, spec: Value) -> String {
+    let before = snapshot(home.dir.path());
+    let spec = EnvironmentSpec::from_json(&spec).expect("spec");
+    let err = match home.envs.create(&spec).await {
+        Ok(env) => panic!("created {}", env.id()),
+        Err(err) => err,
+    };
+    assert!(matches!(err, StoreError::Misplaced { .. }), "{err:?}");
+    assert_eq!(snapshot(home.dir.path()), before, "nothing may be written");
+    err.to_string()
+}
+
+#[tokio::test]
+async fn hook_files_that_would_fail_silently_are_refused_at_create() {
+    let home = Home::new();
+    let cases: Vec<(Value, &[&str])> = vec![
+        (
+            json!({"sources": [{"type": "inline", "target": ".agents/hooks.json", "content": "{not json"}]}),
+            &["`$.sources[0]`", "/.agents/hooks.json", "not valid JSON"],
+        ),
+        (
+            json!({"sources": [
+                {"type": "inline", "target": "workspace/readme", "content": "x"},
+                hooks_source("workspace/.agents/hooks.json", &json!({"gate": {"pre_tool_executin": []}}))
+            ]}),
+            &[
+                "`$.sources[1]`",
+                "/workspace/.agents/hooks.json",
+                "`$.gate.pre_tool_executin`",
+                "did you mean `pre_tool_execution`",
+            ],
+        ),
+        (
+            json!({"sources": [hooks_source(".agents/hooks.json", &gate(json!({"type": "http", "url": "http://hooks.example.com/x"})))]}),
+            &[
+                "`$.gate.pre_tool_execution[0].hooks[0].url`",
+                "https://hooks.example.com/x",
+            ],
+        ),
+        (
+            json!({"sources": [hooks_source(".agents/hooks.json", &json!({"gate": {"pre_tool_execution": [{"matcher": "*_file", "hooks": [{"type": "command", "command": "true"}]}]}}))]}),
+            &["`$.gate.pre_tool_execution[0].matcher`"],
+        ),
+        (
+            json!({"sources": [hooks_source(".agents/hooks.json", &gate(json!({"type": "command", "command": "python3 /.agents/hooks-scripts/gate.py"})))]}),
+            &[
+                "`$.gate.pre_tool_execution[0].hooks[0].command`",
+                "`/.agents/hooks-scripts/gate.py`",
+                "does not exist",
+            ],
+        ),
+        (
+            json!({"sources": [hooks_source(".agents/hooks.json", &gate(json!({"type": "command", "command": "true", "on_eror": "deny"})))]}),
+            &["on_eror", "did you mean `on_error`"],
+        ),
+    ];
+    for (spec, phrases) in cases {
+        let message = refused(&home, spec.clone()).await;
+        for phrase in phrases {
+            assert!(message.contains(phrase), "{spec}: {message} lacks {phrase}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn scripts_supplied_with_the_hook_file_or_before_it_pass() {
+    let home = Home::new();
+    let hooks = gate(
+        json!({"type": "command", "command": "python3 /.agents/hooks-scripts/gate.py; sh /workspace/.agents/x.sh"}),
+    );
+    let env = home
+        .create(json!({"sources": [
+            hooks_source(".agents/hooks.json", &hooks),
+            {"type": "inline", "target": ".agents/hooks-scripts/gate.py", "content": "print()"},
+            {"type": "inline", "target": "workspace/.agents/x.sh", "content": "true"}
+        ]}))
+        .await;
+    // An update may name a script the environment already has.
+    let update = EnvironmentSpec::from_json(&json!({"sources": [hooks_source(
+        "workspace/.agents/hooks.json",
+        &gate(json!({"type": "command", "command": "python3 /.agents/hooks-scripts/gate.py"}))
+    )]}))
+    .expect("spec");
+    home.envs.update(env.id(), &update).await.expect("update");
+}
+
+#[tokio::test]
+async fn a_bad_update_changes_nothing() {
+    let home = Home::new();
+    let env = home.create(json!({})).await;
+    let before = snapshot(home.dir.path());
+    let update = EnvironmentSpec::from_json(&json!({"sources": [
+        {"type": "inline", "target": "workspace/a.txt", "content": "a"},
+        hooks_source(".agents/hooks.json", &gate(json!({"type": "command", "command": "sh /.agents/missing.sh"})))
+    ]}))
+    .expect("spec");
+    let err = home
+        .envs
+        .update(env.id(), &update)
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("`$.sources[1]`"), "{err}");
+    assert!(err.to_string().contains("/.agents/missing.sh"), "{err}");
+    assert_eq!(snapshot(home.dir.path()), before);
+}
+
+#[tokio::test]
+async fn an_owner_file_check_covers_uploads_of_hook_files_only() {
+    let home = Home::new();
+    let env = home.create(json!({})).await;
+    let bad = gate(json!({"type": "http", "url": "http://x.example/h"})).to_string();
+    let err = Environments::check_owner_file(&env, "workspace/.agents/hooks.json", bad.as_bytes())
+        .expect_err("refused");
+    assert!(
+        err.to_string().contains("/workspace/.agents/hooks.json"),
+        "{err}"
+    );
+    Environments::check_owner_file(&env, "workspace/notes/hooks.json", b"{not json")
+        .expect("not a hook file");
+    Environments::check_owner_file(&env, ".agents/hooks.json", b"{}").expect("valid");
+}
+
+#[tokio::test]
+async fn uploads_into_agents_make_the_directory_the_owners() {
+    let home = Home::new();
+    let env = home.create(json!({})).await;
+    assert!(env.owner_agents().is_empty());
+    let env = home
+        .envs
+        .record_owner_write(env.id(), "workspace/notes.txt")
+        .expect("record");
+    assert!(env.owner_agents().is_empty());
+    let env = home
+        .envs
+        .record_owner_write(env.id(), "workspace/.agents/hooks.json")
+        .expect("record");
+    assert_eq!(env.owner_agents(), ["/workspace/.agents"]);
+    assert_eq!(
+        home.envs.get(env.id()).expect("get").read_only_entries(),
+        [".agents", "workspace/.agents"]
+    );
+}
