@@ -1,5 +1,7 @@
 //! One module per concern.
 
+/// The disk and inode budget of each environment (loop-mounted images; root only).
+mod disk_budget;
 /// Specs that must be refused without writing anything.
 mod bad_specs;
 /// The SDK coding tools in a session's working directory.
