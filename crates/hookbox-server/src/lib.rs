@@ -44,7 +44,7 @@ use hookbox_agent::model::ModelConfig;
 use hookbox_agent::service::{
     EgressProxyOptions, HookClientOptions, InteractionService, ServiceConfig, ServiceError,
 };
-use hookbox_env::{Environments, StoreError};
+use hookbox_env::{DiskBudget, Environments, StoreError};
 use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
@@ -78,6 +78,9 @@ pub struct ServerConfig {
     /// The options of the egress proxy sandboxes reach the network through (`[network]` of
     /// hookbox.toml); `None` (the default): sandboxes have no network at all.
     pub egress_proxy: Option<EgressProxyOptions>,
+    /// The disk budget of new environments (`[sandbox] disk_bytes` and `disk_inodes`); default
+    /// [`DiskBudget::DEFAULT`].
+    pub disk_budget: DiskBudget,
 }
 
 impl ServerConfig {
@@ -93,6 +96,7 @@ impl ServerConfig {
             agents: BTreeMap::new(),
             hook_http: HookClientOptions::default(),
             egress_proxy: None,
+            disk_budget: DiskBudget::DEFAULT,
         }
     }
 }
@@ -131,7 +135,8 @@ pub(crate) type Shared = Arc<State>;
 
 /// The API's router, with body limits, JSON errors everywhere and request logging.
 pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
-    let environments = Environments::open_with_network(&config.home, &config.hook_http)?;
+    let environments = Environments::open_with_network(&config.home, &config.hook_http)?
+        .with_disk_budget(config.disk_budget);
     let uploads = upload::Uploads::open(&config.home.join("uploads"))?;
     let limit = config.max_body_bytes;
     let mut service = ServiceConfig::new();
@@ -141,6 +146,7 @@ pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
     service.max_tokens = config.max_tokens;
     service.hook_http = config.hook_http.clone();
     service.egress_proxy = config.egress_proxy.clone();
+    service.disk_budget = config.disk_budget;
     let interactions = InteractionService::open(&config.home, service)?;
     let state: Shared = Arc::new(State {
         config,

@@ -57,7 +57,9 @@ async fn run(env: &Environment, code: &str) -> (i64, String, String) {
     let outcome = tools
         .call("code_execution", &json!({"code": code, "language": "bash"}))
         .await;
-    let result = outcome.result.unwrap_or_else(|| panic!("{:?}", outcome.error));
+    let result = outcome
+        .result
+        .unwrap_or_else(|| panic!("{:?}", outcome.error));
     (
         result["exit_code"].as_i64().unwrap(),
         result["stdout"].as_str().unwrap().to_owned(),
@@ -82,7 +84,9 @@ fn image(home: &Home, env: &Environment) -> PathBuf {
 
 #[tokio::test]
 async fn code_execution_writing_past_the_byte_budget_gets_enospc_and_the_host_holds_no_more() {
-    let Some(home) = BudgetHome::new() else { return };
+    let Some(home) = BudgetHome::new() else {
+        return;
+    };
     let env = home.create(small_limits()).await;
     let (code, _, stderr) = run(
         &env,
@@ -92,7 +96,10 @@ async fn code_execution_writing_past_the_byte_budget_gets_enospc_and_the_host_ho
     assert_ne!(code, 0);
     assert!(stderr.contains("No space left on device"), "{stderr}");
     let held = allocated(&image(&home.0, &env));
-    assert!(held <= 16 << 20, "the host holds {held} bytes for a 16 MiB budget");
+    assert!(
+        held <= 16 << 20,
+        "the host holds {held} bytes for a 16 MiB budget"
+    );
     // The budget is the environment's, not the call's: the next call is refused too.
     let (code, _, stderr) = run(&env, "head -c 1048576 /dev/zero > /workspace/more").await;
     assert_ne!(code, 0, "{stderr}");
@@ -103,7 +110,9 @@ async fn code_execution_writing_past_the_byte_budget_gets_enospc_and_the_host_ho
 
 #[tokio::test]
 async fn code_execution_creating_more_files_than_the_inode_budget_gets_enospc() {
-    let Some(home) = BudgetHome::new() else { return };
+    let Some(home) = BudgetHome::new() else {
+        return;
+    };
     let env = home.create(small_limits()).await;
     let (code, stdout, stderr) = run(
         &env,
@@ -118,7 +127,9 @@ async fn code_execution_creating_more_files_than_the_inode_budget_gets_enospc() 
 
 #[tokio::test]
 async fn write_file_past_the_budget_fails_with_a_clear_error() {
-    let Some(home) = BudgetHome::new() else { return };
+    let Some(home) = BudgetHome::new() else {
+        return;
+    };
     let env = home.create(small_limits()).await;
     let tools = BuiltinTools::new(env.clone(), Isolation::Sandboxed).unwrap();
     let content = "x".repeat(20 << 20);
@@ -141,7 +152,9 @@ async fn write_file_past_the_budget_fails_with_a_clear_error() {
 
 #[tokio::test]
 async fn files_persist_across_calls_and_a_remount_by_a_new_store() {
-    let Some(home) = BudgetHome::new() else { return };
+    let Some(home) = BudgetHome::new() else {
+        return;
+    };
     let env = home.create(small_limits()).await;
     let (code, _, stderr) = run(&env, "echo kept > /workspace/kept.txt").await;
     assert_eq!(code, 0, "{stderr}");
@@ -174,7 +187,9 @@ fn mounts_of(path: &Path) -> usize {
 
 #[tokio::test]
 async fn deleting_an_environment_leaves_no_mount_and_no_loop_device() {
-    let Some(home) = BudgetHome::new() else { return };
+    let Some(home) = BudgetHome::new() else {
+        return;
+    };
     let env = home.create(small_limits()).await;
     let mount = mount_point(&env);
     let loop_file = loop_backing_file(&mount);
@@ -184,7 +199,15 @@ async fn deleting_an_environment_leaves_no_mount_and_no_loop_device() {
     assert!(!mount.exists());
     // Autoclear detached the device: it has no backing file any more.
     assert!(std::fs::read_to_string(&loop_file).is_err());
-    assert!(!home.0.dir.path().join("environments").join(env.id()).exists());
+    assert!(
+        !home
+            .0
+            .dir
+            .path()
+            .join("environments")
+            .join(env.id())
+            .exists()
+    );
 }
 
 /// `/sys/…/loop/backing_file` of the loop device mounted at `mount`.
@@ -205,7 +228,9 @@ fn libc_minor(dev: u64) -> u64 {
 
 #[tokio::test]
 async fn an_update_past_the_budget_changes_nothing_and_says_why() {
-    let Some(home) = BudgetHome::new() else { return };
+    let Some(home) = BudgetHome::new() else {
+        return;
+    };
     let env = home.create(small_limits()).await;
     let big = "y".repeat(20 << 20);
     let spec = EnvironmentSpec::from_json(&json!({
@@ -220,7 +245,9 @@ async fn an_update_past_the_budget_changes_nothing_and_says_why() {
 
 #[tokio::test]
 async fn limits_may_lower_but_never_raise_the_servers_budget() {
-    let Some(home) = BudgetHome::new() else { return };
+    let Some(home) = BudgetHome::new() else {
+        return;
+    };
     let spec = EnvironmentSpec::from_json(&json!({
         "limits": {"disk_bytes": 3_u64 << 30},
     }))
@@ -229,7 +256,10 @@ async fn limits_may_lower_but_never_raise_the_servers_budget() {
     assert!(err.contains("$.limits.disk_bytes"), "{err}");
     assert!(err.contains("disk_bytes"), "{err}");
     let env = home.create(json!({"disk_inodes": 500})).await;
-    assert_eq!(env.to_json()["limits"], json!({"disk_bytes": 2_u64 << 30, "disk_inodes": 500}));
+    assert_eq!(
+        env.to_json()["limits"],
+        json!({"disk_bytes": 2_u64 << 30, "disk_inodes": 500})
+    );
     assert!(home.0.envs.list().unwrap().len() == 1);
 }
 

@@ -1,11 +1,11 @@
 //! One module per concern.
 
-/// The disk and inode budget of each environment (loop-mounted images; root only).
-mod disk_budget;
 /// Specs that must be refused without writing anything.
 mod bad_specs;
 /// The SDK coding tools in a session's working directory.
 mod coding;
+/// The disk and inode budget of each environment (loop-mounted images; root only).
+mod disk_budget;
 /// File tools: normal use and the F1–F5 attacks.
 mod file_tools;
 /// `gs://` sources against a fake Cloud Storage JSON API.

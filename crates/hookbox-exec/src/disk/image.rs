@@ -71,10 +71,6 @@ async fn format(mkfs: &PathBuf, path: &Path, budget: &DiskBudget) -> Result<(), 
     }
     Err(DiskError::Mkfs {
         path: path.to_path_buf(),
-        detail: format!(
-            "{:?}: {}",
-            output.exit,
-            output.stderr.to_text().trim()
-        ),
+        detail: format!("{:?}: {}", output.exit, output.stderr.to_text().trim()),
     })
 }

@@ -63,8 +63,12 @@ pub fn mount_image(image: &Path, target: &Path) -> Result<(), DiskError> {
     let (device_path, device) = attach(&file)?;
     let source = c_path(&device_path)?;
     let dest = c_path(target)?;
-    let options = CString::new(MOUNT_OPTIONS).map_err(|err| io_error("mount", target)(err.into()))?;
-    #[expect(unsafe_code, reason = "mount(2) has no safe wrapper in our dependencies")]
+    let options =
+        CString::new(MOUNT_OPTIONS).map_err(|err| io_error("mount", target)(err.into()))?;
+    #[expect(
+        unsafe_code,
+        reason = "mount(2) has no safe wrapper in our dependencies"
+    )]
     // SAFETY: every pointer is a NUL-terminated string that outlives the call.
     let ret = unsafe {
         libc::mount(
@@ -145,14 +149,20 @@ fn attach(file: &File) -> Result<(std::path::PathBuf, File), DiskError> {
             return Err(io_error("attach the disk image to", &path)(last));
         }
     }
-    Err(io_error("attach the disk image to a loop device via", control_path)(last))
+    Err(io_error(
+        "attach the disk image to a loop device via",
+        control_path,
+    )(last))
 }
 
 /// Unmounts the file system mounted at `target` (lazily: a process still using it keeps it
 /// until it lets go, then the loop device detaches itself). Nothing mounted there is fine.
 pub fn unmount(target: &Path) -> Result<(), DiskError> {
     let dest = c_path(target)?;
-    #[expect(unsafe_code, reason = "umount2(2) has no safe wrapper in our dependencies")]
+    #[expect(
+        unsafe_code,
+        reason = "umount2(2) has no safe wrapper in our dependencies"
+    )]
     // SAFETY: `dest` is a NUL-terminated string that outlives the call.
     let ret = unsafe { libc::umount2(dest.as_ptr(), libc::MNT_DETACH | libc::UMOUNT_NOFOLLOW) };
     if ret == 0 {
