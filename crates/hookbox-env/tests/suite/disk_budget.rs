@@ -19,6 +19,7 @@ struct BudgetHome(Home);
 
 impl BudgetHome {
     /// `None` (after saying why) when this process cannot mount file systems.
+    #[expect(clippy::print_stderr, reason = "a skipped test says why")]
     fn new() -> Option<Self> {
         if !hookbox_exec::disk::can_mount() {
             eprintln!("skipped: disk budgets need root and /dev/loop-control");
@@ -277,4 +278,78 @@ fn limits_are_checked_with_json_paths() {
             .to_string();
         assert!(err.contains(path), "{limits}: {err}");
     }
+}
+
+/// Set for the copy of this binary that [`an_unprivileged_hookbox_falls_back_loudly`] runs as
+/// another user.
+const INNER: &str = "HOOKBOX_DISK_BUDGET_INNER";
+
+/// Runs [`unprivileged_store_has_no_budget`] as the unprivileged `hookbox-sbx` user (created
+/// if needed, as in hookbox-exec's tests).
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    clippy::print_stderr,
+    reason = "runs this test binary as another user; a skipped test says why"
+)]
+fn an_unprivileged_hookbox_falls_back_loudly() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: not root, cannot switch users");
+        return;
+    }
+    let user = "hookbox-sbx";
+    let exists = std::process::Command::new("id")
+        .arg(user)
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !exists {
+        let created = std::process::Command::new("useradd")
+            .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user])
+            .status();
+        if !created.is_ok_and(|status| status.success()) {
+            eprintln!("skipped: cannot create user {user}");
+            return;
+        }
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("runuser")
+        .args(["-u", user, "--", "env", &format!("{INNER}=1")])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "suite::disk_budget::unprivileged_store_has_no_budget",
+            "--nocapture",
+        ])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("unprivileged checks ran"), "{text}");
+}
+
+/// As a user that cannot mount: no budget, plain directories, `limits` refused.
+#[tokio::test]
+#[expect(clippy::print_stdout, reason = "tells the outer test the checks ran")]
+async fn unprivileged_store_has_no_budget() {
+    if std::env::var_os(INNER).is_none() {
+        return;
+    }
+    assert!(!hookbox_exec::disk::can_mount());
+    let home = Home::new();
+    assert_eq!(home.envs.disk_budget(), None);
+    let refused = EnvironmentSpec::from_json(&json!({"limits": {"disk_bytes": 16 << 20}})).unwrap();
+    let err = home.envs.create(&refused).await.unwrap_err().to_string();
+    assert!(err.contains("$.limits") && err.contains("cannot enforce"), "{err}");
+    let env = home.create(json!({})).await;
+    assert_eq!(env.disk_budget(), None);
+    assert_eq!(
+        env.root(),
+        home.dir.path().join("environments").join(env.id()).join("root")
+    );
+    assert!(env.to_json().get("limits").is_none());
+    println!("unprivileged checks ran");
 }
