@@ -185,7 +185,7 @@ impl From<StoreError> for ServiceError {
             StoreError::Source { .. }
             | StoreError::Update { .. }
             | StoreError::Misplaced { .. } => Self::invalid(err.to_string()),
-            StoreError::NoHome | StoreError::Io { .. } => {
+            StoreError::NoHome | StoreError::Io { .. } | StoreError::Disk(_) => {
                 Self::internal("environment store failure", &err)
             }
         }
