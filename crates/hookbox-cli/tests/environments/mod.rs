@@ -346,10 +346,16 @@ fn the_sandbox_section_sets_the_disk_budget() {
     );
     assert_eq!(code(&hookbox_in(home.path(), &["env", "rm", &id], b"")), 0);
 
-    std::fs::write(home.path().join("hookbox.toml"), "[sandbox]\ndisk_bytes = 1024\n")
-        .expect("config");
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        "[sandbox]\ndisk_bytes = 1024\n",
+    )
+    .expect("config");
     let refused = hookbox_in(home.path(), &["env", "list"], b"");
     assert_eq!(code(&refused), 1);
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("[sandbox]") && stderr.contains("disk_bytes"), "{stderr}");
+    assert!(
+        stderr.contains("[sandbox]") && stderr.contains("disk_bytes"),
+        "{stderr}"
+    );
 }

@@ -289,8 +289,7 @@ const INNER: &str = "HOOKBOX_DISK_BUDGET_INNER";
 #[test]
 #[expect(
     clippy::disallowed_methods,
-    clippy::print_stderr,
-    reason = "runs this test binary as another user; a skipped test says why"
+    reason = "runs this test binary as another user"
 )]
 fn an_unprivileged_hookbox_falls_back_loudly() {
     if !rustix::process::geteuid().is_root() {
@@ -304,7 +303,13 @@ fn an_unprivileged_hookbox_falls_back_loudly() {
         .is_ok_and(|out| out.status.success());
     if !exists {
         let created = std::process::Command::new("useradd")
-            .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user])
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                user,
+            ])
             .status();
         if !created.is_ok_and(|status| status.success()) {
             eprintln!("skipped: cannot create user {user}");
@@ -333,7 +338,6 @@ fn an_unprivileged_hookbox_falls_back_loudly() {
 
 /// As a user that cannot mount: no budget, plain directories, `limits` refused.
 #[tokio::test]
-#[expect(clippy::print_stdout, reason = "tells the outer test the checks ran")]
 async fn unprivileged_store_has_no_budget() {
     if std::env::var_os(INNER).is_none() {
         return;
@@ -343,12 +347,19 @@ async fn unprivileged_store_has_no_budget() {
     assert_eq!(home.envs.disk_budget(), None);
     let refused = EnvironmentSpec::from_json(&json!({"limits": {"disk_bytes": 16 << 20}})).unwrap();
     let err = home.envs.create(&refused).await.unwrap_err().to_string();
-    assert!(err.contains("$.limits") && err.contains("cannot enforce"), "{err}");
+    assert!(
+        err.contains("$.limits") && err.contains("cannot enforce"),
+        "{err}"
+    );
     let env = home.create(json!({})).await;
     assert_eq!(env.disk_budget(), None);
     assert_eq!(
         env.root(),
-        home.dir.path().join("environments").join(env.id()).join("root")
+        home.dir
+            .path()
+            .join("environments")
+            .join(env.id())
+            .join("root")
     );
     assert!(env.to_json().get("limits").is_none());
     println!("unprivileged checks ran");

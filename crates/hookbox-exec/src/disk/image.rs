@@ -39,7 +39,7 @@ pub async fn make_image(path: &Path, budget: &DiskBudget) -> Result<(), DiskErro
 /// Runs `mke2fs` on the existing file `path`.
 async fn format(mkfs: &PathBuf, path: &Path, budget: &DiskBudget) -> Result<(), DiskError> {
     let owner = format!(
-        "root_owner={}:{},lazy_itable_init=1,lazy_journal_init=1",
+        "root_owner={}:{},lazy_itable_init=1,lazy_journal_init=1,nodiscard",
         rustix::process::geteuid().as_raw(),
         rustix::process::getegid().as_raw()
     );

@@ -32,7 +32,6 @@ fn loop_status(mount: &Path) -> PathBuf {
 }
 
 #[tokio::test]
-#[expect(clippy::print_stderr, reason = "a skipped test says why")]
 async fn an_image_holds_its_size_and_inodes_and_detaches_when_unmounted() {
     if !disk::can_mount() {
         eprintln!("skipped: mounting needs root and /dev/loop-control");
@@ -50,7 +49,11 @@ async fn an_image_holds_its_size_and_inodes_and_detaches_when_unmounted() {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(&image).unwrap();
     assert_eq!(meta.len(), 8 << 20);
-    assert!(meta.blocks() * 512 < 4 << 20, "{} bytes held", meta.blocks() * 512);
+    assert!(
+        meta.blocks() * 512 < 4 << 20,
+        "{} bytes held",
+        meta.blocks() * 512
+    );
 
     let mount = dir.path().join("mnt");
     std::fs::create_dir(&mount).unwrap();
