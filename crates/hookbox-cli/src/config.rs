@@ -40,7 +40,7 @@ pub(crate) struct SandboxSection {
     /// Size of each new environment's file system in bytes (default 2 GiB).
     pub(crate) disk_bytes: Option<u64>,
     /// Inodes (files, directories, links) of each new environment's file system (default
-    /// 100,000).
+    /// 100,000, or one per KiB of `disk_bytes` if that is fewer).
     pub(crate) disk_inodes: Option<u64>,
 }
 
@@ -48,9 +48,10 @@ impl SandboxSection {
     /// The disk budget of new environments: [`DiskBudget::DEFAULT`] with this section applied,
     /// checked (errors name the field).
     pub(crate) fn disk_budget(&self) -> anyhow::Result<DiskBudget> {
+        let bytes = self.disk_bytes.unwrap_or(DiskBudget::DEFAULT.bytes);
         let budget = DiskBudget {
-            bytes: self.disk_bytes.unwrap_or(DiskBudget::DEFAULT.bytes),
-            inodes: self.disk_inodes.unwrap_or(DiskBudget::DEFAULT.inodes),
+            bytes,
+            inodes: DiskBudget::inodes_for(bytes, self.disk_inodes),
         };
         budget
             .validate()

@@ -76,9 +76,23 @@ impl Limits {
             Some(asked) => Ok(asked),
             None => Ok(max),
         };
-        Ok(DiskBudget {
-            bytes: pick(self.disk_bytes, server.bytes, "disk_bytes")?,
-            inodes: pick(self.disk_inodes, server.inodes, "disk_inodes")?,
-        })
+        let bytes = pick(self.disk_bytes, server.bytes, "disk_bytes")?;
+        let inodes = pick(self.disk_inodes, server.inodes, "disk_inodes")?;
+        let max = DiskBudget::max_inodes(bytes);
+        match self.disk_inodes {
+            Some(asked) if asked > max => Err((
+                "$.limits.disk_inodes".to_owned(),
+                format!(
+                    "{asked} inodes do not fit in {bytes} bytes (at most one per KiB: {max}); \
+                     ask for fewer inodes or more disk_bytes"
+                ),
+            )),
+            Some(_) => Ok(DiskBudget { bytes, inodes }),
+            // Not asked for: the server's count, lowered to what the size can hold.
+            None => Ok(DiskBudget {
+                bytes,
+                inodes: inodes.min(max),
+            }),
+        }
     }
 }

@@ -641,4 +641,19 @@ mod tests {
         let left: Vec<_> = fs::read_dir(&envs).unwrap().collect();
         assert!(left.is_empty(), "{left:?}");
     }
+
+    #[test]
+    fn open_keeps_what_a_live_create_of_another_process_stages() {
+        let home = tempfile::tempdir().unwrap();
+        let envs = home.path().join("environments");
+        fs::create_dir_all(&envs).unwrap();
+        // What another process's create holds (flock: per open file, so this conflicts too).
+        let live = Staging::new(&envs).unwrap();
+        fs::write(live.path.join("file"), "x").unwrap();
+        Environments::open(home.path()).unwrap();
+        assert!(live.path.join("file").exists());
+        drop(live);
+        let left: Vec<_> = fs::read_dir(&envs).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
 }

@@ -41,9 +41,11 @@ impl BudgetHome {
 impl Drop for BudgetHome {
     fn drop(&mut self) {
         for env in self.0.envs.list().unwrap_or_default() {
-            let mount = mount_point(&env);
-            let _ = self.0.envs.delete(env.id());
-            let _ = hookbox_exec::disk::unmount(&mount);
+            // Only when delete failed: after it, the mount point's name (the image's inode
+            // number) may already belong to another test's new image.
+            if self.0.envs.delete(env.id()).is_err() {
+                let _ = hookbox_exec::disk::unmount(&mount_point(&env));
+            }
         }
     }
 }
@@ -256,6 +258,26 @@ async fn limits_may_lower_but_never_raise_the_servers_budget() {
     let err = home.0.envs.create(&spec).await.unwrap_err().to_string();
     assert!(err.contains("$.limits.disk_bytes"), "{err}");
     assert!(err.contains("disk_bytes"), "{err}");
+    let err = home
+        .0
+        .envs
+        .create(
+            &EnvironmentSpec::from_json(
+                &json!({"limits": {"disk_bytes": 8 << 20, "disk_inodes": 9000}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("$.limits.disk_inodes"), "{err}");
+    // A smaller size alone lowers the server's inode count to what it can hold.
+    let small = home.create(json!({"disk_bytes": 8 << 20})).await;
+    assert_eq!(
+        small.to_json()["limits"],
+        json!({"disk_bytes": 8 << 20, "disk_inodes": 8192})
+    );
+    home.0.envs.delete(small.id()).unwrap();
     let env = home.create(json!({"disk_inodes": 500})).await;
     assert_eq!(
         env.to_json()["limits"],

@@ -45,6 +45,17 @@ impl DiskBudget {
     /// The largest inode count ext4 supports: 2^32 - 1.
     pub const MAX_INODES: u64 = u32::MAX as u64;
 
+    /// The most inodes an image of `bytes` can have: one per KiB (the smallest ext4 block),
+    /// at most [`MAX_INODES`](Self::MAX_INODES); more cannot be formatted.
+    pub fn max_inodes(bytes: u64) -> u64 {
+        (bytes / 1024).min(Self::MAX_INODES)
+    }
+
+    /// `inodes` if given, else the default count lowered to what `bytes` can hold.
+    pub fn inodes_for(bytes: u64, inodes: Option<u64>) -> u64 {
+        inodes.unwrap_or_else(|| Self::DEFAULT.inodes.min(Self::max_inodes(bytes)))
+    }
+
     /// Checks both values are within what an image can have; the error says which and why.
     pub fn validate(&self) -> Result<(), String> {
         if self.bytes < Self::MIN_BYTES {
@@ -54,12 +65,14 @@ impl DiskBudget {
                 Self::MIN_BYTES
             ));
         }
-        if !(Self::MIN_INODES..=Self::MAX_INODES).contains(&self.inodes) {
+        let max = Self::max_inodes(self.bytes);
+        if !(Self::MIN_INODES..=max).contains(&self.inodes) {
             return Err(format!(
-                "disk_inodes {} is outside {}..={}",
+                "disk_inodes {} is outside {}..={max} (at most one inode per KiB of disk_bytes \
+                 {})",
                 self.inodes,
                 Self::MIN_INODES,
-                Self::MAX_INODES
+                self.bytes
             ));
         }
         Ok(())
