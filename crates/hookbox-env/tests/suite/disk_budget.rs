@@ -200,8 +200,15 @@ async fn deleting_an_environment_leaves_no_mount_and_no_loop_device() {
     home.0.envs.delete(env.id()).unwrap();
     assert_eq!(mounts_of(&mount), 0);
     assert!(!mount.exists());
-    // Autoclear detached the device: it has no backing file any more.
-    assert!(std::fs::read_to_string(&loop_file).is_err());
+    // Autoclear detaches the device (asynchronously, so waiting up to 10 s): no backing file.
+    let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(&loop_file).is_ok() {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "the loop device stays attached"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     assert!(
         !home
             .0

@@ -15,6 +15,8 @@ use super::{DiskError, io_error};
 const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
 /// `LOOP_CONFIGURE`: attach a file and set its status in one step (Linux 5.8).
 const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
+/// `LOOP_CLR_FD`: detach the file now.
+const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
 /// `LO_FLAGS_AUTOCLEAR`: detach when the last user (the mount) lets go.
 const LO_FLAGS_AUTOCLEAR: u32 = 4;
 /// Attempts at winning a free loop device against other processes taking one at once.
@@ -79,14 +81,18 @@ pub fn mount_image(image: &Path, target: &Path) -> Result<(), DiskError> {
             options.as_ptr().cast(),
         )
     };
-    // The mount holds the device now; closing ours lets autoclear detach it on unmount (or
-    // right away, when the mount failed).
-    drop(device);
     if ret != 0 {
-        return Err(io_error("mount the disk image on", target)(
-            io::Error::last_os_error(),
-        ));
+        let err = io::Error::last_os_error();
+        // Detach now rather than by autoclear, which the kernel runs asynchronously.
+        #[expect(unsafe_code, reason = "loop device ioctl")]
+        // SAFETY: LOOP_CLR_FD takes no argument; `device` is an open loop device.
+        unsafe {
+            libc::ioctl(device.as_raw_fd(), LOOP_CLR_FD);
+        }
+        return Err(io_error("mount the disk image on", target)(err));
     }
+    // The mount holds the device now; closing ours lets autoclear detach it on unmount.
+    drop(device);
     Ok(())
 }
 
@@ -156,7 +162,8 @@ fn attach(file: &File) -> Result<(std::path::PathBuf, File), DiskError> {
 }
 
 /// Unmounts the file system mounted at `target` (lazily: a process still using it keeps it
-/// until it lets go, then the loop device detaches itself). Nothing mounted there is fine.
+/// until it lets go, then the loop device detaches itself, shortly after: the kernel runs
+/// autoclear asynchronously). Nothing mounted there is fine.
 pub fn unmount(target: &Path) -> Result<(), DiskError> {
     let dest = c_path(target)?;
     #[expect(

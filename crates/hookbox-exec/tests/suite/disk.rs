@@ -82,8 +82,8 @@ async fn an_image_holds_its_size_and_inodes_and_detaches_when_unmounted() {
 
     drop(guard);
     assert!(!disk::is_mounted(&mount).unwrap());
-    // Autoclear: the loop device let go of the image.
-    assert!(std::fs::read_to_string(&status).is_err());
+    // Autoclear: the loop device lets go of the image (the kernel does it asynchronously).
+    assert_detached(&status).await;
     // Unmounting what is not mounted is fine.
     disk::unmount(&mount).unwrap();
 }
@@ -105,6 +105,19 @@ async fn a_file_that_is_not_an_image_is_refused_and_leaves_no_device() {
     assert!(err.to_string().contains("mount the disk image"), "{err}");
     assert!(!disk::is_mounted(&mount).unwrap());
     assert_eq!(loops_backed_by(&image), 0);
+}
+
+/// Waits (up to 10 s) until the loop device whose `backing_file` is `status` has detached.
+async fn assert_detached(status: &Path) {
+    let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(status).is_ok() {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "{} is still attached",
+            status.display()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// How many loop devices have `image` as their backing file.
