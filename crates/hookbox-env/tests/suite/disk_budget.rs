@@ -393,3 +393,37 @@ async fn unprivileged_store_has_no_budget() {
     assert!(env.to_json().get("limits").is_none());
     println!("unprivileged checks ran");
 }
+
+/// A home removed with `rm -rf` (as a test's temporary directory is) leaves a mount whose image
+/// is deleted; the next store opened anywhere unmounts it.
+#[tokio::test]
+async fn a_home_removed_without_hookbox_leaves_no_mount_behind() {
+    let Some(home) = BudgetHome::new() else {
+        return;
+    };
+    let gone = Home::new();
+    let env = gone
+        .create(json!({"limits": {"disk_bytes": 8 << 20}}))
+        .await;
+    let mount = mount_point(&env);
+    let image = image(&gone, &env);
+    assert_eq!(mounts_of(&mount), 1);
+    let path = gone.dir.path().to_path_buf();
+    drop(gone);
+    assert!(
+        !path.exists(),
+        "the home must be removable while mounted elsewhere"
+    );
+    let orphan = format!("{} (deleted)", image.display());
+    assert_eq!(
+        hookbox_exec::disk::backing_file(&mount).unwrap(),
+        Some(orphan.clone())
+    );
+    Environments::open(home.0.dir.path()).unwrap();
+    // Gone (or, once its inode number was freed, the mount point of another test's image).
+    let now = hookbox_exec::disk::is_mounted(&mount)
+        .unwrap_or(false)
+        .then(|| hookbox_exec::disk::backing_file(&mount).ok().flatten())
+        .flatten();
+    assert_ne!(now, Some(orphan));
+}
