@@ -13,10 +13,10 @@ mod hook_environment;
 /// The agent loop against fake model servers and real sandboxes.
 mod interaction;
 mod model;
-/// Hooks see (and tools act on) resolved paths.
-mod resolved_paths;
 /// The policy the model cannot change (issue 10).
 mod policy;
+/// Hooks see (and tools act on) resolved paths.
+mod resolved_paths;
 /// SDK sessions: lifecycle events, permissions, sub-agents and compaction.
 mod session;
 

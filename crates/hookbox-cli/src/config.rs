@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use hookbox_agent::model::{Model, ModelConfig};
+use hookbox_env::DiskBudget;
 use hookbox_net::{ClientOptions, IpNet, ProxyOptions};
 use serde::Deserialize;
 
@@ -27,6 +28,36 @@ pub(crate) struct ConfigFile {
     /// `[sdk]`: SDK mode (the stream-json protocol the Python agent SDKs speak).
     #[serde(default)]
     pub(crate) sdk: SdkSection,
+    /// `[sandbox]`: what each environment's sandbox may use.
+    #[serde(default)]
+    pub(crate) sandbox: SandboxSection,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SandboxSection {
+    /// Size of each new environment's file system in bytes (default 2 GiB).
+    pub(crate) disk_bytes: Option<u64>,
+    /// Inodes (files, directories, links) of each new environment's file system (default
+    /// 100,000, or one per KiB of `disk_bytes` if that is fewer).
+    pub(crate) disk_inodes: Option<u64>,
+}
+
+impl SandboxSection {
+    /// The disk budget of new environments: [`DiskBudget::DEFAULT`] with this section applied,
+    /// checked (errors name the field).
+    pub(crate) fn disk_budget(&self) -> anyhow::Result<DiskBudget> {
+        let bytes = self.disk_bytes.unwrap_or(DiskBudget::DEFAULT.bytes);
+        let budget = DiskBudget {
+            bytes,
+            inodes: DiskBudget::inodes_for(bytes, self.disk_inodes),
+        };
+        budget
+            .validate()
+            .map_err(|problem| anyhow::anyhow!("invalid `[sandbox]` in hookbox.toml: {problem}"))?;
+        Ok(budget)
+    }
 }
 
 /// `[sdk]`.

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use hookbox_exec::disk::DiskBudget;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -86,6 +87,26 @@ pub(crate) struct Metadata {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) network: Option<Value>,
     pub(crate) env: Vec<EnvVar>,
+    /// The disk budget its file system was made with; `None` for an environment kept in a
+    /// plain directory (a server that cannot mount).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) limits: Option<DiskLimits>,
+}
+
+/// The `limits` recorded for an environment with a disk budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DiskLimits {
+    pub(crate) disk_bytes: u64,
+    pub(crate) disk_inodes: u64,
+}
+
+impl From<DiskBudget> for DiskLimits {
+    fn from(budget: DiskBudget) -> Self {
+        Self {
+            disk_bytes: budget.bytes,
+            disk_inodes: budget.inodes,
+        }
+    }
 }
 
 /// A stored environment.
@@ -130,6 +151,15 @@ impl Environment {
     /// read-only by default).
     pub fn agents_writable(&self) -> bool {
         self.meta.agents_writable
+    }
+
+    /// The size and inode count of its file system; `None` when it has no disk budget (made
+    /// by a hookbox that could not mount file systems).
+    pub fn disk_budget(&self) -> Option<DiskBudget> {
+        self.meta.limits.map(|limits| DiskBudget {
+            bytes: limits.disk_bytes,
+            inodes: limits.disk_inodes,
+        })
     }
 
     /// Variables to set in the sandbox (credentials by id only).

@@ -5,6 +5,7 @@ use serde_json::Value;
 use crate::env_vars::{self, EnvVar};
 use crate::id;
 use crate::json::{self, SpecError, element, member};
+use crate::limits::Limits;
 use crate::network;
 use crate::sources::Source;
 
@@ -17,6 +18,7 @@ const FIELDS: &[&str] = &[
     "environment_id",
     "from_environment",
     "agents_writable",
+    "limits",
 ];
 
 /// A validated environment spec: what to create (or, with `environment_id`, what to add).
@@ -24,7 +26,9 @@ const FIELDS: &[&str] = &[
 /// Parsed from the Interactions `environment` object (`{"type":"remote","sources",
 /// "network","env","environment_id"}`) or the Environments create body (`{"from_environment",
 /// "network","sources"}`). hookbox extension: `"agents_writable": true` lets the sandbox and
-/// the file tools write `/.agents` (read-only by default, so the agent cannot edit its hooks).
+/// the file tools write `/.agents` (read-only by default, so the agent cannot edit its hooks);
+/// `"limits": {"disk_bytes", "disk_inodes"}` lowers the server's disk budget for a new
+/// environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnvironmentSpec {
     /// The environment to update instead of creating one.
@@ -39,6 +43,9 @@ pub struct EnvironmentSpec {
     pub env: Option<Vec<EnvVar>>,
     /// Whether `/.agents` is writable (hookbox extension); `None` when absent.
     pub agents_writable: Option<bool>,
+    /// The disk and inode budget asked for (hookbox extension; creation only); `None` when
+    /// absent.
+    pub limits: Option<Limits>,
 }
 
 impl EnvironmentSpec {
@@ -86,6 +93,10 @@ impl EnvironmentSpec {
                 ));
             }
         };
+        let limits = map
+            .get("limits")
+            .map(|value| Limits::parse(value, &member(path, "limits")))
+            .transpose()?;
         let environment_id = environment_ref(map.get("environment_id"), path, "environment_id")?;
         let from_environment =
             environment_ref(map.get("from_environment"), path, "from_environment")?;
@@ -102,6 +113,7 @@ impl EnvironmentSpec {
             network,
             env,
             agents_writable,
+            limits,
         })
     }
 }

@@ -1,15 +1,19 @@
 //! Environments on disk: `<home>/environments/<id>/{root/, environment.json}`.
 
-use std::fs;
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use hookbox_exec::disk::{DiskBudget, DiskError};
 use hookbox_net::{ClientOptions, CredentialSource, EgressPolicy, GuardedClient};
+use rustix::fs::FlockOperation;
+use rustix::io::Errno;
 
 use crate::agents;
 use crate::clock;
 use crate::credentials::CredentialStore;
+use crate::disk::{self, IMAGE};
 use crate::env_vars::EnvValue;
 use crate::environment::{Environment, Metadata, SourceSummary};
 use crate::gcs;
@@ -64,6 +68,10 @@ pub enum StoreError {
         /// What to do instead.
         problem: String,
     },
+    /// The environment's file system (its disk budget) could not be made, mounted or
+    /// unmounted.
+    #[error(transparent)]
+    Disk(#[from] DiskError),
     /// No place to keep environments was configured.
     #[error("cannot tell where to keep environments: set HOOKBOX_HOME (or XDG_DATA_HOME or HOME)")]
     NoHome,
@@ -81,7 +89,10 @@ pub enum StoreError {
 }
 
 /// The `Io` error for `action` on `path`.
-fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreError + use<> {
+pub(crate) fn io_error(
+    action: &'static str,
+    path: &Path,
+) -> impl FnOnce(io::Error) -> StoreError + use<> {
     let path = path.to_path_buf();
     move |source| StoreError::Io {
         action,
@@ -99,6 +110,7 @@ pub struct Environments {
     network: ClientOptions,
     /// Whether repositories on this machine (`file://`, paths) may be cloned.
     allow_host_sources: bool,
+    disk: Option<DiskBudget>,
 }
 
 impl Environments {
@@ -118,25 +130,43 @@ impl Environments {
     }
 
     /// Opens (creating it if needed) `<home>/environments`, removing what an interrupted
-    /// create, update or delete left behind.
+    /// create, update or delete left behind (and unmounting the file systems of environments
+    /// whose home was removed without hookbox). New environments get the default disk budget
+    /// ([`DiskBudget::DEFAULT`]) when this process can mount file systems, and none otherwise
+    /// (see [`disk_budget`](Self::disk_budget)).
     pub fn open(home: &Path) -> Result<Self, StoreError> {
         let dir = home.join("environments");
         fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
-        for entry in fs::read_dir(&dir).map_err(io_error("read", &dir))? {
-            let entry = entry.map_err(io_error("read", &dir))?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with(STAGING_PREFIX) || name.starts_with(TRASH_PREFIX) {
-                let path = entry.path();
-                fs::remove_dir_all(&path).map_err(io_error("remove leftover", &path))?;
-            }
+        remove_leftovers(&dir)?;
+        let disk = hookbox_exec::disk::can_mount().then_some(DiskBudget::DEFAULT);
+        if disk.is_some() {
+            disk::sweep_orphans()?;
         }
         Ok(Self {
             dir,
             http: None,
             network: ClientOptions::default(),
             allow_host_sources: false,
+            disk,
         })
+    }
+
+    /// The same environments, new ones getting `budget` (the server's `[sandbox] disk_bytes`
+    /// and `disk_inodes`; a spec's `limits` may lower it) when this process can mount file
+    /// systems.
+    #[must_use]
+    pub fn with_disk_budget(self, budget: DiskBudget) -> Self {
+        Self {
+            disk: self.disk.map(|_| budget),
+            ..self
+        }
+    }
+
+    /// The budget new environments get; `None` when this process cannot mount file systems
+    /// (not root, or no `/dev/loop-control`): environments are then plain directories with
+    /// no disk budget, and callers should warn about it.
+    pub fn disk_budget(&self) -> Option<DiskBudget> {
+        self.disk
     }
 
     /// Opens the store (as [`open`](Self::open)) with `gs://` sources fetched through a guarded
@@ -196,18 +226,29 @@ impl Environments {
             .map(|from| self.get(from))
             .transpose()?;
         self.check_credentials(spec)?;
-        let staging = Staging::new(&self.dir)?;
-        let root = staging.path.join("root");
+        let budget = self.budget_for(spec)?;
+        let mut staging = Staging::new(&self.dir)?;
+        let root = match &budget {
+            Some(budget) => {
+                let image = staging.path.join(IMAGE);
+                let mount = disk::create(&image, budget).await;
+                staging.image = Some(image);
+                disk::root(&mount?)
+            }
+            None => staging.path.join("root"),
+        };
         create_dir(&root.join(WORKSPACE))?;
         if let Some(base) = &base {
             materialise::copy_tree(base.root(), &root).map_err(|problem| {
                 StoreError::Misplaced {
                     path: "$.from_environment".to_owned(),
-                    problem,
+                    problem: with_budget_hint(problem, budget),
                 }
             })?;
         }
-        staging.materialise(spec, &root, &self.remote()).await?;
+        staging
+            .materialise(spec, &root, &self.remote(), budget)
+            .await?;
         create_dir(&root.join(WORKSPACE))?;
         hook_check::check_root(&root, None).map_err(|refused| refused_in(spec, &refused))?;
         let now = clock::now();
@@ -224,11 +265,33 @@ impl Environments {
             sources: spec.sources.iter().map(SourceSummary::of).collect(),
             network: spec.network.clone(),
             env: spec.env.clone().unwrap_or_default(),
+            limits: budget.map(Into::into),
         };
         write_metadata(&staging.path, &meta)?;
         let final_dir = self.dir.join(&meta.id);
         fs::rename(&staging.path, &final_dir).map_err(io_error("move into place", &final_dir))?;
-        Ok(Environment::new(meta, final_dir.join("root")))
+        let root = root_of(&meta, &final_dir)?;
+        Ok(Environment::new(meta, root))
+    }
+
+    /// The budget of the environment `spec` creates: the server's, lowered by `spec.limits`;
+    /// `None` when this server cannot mount file systems (then `limits` is refused).
+    fn budget_for(&self, spec: &EnvironmentSpec) -> Result<Option<DiskBudget>, StoreError> {
+        match (self.disk, spec.limits) {
+            (Some(server), limits) => limits
+                .unwrap_or_default()
+                .within(server)
+                .map(Some)
+                .map_err(|(path, problem)| StoreError::Misplaced { path, problem }),
+            (None, Some(_)) => Err(StoreError::Misplaced {
+                path: "$.limits".to_owned(),
+                problem: "this server cannot enforce disk budgets (it needs root and \
+                          /dev/loop-control to mount a file system per environment); leave \
+                          `limits` out"
+                    .to_owned(),
+            }),
+            (None, None) => Ok(None),
+        }
     }
 
     /// Adds `spec`'s sources to environment `id` (files they write replace existing ones) and
@@ -252,12 +315,30 @@ impl Environments {
                 problem: "an existing environment cannot be re-based; create a new one".to_owned(),
             });
         }
+        if spec.limits.is_some() {
+            return Err(StoreError::Misplaced {
+                path: "$.limits".to_owned(),
+                problem: "an environment's disk budget is fixed when it is created; create a \
+                          new one with `from_environment` and the `limits` you need"
+                    .to_owned(),
+            });
+        }
         self.check_credentials(spec)?;
-        let staging = Staging::new(&self.dir)?;
+        let budget = current.disk_budget();
+        // With a budget, stage on the environment's own file system: the staged files count
+        // against it, and they are renamed into place without crossing file systems.
+        let staging_dir = match (budget, current.root().parent()) {
+            (Some(_), Some(mount)) => {
+                remove_leftovers(mount)?;
+                mount.to_path_buf()
+            }
+            _ => self.dir.clone(),
+        };
+        let staging = Staging::new(&staging_dir)?;
         let staged_root = staging.path.join("root");
         create_dir(&staged_root)?;
         staging
-            .materialise(spec, &staged_root, &self.remote())
+            .materialise(spec, &staged_root, &self.remote(), budget)
             .await?;
         hook_check::check_root(&staged_root, Some(current.root()))
             .map_err(|refused| refused_in(spec, &refused))?;
@@ -420,8 +501,20 @@ impl Environments {
         }
     }
 
-    /// The environment `id`.
+    /// The environment `id`, its file system mounted (again, after a reboot) if it has a disk
+    /// budget.
     pub fn get(&self, id: &str) -> Result<Environment, StoreError> {
+        let meta = self.metadata(id)?;
+        let dir = self.dir.join(id);
+        if meta.limits.is_some() {
+            disk::mount(&dir.join(IMAGE))?;
+        }
+        let root = root_of(&meta, &dir)?;
+        Ok(Environment::new(meta, root))
+    }
+
+    /// The metadata of environment `id`.
+    fn metadata(&self, id: &str) -> Result<Metadata, StoreError> {
         let not_found = || StoreError::NotFound { id: id.to_owned() };
         if !id::is_valid(id) {
             return Err(not_found());
@@ -433,12 +526,11 @@ impl Environments {
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(not_found()),
             Err(err) => return Err(io_error("read", &path)(err)),
         };
-        let meta: Metadata = serde_json::from_slice(&text).map_err(|err| StoreError::Io {
+        serde_json::from_slice(&text).map_err(|err| StoreError::Io {
             action: "parse",
             path: path.clone(),
             source: io::Error::new(io::ErrorKind::InvalidData, err),
-        })?;
-        Ok(Environment::new(meta, dir.join("root")))
+        })
     }
 
     /// Every environment, oldest first.
@@ -449,8 +541,13 @@ impl Environments {
             let Some(name) = name.to_str().filter(|name| id::is_valid(name)) else {
                 continue;
             };
-            match self.get(name) {
-                Ok(environment) => all.push(environment),
+            let meta = match self.metadata(name) {
+                Ok(meta) => meta,
+                Err(StoreError::NotFound { .. }) => continue,
+                Err(err) => return Err(err),
+            };
+            match root_of(&meta, &self.dir.join(name)) {
+                Ok(root) => all.push(Environment::new(meta, root)),
                 Err(StoreError::NotFound { .. }) => {}
                 Err(err) => return Err(err),
             }
@@ -459,41 +556,114 @@ impl Environments {
         Ok(all)
     }
 
-    /// Deletes environment `id` and all its files.
+    /// Deletes environment `id` and all its files (unmounting its file system, whose loop
+    /// device then detaches itself).
     pub fn delete(&self, id: &str) -> Result<(), StoreError> {
-        self.get(id)?;
+        let meta = self.metadata(id)?;
         let dir = self.dir.join(id);
+        if meta.limits.is_some() {
+            disk::unmount(&dir.join(IMAGE))?;
+        }
         let trash = self.dir.join(format!("{TRASH_PREFIX}{}", token()?));
         fs::rename(&dir, &trash).map_err(io_error("move aside", &dir))?;
         fs::remove_dir_all(&trash).map_err(io_error("remove", &trash))
     }
 }
 
-/// A private directory under `environments/`, removed when dropped unless renamed away.
+/// Removes the `.staging-*` and `.trash-*` directories in `dir` that no live operation holds
+/// (a crash's leftovers), unmounting a staged environment's file system first.
+fn remove_leftovers(dir: &Path) -> Result<(), StoreError> {
+    for entry in fs::read_dir(dir).map_err(io_error("read", dir))? {
+        let entry = entry.map_err(io_error("read", dir))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(STAGING_PREFIX) || name.starts_with(TRASH_PREFIX)) {
+            continue;
+        }
+        let path = entry.path();
+        // Another process's create or update in progress holds its staging directory locked.
+        let Ok(handle) = File::open(&path) else {
+            continue;
+        };
+        if rustix::fs::flock(&handle, FlockOperation::NonBlockingLockExclusive).is_err() {
+            continue;
+        }
+        let image = path.join(IMAGE);
+        if image.exists() {
+            disk::unmount(&image)?;
+        }
+        fs::remove_dir_all(&path).map_err(io_error("remove leftover", &path))?;
+    }
+    Ok(())
+}
+
+/// Where the root of the environment described by `meta` in `dir` is: on its file system
+/// (mounted or not) when it has a disk budget, else `dir/root`.
+fn root_of(meta: &Metadata, dir: &Path) -> Result<PathBuf, StoreError> {
+    if meta.limits.is_some() {
+        Ok(disk::root(&disk::mount_point(&dir.join(IMAGE))?))
+    } else {
+        Ok(dir.join("root"))
+    }
+}
+
+/// `problem` with a note that the disk budget is used up, when it says so (`ENOSPC`,
+/// `EDQUOT`) and there is a budget.
+fn with_budget_hint(problem: String, budget: Option<DiskBudget>) -> String {
+    let full = [Errno::NOSPC, Errno::DQUOT]
+        .iter()
+        .any(|errno| problem.contains(&format!("(os error {})", errno.raw_os_error())));
+    match budget {
+        Some(budget) if full => format!(
+            "{problem}; the environment's disk budget ({} bytes, {} inodes) is used up: make \
+             the sources smaller or ask for larger `limits` (up to the server's)",
+            budget.bytes, budget.inodes
+        ),
+        _ => problem,
+    }
+}
+
+/// A private directory (under `environments/`, or on an environment's file system for an
+/// update), locked while it lives and removed when dropped unless renamed away; a staged
+/// environment's file system is unmounted with it.
 struct Staging {
     path: PathBuf,
+    image: Option<PathBuf>,
+    _lock: File,
 }
 
 impl Staging {
-    /// Creates `environments/.staging-<random>`.
+    /// Creates and locks `dir/.staging-<random>`.
     fn new(dir: &Path) -> Result<Self, StoreError> {
         let path = dir.join(format!("{STAGING_PREFIX}{}", token()?));
         create_dir(&path)?;
-        Ok(Self { path })
+        let lock = File::open(&path).map_err(io_error("open", &path))?;
+        rustix::fs::flock(&lock, FlockOperation::LockExclusive)
+            .map_err(|err| io_error("lock", &path)(err.into()))?;
+        Ok(Self {
+            path,
+            image: None,
+            _lock: lock,
+        })
     }
 
-    /// Writes `spec`'s sources below `root`, cloning into a scratch directory.
+    /// Writes `spec`'s sources below `root`, cloning into a scratch directory; a failure for
+    /// want of room says that `budget` is used up.
     async fn materialise(
         &self,
         spec: &EnvironmentSpec,
         root: &Path,
         remote: &Remote<'_>,
+        budget: Option<DiskBudget>,
     ) -> Result<(), StoreError> {
         let scratch = self.path.join("scratch");
         create_dir(&scratch)?;
         materialise::materialise(&spec.sources, root, &scratch, remote)
             .await
-            .map_err(|SourceFailure { index, problem }| StoreError::Source { index, problem })?;
+            .map_err(|SourceFailure { index, problem }| StoreError::Source {
+                index,
+                problem: with_budget_hint(problem, budget),
+            })?;
         fs::remove_dir_all(&scratch).map_err(io_error("remove", &scratch))
     }
 }
@@ -502,6 +672,9 @@ impl Drop for Staging {
     fn drop(&mut self) {
         // Already renamed into place on success; otherwise `open` retries what fails here.
         if self.path.exists() {
+            if let Some(image) = &self.image {
+                let _ = disk::unmount(image);
+            }
             let _ = fs::remove_dir_all(&self.path);
         }
     }
@@ -589,6 +762,21 @@ mod tests {
         fs::create_dir_all(envs.join(".staging-abc/root/workspace")).unwrap();
         fs::create_dir_all(envs.join(".trash-abc/root")).unwrap();
         Environments::open(home.path()).unwrap();
+        let left: Vec<_> = fs::read_dir(&envs).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn open_keeps_what_a_live_create_of_another_process_stages() {
+        let home = tempfile::tempdir().unwrap();
+        let envs = home.path().join("environments");
+        fs::create_dir_all(&envs).unwrap();
+        // What another process's create holds (flock: per open file, so this conflicts too).
+        let live = Staging::new(&envs).unwrap();
+        fs::write(live.path.join("file"), "x").unwrap();
+        Environments::open(home.path()).unwrap();
+        assert!(live.path.join("file").exists());
+        drop(live);
         let left: Vec<_> = fs::read_dir(&envs).unwrap().collect();
         assert!(left.is_empty(), "{left:?}");
     }

@@ -98,6 +98,7 @@
 //! fork and exec is async-signal-safe: the parent prepares every path, map, rule and filter.
 
 mod capture;
+pub mod disk;
 mod group;
 mod sandbox;
 mod spawn;

@@ -90,7 +90,9 @@ impl From<ToolError> for ApiError {
                 // Not 409: the SDK retries 409 four times with back-off.
                 Self::new(StatusCode::BAD_REQUEST, "already_exists", err.to_string())
             }
-            ToolError::TooLarge { .. } => Self::too_large(err.to_string()),
+            ToolError::TooLarge { .. } | ToolError::DiskFull { .. } => {
+                Self::too_large(err.to_string())
+            }
             ToolError::Io { .. } => Self::internal("file operation failed", &err),
             _ => Self::invalid(err.to_string()),
         }

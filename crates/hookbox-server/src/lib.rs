@@ -57,7 +57,7 @@ use hookbox_agent::model::ModelConfig;
 use hookbox_agent::service::{
     EgressProxyOptions, HookClientOptions, InteractionService, ServiceConfig, ServiceError,
 };
-use hookbox_env::{Environments, StoreError};
+use hookbox_env::{DiskBudget, Environments, StoreError};
 use hookbox_store::{SqliteStore, Store};
 use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -98,6 +98,9 @@ pub struct ServerConfig {
     pub egress_proxy: Option<EgressProxyOptions>,
     /// How requests authenticate (default: API keys).
     pub auth: Auth,
+    /// The disk budget of new environments (`[sandbox] disk_bytes` and `disk_inodes`); default
+    /// [`DiskBudget::DEFAULT`].
+    pub disk_budget: DiskBudget,
 }
 
 impl ServerConfig {
@@ -114,6 +117,7 @@ impl ServerConfig {
             hook_http: HookClientOptions::default(),
             egress_proxy: None,
             auth: Auth::ApiKeys,
+            disk_budget: DiskBudget::DEFAULT,
         }
     }
 }
@@ -158,7 +162,8 @@ pub(crate) type Shared = Arc<State>;
 
 /// The API's router, with body limits, JSON errors everywhere and request logging.
 pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
-    let environments = Environments::open_with_network(&config.home, &config.hook_http)?;
+    let environments = Environments::open_with_network(&config.home, &config.hook_http)?
+        .with_disk_budget(config.disk_budget);
     let uploads = upload::Uploads::open(&config.home.join("uploads"))?;
     let limit = config.max_body_bytes;
     let mut service = ServiceConfig::new();
@@ -168,6 +173,7 @@ pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
     service.max_tokens = config.max_tokens;
     service.hook_http = config.hook_http.clone();
     service.egress_proxy = config.egress_proxy.clone();
+    service.disk_budget = config.disk_budget;
     let interactions = InteractionService::open(&config.home, service)?;
     // After the service: it fails interactions a previous process left running.
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_without_recovery(

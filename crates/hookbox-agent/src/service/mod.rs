@@ -33,7 +33,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hookbox_env::{Environment, EnvironmentSpec, Environments, Isolation, StoreError};
+use hookbox_env::{DiskBudget, Environment, EnvironmentSpec, Environments, Isolation, StoreError};
 use hookbox_store::{
     Append, DEFAULT_HISTORY_DEPTH, Error as StoreFailure, InteractionWithSteps, NewInteraction,
     NewStep, NewTrace, SqliteStore, Status, Store, Timestamp, Update,
@@ -82,6 +82,9 @@ pub struct ServiceConfig {
     /// `credential`s from [`hook_http`](Self::hook_http)'s source). `None` (the default): sandboxes
     /// have no network at all.
     pub egress_proxy: Option<EgressProxyOptions>,
+    /// The disk budget of new environments (`[sandbox] disk_bytes` and `disk_inodes`); default
+    /// [`DiskBudget::DEFAULT`].
+    pub disk_budget: DiskBudget,
 }
 
 impl ServiceConfig {
@@ -97,6 +100,7 @@ impl ServiceConfig {
             isolation: Isolation::Sandboxed,
             hook_http: HookClientOptions::default(),
             egress_proxy: None,
+            disk_budget: DiskBudget::DEFAULT,
         }
     }
 }
@@ -181,7 +185,7 @@ impl From<StoreError> for ServiceError {
             StoreError::Source { .. }
             | StoreError::Update { .. }
             | StoreError::Misplaced { .. } => Self::invalid(err.to_string()),
-            StoreError::NoHome | StoreError::Io { .. } => {
+            StoreError::NoHome | StoreError::Io { .. } | StoreError::Disk(_) => {
                 Self::internal("environment store failure", &err)
             }
         }
@@ -237,7 +241,8 @@ impl InteractionService {
         let store = SqliteStore::open(home.join("hookbox.db"))
             .map_err(|err| ServiceError::internal("cannot open the interaction store", &err))?;
         let environments = Environments::open_with_network(home, &config.hook_http)?
-            .with_host_sources(config.allow_host_sources);
+            .with_host_sources(config.allow_host_sources)
+            .with_disk_budget(config.disk_budget);
         let http = hookbox_hooks::HookClients::new(&config.hook_http)
             .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP clients", &err))?;
         let model_http = hookbox_net::GuardedClient::new(&crate::model::client_options())

@@ -13,14 +13,30 @@ use crate::{config, render};
 
 /// The environment store under `$HOOKBOX_HOME` (or the XDG data directory), fetching `gs://`
 /// sources and cloning repositories under hookbox.toml's `[network]` settings (local
-/// repositories only with `allow_host_sources`).
+/// repositories only with `allow_host_sources`), new environments getting its `[sandbox]` disk
+/// budget.
 pub(crate) fn store() -> anyhow::Result<Environments> {
     let home = Environments::default_home()?;
-    let section = config::read(None, &home)?.network;
-    let network = section.hook_client_options()?;
-    Ok(Environments::open_with_network(&home, &network)
+    let file = config::read(None, &home)?;
+    let network = file.network.hook_client_options()?;
+    let store = Environments::open_with_network(&home, &network)
         .with_context(|| format!("cannot open the environments in {}", home.display()))?
-        .with_host_sources(section.allow_host_sources))
+        .with_host_sources(file.network.allow_host_sources)
+        .with_disk_budget(file.sandbox.disk_budget()?);
+    warn_without_disk_budget();
+    Ok(store)
+}
+
+/// Says loudly that environments get no disk budget, when this process cannot mount their
+/// file systems.
+pub(crate) fn warn_without_disk_budget() {
+    if !hookbox_exec::disk::can_mount() {
+        render::print_error(
+            "WARNING: hookbox cannot mount file systems here (it needs root and \
+             /dev/loop-control): new environments get NO disk budget, and code in them can fill \
+             the disk that holds the hookbox home.\n",
+        );
+    }
 }
 
 pub(crate) fn run(command: &EnvCommand) -> anyhow::Result<ExitCode> {

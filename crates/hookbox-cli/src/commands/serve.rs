@@ -60,6 +60,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     config.hook_http = hook_http;
     config.egress_proxy = Some(file.network.egress_proxy_options()?);
     config.agents = file.agents;
+    config.disk_budget = file.sandbox.disk_budget()?;
+    super::env::warn_without_disk_budget();
     let app = hookbox_server::router(config)
         .with_context(|| format!("cannot set up the server in {}", home.display()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -371,3 +371,53 @@ fn the_agent_cannot_modify_owner_supplied_workspace_hooks() {
     );
     assert_eq!(code(&denied), 2);
 }
+
+/// `[sandbox] disk_bytes` / `disk_inodes` of hookbox.toml are each new environment's budget:
+/// code writing past it fails inside the sandbox with ENOSPC, and `env show` reports it.
+#[test]
+fn the_sandbox_section_sets_the_disk_budget() {
+    if !hookbox_exec::disk::can_mount() {
+        return;
+    }
+    let home = tempfile::tempdir().expect("home");
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        "[sandbox]\ndisk_bytes = 8388608\ndisk_inodes = 500\n",
+    )
+    .expect("config");
+    let id = create(home.path(), &json!({}));
+    let show = stdout_json(&hookbox_in(home.path(), &["env", "show", &id], b""));
+    assert_eq!(
+        show["limits"],
+        json!({"disk_bytes": 8_388_608, "disk_inodes": 500})
+    );
+    let fill = exec(
+        home.path(),
+        &id,
+        "code_execution",
+        &json!({"code": "head -c 16777216 /dev/zero > /workspace/big", "language": "bash"}),
+    );
+    let result = &stdout_json(&fill)["result"];
+    assert_ne!(result["exit_code"], 0, "{result}");
+    assert!(
+        result["stderr"]
+            .as_str()
+            .expect("stderr")
+            .contains("No space left on device"),
+        "{result}"
+    );
+    assert_eq!(code(&hookbox_in(home.path(), &["env", "rm", &id], b"")), 0);
+
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        "[sandbox]\ndisk_bytes = 1024\n",
+    )
+    .expect("config");
+    let refused = hookbox_in(home.path(), &["env", "list"], b"");
+    assert_eq!(code(&refused), 1);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("[sandbox]") && stderr.contains("disk_bytes"),
+        "{stderr}"
+    );
+}

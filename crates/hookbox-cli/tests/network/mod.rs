@@ -152,7 +152,8 @@ fn the_seed_audit_example_delivers_two_events_with_the_token_injected() {
         home.path().join("hookbox.toml"),
         format!(
             "[network]\nallow_private_cidrs = [\"{}\"]\nextra_ca_certs = [\"telemetry-ca.pem\"]\n\
-             resolve = {{ \"{HOST}\" = \"{}\" }}\n",
+             resolve = {{ \"{HOST}\" = \"{}\" }}\n\
+             [sandbox]\ndisk_bytes = 16777216\n",
             netns.cidr(),
             netns.inside_address()
         ),
@@ -298,7 +299,8 @@ fn the_seed_audit_example_delivers_two_events_with_the_token_injected() {
         );
     }
 
-    // On disk, only the environment's metadata (outside the sandbox's root) holds it.
+    // On disk, only the environment's metadata (outside the sandbox's root) holds it: not
+    // its disk image (16 MiB, read whole: every file of the root is in it).
     let environments = home.path().join("environments");
     let holding: Vec<String> = files_under(&environments)
         .into_iter()

@@ -115,6 +115,20 @@ pub enum ToolError {
         /// The resolved sandbox path.
         path: String,
     },
+    /// The environment's disk budget (bytes or inodes) is used up.
+    #[error(
+        "{tool}: cannot {action} `{path}`: the environment's disk budget is used up (no space or \
+         no inodes left); delete files that are no longer needed, or ask the environment's \
+         owner for larger `limits`"
+    )]
+    DiskFull {
+        /// The tool called.
+        tool: &'static str,
+        /// What was being done.
+        action: &'static str,
+        /// The sandbox path.
+        path: String,
+    },
     /// Any other operating-system failure.
     #[error("{tool}: cannot {action} `{path}`: {source}")]
     Io {
@@ -150,6 +164,7 @@ pub(crate) fn from_errno(
             path,
             expected: "reachable: it goes through too many (or disallowed) symbolic links",
         },
+        Errno::NOSPC | Errno::DQUOT => ToolError::DiskFull { tool, action, path },
         source => ToolError::Io {
             tool,
             action,

@@ -140,11 +140,14 @@ pub(crate) fn replace_named(
             let mut file = File::from(fd);
             std::io::copy(content, &mut file)
                 .and_then(|count| file.flush().map(|()| count))
-                .map_err(|source| ToolError::Io {
-                    tool,
-                    action: "write",
-                    path: target.shown.to_owned(),
-                    source,
+                .map_err(|source| match Errno::from_io_error(&source) {
+                    Some(errno) => (target.error)("write", errno),
+                    None => ToolError::Io {
+                        tool,
+                        action: "write",
+                        path: target.shown.to_owned(),
+                        source,
+                    },
                 })
         })
         .and_then(|count| {

@@ -6,14 +6,16 @@ mod bad_specs;
 mod clones;
 /// The SDK coding tools in a session's working directory.
 mod coding;
+/// The disk and inode budget of each environment (loop-mounted images; root only).
+mod disk_budget;
 /// File tools: normal use and the F1–F5 attacks.
 mod file_tools;
 /// `gs://` sources against a fake Cloud Storage JSON API.
 mod gcs;
-/// What the host runs later (`.claude`, `.git`, `.agents`, hook scripts) stays read-only.
-mod protect;
 /// Hook files refused at create and update (issue 10).
 mod hook_files;
+/// What the host runs later (`.claude`, `.git`, `.agents`, hook scripts) stays read-only.
+mod protect;
 /// F3: a directory swapped for a symlink while reads run.
 mod races;
 /// Repository sources cloned from a local git repository.

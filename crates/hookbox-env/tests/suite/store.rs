@@ -50,8 +50,14 @@ async fn environments_survive_a_reopen_and_metadata_holds_no_inline_content() {
         .map(|e| e.id().to_owned())
         .collect();
     assert_eq!(ids, [env.id().to_owned()]);
-    let meta =
-        std::fs::read_to_string(env.root().parent().unwrap().join("environment.json")).unwrap();
+    let meta = std::fs::read_to_string(
+        home.dir
+            .path()
+            .join("environments")
+            .join(env.id())
+            .join("environment.json"),
+    )
+    .unwrap();
     assert!(!meta.contains("very-secret-content"), "{meta}");
     assert!(
         env.id().starts_with("env_") && env.id().len() == 30,
@@ -108,6 +114,7 @@ async fn an_update_that_clashes_changes_nothing() {
         )
         .await;
     let before = snapshot(home.dir.path());
+    let root_before = snapshot(env.root());
     let spec = EnvironmentSpec::from_json(&json!({"sources": [
         {"type": "inline", "target": "workspace/fine.txt", "content": "f"},
         {"type": "inline", "target": "workspace/dir", "content": "file over a directory"},
@@ -116,6 +123,7 @@ async fn an_update_that_clashes_changes_nothing() {
     let err = home.envs.update(env.id(), &spec).await.unwrap_err();
     assert!(matches!(err, StoreError::Update { .. }), "{err}");
     assert_eq!(snapshot(home.dir.path()), before);
+    assert_eq!(snapshot(env.root()), root_before);
 }
 
 #[tokio::test]
@@ -142,9 +150,12 @@ async fn from_environment_copies_the_files() {
 async fn delete_removes_everything() {
     let home = Home::new();
     let env = home.create(json!({})).await;
-    let dir = env.root().parent().unwrap().to_path_buf();
+    let root = env.root().to_path_buf();
+    let dir = home.dir.path().join("environments").join(env.id());
+    assert!(dir.exists() && root.exists());
     home.envs.delete(env.id()).unwrap();
     assert!(!dir.exists());
+    assert!(!root.exists());
     assert!(matches!(
         home.envs.get(env.id()),
         Err(StoreError::NotFound { .. })

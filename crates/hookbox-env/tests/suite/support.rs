@@ -52,7 +52,8 @@ pub(crate) fn seed(name: &str) -> String {
 }
 
 /// Every entry below `dir`: relative path → contents (files), link target (symlinks) or
-/// `<dir>`.
+/// `<dir>`. An environment's `disk.img` is recorded as `<disk image>` (its files are compared
+/// through the environment's mounted root instead of gigabytes of image).
 pub(crate) fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     walk(dir, dir, &mut out);
@@ -67,6 +68,8 @@ fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
         if meta.is_dir() {
             out.insert(rel, b"<dir>".to_vec());
             walk(base, &path, out);
+        } else if path.file_name() == Some("disk.img".as_ref()) {
+            out.insert(rel, b"<disk image>".to_vec());
         } else if meta.is_symlink() {
             let target = std::fs::read_link(&path).unwrap();
             out.insert(rel, target.into_os_string().into_encoded_bytes());

@@ -3,6 +3,7 @@
 mod basics;
 mod cancel;
 mod directory;
+mod disk;
 mod groups;
 mod leaks;
 mod listen;

@@ -58,11 +58,12 @@ async fn environments_are_created_read_listed_and_deleted_under_any_version() {
     expected.sort();
     assert_eq!(ids, expected);
 
+    let root = api.root(&id);
     let deleted = api
         .send("DELETE", &format!("/v1/environments/{id}"), &[], "")
         .await;
     assert_eq!((deleted.status, deleted.json()), (200, json!({})));
-    assert!(!api.root(&id).exists());
+    assert!(!root.exists());
     let again = api
         .send("DELETE", &format!("/v1/environments/{id}"), &[], "")
         .await;

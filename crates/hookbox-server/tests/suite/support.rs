@@ -123,9 +123,15 @@ impl Api {
         self.home.path()
     }
 
-    /// The host directory of environment `id`'s root.
+    /// The host directory of environment `id`'s root (on its own file system when it has a
+    /// disk budget, so asked of the store).
     pub(crate) fn root(&self, id: &str) -> PathBuf {
-        self.home().join("environments").join(id).join("root")
+        hookbox_env::Environments::open(self.home())
+            .unwrap()
+            .get(id)
+            .unwrap()
+            .root()
+            .to_path_buf()
     }
 
     /// Sends one request and reads the whole reply.

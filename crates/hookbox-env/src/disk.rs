@@ -1,0 +1,123 @@
+//! The file system an environment with a disk budget lives on: `<env>/disk.img`, loop-mounted
+//! at `/run/hookbox/disks/<dev>-<inode of the image>` (outside the hookbox home, so that the
+//! home can always be removed with `rm -rf`), the environment's root being its `root/`.
+//!
+//! The mount point is named after the image file itself, so it follows the environment through
+//! the rename from its staging directory and is shared by every hookbox process on the host;
+//! an exclusive `flock` on the image serialises mounting between them (one image is never
+//! mounted twice). `/run` is emptied at boot, and the image is mounted again on first use.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use hookbox_exec::disk::{self, DiskBudget};
+use rustix::fs::FlockOperation;
+
+use crate::store::{StoreError, io_error};
+
+/// Name of the image file in an environment's directory.
+pub(crate) const IMAGE: &str = "disk.img";
+
+/// Where images are mounted.
+const MOUNTS: &str = "/run/hookbox/disks";
+
+/// Name of the environment root inside the file system (beside it: `lost+found`, staging).
+const ROOT: &str = "root";
+
+/// What the kernel appends to a loop device's backing file once the file was removed.
+const DELETED: &str = " (deleted)";
+
+/// The mount point of `image` (which must exist); nothing is mounted by asking.
+pub(crate) fn mount_point(image: &Path) -> Result<PathBuf, StoreError> {
+    let meta = fs::metadata(image).map_err(io_error("inspect the disk image", image))?;
+    Ok(Path::new(MOUNTS).join(format!("{:x}-{:x}", meta.dev(), meta.ino())))
+}
+
+/// The environment root on the file system mounted at `mount`.
+pub(crate) fn root(mount: &Path) -> PathBuf {
+    mount.join(ROOT)
+}
+
+/// Makes `image` (in a directory only this process uses yet) with `budget`, mounts it and
+/// creates its (empty) root. Returns the mount point.
+pub(crate) async fn create(image: &Path, budget: &DiskBudget) -> Result<PathBuf, StoreError> {
+    disk::make_image(image, budget)
+        .await
+        .map_err(StoreError::Disk)?;
+    let mount = mount(image)?;
+    // `lost+found` is for fsck; the root beside it is what the sandbox sees.
+    let _ = fs::remove_dir(mount.join("lost+found"));
+    let root = root(&mount);
+    fs::create_dir(&root).map_err(io_error("create", &root))?;
+    Ok(mount)
+}
+
+/// Mounts `image` at its mount point unless it is already mounted there; returns the mount
+/// point. A mount left at that point by another (since removed) image is replaced.
+pub(crate) fn mount(image: &Path) -> Result<PathBuf, StoreError> {
+    let _lock = lock(image)?;
+    let mount = mount_point(image)?;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&mount)
+        .map_err(io_error("create the mount point", &mount))?;
+    if disk::is_mounted(&mount).map_err(StoreError::Disk)? {
+        let wanted = fs::canonicalize(image).map_err(io_error("resolve", image))?;
+        let backing = disk::backing_file(&mount).map_err(StoreError::Disk)?;
+        if backing.as_deref() == wanted.to_str() {
+            return Ok(mount);
+        }
+        disk::unmount(&mount).map_err(StoreError::Disk)?;
+    }
+    disk::mount_image(image, &mount).map_err(StoreError::Disk)?;
+    Ok(mount)
+}
+
+/// Unmounts `image` (the loop device detaches itself) and removes its mount point.
+pub(crate) fn unmount(image: &Path) -> Result<(), StoreError> {
+    let _lock = lock(image)?;
+    let mount = mount_point(image)?;
+    disk::unmount(&mount).map_err(StoreError::Disk)?;
+    match fs::remove_dir(&mount) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => {
+            Err(io_error("remove the mount point", &mount)(err))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Unmounts every image whose file was removed without hookbox (its home deleted with
+/// `rm -rf`): such a mount can never be reached again, and it keeps the removed image's
+/// blocks allocated on the host. Live environments are never touched.
+pub(crate) fn sweep_orphans() -> Result<(), StoreError> {
+    let entries = match fs::read_dir(MOUNTS) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => return Err(io_error("read", Path::new(MOUNTS))(err)),
+    };
+    for entry in entries {
+        let mount = entry.map_err(io_error("read", Path::new(MOUNTS)))?.path();
+        if !disk::is_mounted(&mount).unwrap_or(false) {
+            continue;
+        }
+        let orphaned = disk::backing_file(&mount)
+            .map_err(StoreError::Disk)?
+            .is_some_and(|file| file.ends_with(DELETED));
+        if orphaned {
+            disk::unmount(&mount).map_err(StoreError::Disk)?;
+            let _ = fs::remove_dir(&mount);
+        }
+    }
+    Ok(())
+}
+
+/// An exclusive lock on `image`, held while the returned file is open.
+fn lock(image: &Path) -> Result<File, StoreError> {
+    let file = File::open(image).map_err(io_error("open", image))?;
+    rustix::fs::flock(&file, FlockOperation::LockExclusive)
+        .map_err(|err| io_error("lock", image)(err.into()))?;
+    Ok(file)
+}
