@@ -281,6 +281,25 @@ impl Agent {
                 .filter_map(|entry| serde_json::to_value(entry).ok())
                 .map(|entry| (step_index, entry)),
         );
+        // Problems with the hook files (a group a later file may not replace, a model-written
+        // file over its bounds or unparsable) are logged and kept with the call's traces, one
+        // `{"diagnostic": …}` entry each.
+        for diagnostic in &report.diagnostics {
+            tracing::warn!(
+                interaction = interaction_id.unwrap_or("-"),
+                tool = call.name,
+                file = diagnostic.source,
+                json_path = diagnostic.json_path,
+                "hook configuration: {}",
+                diagnostic.message
+            );
+        }
+        outcome.traces.extend(
+            report
+                .diagnostics
+                .iter()
+                .map(|diagnostic| (step_index, json!({ "diagnostic": diagnostic }))),
+        );
         // The egress proxy's decisions for this call (never header values) go to the same
         // audit trail, one `{"network": …}` entry each.
         outcome.traces.extend(

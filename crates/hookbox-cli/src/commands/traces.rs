@@ -42,6 +42,16 @@ fn line(trace: &Value) -> String {
     if let Some(network) = trace.get("network") {
         return format!("step {step} {}: network {network}\n", text("tool"));
     }
+    if let Some(diagnostic) = trace.get("diagnostic") {
+        let field = |key: &str| diagnostic[key].as_str().unwrap_or("-").to_owned();
+        return format!(
+            "step {step}: hook configuration {}: {}: {}: {}\n",
+            field("severity"),
+            field("source"),
+            field("json_path"),
+            field("message")
+        );
+    }
     let result = match &trace["result"] {
         Value::String(result) => result.replace('_', " "),
         Value::Object(decided) => decided

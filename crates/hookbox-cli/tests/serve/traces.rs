@@ -88,3 +88,84 @@ fn a_failing_gate_is_logged_listed_and_printed() {
         "{warning}"
     );
 }
+
+/// A group of the owner's file that a model-written file names again is ignored, and that is
+/// visible too: in the server log, in the interaction's hook traces and in `hookbox traces`.
+#[test]
+fn an_ignored_group_is_logged_listed_and_printed() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("shadowing.script.json");
+    let takeover = json!({"gate": {"enabled": false}}).to_string();
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "write_file",
+                "args": {"path": "/workspace/.agents/hooks.json", "content": takeover}}]},
+            {"tool_calls": [{"name": "code_execution",
+                "args": {"code": "echo rm -rf gone", "language": "bash"}}]},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        format!(
+            "[agents.tool]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let alice = api_key(home.path(), "alice");
+    let served = serve(home.path(), &[]);
+    let url = &served.base_url;
+    let gate = r#"grep -q 'rm -rf' && echo '{"decision":"deny","reason":"no rm -rf"}' || true"#;
+    let hooks = json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution",
+        "hooks": [{"type": "command", "command": gate}]}]}});
+    let created = http::json(
+        url,
+        &alice,
+        "POST",
+        "/v1/interactions",
+        &json!({"agent": "tool", "input": "take the gate over", "tools": [{"type": "code_execution"}],
+            "environment": {"type": "remote", "sources": [
+                {"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}]}}),
+    );
+    assert_eq!(created.status, 200, "{created:?}");
+    assert!(
+        created.body.contains("no rm -rf"),
+        "the owner's gate must still deny: {created:?}"
+    );
+    let interaction = created.json()["id"].as_str().unwrap().to_owned();
+
+    let path = format!("/v1/interactions/{interaction}/hook_traces");
+    let traces = http::json(url, &alice, "GET", &path, &serde_json::Value::Null).json();
+    let ignored = traces["hook_traces"]
+        .as_array()
+        .expect("hook_traces")
+        .iter()
+        .find_map(|entry| entry.get("diagnostic"))
+        .unwrap_or_else(|| panic!("no diagnostic entry: {traces}"));
+    assert_eq!(
+        ignored["source"], "/workspace/.agents/hooks.json",
+        "{ignored}"
+    );
+    assert!(
+        ignored["message"].as_str().unwrap().contains("gate"),
+        "{ignored}"
+    );
+
+    let printed = super::super::hookbox_in(home.path(), &["traces", &interaction], b"");
+    let printed = String::from_utf8_lossy(&printed.stdout);
+    assert!(
+        printed.contains("hook configuration") && printed.contains("/workspace/.agents/hooks.json"),
+        "{printed}"
+    );
+    let (_, log) = served.terminate();
+    assert!(
+        log.lines().any(|line| line.contains("WARN")
+            && line.contains("hook configuration")
+            && line.contains(&interaction)),
+        "no warning for the ignored group in the log: {log}"
+    );
+}
