@@ -58,6 +58,7 @@ pub(crate) async fn create(image: &Path, budget: &DiskBudget) -> Result<PathBuf,
 /// point. A mount left at that point by another (since removed) image is replaced.
 pub(crate) fn mount(image: &Path) -> Result<PathBuf, StoreError> {
     let _lock = lock(image)?;
+    let _mounts = lock_mounts()?;
     let mount = mount_point(image)?;
     fs::DirBuilder::new()
         .recursive(true)
@@ -79,6 +80,7 @@ pub(crate) fn mount(image: &Path) -> Result<PathBuf, StoreError> {
 /// Unmounts `image` (the loop device detaches itself) and removes its mount point.
 pub(crate) fn unmount(image: &Path) -> Result<(), StoreError> {
     let _lock = lock(image)?;
+    let _mounts = lock_mounts()?;
     let mount = mount_point(image)?;
     disk::unmount(&mount).map_err(StoreError::Disk)?;
     match fs::remove_dir(&mount) {
@@ -93,6 +95,9 @@ pub(crate) fn unmount(image: &Path) -> Result<(), StoreError> {
 /// `rm -rf`): such a mount can never be reached again, and it keeps the removed image's
 /// blocks allocated on the host. Live environments are never touched.
 pub(crate) fn sweep_orphans() -> Result<(), StoreError> {
+    // Held from each check to its unmount: once an orphan's image is released, its inode number
+    // (so its mount point's name) may go to a new image that another process mounts there.
+    let _mounts = lock_mounts()?;
     let entries = match fs::read_dir(MOUNTS) {
         Ok(entries) => entries,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -112,6 +117,27 @@ pub(crate) fn sweep_orphans() -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// An exclusive lock on the table of mounts under [`MOUNTS`], shared by every hookbox process
+/// on the host and held while the returned file is open, so that deciding what is mounted
+/// where and acting on it is one step.
+fn lock_mounts() -> Result<File, StoreError> {
+    let mounts = Path::new(MOUNTS);
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(mounts)
+        .map_err(io_error("create", mounts))?;
+    let path = mounts.with_extension("lock");
+    let file = File::options()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(io_error("open", &path))?;
+    rustix::fs::flock(&file, FlockOperation::LockExclusive)
+        .map_err(|err| io_error("lock", &path)(err.into()))?;
+    Ok(file)
 }
 
 /// An exclusive lock on `image`, held while the returned file is open.
