@@ -168,22 +168,29 @@ async fn files_persist_across_calls_and_a_remount_by_a_new_store() {
         return;
     };
     let env = home.create(small_limits()).await;
+    let id = env.id().to_owned();
     let (code, _, stderr) = run(&env, "echo kept > /workspace/kept.txt").await;
     assert_eq!(code, 0, "{stderr}");
     let (_, stdout, _) = run(&env, "cat /workspace/kept.txt /workspace/hello.txt").await;
     assert_eq!(stdout, "kept\nhi");
-    // As after a reboot: nothing is mounted, a new store mounts it again on first use.
+    // As after a reboot: nothing is mounted, a new store mounts it again on first use. The
+    // unmount is lazy and the loop device detaches asynchronously: wait until the old file
+    // system is wholly gone (its device released), as it is after a reboot, so that it never
+    // coexists with the new mount of the same image.
     let mount = mount_point(&env);
+    let loop_file = loop_backing_file(&mount);
+    drop(env);
     hookbox_exec::disk::unmount(&mount).unwrap();
     assert!(!hookbox_exec::disk::is_mounted(&mount).unwrap_or(false));
+    wait_for_detach(&loop_file).await;
     let reopened = Environments::open(home.0.dir.path()).unwrap();
-    let again = reopened.get(env.id()).unwrap();
+    let again = reopened.get(&id).unwrap();
     assert!(hookbox_exec::disk::is_mounted(&mount_point(&again)).unwrap());
     let (_, stdout, _) = run(&again, "cat /workspace/kept.txt").await;
     assert_eq!(stdout, "kept\n");
     // A second store on the same home uses the same mount rather than mounting twice.
     let other = Environments::open(home.0.dir.path()).unwrap();
-    assert_eq!(other.get(env.id()).unwrap().root(), again.root());
+    assert_eq!(other.get(&id).unwrap().root(), again.root());
     assert_eq!(mounts_of(&mount_point(&again)), 1);
 }
 
@@ -209,15 +216,7 @@ async fn deleting_an_environment_leaves_no_mount_and_no_loop_device() {
     home.0.envs.delete(env.id()).unwrap();
     assert_eq!(mounts_of(&mount), 0);
     assert!(!mount.exists());
-    // Autoclear detaches the device (asynchronously, so waiting up to 10 s): no backing file.
-    let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::fs::read_to_string(&loop_file).is_ok() {
-        assert!(
-            tokio::time::Instant::now() < give_up,
-            "the loop device stays attached"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_for_detach(&loop_file).await;
     assert!(
         !home
             .0
@@ -227,6 +226,19 @@ async fn deleting_an_environment_leaves_no_mount_and_no_loop_device() {
             .join(env.id())
             .exists()
     );
+}
+
+/// Waits until the loop device whose `/sys/…/backing_file` is `loop_file` has detached itself
+/// (autoclear is asynchronous, so up to 10 s): then nothing of its file system is left.
+async fn wait_for_detach(loop_file: &Path) {
+    let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(loop_file).is_ok() {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "the loop device stays attached"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// `/sys/…/loop/backing_file` of the loop device mounted at `mount`.
