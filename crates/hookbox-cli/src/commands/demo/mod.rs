@@ -40,6 +40,8 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         .tempdir()
         .context("cannot create a scratch HOOKBOX_HOME")?;
     let store = Environments::open(home.path())?;
+    // Dropped before `home`: the environments' file systems are unmounted, not orphaned.
+    let _scratch = DeleteOnDrop(&store);
     let user_home = Environments::default_home()?;
     let file = config::read(args.config.as_deref(), &user_home)?;
     // The demo's environments name no credentials, so none are loaded.
@@ -125,6 +127,24 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Deletes every environment of the demo's scratch store when dropped, so that their disk
+/// images are unmounted and their loop devices released before the scratch home is removed,
+/// whether the demo finished or failed.
+struct DeleteOnDrop<'a>(&'a Environments);
+
+impl Drop for DeleteOnDrop<'_> {
+    fn drop(&mut self) {
+        for environment in self.0.list().unwrap_or_default() {
+            if let Err(err) = self.0.delete(environment.id()) {
+                render::print_error(&format!(
+                    "hookbox demo: cannot remove its environment {}: {err}\n",
+                    environment.id()
+                ));
+            }
+        }
+    }
 }
 
 /// The seeds' audit example: their `audit-logging` hooks.json and network allowlist, verbatim,
