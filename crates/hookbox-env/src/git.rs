@@ -119,16 +119,11 @@ async fn clone_through_proxy(
     .map_err(|err| not_run(format!("cannot set up the proxy for the clone: {err}")))?;
     let policy = EgressPolicy::from_network(Some(&json!({"allowlist": [{"domain": host}]})))
         .map_err(|err| not_run(format!("`{host}` is not a valid repository host: {err}")))?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    let log: DecisionLog = Arc::new(|_| {});
+    let (address, serving) = proxy
+        .spawn_on_loopback(Arc::new(policy), log)
         .await
         .map_err(|err| not_run(format!("cannot open the proxy for the clone: {err}")))?;
-    let address = listener
-        .local_addr()
-        .map_err(|err| not_run(format!("cannot open the proxy for the clone: {err}")))?;
-    let log: DecisionLog = Arc::new(|_| {});
-    let serving = tokio::spawn(async move {
-        proxy.serve(listener, Arc::new(policy), log).await;
-    });
     let bundle = match network.extra_root_certs_pem.as_slice() {
         [] => None,
         roots => Some(crate::egress::write_bundle(&roots.concat()).map_err(|err| {

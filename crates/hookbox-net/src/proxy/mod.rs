@@ -303,6 +303,21 @@ impl EgressProxy {
         self.serve_with(listener.into(), policy, None, log).await;
     }
 
+    /// Serves `policy` (as [`serve`](Self::serve)) on a new listener at a free port of
+    /// `127.0.0.1`, for a program on this host to use as its HTTP proxy (`git` cloning a
+    /// repository source). Returns the listener's address and the task serving it; aborting
+    /// the task stops the proxy and closes what it opened.
+    pub async fn spawn_on_loopback(
+        self,
+        policy: Arc<EgressPolicy>,
+        log: DecisionLog,
+    ) -> io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        let address = listener.local_addr()?;
+        let serving = tokio::spawn(async move { self.serve(listener, policy, log).await });
+        Ok((address, serving))
+    }
+
     /// Like [`serve`](Self::serve), but `CONNECT`s to hosts whose allowlist entry has a
     /// `transform` are intercepted: TLS is terminated with leaves issued by `ca` (the
     /// environment's own CA, whose certificate the sandbox trusts) and the `transform` headers
