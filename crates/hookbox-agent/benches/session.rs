@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use hookbox_agent::model::ScriptedModel;
 use hookbox_agent::session::{HookMatcher, PermissionMode, Session, SessionBuilder};
 use hookbox_hooks::{CallbackError, HookEvent};
+use hookbox_llm::ScriptedModel;
 use serde_json::{Value, json};
 
 /// Tool calls per query.

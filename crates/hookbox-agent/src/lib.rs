@@ -1,5 +1,5 @@
 //! hookbox's agent side: built-in tool calls in an environment, each wrapped in the
-//! environment's hooks, and the model providers the agent loop will drive.
+//! environment's hooks, driven by the model clients of `hookbox-llm`.
 //!
 //! [`SandboxTools::call`] discovers `/.agents/hooks.json` and `/workspace/.agents/hooks.json`
 //! in the environment (through the confined file tools, re-parsed only when they change), runs
@@ -7,10 +7,7 @@
 //! tool unless a hook denied it, then runs the `post_tool_execution` hooks with the tool's
 //! `result` and, when it failed, `error`. A denied call never touches the sandbox.
 //!
-//! [`model`] speaks the real wire formats of Gemini `generateContent`, OpenAI-compatible chat
-//! completions and Anthropic messages (plain and streamed, with tool calls, retries on 429/5xx
-//! and one overall deadline), plus a `scripted` model that replays a file of turns and says so
-//! in its label. [`interaction`] is the agent loop that ties models, tools and hooks together;
+//! [`interaction`] is the agent loop that ties models (`hookbox-llm`), tools and hooks together;
 //! [`service`] runs it for the Interactions API (request parsing, environments, the store,
 //! background runs, cancel, idempotent retries, streaming events), so the HTTP server only maps
 //! HTTP onto it. [`session`] is the agent of the SDK hooks (seed 002): coding tools in a
@@ -19,7 +16,6 @@
 
 mod discovery;
 pub mod interaction;
-pub mod model;
 mod runner;
 pub mod service;
 pub mod session;

@@ -12,7 +12,6 @@ mod egress;
 mod hook_environment;
 /// The agent loop against fake model servers and real sandboxes.
 mod interaction;
-mod model;
 /// The policy the model cannot change (issue 10).
 mod policy;
 /// Hooks see (and tools act on) resolved paths.

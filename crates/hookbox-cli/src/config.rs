@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use hookbox_agent::model::{Model, ModelConfig};
 use hookbox_env::DiskBudget;
+use hookbox_llm::{Model, ModelConfig};
 use hookbox_net::{ClientOptions, IpNet, ProxyOptions};
 use serde::Deserialize;
 
@@ -238,10 +238,9 @@ impl ConfigFile {
                 known.join(", ")
             );
         };
-        let client = hookbox_net::GuardedClient::new(&hookbox_agent::model::client_options())
+        let client = hookbox_net::GuardedClient::new(&hookbox_llm::client_options())
             .context("cannot build the HTTP client")?;
-        hookbox_agent::model::build(config, client)
-            .with_context(|| format!("cannot set up agent `{name}`"))
+        hookbox_llm::build(config, client).with_context(|| format!("cannot set up agent `{name}`"))
     }
 }
 

@@ -60,14 +60,14 @@
 //! `crates/hookbox-sdk/examples/` are the seed's four: `block_dangerous`, `auto_approve_reads`,
 //! `bash_timeout` and `audit_log` (`cargo run -p hookbox-sdk --example audit_log`).
 
-pub use hookbox_agent::model::{
-    Model, ModelConfig, ModelError, ProviderKind, ScriptedModel, build as build_model,
-    client_options,
-};
 pub use hookbox_agent::session::{
     ContentBlock, HookMatcher, MessageStream, PermissionAnswer, PermissionDenial, PermissionMode,
     PermissionPrompt, PermissionQuery, QueryResult, ResultSubtype, Session, SessionBuilder,
     SessionControl, SessionError, SessionMessage, SubagentDefinition, UnknownPermissionMode,
 };
 pub use hookbox_hooks::{CallbackError, HookCallback, HookEvent};
+pub use hookbox_llm::{
+    Model, ModelConfig, ModelError, ProviderKind, ScriptedModel, build as build_model,
+    client_options,
+};
 pub use hookbox_net::GuardedClient;

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hookbox_agent::SandboxTools;
-use hookbox_agent::model::{ModelConfig, ProviderKind, client_options};
 use hookbox_env::{EnvironmentSpec, Environments, Isolation};
+use hookbox_llm::{ModelConfig, ProviderKind, client_options};
 use hookbox_net::{EgressPolicy, GuardedClient, PostRequest};
 use hookbox_server::ServerConfig;
 use serde_json::json;

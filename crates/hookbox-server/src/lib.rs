@@ -53,11 +53,11 @@ use axum::http::{HeaderValue, Request, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
-use hookbox_agent::model::ModelConfig;
 use hookbox_agent::service::{
     EgressProxyOptions, HookClientOptions, InteractionService, ServiceConfig, ServiceError,
 };
 use hookbox_env::{DiskBudget, Environments, StoreError};
+use hookbox_llm::ModelConfig;
 use hookbox_store::{SqliteStore, Store};
 use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;

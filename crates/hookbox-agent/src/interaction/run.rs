@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::steps::{call_step, extend_conversation, model_output, result_step};
 use super::tools::builtin_declarations;
-use crate::model::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
 use crate::tool_call::SandboxTools;
+use hookbox_llm::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
 
 /// What a streaming run reports as it goes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,7 +91,7 @@ impl Agent {
     }
 
     /// Like [`run`](Self::run), asking the model with
-    /// [`Model::complete_streaming`](crate::model::Model::complete_streaming) and reporting the
+    /// [`Model::complete_streaming`](hookbox_llm::Model::complete_streaming) and reporting the
     /// text of each `model_output` step as it arrives. Text streamed before a model failure
     /// becomes a `model_output` step.
     pub async fn run_streaming(

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::model::{Conversation, Media, Message, ToolCall, ToolResult};
+use hookbox_llm::{Conversation, Media, Message, ToolCall, ToolResult};
 
 /// A `user_input` step with one text part.
 pub fn user_input(text: &str) -> Value {

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::model::ToolDeclaration;
+use hookbox_llm::ToolDeclaration;
 
 /// The built-in tools, with exactly their names and argument schemas.
 pub(crate) fn builtin_declarations() -> Vec<ToolDeclaration> {

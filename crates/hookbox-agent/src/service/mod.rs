@@ -50,8 +50,8 @@ pub use hookbox_net::ProxyOptions as EgressProxyOptions;
 pub use request::{CreateRequest, EnvironmentChoice};
 
 use crate::interaction::{Agent, RunEvent, RunStatus};
-use crate::model::{Model, ModelConfig};
 use crate::tool_call::SandboxTools;
+use hookbox_llm::{Model, ModelConfig};
 
 /// How many earlier interactions with an identical body a create looks through.
 const MAX_IDENTICAL_BODIES: u32 = 1000;
@@ -245,7 +245,7 @@ impl InteractionService {
             .with_disk_budget(config.disk_budget);
         let http = hookbox_hooks::HookClients::new(&config.hook_http)
             .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP clients", &err))?;
-        let model_http = hookbox_net::GuardedClient::new(&crate::model::client_options())
+        let model_http = hookbox_net::GuardedClient::new(&hookbox_llm::client_options())
             .map_err(|err| ServiceError::internal("cannot build the models' HTTP client", &err))?;
         let egress = match &config.egress_proxy {
             Some(options) => Some(hookbox_net::EgressProxy::new(options.clone()).map_err(
@@ -535,12 +535,12 @@ impl InteractionService {
         };
         let mut config = config.clone();
         if let Some(temperature) = request.generation.temperature {
-            config.temperature = Some(crate::model::Temperature(temperature));
+            config.temperature = Some(hookbox_llm::Temperature(temperature));
         }
         if let Some(max) = request.generation.max_output_tokens {
             config.max_tokens = Some(max);
         }
-        let model = crate::model::build(&config, self.model_http.clone()).map_err(|err| {
+        let model = hookbox_llm::build(&config, self.model_http.clone()).map_err(|err| {
             ServiceError::precondition(format!("agent `{name}` cannot run: {err}"))
         })?;
         Ok((model, config.stream))

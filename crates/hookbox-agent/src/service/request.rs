@@ -5,7 +5,7 @@ use hookbox_env::{EnvironmentSpec, Source};
 use serde_json::{Map, Value, json};
 
 use super::ServiceError;
-use crate::model::ToolDeclaration;
+use hookbox_llm::ToolDeclaration;
 
 /// Members hookbox reads.
 const ACCEPTED: &[&str] = &[

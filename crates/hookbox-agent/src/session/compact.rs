@@ -1,6 +1,6 @@
 //! Compaction: how big a conversation is, and the request that asks the model to summarise it.
 
-use crate::model::{Conversation, Message, content_text};
+use hookbox_llm::{Conversation, Message, content_text};
 
 /// The instruction the summarising request runs with.
 const SUMMARY_SYSTEM: &str = "You summarise a conversation between a user and a coding agent so \
@@ -72,7 +72,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::model::{ToolCall, ToolResult};
+    use hookbox_llm::{ToolCall, ToolResult};
 
     #[test]
     fn the_summary_request_holds_the_whole_history() {

@@ -23,7 +23,7 @@ use super::permissions::{
     EDITS, PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, Rule, Rules,
 };
 use super::tools::{TASK, declarations};
-use crate::model::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
+use hookbox_llm::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
 
 /// `Stop` blocks in a row after which the session stops anyway (Claude Code's cap).
 const MAX_STOP_BLOCKS: u32 = 8;

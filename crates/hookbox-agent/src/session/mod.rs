@@ -44,7 +44,7 @@ pub use permissions::{
 };
 
 use self::core::{Core, Shared};
-use crate::model::Model;
+use hookbox_llm::Model;
 
 /// A sub-agent the `Task` tool can start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -346,7 +346,7 @@ impl SessionBuilder {
             compact_threshold: self.compact_threshold,
             prompt: self.prompt,
             shared: Arc::clone(&shared),
-            conversation: crate::model::Conversation::new(self.system_prompt),
+            conversation: hookbox_llm::Conversation::new(self.system_prompt),
             started: false,
         };
         Ok(Session {

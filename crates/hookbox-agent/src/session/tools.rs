@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::model::ToolDeclaration;
+use hookbox_llm::ToolDeclaration;
 
 /// The sub-agent tool's name.
 pub(crate) const TASK: &str = "Task";

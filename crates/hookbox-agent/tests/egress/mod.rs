@@ -771,17 +771,14 @@ async fn the_agent_loop_keeps_the_proxy_decisions_in_the_traces_without_secrets(
     )
     .await
     .unwrap();
-    let config = hookbox_agent::model::ModelConfig {
+    let config = hookbox_llm::ModelConfig {
         base_url: Some(model.base_url()),
         max_attempts: Some(1),
-        ..hookbox_agent::model::ModelConfig::new(
-            hookbox_agent::model::ProviderKind::Openai,
-            "gpt-test",
-        )
+        ..hookbox_llm::ModelConfig::new(hookbox_llm::ProviderKind::Openai, "gpt-test")
     };
-    let client = hookbox_net::GuardedClient::new(&hookbox_agent::model::client_options()).unwrap();
+    let client = hookbox_net::GuardedClient::new(&hookbox_llm::client_options()).unwrap();
     let agent = hookbox_agent::interaction::Agent {
-        model: hookbox_agent::model::build_with_env(&config, client, |_| None).unwrap(),
+        model: hookbox_llm::build_with_env(&config, client, |_| None).unwrap(),
         tools: Some(Arc::new(tools)),
         functions: Vec::new(),
         system: None,

@@ -4,10 +4,8 @@ use std::sync::Arc;
 
 use hookbox_agent::SandboxTools;
 use hookbox_agent::interaction::{Agent, RunStatus, user_input};
-use hookbox_agent::model::{
-    ModelConfig, ProviderKind, ToolDeclaration, build_with_env, client_options,
-};
 use hookbox_env::{EnvironmentSpec, Environments, Isolation};
+use hookbox_llm::{ModelConfig, ProviderKind, ToolDeclaration, build_with_env, client_options};
 use hookbox_net::{ClientOptions, GuardedClient};
 use hookbox_test_support::{FakeModelServer, FakeTurn};
 use serde_json::{Value, json};

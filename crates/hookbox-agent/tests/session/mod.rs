@@ -4,12 +4,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hookbox_agent::model::{ModelConfig, ProviderKind, build_with_env, client_options};
 use hookbox_agent::session::{
     HookMatcher, PermissionAnswer, PermissionMode, PermissionQuery, ResultSubtype, Session,
     SessionBuilder, SessionMessage, SubagentDefinition,
 };
 use hookbox_hooks::{CallbackError, HookEvent};
+use hookbox_llm::{ModelConfig, ProviderKind, build_with_env, client_options};
 use hookbox_net::GuardedClient;
 use hookbox_test_support::{FakeModelServer, FakeTurn};
 

@@ -22,11 +22,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
-use hookbox_agent::model::Model;
 use hookbox_agent::session::{
     MessageStream, PermissionMode, QueryResult, ResultSubtype, Session, SessionControl,
     SessionMessage, new_uuid,
 };
+use hookbox_llm::Model;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
-use hookbox_agent::model::Model;
 use hookbox_agent::session::{HookMatcher, PermissionMode, Session};
 use hookbox_hooks::HookEvent;
+use hookbox_llm::Model;
 
 use super::argv::SdkArgs;
 use super::bridge::{RemoteHookCallback, RemotePermissionPrompt};

@@ -1,7 +1,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use hookbox_agent::model::{ModelConfig, ProviderKind};
+use hookbox_llm::{ModelConfig, ProviderKind};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 

@@ -1,6 +1,6 @@
 use std::path::Path;
 
-use hookbox_agent::model::{ModelConfig, ProviderKind};
+use hookbox_llm::{ModelConfig, ProviderKind};
 use hookbox_test_support::{FakeModelServer, FakeTurn};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};

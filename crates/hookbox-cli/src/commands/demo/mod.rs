@@ -8,8 +8,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use hookbox_agent::SandboxTools;
 use hookbox_agent::interaction::{Agent, RunOutcome, RunStatus, user_input};
-use hookbox_agent::model::{Model, ScriptedModel};
 use hookbox_env::{Environment, EnvironmentSpec, Environments, Isolation};
+use hookbox_llm::{Model, ScriptedModel};
 use serde_json::{Value, json};
 
 mod receiver;

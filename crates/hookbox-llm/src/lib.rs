@@ -1,4 +1,4 @@
-//! Model providers: one provider-neutral interface ([`Model`]) over the real wire formats of
+//! hookbox's model clients: one provider-neutral interface ([`Model`]) over the real wire formats of
 //! Gemini `generateContent`, OpenAI-compatible chat completions and Anthropic messages, each
 //! with tool calling and optional streaming, plus a [`ScriptedModel`] that replays a file.
 //!
@@ -6,6 +6,9 @@
 //! guarded client, built with [`client_options`]. 429 and 5xx answers are retried with exponential backoff (honouring
 //! `Retry-After`) within one overall deadline; a missing API key, an unreachable endpoint, an
 //! error status and a malformed answer each give a [`ModelError`] saying what to fix.
+//!
+//! This crate knows nothing of hooks, sandboxes or tools beyond their declarations: the agent
+//! loop (`hookbox-agent`) drives it.
 
 mod anthropic;
 mod config;
@@ -23,10 +26,9 @@ use futures_util::future::BoxFuture;
 pub use config::{ModelConfig, ProviderKind, Temperature, build, build_with_env, client_options};
 pub use error::ModelError;
 pub use scripted::ScriptedModel;
-pub(crate) use types::content_text;
 pub use types::{
     Attachment, Conversation, FinishReason, Media, Message, ModelReply, ToolCall, ToolDeclaration,
-    ToolResult, Usage,
+    ToolResult, Usage, content_text,
 };
 
 /// A language model that answers a conversation, possibly with tool calls.

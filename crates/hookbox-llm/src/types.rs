@@ -190,7 +190,7 @@ pub struct Usage {
 }
 
 /// A tool result's content as text: a JSON string as is, anything else serialized.
-pub(crate) fn content_text(content: &Value) -> String {
+pub fn content_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
         other => other.to_string(),

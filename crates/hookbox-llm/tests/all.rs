@@ -1,9 +1,16 @@
-//! Model providers against fake model servers speaking each provider's exact wire format.
+//! hookbox-llm integration tests: the model providers against fake model servers speaking each
+//! provider's exact wire format.
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    reason = "test helpers stop the test on setup failure"
+)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hookbox_agent::model::{
+use hookbox_llm::{
     Conversation, FinishReason, Model, ModelConfig, ModelError, ProviderKind, ToolDeclaration,
     ToolResult, build_with_env, client_options,
 };
@@ -540,7 +547,7 @@ fn model_config_reads_from_toml_like_json() {
 /// A user message with an image and a PDF, as each provider must receive it.
 #[tokio::test]
 async fn media_and_generation_settings_reach_each_provider_in_its_format() {
-    use hookbox_agent::model::{Media, Temperature};
+    use hookbox_llm::{Media, Temperature};
     const PNG: &str = "iVBORw0KGgo=";
     const PDF: &str = "JVBERi0xLjQ=";
     for provider in PROVIDERS {
@@ -616,7 +623,7 @@ async fn media_and_generation_settings_reach_each_provider_in_its_format() {
 
 #[tokio::test]
 async fn the_fake_servers_refuse_media_that_is_not_base64() {
-    use hookbox_agent::model::Media;
+    use hookbox_llm::Media;
     for provider in PROVIDERS {
         let server = fake(provider, vec![FakeTurn::text("no")]).await;
         let mut conversation = Conversation::new(None);
