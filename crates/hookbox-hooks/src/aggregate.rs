@@ -10,7 +10,7 @@ use crate::trace::{HandlerResult, TraceEntry};
 /// Folds one handler's verdict into `outcome` and records its trace entry. A shadow-mode
 /// handler's verdict is only recorded (`would_deny`), never folded in.
 ///
-/// Rules (DESIGN §2.2, which the sandbox dialect satisfies trivially): `continue: false` wins
+/// Rules (`docs/hook-engine.md`, "Decisions"; the sandbox dialect satisfies them trivially): `continue: false` wins
 /// over everything and keeps the first stop reason; deny/block > ask > allow, the first handler
 /// with the winning rank gives the reason; `additionalContext` and `systemMessage` concatenate;
 /// `updatedInput` replaces the whole input, the last one wins.

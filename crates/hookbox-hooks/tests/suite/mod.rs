@@ -13,7 +13,7 @@ mod config_props;
 mod fail_open;
 /// HTTP handlers against a real local server.
 mod http;
-/// The matcher table of DESIGN §2.1 and the seeds.
+/// The matcher rules of `docs/hook-engine.md` ("Matchers") and the seeds.
 mod matchers;
 /// The policy the model cannot change (issue 10): precedence, cut answers, bounds, shadow.
 mod policy;

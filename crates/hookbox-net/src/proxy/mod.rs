@@ -1,5 +1,5 @@
-//! The egress proxy: an HTTP/1.1 forward proxy serving one environment per listener (a Unix
-//! socket bound into its sandbox, or a TCP listener), applying that environment's
+//! The egress proxy: an HTTP/1.1 forward proxy serving one environment per listener (each
+//! sandbox's is a TCP listener opened in the sandbox's network namespace; a Unix socket works too), applying that environment's
 //! [`EgressPolicy`] and the address rules to every request.
 //!
 //! Each request is handled in this order, and the first refusal answers it:
@@ -190,7 +190,7 @@ pub type DecisionLog = Arc<dyn Fn(ProxyDecision) + Send + Sync>;
 /// Where an environment's clients connect to its proxy.
 #[derive(Debug)]
 pub enum ProxyListener {
-    /// A Unix socket, bound into the sandbox.
+    /// A Unix socket (for a local client; the sandboxes' proxies listen on TCP).
     Unix(UnixListener),
     /// A TCP listener (its own address is never dialed).
     Tcp(TcpListener),
