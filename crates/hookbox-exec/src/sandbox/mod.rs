@@ -10,12 +10,18 @@ mod filter;
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::IoSliceMut;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use landlock::{ABI, Access, AccessFs, Scope};
+use rustix::net::{
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, Shutdown, SocketFlags,
+    SocketType, recvmsg, shutdown, socketpair,
+};
 
 pub(crate) use cgroup::RunCgroups;
 pub(crate) use child::{
@@ -372,7 +378,10 @@ fn is_root() -> bool {
 fn landlock_abi() -> ABI {
     static ABI_VERSION: OnceLock<i32> = OnceLock::new();
     let version = *ABI_VERSION.get_or_init(|| {
-        #[expect(unsafe_code, reason = "the landlock version query has no safe wrapper")]
+        #[expect(
+            unsafe_code,
+            reason = "the landlock crate keeps its version query private (`LandlockStatus::current`)"
+        )]
         // SAFETY: with a null attribute, size 0 and the VERSION flag, the call only returns a
         // number.
         let version = unsafe {
@@ -850,29 +859,19 @@ fn same_place(outer: &CheckedBind, host: &Path, bind: &Bind) -> bool {
             .is_ok_and(|below| !below.as_os_str().is_empty() && outer.host.join(below) == host)
 }
 
-#[expect(
-    unsafe_code,
-    reason = "socketpair has no safe wrapper in our dependencies"
-)]
 fn socket_pair() -> Result<(OwnedFd, OwnedFd), IsolationError> {
-    let mut fds = [0; 2];
-    // SAFETY: socketpair writes two descriptors into the array, which we then own.
-    let ret = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if ret != 0 {
-        return Err(IsolationError::Unsupported(format!(
+    socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|error| {
+        IsolationError::Unsupported(format!(
             "cannot create the status socket: {}",
-            io::Error::last_os_error()
-        )));
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+            io::Error::from(error)
+        ))
+    })
 }
 
 /// One message from the children, with a descriptor when one was passed.
@@ -884,52 +883,34 @@ pub(crate) struct Record {
 }
 
 /// Receives one record without blocking: `Ok(None)` at end of stream, `WouldBlock` if none yet.
-#[expect(
-    unsafe_code,
-    reason = "recvmsg with SCM_RIGHTS has no safe wrapper here"
-)]
 pub(crate) fn receive(fd: &OwnedFd) -> io::Result<Option<Record>> {
-    let mut record = [0_u32; 3];
-    let mut iov = libc::iovec {
-        iov_base: record.as_mut_ptr().cast(),
-        iov_len: std::mem::size_of_val(&record),
-    };
-    let mut control = [0_u64; 4];
-    // SAFETY: the message points to locals that outlive the call; CMSG_* walk only within
-    // `control`, whose length is passed; a descriptor received is owned by us from then on.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &raw mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        let read = libc::recvmsg(
-            fd.as_raw_fd(),
-            &raw mut msg,
-            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
-        );
-        if read < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if read == 0 {
-            return Ok(None);
-        }
-        let mut passed = None;
-        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
-        if !cmsg.is_null()
-            && (*cmsg).cmsg_level == libc::SOL_SOCKET
-            && (*cmsg).cmsg_type == libc::SCM_RIGHTS
-        {
-            let raw = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
-            passed = Some(OwnedFd::from_raw_fd(raw));
-        }
-        Ok(Some(Record {
-            kind: record[0],
-            a: record[1],
-            b: record[2],
-            fd: passed,
-        }))
+    let mut record = [0_u8; 12];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let received = recvmsg(
+        fd,
+        &mut [IoSliceMut::new(&mut record)],
+        &mut control,
+        RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC,
+    )?;
+    if received.bytes == 0 {
+        return Ok(None);
     }
+    let passed = control.drain().find_map(|message| match message {
+        RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+        _ => None,
+    });
+    let word = |index: usize| {
+        let mut bytes = [0; 4];
+        bytes.copy_from_slice(&record[4 * index..4 * index + 4]);
+        u32::from_ne_bytes(bytes)
+    };
+    Ok(Some(Record {
+        kind: word(0),
+        a: word(1),
+        b: word(2),
+        fd: passed,
+    }))
 }
 
 impl Prepared {
@@ -985,15 +966,9 @@ impl Prepared {
 
 /// Shuts down `listener` (a listening socket handed out through [`ListenInside`]), so that
 /// accepting on any copy of it fails from now on.
-#[expect(
-    unsafe_code,
-    reason = "shutdown has no safe wrapper in our dependencies"
-)]
 pub(crate) fn stop_listening(listener: &OwnedFd) {
-    // SAFETY: shutdown only changes the state of the socket `listener` refers to, which is open.
-    unsafe {
-        libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR);
-    }
+    // Failing means the socket is no longer listening: nothing is left to stop.
+    let _stopped = shutdown(listener, Shutdown::Both);
 }
 
 /// Registers `fd` (a socket or pidfd we own) with tokio's reactor, for readability.
