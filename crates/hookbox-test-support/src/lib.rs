@@ -9,6 +9,10 @@
 //!
 //! [`FakeModelServer`] builds on it: fake Gemini, OpenAI-compatible and Anthropic APIs that check
 //! each request's wire format and answer scripted [`FakeTurn`]s, streamed when asked.
+//!
+//! A test that needs what the machine may lack (root, user namespaces, a loop device…) calls
+//! [`skip`] or [`require_root`] and returns: it is reported as skipped, except under `CI=true`,
+//! where it fails.
 
 mod connection;
 mod fake_models;
@@ -16,6 +20,7 @@ mod netns;
 mod reply;
 mod request;
 mod server;
+mod skip;
 mod tls;
 
 pub use fake_models::{
@@ -25,4 +30,5 @@ pub use netns::TestNetns;
 pub use reply::Reply;
 pub use request::RecordedRequest;
 pub use server::TestHttpServer;
+pub use skip::{require_root, skip};
 pub use tls::{TEST_CA_PEM, TestCertificates};

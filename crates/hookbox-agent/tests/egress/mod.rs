@@ -39,16 +39,18 @@ struct Fixture {
 }
 
 /// The fixture, or `None` (with a printed reason) where it cannot be built.
-#[expect(clippy::print_stdout, reason = "a skipped test says why")]
 async fn fixture(test: &str) -> Option<Fixture> {
     if let Err(error) = hookbox_exec::check_isolation() {
-        println!("SKIPPED {test}: the sandbox is unavailable: {error}");
+        hookbox_test_support::skip(test, format_args!("the sandbox is unavailable: {error}"));
         return None;
     }
     let netns = match TestNetns::create() {
         Ok(netns) => netns,
         Err(reason) => {
-            println!("SKIPPED {test}: cannot create a test network namespace: {reason}");
+            hookbox_test_support::skip(
+                test,
+                format_args!("cannot create a test network namespace: {reason}"),
+            );
             return None;
         }
     };

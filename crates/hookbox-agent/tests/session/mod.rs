@@ -708,7 +708,10 @@ async fn interrupt_ends_a_query_waiting_for_permission() {
 #[tokio::test]
 async fn sandboxed_bash_runs_in_default_mode_inside_the_sandbox() {
     if let Err(err) = hookbox_exec::check_isolation() {
-        println!("SKIPPED sandboxed_bash_runs_in_default_mode_inside_the_sandbox: {err}");
+        hookbox_test_support::skip(
+            "sandboxed_bash_runs_in_default_mode_inside_the_sandbox",
+            err,
+        );
         return;
     }
     let f = fixture(vec![bash("t1", "pwd > where.txt"), FakeTurn::text("done")]).await;

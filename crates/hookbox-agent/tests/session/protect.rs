@@ -150,7 +150,10 @@ async fn a_permission_request_hook_can_still_allow_a_protected_write() {
 #[tokio::test]
 async fn bash_cannot_plant_settings_or_git_hooks_for_the_next_session() {
     if let Err(err) = hookbox_exec::check_isolation() {
-        println!("SKIPPED: {err}");
+        hookbox_test_support::skip(
+            "bash_cannot_plant_settings_or_git_hooks_for_the_next_session",
+            err,
+        );
         return;
     }
     let attacks = [

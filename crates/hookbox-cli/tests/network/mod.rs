@@ -121,13 +121,16 @@ fn the_seed_audit_example_delivers_two_events_with_the_token_injected() {
     const TEST: &str =
         "network::the_seed_audit_example_delivers_two_events_with_the_token_injected";
     if let Err(error) = hookbox_exec::check_isolation() {
-        println!("SKIPPED {TEST}: the sandbox is unavailable: {error}");
+        hookbox_test_support::skip(TEST, format_args!("the sandbox is unavailable: {error}"));
         return;
     }
     let netns = match TestNetns::create() {
         Ok(netns) => netns,
         Err(reason) => {
-            println!("SKIPPED {TEST}: cannot create a test network namespace: {reason}");
+            hookbox_test_support::skip(
+                TEST,
+                format_args!("cannot create a test network namespace: {reason}"),
+            );
             return;
         }
     };

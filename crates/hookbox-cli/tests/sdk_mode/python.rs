@@ -11,13 +11,13 @@ use serde_json::{Value, json};
 use super::{AGENT, KEY, KEY_ENV, World, bin, call};
 
 /// The Python with both SDKs installed, or `None` (and a SKIPPED line) without one.
-#[expect(clippy::print_stderr, reason = "a skipped test says why")]
 fn python(test: &str) -> Option<std::ffi::OsString> {
     let python = std::env::var_os("HOOKBOX_PYTHON").filter(|value| !value.is_empty());
     if python.is_none() {
-        eprintln!(
-            "SKIPPED {test}: set HOOKBOX_PYTHON to a python with cortex-code-agent-sdk==1.0.7 \
-             and claude-agent-sdk==0.2.189 installed (.ci/run does)"
+        hookbox_test_support::skip(
+            test,
+            "set HOOKBOX_PYTHON to a python with cortex-code-agent-sdk==1.0.7 and \
+             claude-agent-sdk==0.2.189 installed (.ci/run does)",
         );
     }
     python

@@ -135,9 +135,9 @@ fn serve_reads_its_config_and_stops_cleanly_on_sigterm() {
 )]
 fn the_google_genai_sdk_drives_the_environments_api() {
     let Some(python) = std::env::var_os("HOOKBOX_PYTHON").filter(|value| !value.is_empty()) else {
-        eprintln!(
-            "SKIPPED the_google_genai_sdk_drives_the_environments_api: set HOOKBOX_PYTHON to a \
-             python with google-genai>=3.3.0 installed (.ci/run does)"
+        hookbox_test_support::skip(
+            "the_google_genai_sdk_drives_the_environments_api",
+            "set HOOKBOX_PYTHON to a python with google-genai>=3.3.0 installed (.ci/run does)",
         );
         return;
     };
@@ -169,9 +169,9 @@ fn the_google_genai_sdk_drives_the_environments_api() {
 )]
 fn the_google_genai_sdk_runs_the_seed_hook_examples() {
     let Some(python) = std::env::var_os("HOOKBOX_PYTHON").filter(|value| !value.is_empty()) else {
-        eprintln!(
-            "SKIPPED the_google_genai_sdk_runs_the_seed_hook_examples: set HOOKBOX_PYTHON to a \
-             python with google-genai>=3.3.0 installed (.ci/run does)"
+        hookbox_test_support::skip(
+            "the_google_genai_sdk_runs_the_seed_hook_examples",
+            "set HOOKBOX_PYTHON to a python with google-genai>=3.3.0 installed (.ci/run does)",
         );
         return;
     };

@@ -204,7 +204,10 @@ async fn an_https_repository_is_cloned_once_its_range_is_admitted() {
     let netns = match TestNetns::create() {
         Ok(netns) => netns,
         Err(reason) => {
-            println!("SKIPPED {TEST}: cannot create a test network namespace: {reason}");
+            hookbox_test_support::skip(
+                TEST,
+                format_args!("cannot create a test network namespace: {reason}"),
+            );
             return;
         }
     };

@@ -421,7 +421,7 @@ async fn bash_output_that_is_not_utf8_is_converted() {
 #[tokio::test]
 async fn bash_in_the_sandbox_sees_only_the_directory() {
     if let Some(reason) = sandbox_unavailable() {
-        eprintln!("skipped: isolation is unavailable: {reason}");
+        hookbox_test_support::skip("bash_in_the_sandbox_sees_only_the_directory", reason);
         return;
     }
     let s = Session::new(Isolation::Sandboxed);

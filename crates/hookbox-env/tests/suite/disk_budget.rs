@@ -21,10 +21,12 @@ struct BudgetHome(Home);
 
 impl BudgetHome {
     /// `None` (after saying why) when this process cannot mount file systems.
-    #[expect(clippy::print_stderr, reason = "a skipped test says why")]
     fn new() -> Option<Self> {
         if !hookbox_exec::disk::can_mount() {
-            eprintln!("skipped: disk budgets need root and /dev/loop-control");
+            hookbox_test_support::skip(
+                module_path!(),
+                "disk budgets need root and /dev/loop-control",
+            );
             return None;
         }
         Some(Self(Home::new()))
@@ -342,8 +344,7 @@ const INNER: &str = "HOOKBOX_DISK_BUDGET_INNER";
     reason = "runs this test binary as another user"
 )]
 fn an_unprivileged_hookbox_falls_back_loudly() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: not root, cannot switch users");
+    if !hookbox_test_support::require_root("an_unprivileged_hookbox_falls_back_loudly") {
         return;
     }
     let user = "hookbox-sbx";
@@ -362,7 +363,10 @@ fn an_unprivileged_hookbox_falls_back_loudly() {
             ])
             .status();
         if !created.is_ok_and(|status| status.success()) {
-            eprintln!("skipped: cannot create user {user}");
+            hookbox_test_support::skip(
+                "an_unprivileged_hookbox_falls_back_loudly",
+                format_args!("cannot create user {user}"),
+            );
             return;
         }
     }

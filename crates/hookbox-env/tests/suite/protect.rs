@@ -17,7 +17,7 @@ fn sandbox_unavailable() -> Option<String> {
 macro_rules! require_sandbox {
     () => {
         if let Some(reason) = sandbox_unavailable() {
-            eprintln!("skipped: no sandbox here: {reason}");
+            hookbox_test_support::skip(module_path!(), format_args!("no sandbox here: {reason}"));
             return;
         }
     };

@@ -1,6 +1,6 @@
 //! Attaching an image to a loop device and mounting it; finding and removing such mounts.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -8,6 +8,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use rustix::fs::{AtFlags, CWD, StatxAttributes, StatxFlags};
+use rustix::io::Errno;
+use rustix::mount::{MountFlags, UnmountFlags};
 
 use super::{DiskError, io_error};
 
@@ -23,7 +25,7 @@ const LO_FLAGS_AUTOCLEAR: u32 = 4;
 const ATTACH_ATTEMPTS: usize = 32;
 /// Options of every image mount: give freed blocks back to the host file, and never zero the
 /// lazily initialised inode tables in the background (their holes already read as zeros).
-const MOUNT_OPTIONS: &str = "discard,noinit_itable";
+const MOUNT_OPTIONS: &CStr = c"discard,noinit_itable";
 
 /// `struct loop_info64` of `<linux/loop.h>`.
 #[repr(C)]
@@ -65,31 +67,21 @@ pub fn mount_image(image: &Path, target: &Path) -> Result<(), DiskError> {
     let (device_path, device) = attach(&file)?;
     let source = c_path(&device_path)?;
     let dest = c_path(target)?;
-    let options =
-        CString::new(MOUNT_OPTIONS).map_err(|err| io_error("mount", target)(err.into()))?;
-    #[expect(
-        unsafe_code,
-        reason = "mount(2) has no safe wrapper in our dependencies"
-    )]
-    // SAFETY: every pointer is a NUL-terminated string that outlives the call.
-    let ret = unsafe {
-        libc::mount(
-            source.as_ptr(),
-            dest.as_ptr(),
-            c"ext4".as_ptr(),
-            libc::MS_NODEV | libc::MS_NOSUID,
-            options.as_ptr().cast(),
-        )
-    };
-    if ret != 0 {
-        let err = io::Error::last_os_error();
+    let mounted = rustix::mount::mount(
+        source.as_c_str(),
+        dest.as_c_str(),
+        c"ext4",
+        MountFlags::NODEV | MountFlags::NOSUID,
+        MOUNT_OPTIONS,
+    );
+    if let Err(err) = mounted {
         // Detach now rather than by autoclear, which the kernel runs asynchronously.
         #[expect(unsafe_code, reason = "loop device ioctl")]
         // SAFETY: LOOP_CLR_FD takes no argument; `device` is an open loop device.
         unsafe {
             libc::ioctl(device.as_raw_fd(), LOOP_CLR_FD);
         }
-        return Err(io_error("mount the disk image on", target)(err));
+        return Err(io_error("mount the disk image on", target)(err.into()));
     }
     // The mount holds the device now; closing ours lets autoclear detach it on unmount.
     drop(device);
@@ -166,19 +158,12 @@ fn attach(file: &File) -> Result<(std::path::PathBuf, File), DiskError> {
 /// autoclear asynchronously). Nothing mounted there is fine.
 pub fn unmount(target: &Path) -> Result<(), DiskError> {
     let dest = c_path(target)?;
-    #[expect(
-        unsafe_code,
-        reason = "umount2(2) has no safe wrapper in our dependencies"
-    )]
-    // SAFETY: `dest` is a NUL-terminated string that outlives the call.
-    let ret = unsafe { libc::umount2(dest.as_ptr(), libc::MNT_DETACH | libc::UMOUNT_NOFOLLOW) };
-    if ret == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EINVAL | libc::ENOENT) => Ok(()),
-        _ => Err(io_error("unmount", target)(err)),
+    match rustix::mount::unmount(
+        dest.as_c_str(),
+        UnmountFlags::DETACH | UnmountFlags::NOFOLLOW,
+    ) {
+        Ok(()) | Err(Errno::INVAL | Errno::NOENT) => Ok(()),
+        Err(err) => Err(io_error("unmount", target)(err.into())),
     }
 }
 

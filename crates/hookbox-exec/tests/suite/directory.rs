@@ -68,7 +68,10 @@ fn unavailable() -> Option<String> {
 macro_rules! require_isolation {
     () => {
         if let Some(reason) = unavailable() {
-            eprintln!("skipped: isolation is unavailable: {reason}");
+            hookbox_test_support::skip(
+                module_path!(),
+                format_args!("isolation is unavailable: {reason}"),
+            );
             return;
         }
     };

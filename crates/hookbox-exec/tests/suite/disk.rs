@@ -34,7 +34,10 @@ fn loop_status(mount: &Path) -> PathBuf {
 #[tokio::test]
 async fn an_image_holds_its_size_and_inodes_and_detaches_when_unmounted() {
     if !disk::can_mount() {
-        eprintln!("skipped: mounting needs root and /dev/loop-control");
+        hookbox_test_support::skip(
+            "an_image_holds_its_size_and_inodes_and_detaches_when_unmounted",
+            "mounting needs root and /dev/loop-control",
+        );
         return;
     }
     let _guard = shared().await;

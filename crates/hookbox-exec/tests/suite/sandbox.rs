@@ -491,12 +491,9 @@ async fn a_nested_read_only_directory_is_read_only_inside_a_writable_entry() {
     }
 }
 
-/// A user to run the test binary as, created when we are root and `useradd` exists.
+/// A user to run the test binary as (we are root), created when `useradd` exists.
 #[expect(clippy::disallowed_methods, reason = "test setup, not a sandboxed run")]
 fn unprivileged_user() -> Result<String, String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("not root: cannot switch users".into());
-    }
     let name = "hookbox-sbx";
     let exists = std::process::Command::new("id")
         .arg(name)
@@ -537,16 +534,21 @@ fn an_unprivileged_user_gets_the_same_sandbox() {
     if std::env::var_os("HOOKBOX_SANDBOX_INNER").is_some() {
         return;
     }
+    const TEST: &str = "an_unprivileged_user_gets_the_same_sandbox";
+    if !hookbox_test_support::require_root(TEST) {
+        return;
+    }
     let exe: PathBuf = std::env::current_exe().unwrap();
     let user = match unprivileged_user() {
         Ok(user) => user,
         Err(reason) => {
-            eprintln!("skipped: {reason}");
+            hookbox_test_support::skip(TEST, reason);
             return;
         }
     };
     if !reachable_by_others(&exe) {
-        eprintln!("skipped: {} is not reachable by other users", exe.display());
+        let reason = format!("{} is not reachable by other users", exe.display());
+        hookbox_test_support::skip(TEST, reason);
         return;
     }
     let out = std::process::Command::new("runuser")

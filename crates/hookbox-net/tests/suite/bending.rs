@@ -51,7 +51,6 @@ impl Fixture {
     /// The fixture for `network` (credentials resolved from `credentials`), the host answering
     /// with `responder`, `options` adjusted by `adjust` (after the test subnet and names are
     /// set); `None` (with the reason printed) when no namespace can be made here.
-    #[expect(clippy::print_stdout, reason = "a skipped test says why")]
     pub(super) async fn start(
         test: &str,
         network: &Value,
@@ -62,7 +61,10 @@ impl Fixture {
         let netns = match TestNetns::create() {
             Ok(netns) => netns,
             Err(reason) => {
-                println!("SKIPPED {test}: cannot create a test network namespace: {reason}");
+                hookbox_test_support::skip(
+                    test,
+                    format_args!("cannot create a test network namespace: {reason}"),
+                );
                 return None;
             }
         };

@@ -274,9 +274,9 @@ async fn an_image_reaches_the_model_and_stays_in_the_stored_step() {
 )]
 async fn the_google_genai_sdk_streams_model_text() {
     let Some(python) = std::env::var_os("HOOKBOX_PYTHON").filter(|value| !value.is_empty()) else {
-        eprintln!(
-            "SKIPPED the_google_genai_sdk_streams_model_text: set HOOKBOX_PYTHON to a python \
-             with google-genai>=3.3.0 installed"
+        hookbox_test_support::skip(
+            "the_google_genai_sdk_streams_model_text",
+            "set HOOKBOX_PYTHON to a python with google-genai>=3.3.0 installed",
         );
         return;
     };

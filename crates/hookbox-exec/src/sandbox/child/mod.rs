@@ -1,0 +1,389 @@
+//! What runs between `fork` and `exec`: only raw system calls on data prepared by the parent.
+//!
+//! The spawned child (the "intermediate") joins the run's cgroups, enters new user, mount,
+//! pid, ipc, uts and cgroup namespaces, maps the caller's uid and gid to 0, and forks the
+//! "init": pid 1 of the new pid namespace. The intermediate sends the parent a pidfd of the init,
+//! creates the new network namespace (while the init builds the file system, on another CPU
+//! when there is one; the init joins it once built, before anything else), closes everything,
+//! waits for the init and exits the way it did. The init builds the new root,
+//! `pivot_root`s into it, applies limits, landlock, capabilities and seccomp, and returns, so
+//! that the standard library executes the program in it.
+//!
+//! Nothing here allocates or takes a lock: the parent may have had other threads at fork time.
+//!
+//! The intermediate is here; the init is in [`init`], which builds the file system
+//! ([`mounts`]), joins the network namespace and opens what is asked inside ([`network`]), and
+//! confines itself ([`confine`]).
+
+mod confine;
+mod init;
+mod mounts;
+mod network;
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::ptr;
+
+use init::init_process;
+use network::NetHandoff;
+
+/// Record kinds on the status socket (three native-endian `u32`s: kind, a, b).
+pub(crate) const RECORD_INIT: u32 = 1;
+pub(crate) const RECORD_FAILED: u32 = 2;
+/// The init's listener inside the network namespace (`a` = its port), with the descriptor.
+pub(crate) const RECORD_LISTENER: u32 = 3;
+
+/// Steps of the intermediate, for error reports (ops of the init are numbered from
+/// [`FIRST_OP`]).
+pub(crate) const STEPS: &[&str] = &[
+    "setting the parent-death signal",
+    "joining the run's cgroups",
+    "creating the namespaces (unshare)",
+    "denying setgroups in the new user namespace",
+    "writing the gid map",
+    "writing the uid map",
+    "forking the namespace's init",
+    "opening a pidfd of the init",
+    "setting the hostname",
+    "bringing up the loopback interface",
+    "setting resource limits",
+    "setting no_new_privs",
+    "applying landlock",
+    "dropping capabilities",
+    "applying the seccomp filter",
+    "changing to the working directory",
+    "marking inherited descriptors close-on-exec",
+    "opening the listener on 127.0.0.1 inside the sandbox",
+    "creating the network namespace",
+    "joining the network namespace",
+];
+const STEP_DEATH: u32 = 0;
+const STEP_CGROUP: u32 = 1;
+const STEP_UNSHARE: u32 = 2;
+const STEP_SETGROUPS: u32 = 3;
+const STEP_GID_MAP: u32 = 4;
+const STEP_UID_MAP: u32 = 5;
+const STEP_FORK: u32 = 6;
+const STEP_PIDFD: u32 = 7;
+const STEP_HOSTNAME: u32 = 8;
+const STEP_LOOPBACK: u32 = 9;
+const STEP_RLIMIT: u32 = 10;
+const STEP_NNP: u32 = 11;
+const STEP_LANDLOCK: u32 = 12;
+const STEP_CAPS: u32 = 13;
+const STEP_SECCOMP: u32 = 14;
+const STEP_CWD: u32 = 15;
+const STEP_FDS: u32 = 16;
+const STEP_LISTEN: u32 = 17;
+pub(crate) const STEP_NET_NS: u32 = 18;
+const STEP_JOIN_NET: u32 = 19;
+/// Step number of `ops[0]`.
+pub(crate) const FIRST_OP: u32 = 100;
+
+/// One filesystem operation of the init, with every path prepared by the parent.
+#[derive(Debug)]
+pub(crate) enum Op {
+    /// Makes every mount private, so nothing propagates back to the host.
+    Private,
+    /// Mounts a fresh tmpfs with these options.
+    Tmpfs { target: CString, data: CString },
+    /// Creates a directory (an existing one is fine).
+    Mkdir(CString),
+    /// `pivot_root(new, old)`.
+    PivotRoot { new: CString, old: CString },
+    /// `chdir`.
+    Chdir(CString),
+    /// Lazily unmounts a whole tree.
+    Detach(CString),
+    /// A host system path: absent ⇒ skipped, symlink ⇒ reproduced, directory or file ⇒
+    /// bound (read-only and nosuid/nodev unless `device`).
+    Host {
+        src: CString,
+        dst: CString,
+        device: bool,
+    },
+    /// A host path opened without following a final symlink and bound from its descriptor: a
+    /// top-level entry of the sandbox root (`copy_link`: a symlink is reproduced as a symlink)
+    /// or a path bound at a target of its own ([`super::Bind`]; a symlink fails with `ELOOP`).
+    /// Never follows a link.
+    Bind {
+        src: CString,
+        dst: CString,
+        read_only: bool,
+        copy_link: bool,
+    },
+    /// Creates a symlink `link` → `target`.
+    Symlink { target: CString, link: CString },
+    /// Mounts the procfs of the new pid namespace.
+    Proc(CString),
+    /// Remounts a mount we created read-only.
+    RemountRo(CString),
+}
+
+/// Landlock rules, computed by the parent for the kernel's ABI.
+#[derive(Debug)]
+pub(crate) struct LandlockPlan {
+    /// Size of `struct landlock_ruleset_attr` for that ABI.
+    pub(crate) attr_size: usize,
+    pub(crate) handled_fs: u64,
+    pub(crate) scoped: u64,
+    /// (path inside the new root, allowed access) pairs.
+    pub(crate) rules: Vec<(CString, u64)>,
+}
+
+/// Everything the children need, prepared by the parent.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub(crate) parent: Option<libc::pid_t>,
+    pub(crate) cgroup_procs: Vec<CString>,
+    pub(crate) uid_map: Vec<u8>,
+    pub(crate) gid_map: Vec<u8>,
+    pub(crate) ops: Vec<Op>,
+    pub(crate) rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    pub(crate) landlock: Option<LandlockPlan>,
+    pub(crate) cap_last: u32,
+    /// The seccomp program.
+    pub(crate) filter: &'static [libc::sock_filter],
+    pub(crate) cwd: CString,
+    /// The child's end of the status socket.
+    pub(crate) status: libc::c_int,
+    /// The port of a TCP listener the init opens on 127.0.0.1 inside the new network
+    /// namespace and sends to the parent ([`RECORD_LISTENER`]), if any.
+    pub(crate) listen_port: Option<u16>,
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EINVAL)
+}
+
+/// Turns a -1 return into the errno.
+fn check(ret: libc::c_long) -> Result<libc::c_long, i32> {
+    if ret < 0 { Err(errno()) } else { Ok(ret) }
+}
+
+/// A failed step: reported to the parent on the status socket, then as the spawn error.
+struct Failed {
+    step: u32,
+    errno: i32,
+}
+
+trait Step<T> {
+    fn at(self, step: u32) -> Result<T, Failed>;
+}
+
+impl<T> Step<T> for Result<T, i32> {
+    fn at(self, step: u32) -> Result<T, Failed> {
+        self.map_err(|errno| Failed { step, errno })
+    }
+}
+
+/// Sends one record (and `pass_fd`, if any) on the status socket; whether it was sent.
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+fn send_record(fd: libc::c_int, kind: u32, a: u32, b: u32, pass_fd: Option<libc::c_int>) -> bool {
+    let record = [kind, a, b];
+    let mut iov = libc::iovec {
+        iov_base: record.as_ptr().cast_mut().cast(),
+        iov_len: std::mem::size_of_val(&record),
+    };
+    // Room for one descriptor, aligned for cmsghdr.
+    let mut control = [0_u64; 4];
+    // SAFETY: an all-zero msghdr is a valid empty message; the pointers set below point to
+    // locals that outlive the sendmsg call, and CMSG_* only compute offsets inside `control`,
+    // which is large enough for one descriptor (CMSG_SPACE(4) = 24 bytes on 64-bit Linux).
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        if let Some(pass) = pass_fd {
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = libc::CMSG_SPACE(4) as _;
+            let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(4) as _;
+            ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), pass);
+        }
+        libc::sendmsg(fd, &raw const msg, libc::MSG_NOSIGNAL) >= 0
+    }
+}
+
+/// Writes all of `data` to the file at `path`.
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+fn write_file(path: &CStr, data: &[u8]) -> Result<(), i32> {
+    // SAFETY: `path` is NUL-terminated; the descriptor is ours and closed below.
+    let fd = check(unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) }.into())?
+        as libc::c_int;
+    // SAFETY: `data` is a valid buffer of its length.
+    let written = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+    let result = if written < 0 {
+        Err(errno())
+    } else if written as usize != data.len() {
+        Err(libc::EIO)
+    } else {
+        Ok(())
+    };
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::close(fd) };
+    result
+}
+
+/// Closes every descriptor from 3 up, except `keep`.
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+fn close_from_3_except(keep: libc::c_int) {
+    let ranges: [(u32, u32); 2] = if keep >= 3 {
+        [(3, keep as u32 - 1), (keep as u32 + 1, u32::MAX)]
+    } else {
+        [(3, u32::MAX), (1, 0)]
+    };
+    for (first, last) in ranges {
+        if first <= last {
+            // SAFETY: close_range only closes descriptors; nothing here uses them afterwards.
+            unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) };
+        }
+    }
+}
+
+/// The body of `pre_exec` in the spawned child. Returns only in the init, ready to exec.
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+pub(crate) fn run(plan: &Plan) -> io::Result<()> {
+    match intermediate(plan) {
+        Ok(()) => Ok(()),
+        Err(Failed { step, errno }) => {
+            let _sent = send_record(plan.status, RECORD_FAILED, step, errno as u32, None);
+            // SAFETY: plain system call.
+            unsafe { libc::close(plan.status) };
+            Err(io::Error::from_raw_os_error(errno))
+        }
+    }
+}
+
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+fn intermediate(plan: &Plan) -> Result<(), Failed> {
+    // SAFETY (whole function): raw system calls with valid, NUL-terminated or sized arguments
+    // prepared by the parent; none allocates.
+    unsafe {
+        if let Some(parent) = plan.parent {
+            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
+            if libc::getppid() != parent {
+                return Err(libc::ESRCH).at(STEP_DEATH);
+            }
+        }
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &raw const no_core);
+        for procs in &plan.cgroup_procs {
+            write_file(procs, b"0").at(STEP_CGROUP)?;
+        }
+        // The network namespace (about half a millisecond to create) is created after the
+        // fork below, by this process while the init builds the file system, and joined by
+        // the init before anything of the network is used (see `NetHandoff`).
+        let flags = libc::CLONE_NEWUSER
+            | libc::CLONE_NEWNS
+            | libc::CLONE_NEWPID
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWUTS
+            | libc::CLONE_NEWCGROUP;
+        check(libc::unshare(flags).into()).at(STEP_UNSHARE)?;
+        write_file(c"/proc/self/setgroups", b"deny").at(STEP_SETGROUPS)?;
+        write_file(c"/proc/self/gid_map", &plan.gid_map).at(STEP_GID_MAP)?;
+        write_file(c"/proc/self/uid_map", &plan.uid_map).at(STEP_UID_MAP)?;
+
+        // The init learns of the intermediate's death through this pipe (it cannot compare
+        // getppid: in its namespace the parent is always 0).
+        let mut alive = [0; 2];
+        check(libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC).into()).at(STEP_FORK)?;
+        // Where the init learns that our new network namespace exists, and how it finds it:
+        // our /proc directory (in the host's procfs, opened now so that no later change of
+        // root or mounts matters).
+        let mut net_ready = [0; 2];
+        check(libc::pipe2(net_ready.as_mut_ptr(), libc::O_CLOEXEC).into()).at(STEP_FORK)?;
+        let own_proc = check(
+            libc::open(
+                c"/proc/self".as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+            .into(),
+        )
+        .at(STEP_NET_NS)? as libc::c_int;
+        let init = check(libc::fork().into()).at(STEP_FORK)? as libc::pid_t;
+        if init == 0 {
+            libc::close(alive[1]);
+            libc::close(net_ready[1]);
+            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
+            let mut poll = libc::pollfd {
+                fd: alive[0],
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            if libc::poll(&raw mut poll, 1, 0) != 0 {
+                // The intermediate is already gone.
+                libc::_exit(1);
+            }
+            libc::close(alive[0]);
+            return init_process(
+                plan,
+                NetHandoff {
+                    ready: net_ready[0],
+                    proc_dir: own_proc,
+                },
+            );
+        }
+
+        // The intermediate: hand the parent a pidfd of the init, which cannot be recycled
+        // while we have not reaped it.
+        libc::close(alive[0]);
+        libc::close(net_ready[0]);
+        libc::close(own_proc);
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, init, 0) as libc::c_int;
+        let _sent = if pidfd >= 0 {
+            send_record(plan.status, RECORD_INIT, init as u32, 0, Some(pidfd))
+        } else {
+            send_record(plan.status, RECORD_FAILED, STEP_PIDFD, errno() as u32, None)
+        };
+        // Owned by our user namespace, like the others; the init waits for the byte (0, or 1
+        // after a failure, reported to the parent first) and joins it.
+        let verdict: u8 = if libc::unshare(libc::CLONE_NEWNET) == 0 {
+            0
+        } else {
+            let _sent = send_record(
+                plan.status,
+                RECORD_FAILED,
+                STEP_NET_NS,
+                errno() as u32,
+                None,
+            );
+            1
+        };
+        libc::write(net_ready[1], (&raw const verdict).cast(), 1);
+        // Nothing else of ours may keep a pipe or the exec-error channel open.
+        close_from_3_except(alive[1]);
+        for fd in 0..3 {
+            libc::close(fd);
+        }
+        let mut status = 0;
+        loop {
+            let reaped = libc::waitpid(init, &raw mut status, 0);
+            if reaped == init {
+                break;
+            }
+            if reaped < 0 && errno() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if libc::WIFSIGNALED(status) {
+            let signal = libc::WTERMSIG(status);
+            libc::signal(signal, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut set);
+            libc::sigaddset(&raw mut set, signal);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, ptr::null_mut());
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal);
+        }
+        libc::_exit(libc::WEXITSTATUS(status));
+    }
+}

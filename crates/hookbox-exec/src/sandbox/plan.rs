@@ -1,0 +1,374 @@
+//! The plan of one sandboxed run, prepared in the parent: every path, mount, landlock rule,
+//! limit and the seccomp program, so that the forked children only make system calls.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use landlock::{ABI, Access, AccessFs, Scope};
+
+use super::child::{self, Plan};
+use super::layout::{checked_binds, root_entries};
+use super::probe::{cap_last, is_root, landlock_abi};
+use super::{IsolationError, ListenInside, RunCgroups, SYSTEM_TRUST_BUNDLES, Sandbox, filter};
+
+/// System directories bound read-only (symlinks reproduced as symlinks).
+const SYSTEM: &[&str] = &["usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"];
+
+/// The only entries of the host's `/etc` visible inside (read-only): what programs need to
+/// load libraries, resolve users and names, and verify certificates. Never `shadow`,
+/// `gshadow`, `sudoers`, `ssh`, or anything else holding secrets.
+const ETC_ALLOWLIST: &[&str] = &[
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "hosts",
+    "host.conf",
+    "gai.conf",
+    "protocols",
+    "services",
+    "networks",
+    "localtime",
+    "timezone",
+    "mime.types",
+    "magic",
+    "magic.mime",
+    "os-release",
+    "debian_version",
+    "lsb-release",
+    "bash.bashrc",
+    "profile",
+    "inputrc",
+    "locale.alias",
+    "python3",
+    "python3.11",
+    "python3.12",
+    "python3.13",
+    "perl",
+];
+
+/// Host device nodes bound into `/dev`.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
+
+fn cstring(bytes: impl AsRef<[u8]>) -> Result<CString, IsolationError> {
+    CString::new(bytes.as_ref())
+        .map_err(|_| IsolationError::Unsupported("a path holds a NUL byte".into()))
+}
+
+fn path_c(path: &Path) -> Result<CString, IsolationError> {
+    cstring(path.as_os_str().as_bytes())
+}
+
+fn join(prefix: &str, path: &Path) -> Result<CString, IsolationError> {
+    let mut bytes = prefix.as_bytes().to_vec();
+    bytes.extend_from_slice(path.as_os_str().as_bytes());
+    cstring(bytes)
+}
+
+/// Everything prepared for one sandboxed run.
+pub(crate) struct Prepared {
+    /// The plan the pre-exec closure runs.
+    pub(crate) plan: Arc<Plan>,
+    /// The parent's end of the status socket.
+    pub(crate) status: OwnedFd,
+    /// Where the listener opened inside goes, if one is asked for.
+    pub(crate) listen_inside: Option<ListenInside>,
+    /// The run's cgroups, held only to be removed on drop.
+    _cgroups: RunCgroups,
+}
+
+/// Prepares a run of a program in `sandbox`: checks the root, builds every path, the landlock
+/// rules and the seccomp programs, creates the cgroups and the status socket.
+///
+/// Returns the preparation and the child's end of the status socket, to be closed once the
+/// child is spawned.
+pub(crate) fn prepare(
+    sandbox: &Sandbox,
+    cwd: Option<&Path>,
+    die_with_parent: bool,
+) -> Result<(Prepared, OwnedFd), IsolationError> {
+    let (root, entries) = match &sandbox.root {
+        Some(root) => {
+            let (root, entries) = root_entries(root)?;
+            (Some(root), entries)
+        }
+        None => (None, Vec::new()),
+    };
+    if root.is_none() && sandbox.binds.is_empty() {
+        return Err(IsolationError::Unsupported(
+            "a sandbox needs a root directory or at least one bind".into(),
+        ));
+    }
+    let binds = checked_binds(&sandbox.binds, &entries)?;
+
+    let abi = landlock_abi();
+    let read = AccessFs::from_read(abi).bits();
+    let all = AccessFs::from_all(abi).bits();
+    let file_all = AccessFs::from_file(abi).bits();
+    let mut writable: Vec<(CString, u64)> = vec![
+        (cstring("/tmp")?, all),
+        (cstring("/dev")?, all),
+        (cstring("/dev/shm")?, all),
+    ];
+
+    use child::Op;
+    let mut ops = vec![
+        Op::Private,
+        Op::Tmpfs {
+            target: cstring("/tmp")?,
+            data: cstring("mode=0700,size=1m")?,
+        },
+        Op::Mkdir(cstring("/tmp/oldroot")?),
+        Op::Mkdir(cstring("/tmp/newroot")?),
+        Op::PivotRoot {
+            new: cstring("/tmp")?,
+            old: cstring("/tmp/oldroot")?,
+        },
+        Op::Chdir(cstring("/")?),
+        Op::Tmpfs {
+            target: cstring("/newroot")?,
+            data: cstring("mode=0755,size=1m")?,
+        },
+    ];
+    for dir in SYSTEM {
+        ops.push(Op::Host {
+            src: cstring(format!("/oldroot/{dir}"))?,
+            dst: cstring(format!("/newroot/{dir}"))?,
+            device: false,
+        });
+    }
+    ops.push(Op::Mkdir(cstring("/newroot/etc")?));
+    for name in ETC_ALLOWLIST {
+        ops.push(Op::Host {
+            src: cstring(format!("/oldroot/etc/{name}"))?,
+            dst: cstring(format!("/newroot/etc/{name}"))?,
+            device: false,
+        });
+    }
+    for (name, kind) in &entries {
+        let Some(root) = &root else { break };
+        let read_only = sandbox.read_only.iter().any(|ro| ro == name);
+        let inside = format!("/{name}");
+        ops.push(Op::Bind {
+            src: join("/oldroot", &root.join(name))?,
+            dst: cstring(format!("/newroot{inside}"))?,
+            read_only,
+            copy_link: true,
+        });
+        if !read_only && !kind.is_symlink() {
+            writable.push((
+                cstring(&inside)?,
+                if kind.is_dir() { all } else { file_all },
+            ));
+        }
+    }
+    // Read-only directories below a top-level entry (e.g. `workspace/.agents`): bound over
+    // themselves, read-only, on top of that entry. A missing one or a symlink fails the run.
+    for nested in sandbox.read_only.iter().filter(|ro| ro.contains('/')) {
+        let Some(root) = &root else { break };
+        let bad = |reason: &str| IsolationError::Bind {
+            path: PathBuf::from(nested),
+            reason: reason.to_owned(),
+        };
+        let names: Vec<&str> = nested.split('/').collect();
+        if names.iter().any(|name| matches!(*name, "" | "." | "..")) {
+            return Err(bad(
+                "a read-only path is relative, without `.`, `..` or empty parts",
+            ));
+        }
+        if !entries
+            .iter()
+            .any(|(name, kind)| name == names[0] && kind.is_dir())
+        {
+            return Err(bad(
+                "a read-only path must lie in a directory of the sandbox root",
+            ));
+        }
+        ops.push(Op::Bind {
+            src: join("/oldroot", &root.join(nested))?,
+            dst: cstring(format!("/newroot/{nested}"))?,
+            read_only: true,
+            copy_link: false,
+        });
+    }
+    let memory = sandbox.limits.memory_bytes.max(1024 * 1024);
+    ops.extend([
+        Op::Mkdir(cstring("/newroot/tmp")?),
+        Op::Tmpfs {
+            target: cstring("/newroot/tmp")?,
+            data: cstring(format!("mode=1777,size={memory}"))?,
+        },
+    ]);
+    // After the private /tmp, so that binds below /tmp land on it.
+    for bind in &binds {
+        let mut ancestors: Vec<&Path> = bind.target.ancestors().skip(1).collect();
+        ancestors.reverse();
+        // A part of an earlier bind is there already: nothing to create (on the host).
+        if !bind.nested {
+            for ancestor in ancestors.into_iter().skip(1) {
+                ops.push(Op::Mkdir(join("/newroot", ancestor)?));
+            }
+        }
+        ops.push(Op::Bind {
+            src: join("/oldroot", &bind.host)?,
+            dst: join("/newroot", &bind.target)?,
+            read_only: !bind.writable,
+            copy_link: false,
+        });
+        if bind.writable {
+            writable.push((
+                path_c(&bind.target)?,
+                if bind.is_dir { all } else { file_all },
+            ));
+        }
+    }
+    if let Some(bundle) = &sandbox.trust_bundle {
+        if !bundle.is_absolute() {
+            return Err(IsolationError::Bind {
+                path: bundle.clone(),
+                reason: "the trust bundle must be an absolute host path".to_owned(),
+            });
+        }
+        // Over the host's bundles, which are inside the read-only `/etc` entries bound above.
+        for system in SYSTEM_TRUST_BUNDLES {
+            let is_file = std::fs::symlink_metadata(system).is_ok_and(|meta| meta.is_file());
+            if is_file {
+                ops.push(Op::Bind {
+                    src: join("/oldroot", bundle)?,
+                    dst: cstring(format!("/newroot{system}"))?,
+                    read_only: true,
+                    copy_link: false,
+                });
+            }
+        }
+    }
+    // A directory of the root tmpfs (read-only with it at the end): no tmpfs of its own.
+    ops.push(Op::Mkdir(cstring("/newroot/dev")?));
+    for device in DEVICES {
+        ops.push(Op::Host {
+            src: cstring(format!("/oldroot/dev/{device}"))?,
+            dst: cstring(format!("/newroot/dev/{device}"))?,
+            device: true,
+        });
+    }
+    for (target, link) in [
+        ("/proc/self/fd", "fd"),
+        ("/proc/self/fd/0", "stdin"),
+        ("/proc/self/fd/1", "stdout"),
+        ("/proc/self/fd/2", "stderr"),
+    ] {
+        ops.push(Op::Symlink {
+            target: cstring(target)?,
+            link: cstring(format!("/newroot/dev/{link}"))?,
+        });
+    }
+    ops.extend([
+        Op::Mkdir(cstring("/newroot/dev/shm")?),
+        Op::Tmpfs {
+            target: cstring("/newroot/dev/shm")?,
+            data: cstring(format!("mode=1777,size={memory}"))?,
+        },
+        Op::Mkdir(cstring("/newroot/proc")?),
+        Op::Proc(cstring("/newroot/proc")?),
+        Op::Chdir(cstring("/newroot")?),
+        Op::PivotRoot {
+            new: cstring(".")?,
+            old: cstring(".")?,
+        },
+        Op::Detach(cstring(".")?),
+        Op::Chdir(cstring("/")?),
+        Op::RemountRo(cstring("/")?),
+    ]);
+
+    let landlock = (abi != ABI::Unsupported).then(|| {
+        let mut rules = vec![(c"/".to_owned(), read)];
+        rules.extend(writable);
+        child::LandlockPlan {
+            attr_size: match abi {
+                ABI::Unsupported | ABI::V1 | ABI::V2 | ABI::V3 => 8,
+                ABI::V4 | ABI::V5 => 16,
+                _ => 24,
+            },
+            handled_fs: all,
+            scoped: Scope::from_all(abi).bits(),
+            rules,
+        }
+    });
+
+    let root_user = is_root();
+    let limits = &sandbox.limits;
+    let cgroups = if root_user {
+        RunCgroups::create(limits)
+    } else {
+        RunCgroups::default()
+    };
+    if root_user {
+        cgroups.require_pids(limits)?;
+    }
+    let mut rlimits = vec![
+        (
+            libc::RLIMIT_CPU,
+            limits.cpu_seconds,
+            limits.cpu_seconds.saturating_add(1),
+        ),
+        (
+            libc::RLIMIT_FSIZE,
+            limits.file_size_bytes,
+            limits.file_size_bytes,
+        ),
+        (libc::RLIMIT_NOFILE, limits.open_files, limits.open_files),
+        (libc::RLIMIT_CORE, 0, 0),
+    ];
+    if !cgroups.memory {
+        rlimits.push((libc::RLIMIT_AS, limits.memory_bytes, limits.memory_bytes));
+    }
+    if !root_user && limits.max_processes > 0 {
+        rlimits.push((
+            libc::RLIMIT_NPROC,
+            limits.max_processes,
+            limits.max_processes,
+        ));
+    }
+
+    let cap_last = cap_last();
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    let cwd = match cwd {
+        Some(cwd) => path_c(&sandbox.home().join(cwd))?,
+        None => path_c(&sandbox.home())?,
+    };
+
+    let (status, child_end) = super::status::socket_pair()?;
+    let plan = Plan {
+        parent: die_with_parent.then(|| rustix::process::getpid().as_raw_nonzero().get()),
+        cgroup_procs: cgroups.procs.clone(),
+        uid_map: format!("0 {uid} 1\n").into_bytes(),
+        gid_map: format!("0 {gid} 1\n").into_bytes(),
+        ops,
+        rlimits,
+        landlock,
+        cap_last,
+        filter: filter::program()?,
+        cwd,
+        status: child_end.as_raw_fd(),
+        listen_port: sandbox.listen_inside.as_ref().map(|listen| listen.port),
+    };
+    Ok((
+        Prepared {
+            plan: Arc::new(plan),
+            status,
+            listen_inside: sandbox.listen_inside.clone(),
+            _cgroups: cgroups,
+        },
+        child_end,
+    ))
+}
