@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            render::print_error(&format!("error: {err:#}\n"));
+            render::print_error(&render::error_text(&err));
             ExitCode::from(1)
         }
     }
