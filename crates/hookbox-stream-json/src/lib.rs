@@ -99,6 +99,22 @@ pub(crate) fn warn(message: &str) {
         .write_all(format!("hookbox: {message}\n").as_bytes());
 }
 
+/// `err` and its causes joined with `: `, each cause once: many error types write their source
+/// into their own message and also return it as `source()`, which `{:#}` would repeat.
+pub(crate) fn error_message(err: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if message.is_empty() {
+            message = cause;
+        } else if !message.contains(&cause) {
+            message.push_str(": ");
+            message.push_str(&cause);
+        }
+    }
+    message
+}
+
 /// The only code that writes the output: one frame per message. After the SDK has gone (a
 /// write fails), messages are dropped.
 async fn write_output<W: AsyncWrite + Unpin>(
@@ -348,9 +364,9 @@ impl Driver {
             "set_model" => {
                 let name = match request.get("model").and_then(Value::as_str) {
                     Some(name) if !name.is_empty() => name.to_owned(),
-                    _ => self.setup.agent_name().map_err(|err| format!("{err:#}"))?,
+                    _ => self.setup.agent_name().map_err(|err| error_message(&err))?,
                 };
-                let model = self.setup.model(&name).map_err(|err| format!("{err:#}"))?;
+                let model = self.setup.model(&name).map_err(|err| error_message(&err))?;
                 match &self.control {
                     Some(control) => control.set_model(model),
                     None => self.model = Some(model),
@@ -373,7 +389,7 @@ impl Driver {
                     self.session = Some(session);
                 }
                 Err(err) => {
-                    let message = format!("{err:#}");
+                    let message = error_message(&err);
                     warn(&message);
                     self.failed = Some(message);
                 }
@@ -443,5 +459,24 @@ async fn next(running: &mut Option<MessageStream>) -> Option<SessionMessage> {
     match running {
         Some(stream) => stream.next_message().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_message;
+
+    #[test]
+    fn error_messages_name_each_cause_once() {
+        let inner = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let err = anyhow::Error::new(inner)
+            .context("cannot read `x`: no such file")
+            .context("cannot start");
+        assert_eq!(
+            error_message(&err),
+            "cannot start: cannot read `x`: no such file"
+        );
+        let err = anyhow::anyhow!("c").context("b").context("a");
+        assert_eq!(error_message(&err), "a: b: c");
     }
 }

@@ -57,7 +57,7 @@ impl Setup {
         Self {
             args,
             home,
-            agents: agents.map_err(|err| format!("{err:#}")),
+            agents: agents.map_err(|err| crate::error_message(&err)),
             cwd,
         }
     }

@@ -229,6 +229,27 @@ async fn unreadable_agents_fail_every_prompt_with_the_reason() {
 }
 
 #[tokio::test]
+async fn a_session_that_cannot_start_names_each_cause_once() {
+    let work = tempfile::tempdir().unwrap();
+    let missing = work.path().join("missing");
+    let mut sdk = Sdk::start(&missing, &["--model", "scripted"], agents(json!([])));
+    sdk.initialize(Value::Null).await;
+    sdk.prompt("hi").await;
+    let messages = sdk.until(|message| message["type"] == "result").await;
+    let error = messages.last().unwrap()["errors"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(error.starts_with("cannot start the session in"), "{error}");
+    assert_eq!(
+        error.matches("No such file or directory").count(),
+        1,
+        "{error}"
+    );
+    sdk.finish().await;
+}
+
+#[tokio::test]
 async fn unknown_control_requests_get_an_error_response() {
     let work = tempfile::tempdir().unwrap();
     let mut sdk = Sdk::start(work.path(), &[], agents(json!([])));
