@@ -143,7 +143,8 @@ pub(crate) struct ServeArgs {
 pub(crate) enum CredentialsCommand {
     /// Add a credential, or replace the one of that name, reading its value from standard input.
     ///
-    /// One trailing newline of the input is removed; an empty value is an error. Example:
+    /// On a terminal the value is prompted for and not echoed. From a pipe, one trailing
+    /// newline of the input is removed. An empty value is an error. Example:
     /// `printf %s "$TOKEN" | hookbox credentials add github --domain api.github.com --prefix
     /// "Bearer "`.
     Add {

@@ -5,7 +5,7 @@ mod cli;
 mod commands;
 mod config;
 mod render;
-mod stream_json;
+mod sdk_mode;
 
 use std::process::ExitCode;
 
@@ -19,11 +19,11 @@ fn main() -> ExitCode {
         .skip(1)
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
-    if stream_json::is_version_probe(&args) {
-        return stream_json::print_version();
+    if hookbox_stream_json::is_version_probe(&args) {
+        return sdk_mode::print_version();
     }
-    if stream_json::is_sdk_mode(&args) {
-        return stream_json::run(&args);
+    if hookbox_stream_json::is_sdk_mode(&args) {
+        return sdk_mode::run(&args);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            render::print_error(&format!("error: {err:#}\n"));
+            render::print_error(&render::error_text(&err));
             ExitCode::from(1)
         }
     }

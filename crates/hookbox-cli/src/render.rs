@@ -17,6 +17,30 @@ pub(crate) fn print_error(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
+/// A failed command's message for stderr: `error: ` and the error with each of its causes once.
+///
+/// Many error types already write their source into their own message (`cannot read X:
+/// {source}`) and also return it as their `source()`, so `anyhow`'s `{:#}` would print that
+/// cause twice; a cause whose text is already in the message is skipped. A message that
+/// already starts with `error: ` (a hook config diagnostic) gets no second one.
+pub(crate) fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if text.is_empty() {
+            text = cause;
+        } else if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    if !text.starts_with("error: ") {
+        text.insert_str(0, "error: ");
+    }
+    text.push('\n');
+    text
+}
+
 /// Writes `value` to stdout as pretty JSON and a newline.
 pub(crate) fn print_json(value: &Value) -> anyhow::Result<()> {
     let mut text = serde_json::to_string_pretty(value)?;
@@ -136,4 +160,48 @@ pub(crate) fn trace_line(entry: &TraceEntry) -> String {
         line.push_str(&format!("; ignored: {}", entry.ignored_fields.join(", ")));
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use super::error_text;
+
+    /// An error that, like many, writes its source into its message and returns it too.
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot read `{path}`: {source}")]
+    struct ReadError {
+        path: &'static str,
+        #[source]
+        source: io::Error,
+    }
+
+    fn read_error() -> ReadError {
+        ReadError {
+            path: "x.json",
+            source: io::Error::new(io::ErrorKind::NotFound, "no such file"),
+        }
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_printed_once() {
+        let err = anyhow::Error::new(read_error()).context("cannot load the hooks");
+        assert_eq!(
+            error_text(&err),
+            "error: cannot load the hooks: cannot read `x.json`: no such file\n"
+        );
+    }
+
+    #[test]
+    fn causes_not_in_the_message_are_all_printed() {
+        let err = anyhow::anyhow!("inner").context("middle").context("outer");
+        assert_eq!(error_text(&err), "error: outer: middle: inner\n");
+    }
+
+    #[test]
+    fn a_message_that_says_error_gets_no_second_prefix() {
+        let err = anyhow::anyhow!("error: x.json: $: not valid JSON");
+        assert_eq!(error_text(&err), "error: x.json: $: not valid JSON\n");
+    }
 }

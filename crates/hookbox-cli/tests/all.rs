@@ -394,6 +394,51 @@ fn usage_and_config_errors_exit_1() {
 }
 
 #[test]
+fn error_messages_print_each_cause_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("missing.json");
+    let output = hookbox(&[
+        "hooks",
+        "run",
+        "--config",
+        missing.to_str().expect("utf-8"),
+        "--event",
+        "pre_tool_execution",
+        "--tool",
+        "x",
+    ]);
+    assert_eq!(code(&output), 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: cannot read hook config `{}`: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
+
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "{not json").expect("write");
+    let output = hookbox(&[
+        "hooks",
+        "run",
+        "--config",
+        garbage.to_str().expect("utf-8"),
+        "--event",
+        "pre_tool_execution",
+        "--tool",
+        "x",
+    ]);
+    assert_eq!(code(&output), 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!("error: {}: $: not valid JSON", garbage.display())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("error: error:"), "{stderr}");
+}
+
+#[test]
 fn help_is_available_for_every_command() {
     for args in [
         vec!["--help"],

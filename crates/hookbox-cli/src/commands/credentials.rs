@@ -1,7 +1,8 @@
 //! `hookbox credentials …`: the server-side secrets `network.allowlist` entries name with
-//! `"credential": "NAME"`. Values are read from stdin and never printed.
+//! `"credential": "NAME"`. Values are read from stdin (on a terminal, typed at a prompt that
+//! does not echo them) and never printed.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -23,11 +24,20 @@ pub(crate) fn run(command: &CredentialsCommand) -> anyhow::Result<ExitCode> {
             header,
             prefix,
         } => {
-            let mut secret = String::new();
-            std::io::stdin()
-                .read_to_string(&mut secret)
-                .context("cannot read the credential's value from standard input")?;
-            let value = value_from_stdin(&secret, prefix.as_deref().unwrap_or_default())?;
+            // On a terminal: a prompt, and the typed value is not echoed.
+            let secret = if std::io::stdin().is_terminal() {
+                rpassword::prompt_password(format!(
+                    "value of credential `{name}` (not shown as you type): "
+                ))
+                .context("cannot read the credential's value from the terminal")?
+            } else {
+                let mut secret = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut secret)
+                    .context("cannot read the credential's value from standard input")?;
+                secret
+            };
+            let value = header_value(&secret, prefix.as_deref().unwrap_or_default())?;
             let domains: Vec<&str> = domains.iter().map(String::as_str).collect();
             let info = store.add(name, Some(header), &value, &domains)?;
             render::print_text(&format!(
@@ -83,17 +93,17 @@ fn open(home: &Path) -> anyhow::Result<CredentialStore> {
         .with_context(|| format!("cannot open the credentials in {}", home.display()))
 }
 
-/// The header value to store: `prefix` then what was read from stdin, less one trailing newline
-/// (`\n` or `\r\n`). An empty secret is an error.
-fn value_from_stdin(read: &str, prefix: &str) -> anyhow::Result<String> {
+/// The header value to store: `prefix` then the secret that was read, less one trailing
+/// newline (`\n` or `\r\n`). An empty secret is an error.
+fn header_value(read: &str, prefix: &str) -> anyhow::Result<String> {
     let secret = read
         .strip_suffix("\r\n")
         .or_else(|| read.strip_suffix('\n'))
         .unwrap_or(read);
     if secret.is_empty() {
         bail!(
-            "no credential value on standard input; pipe it in, e.g. `printf %s \"$TOKEN\" | \
-             hookbox credentials add NAME`"
+            "no credential value given; type it at the prompt, or pipe it in, e.g. `printf %s \
+             \"$TOKEN\" | hookbox credentials add NAME`"
         );
     }
     Ok(format!("{prefix}{secret}"))
@@ -107,15 +117,15 @@ pub(crate) fn source(home: &Path) -> anyhow::Result<SharedCredentials> {
 
 #[cfg(test)]
 mod tests {
-    use super::value_from_stdin;
+    use super::header_value;
 
     #[test]
     fn one_trailing_newline_is_stripped_and_the_prefix_prepended() {
-        assert_eq!(value_from_stdin("abc\n", "").unwrap(), "abc");
-        assert_eq!(value_from_stdin("abc\r\n", "").unwrap(), "abc");
-        assert_eq!(value_from_stdin("abc\n\n", "").unwrap(), "abc\n");
-        assert_eq!(value_from_stdin("abc", "Bearer ").unwrap(), "Bearer abc");
-        assert!(value_from_stdin("\n", "Bearer ").is_err());
-        assert!(value_from_stdin("", "").is_err());
+        assert_eq!(header_value("abc\n", "").unwrap(), "abc");
+        assert_eq!(header_value("abc\r\n", "").unwrap(), "abc");
+        assert_eq!(header_value("abc\n\n", "").unwrap(), "abc\n");
+        assert_eq!(header_value("abc", "Bearer ").unwrap(), "Bearer abc");
+        assert!(header_value("\n", "Bearer ").is_err());
+        assert!(header_value("", "").is_err());
     }
 }

@@ -371,3 +371,82 @@ fn env_create_refuses_a_credential_bound_to_a_domain_it_does_not_list() {
         "{message}"
     );
 }
+
+/// On a terminal (a pseudo-terminal made by util-linux `script`), `add` prompts on the
+/// terminal, the typed value is not echoed, and it is stored without its newline.
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test runs the binary under `script`"
+)]
+fn add_on_a_terminal_prompts_and_does_not_echo() {
+    use std::io::{Read, Write};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    let home = tempfile::tempdir().expect("home");
+    let command = format!(
+        "'{}' credentials add typed --domain a.example",
+        env!("CARGO_BIN_EXE_hookbox")
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .env("HOOKBOX_HOME", home.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run `script` (util-linux) to give hookbox a terminal");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let (chunks, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(read) = stdout.read(&mut buffer) {
+            if read == 0 || chunks.send(buffer[..read].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut terminal = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut typed = false;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match received.recv_timeout(left) {
+            Ok(chunk) => terminal.extend_from_slice(&chunk),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                panic!(
+                    "no prompt and no exit in time; terminal: {}",
+                    text(&terminal)
+                );
+            }
+        }
+        // Type the value once the prompt is there, and a moment later: the prompt is written
+        // just before echo is turned off, and a value typed in between would be echoed.
+        if !typed && text(&terminal).contains("not shown as you type") {
+            std::thread::sleep(Duration::from_secs(1));
+            let stdin = child.stdin.as_mut().expect("stdin");
+            stdin
+                .write_all(format!("{SECRET}\r").as_bytes())
+                .expect("type the value");
+            stdin.flush().expect("flush");
+            typed = true;
+        }
+    }
+    let status = child.wait().expect("wait");
+    let terminal = text(&terminal);
+    assert!(typed, "no prompt: {terminal}");
+    assert!(status.success(), "{status}: {terminal}");
+    assert!(terminal.contains("added credential `typed`"), "{terminal}");
+    assert!(
+        !terminal.contains(SECRET),
+        "the value was echoed: {terminal}"
+    );
+    let stored: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.path().join("credentials/typed.json")).expect("stored"),
+    )
+    .expect("json");
+    assert_eq!(stored["value"], SECRET);
+}

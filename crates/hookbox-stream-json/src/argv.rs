@@ -1,4 +1,4 @@
-//! The SDKs' command lines (spec §1): detecting SDK mode, and a tolerant parse that keeps the
+//! The SDKs' command lines: detecting SDK mode, and a tolerant parse that keeps the
 //! flags hookbox honours and ignores every other flag either SDK may pass.
 
 use std::path::PathBuf;
@@ -66,7 +66,7 @@ const BOOLEAN_FLAGS: &[&str] = &[
 
 /// Whether `args` (without the program name) is an SDK's launch: it names the stream-json
 /// input or output format.
-pub(crate) fn is_sdk_mode(args: &[String]) -> bool {
+pub fn is_sdk_mode(args: &[String]) -> bool {
     args.iter().enumerate().any(|(index, arg)| {
         arg == "--input-format"
             || arg.starts_with("--input-format=")
@@ -77,52 +77,52 @@ pub(crate) fn is_sdk_mode(args: &[String]) -> bool {
 }
 
 /// Whether `args` is the cortex SDK's version probe, exactly `-v`.
-pub(crate) fn is_version_probe(args: &[String]) -> bool {
+pub fn is_version_probe(args: &[String]) -> bool {
     args.len() == 1 && args[0] == "-v"
 }
 
 /// What hookbox takes from an SDK's command line.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct SdkArgs {
+pub struct SdkArgs {
     /// `--model NAME`: the hookbox.toml agent.
-    pub(crate) model: Option<String>,
+    pub model: Option<String>,
     /// `--permission-mode M`, `--plan` (→ `plan`), `--dangerously-allow-all-tool-calls`
     /// (→ `bypassPermissions`).
-    pub(crate) permission_mode: Option<String>,
+    pub permission_mode: Option<String>,
     /// `--allowed-tools X` (repeated) / `--allowedTools a,b`.
-    pub(crate) allowed_tools: Vec<String>,
+    pub allowed_tools: Vec<String>,
     /// `--disallowed-tools X` (repeated) / `--disallowedTools a,b`.
-    pub(crate) disallowed_tools: Vec<String>,
+    pub disallowed_tools: Vec<String>,
     /// `--max-turns N` (an unparsable value is reported in `problems`).
-    pub(crate) max_turns: Option<u32>,
+    pub max_turns: Option<u32>,
     /// `--system-prompt S` (empty = none).
-    pub(crate) system_prompt: Option<String>,
+    pub system_prompt: Option<String>,
     /// `--system-prompt-file P`.
-    pub(crate) system_prompt_file: Option<PathBuf>,
+    pub system_prompt_file: Option<PathBuf>,
     /// `--append-system-prompt S`.
-    pub(crate) append_system_prompt: Option<String>,
+    pub append_system_prompt: Option<String>,
     /// `--workdir D`.
-    pub(crate) workdir: Option<PathBuf>,
+    pub workdir: Option<PathBuf>,
     /// `--session-id ID`.
-    pub(crate) session_id: Option<String>,
+    pub session_id: Option<String>,
     /// `--settings FILE|JSON`, in order.
-    pub(crate) settings: Vec<String>,
+    pub settings: Vec<String>,
     /// `--setting-sources a,b` (`None` = all of user, project, local).
-    pub(crate) setting_sources: Option<Vec<String>>,
+    pub setting_sources: Option<Vec<String>>,
     /// `--config FILE`: the hookbox.toml.
-    pub(crate) config: Option<PathBuf>,
+    pub config: Option<PathBuf>,
     /// `--unsandboxed`: run `Bash` on the host.
-    pub(crate) unsandboxed: bool,
+    pub unsandboxed: bool,
     /// `--permission-prompt-tool stdio`: ask the SDK's `can_use_tool`.
-    pub(crate) permission_prompt_stdio: bool,
+    pub permission_prompt_stdio: bool,
     /// Values hookbox could not use (reported, not fatal).
-    pub(crate) problems: Vec<String>,
+    pub problems: Vec<String>,
 }
 
 /// Parses an SDK command line (without the program name). Never fails: unknown flags are
 /// skipped (with the next argument when it does not look like a flag), bad values noted in
 /// [`SdkArgs::problems`].
-pub(crate) fn parse(args: &[String]) -> SdkArgs {
+pub fn parse(args: &[String]) -> SdkArgs {
     let mut parsed = SdkArgs::default();
     let mut index = 0;
     while index < args.len() {

@@ -1,6 +1,9 @@
-//! Line framing (spec §2): every message to the SDK is one line of ASCII-escaped JSON, at most
+//! Line framing: every message to the SDK is one line of ASCII-escaped JSON, at most
 //! [`MAX_LINE`] bytes, written with one write and one flush; lines from the SDK are read up to
 //! `\n` whatever bytes they hold.
+//!
+//! [`parse_line`] is the reader's decoding of one line's bytes, without I/O: the entry point
+//! for fuzzing the frame reader.
 
 use std::io;
 
@@ -9,7 +12,7 @@ use serde_json::ser::Formatter;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The largest line the SDKs accept (`max_buffer_size`), newline included.
-pub(crate) const MAX_LINE: usize = 1024 * 1024;
+pub const MAX_LINE: usize = 1024 * 1024;
 
 /// The longest line accepted from the SDK; longer ones are skipped.
 const MAX_INPUT_LINE: usize = 64 * 1024 * 1024;
@@ -50,7 +53,7 @@ fn ascii_line(value: &Value) -> io::Result<Vec<u8>> {
 
 /// `value` as one ASCII JSON line of at most [`MAX_LINE`] bytes: while it is too long, the
 /// longest string in it is cut in half and marked as truncated.
-pub(crate) fn encode(value: &Value) -> io::Result<Vec<u8>> {
+pub fn encode(value: &Value) -> io::Result<Vec<u8>> {
     let mut line = ascii_line(value)?;
     if line.len() <= MAX_LINE {
         return Ok(line);
@@ -92,10 +95,7 @@ fn longest_string(value: &mut Value) -> Option<&mut String> {
 }
 
 /// Writes `value` as one line with a single write, then flushes.
-pub(crate) async fn write_message<W: AsyncWrite + Unpin>(
-    writer: &mut W,
-    value: &Value,
-) -> io::Result<()> {
+pub async fn write_message<W: AsyncWrite + Unpin>(writer: &mut W, value: &Value) -> io::Result<()> {
     let line = encode(value)?;
     writer.write_all(&line).await?;
     writer.flush().await
@@ -103,17 +103,16 @@ pub(crate) async fn write_message<W: AsyncWrite + Unpin>(
 
 /// One line from the SDK.
 #[derive(Debug)]
-pub(crate) enum InputLine {
+pub enum InputLine {
     /// A JSON value.
     Json(Value),
     /// A line that is not JSON (reported and skipped).
     Invalid(String),
 }
 
-/// Reads the next non-empty line; `None` at end of input.
-pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-) -> io::Result<Option<InputLine>> {
+/// Reads the next non-empty line; `None` at end of input. A line longer than 64 MiB is
+/// skipped and reported as [`InputLine::Invalid`].
+pub async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> io::Result<Option<InputLine>> {
     let mut buffer = Vec::new();
     loop {
         buffer.clear();
@@ -132,18 +131,26 @@ pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
                 "a line longer than 64 MiB".to_owned(),
             )));
         }
-        let text = buffer.trim_ascii();
-        if text.is_empty() {
-            continue;
+        if let Some(line) = parse_line(&buffer) {
+            return Ok(Some(line));
         }
-        return Ok(Some(match serde_json::from_slice(text) {
-            Ok(value) => InputLine::Json(value),
-            Err(err) => InputLine::Invalid(format!(
-                "{err}: {}",
-                String::from_utf8_lossy(&text[..text.len().min(200)])
-            )),
-        }));
     }
+}
+
+/// Decodes one line from the SDK (any bytes, with or without its `\n`); `None` for a line
+/// of only whitespace, which the reader skips.
+pub fn parse_line(line: &[u8]) -> Option<InputLine> {
+    let text = line.trim_ascii();
+    if text.is_empty() {
+        return None;
+    }
+    Some(match serde_json::from_slice(text) {
+        Ok(value) => InputLine::Json(value),
+        Err(err) => InputLine::Invalid(format!(
+            "{err}: {}",
+            String::from_utf8_lossy(&text[..text.len().min(200)])
+        )),
+    })
 }
 
 #[cfg(test)]
@@ -199,5 +206,17 @@ mod tests {
             matches!(read_line(&mut reader).await.unwrap(), Some(InputLine::Json(v)) if v == json!({"b":2}))
         );
         assert!(read_line(&mut reader).await.unwrap().is_none());
+    }
+
+    #[test]
+    fn parse_line_skips_blank_lines_and_never_panics_on_bytes() {
+        assert!(parse_line(b"").is_none());
+        assert!(parse_line(b" \t\r\n").is_none());
+        assert!(matches!(parse_line(b"[1]\r\n"), Some(InputLine::Json(v)) if v == json!([1])));
+        let long_garbage = [0xffu8; 1000];
+        let Some(InputLine::Invalid(problem)) = parse_line(&long_garbage) else {
+            panic!("garbage decoded");
+        };
+        assert!(problem.len() < 1000, "{problem}");
     }
 }

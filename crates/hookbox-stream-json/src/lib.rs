@@ -1,24 +1,41 @@
-//! SDK mode: the `hookbox` binary speaking the stream-json control protocol
-//! (`spec/sdk-control-protocol.md`) on stdin/stdout, so `cortex-code-agent-sdk` and
-//! `claude-agent-sdk` drive a hookbox session through their `cli_path` option, with their
-//! hooks as Python callbacks.
+//! SDK mode: the stream-json control protocol that the Python agent SDKs
+//! (`claude-agent-sdk`, `cortex-code-agent-sdk`) speak to the program named by their
+//! `cli_path` option, so they drive a hookbox session with their hooks as Python callbacks.
+//! `docs/sdk-sessions.md` ("stream-json specifics") describes the protocol as hookbox
+//! implements it.
 //!
-//! Three tasks: a reader on stdin (responses go straight to their waiting requests, everything
-//! else to the driver), the driver (SDK requests, the prompt queue, the running query), and a
-//! writer that alone owns stdout. stdout carries only JSON lines; diagnostics go to stderr.
-//! The session is built on the first prompt, after `initialize`. stdin closing ends the run
+//! # Using it
+//!
+//! 1. [`is_version_probe`] and [`is_sdk_mode`] tell from a command line (without the program
+//!    name) whether an SDK launched the program: the cortex SDK first probes the version with
+//!    `-v`, then both SDKs pass `--input-format stream-json` or `--output-format stream-json`.
+//! 2. [`parse_args`] reads that command line into [`SdkArgs`]; it never fails (unknown flags
+//!    are skipped, unusable values noted in [`SdkArgs::problems`]).
+//! 3. [`Setup::new`] takes those arguments, the hookbox home and the [`AgentCatalog`] that
+//!    turns an agent name (the SDK's `model` option) into a [`hookbox_llm::Model`].
+//! 4. [`run`] speaks the protocol over any reader and writer (the process's stdin and stdout
+//!    in the binary) until the input ends, then returns.
+//!
+//! # How it runs
+//!
+//! Three tasks: a reader on the input (responses go straight to their waiting requests,
+//! everything else to the driver), the driver (SDK requests, the prompt queue, the running
+//! query), and a writer that alone owns the output. The output carries only JSON lines
+//! ([`frame`]); diagnostics go to the process's stderr, each line starting `hookbox: `.
+//! The session is built on the first prompt, after `initialize`, by [`Setup`]; a session that
+//! cannot be built ends every prompt with an error result. The input ending ends the run
 //! once the current query has finished (at once when SDK callbacks are involved: they can no
 //! longer be answered, so pending ones fail and block, and the query is interrupted).
 
 mod argv;
 mod bridge;
 mod control;
-mod frame;
+pub mod frame;
 mod init;
 mod setup;
 
 use std::collections::VecDeque;
-use std::process::ExitCode;
+use std::io::Write;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
@@ -28,71 +45,35 @@ use hookbox_agent::session::{
 };
 use hookbox_llm::Model;
 use serde_json::{Map, Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
-pub(crate) use argv::{is_sdk_mode, is_version_probe};
+pub use argv::{SdkArgs, is_sdk_mode, is_version_probe, parse as parse_args};
+pub use setup::{AgentCatalog, Setup};
 
 use self::control::{ControlClient, Incoming, Outbox};
 use self::frame::InputLine;
 use self::init::InitOptions;
-use self::setup::Setup;
-use crate::render;
 
-/// Answers the cortex SDK's version probe (`-v`): `x.y.z` on stdout, stdin never read.
-pub(crate) fn print_version() -> ExitCode {
-    match render::print_text(&format!("{}\n", env!("CARGO_PKG_VERSION"))) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(_) => ExitCode::from(1),
-    }
-}
-
-/// Runs one SDK session with the command line `args` (without the program name).
-pub(crate) fn run(args: &[String]) -> ExitCode {
-    init_logging();
-    let args = argv::parse(args);
-    for problem in &args.problems {
+/// Runs one SDK session: reads the SDK's lines from `input`, writes hookbox's to `output`,
+/// and returns when `input` ends and the session is closed. Problems with the command line
+/// ([`SdkArgs::problems`]) are reported on stderr first.
+pub async fn run<R, W>(setup: Setup, input: R, output: W)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    for problem in &setup.args.problems {
         warn(problem);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            warn(&format!("cannot start the async runtime: {err}"));
-            return ExitCode::from(1);
-        }
-    };
-    let code = runtime.block_on(drive(Setup::new(args)));
-    // The stdin reader may still be blocked in a read; do not wait for it.
-    runtime.shutdown_background();
-    code
-}
-
-fn warn(message: &str) {
-    render::print_error(&format!("hookbox: {message}\n"));
-}
-
-/// Logs (`tracing`) to stderr, `warn` and up unless `RUST_LOG` says otherwise.
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
-}
-
-async fn drive(setup: Setup) -> ExitCode {
     let (outbox, outgoing) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_stdout(outgoing));
+    let writer = tokio::spawn(write_output(output, outgoing));
     // Requests from hook callbacks pass through the driver, which first writes the messages
     // the query emitted before them (the tool call precedes its hook_callback).
     let (requests, requests_rx) = mpsc::unbounded_channel();
     let client = ControlClient::new(requests);
     let (incoming_tx, incoming) = mpsc::unbounded_channel();
-    tokio::spawn(read_stdin(client.clone(), incoming_tx));
+    tokio::spawn(read_input(input, client.clone(), incoming_tx));
     let mut driver = Driver::new(setup, outbox.clone(), client);
     driver.run(incoming, requests_rx).await;
     if let Some(session) = driver.session.take() {
@@ -108,13 +89,38 @@ async fn drive(setup: Setup) -> ExitCode {
     // `null` tells the writer to stop after everything queued before it.
     let _ = outbox.send(Value::Null);
     let _ = writer.await;
-    ExitCode::SUCCESS
 }
 
-/// The only code that writes stdout: one frame per message. After the SDK has gone (a write
-/// fails), messages are dropped.
-async fn write_stdout(mut outgoing: mpsc::UnboundedReceiver<Value>) {
-    let mut stdout = tokio::io::stdout();
+/// Reports `message` on stderr as `hookbox: message`, ignoring failures (there is nowhere
+/// left to report them).
+pub(crate) fn warn(message: &str) {
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(format!("hookbox: {message}\n").as_bytes());
+}
+
+/// `err` and its causes joined with `: `, each cause once: many error types write their source
+/// into their own message and also return it as `source()`, which `{:#}` would repeat.
+pub(crate) fn error_message(err: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if message.is_empty() {
+            message = cause;
+        } else if !message.contains(&cause) {
+            message.push_str(": ");
+            message.push_str(&cause);
+        }
+    }
+    message
+}
+
+/// The only code that writes the output: one frame per message. After the SDK has gone (a
+/// write fails), messages are dropped.
+async fn write_output<W: AsyncWrite + Unpin>(
+    mut output: W,
+    mut outgoing: mpsc::UnboundedReceiver<Value>,
+) {
     let mut open = true;
     while let Some(message) = outgoing.recv().await {
         if message.is_null() {
@@ -123,7 +129,7 @@ async fn write_stdout(mut outgoing: mpsc::UnboundedReceiver<Value>) {
         if !open {
             continue;
         }
-        if let Err(err) = frame::write_message(&mut stdout, &message).await {
+        if let Err(err) = frame::write_message(&mut output, &message).await {
             if err.kind() == std::io::ErrorKind::Other {
                 warn(&format!("dropping a message: {err}"));
             } else {
@@ -136,12 +142,17 @@ async fn write_stdout(mut outgoing: mpsc::UnboundedReceiver<Value>) {
     }
 }
 
-/// Reads stdin: responses resolve their requests here (so they arrive while the driver waits
-/// on a hook), everything else goes to the driver. At end of input every pending request fails.
-async fn read_stdin(client: ControlClient, incoming: mpsc::UnboundedSender<Incoming>) {
-    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+/// Reads the input: responses resolve their requests here (so they arrive while the driver
+/// waits on a hook), everything else goes to the driver. At end of input every pending
+/// request fails.
+async fn read_input<R: AsyncRead + Unpin>(
+    input: R,
+    client: ControlClient,
+    incoming: mpsc::UnboundedSender<Incoming>,
+) {
+    let mut input = tokio::io::BufReader::new(input);
     loop {
-        let line = match frame::read_line(&mut stdin).await {
+        let line = match frame::read_line(&mut input).await {
             Ok(Some(InputLine::Json(value))) => value,
             Ok(Some(InputLine::Invalid(problem))) => {
                 warn(&format!("ignoring a line that is not JSON: {problem}"));
@@ -353,9 +364,9 @@ impl Driver {
             "set_model" => {
                 let name = match request.get("model").and_then(Value::as_str) {
                     Some(name) if !name.is_empty() => name.to_owned(),
-                    _ => self.setup.agent_name().map_err(|err| format!("{err:#}"))?,
+                    _ => self.setup.agent_name().map_err(|err| error_message(&err))?,
                 };
-                let model = self.setup.model(&name).map_err(|err| format!("{err:#}"))?;
+                let model = self.setup.model(&name).map_err(|err| error_message(&err))?;
                 match &self.control {
                     Some(control) => control.set_model(model),
                     None => self.model = Some(model),
@@ -378,7 +389,7 @@ impl Driver {
                     self.session = Some(session);
                 }
                 Err(err) => {
-                    let message = format!("{err:#}");
+                    let message = error_message(&err);
                     warn(&message);
                     self.failed = Some(message);
                 }
@@ -448,5 +459,24 @@ async fn next(running: &mut Option<MessageStream>) -> Option<SessionMessage> {
     match running {
         Some(stream) => stream.next_message().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_message;
+
+    #[test]
+    fn error_messages_name_each_cause_once() {
+        let inner = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let err = anyhow::Error::new(inner)
+            .context("cannot read `x`: no such file")
+            .context("cannot start");
+        assert_eq!(
+            error_message(&err),
+            "cannot start: cannot read `x`: no such file"
+        );
+        let err = anyhow::anyhow!("c").context("b").context("a");
+        assert_eq!(error_message(&err), "a: b: c");
     }
 }

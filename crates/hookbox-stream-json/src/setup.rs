@@ -1,7 +1,7 @@
 //! Building the session an SDK asked for: the command line, `hookbox.toml`, the `initialize`
 //! request and the Claude-style settings files together.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
@@ -9,36 +9,47 @@ use hookbox_agent::session::{HookMatcher, PermissionMode, Session};
 use hookbox_hooks::HookEvent;
 use hookbox_llm::Model;
 
-use super::argv::SdkArgs;
-use super::bridge::{RemoteHookCallback, RemotePermissionPrompt};
-use super::control::ControlClient;
-use super::init::InitOptions;
-use crate::config::ConfigFile;
+use crate::argv::SdkArgs;
+use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
+use crate::control::ControlClient;
+use crate::init::InitOptions;
 
-/// Everything known before the first prompt.
-pub(crate) struct Setup {
+/// The agents an SDK may select with its `model` option (`--model NAME`): in the binary,
+/// `hookbox.toml`'s `[agents]` tables and `[sdk] default_agent`.
+pub trait AgentCatalog: Send + Sync {
+    /// The agent used when the SDK names none.
+    fn default_agent(&self) -> Option<String>;
+
+    /// Every configured agent's name, for the error that says none was selected.
+    fn agent_names(&self) -> Vec<String>;
+
+    /// The model of agent `name`, built and ready; an unknown name is an error that says
+    /// which names exist.
+    fn model(&self, name: &str) -> anyhow::Result<Arc<dyn Model>>;
+}
+
+/// Everything known before the first prompt. On the first prompt, one function turns it and
+/// what the SDK sent in `initialize` into the session: the only place SDK mode assembles one.
+pub struct Setup {
     /// The command line.
     pub(crate) args: SdkArgs,
-    /// `$HOOKBOX_HOME`, when it could be found.
-    pub(crate) home: Option<PathBuf>,
-    /// `hookbox.toml`, or why it could not be read.
-    pub(crate) config: Result<ConfigFile, String>,
+    /// `$HOOKBOX_HOME`, when it could be found: transcripts go to its `sessions/`.
+    home: Option<PathBuf>,
+    /// The agents, or why they could not be read (every prompt then fails with this).
+    agents: Result<Arc<dyn AgentCatalog>, String>,
     /// The session's working directory.
     pub(crate) cwd: PathBuf,
 }
 
 impl Setup {
-    /// Reads the config for `args`.
-    pub(crate) fn new(args: SdkArgs) -> Self {
-        let home = hookbox_env::Environments::default_home().ok();
-        let config = match &home {
-            Some(home) => crate::config::read(args.config.as_deref(), home),
-            None => match &args.config {
-                Some(path) => crate::config::read(Some(path), Path::new("/nonexistent")),
-                None => Ok(ConfigFile::default()),
-            },
-        }
-        .map_err(|err| format!("{err:#}"));
+    /// The set-up for command line `args`, hookbox home `home` (when there is one) and the
+    /// configured `agents`, or the error reading them, which is reported on the first prompt.
+    /// The working directory is `--workdir`, else the current directory.
+    pub fn new(
+        args: SdkArgs,
+        home: Option<PathBuf>,
+        agents: anyhow::Result<Arc<dyn AgentCatalog>>,
+    ) -> Self {
         let cwd = match &args.workdir {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
@@ -46,27 +57,24 @@ impl Setup {
         Self {
             args,
             home,
-            config,
+            agents: agents.map_err(|err| crate::error_message(&err)),
             cwd,
         }
     }
 
-    fn config(&self) -> anyhow::Result<&ConfigFile> {
-        self.config.as_ref().map_err(|message| anyhow!("{message}"))
+    fn agents(&self) -> anyhow::Result<&dyn AgentCatalog> {
+        self.agents
+            .as_deref()
+            .map_err(|message| anyhow!("{message}"))
     }
 
-    /// The agent name to use: `--model`, else `[sdk] default_agent`.
+    /// The agent name to use: `--model`, else the catalog's default agent.
     pub(crate) fn agent_name(&self) -> anyhow::Result<String> {
-        let config = self.config()?;
-        if let Some(name) = self
-            .args
-            .model
-            .clone()
-            .or_else(|| config.sdk.default_agent.clone())
-        {
+        let agents = self.agents()?;
+        if let Some(name) = self.args.model.clone().or_else(|| agents.default_agent()) {
             return Ok(name);
         }
-        let known: Vec<&str> = config.agents.keys().map(String::as_str).collect();
+        let known = agents.agent_names();
         bail!(
             "no agent selected: pass the SDK option model=\"NAME\" (--model NAME) naming an \
              [agents.\"NAME\"] table of hookbox.toml, or set `[sdk] default_agent`; configured \
@@ -81,7 +89,7 @@ impl Setup {
 
     /// The model of agent `name`.
     pub(crate) fn model(&self, name: &str) -> anyhow::Result<Arc<dyn Model>> {
-        self.config()?.model(name)
+        self.agents()?.model(name)
     }
 
     /// The starting permission mode from the command line.
@@ -92,7 +100,10 @@ impl Setup {
         }
     }
 
-    /// Builds the session. `keep` receives temporary files that must outlive it.
+    /// Builds the session: the command line's tools, limits and prompts, `init`'s hooks (as
+    /// callbacks through `client`), sub-agents and settings sources, the settings files, and
+    /// `model` in permission `mode`. This is the one place a session is assembled. `keep`
+    /// receives temporary files that must outlive it.
     pub(crate) fn build(
         &self,
         init: &InitOptions,
@@ -139,9 +150,9 @@ impl Setup {
             builder = builder.settings_file(&path);
         }
         if args.unsandboxed {
-            crate::render::print_error(
-                "hookbox: WARNING: --unsandboxed: Bash runs on this host in the working \
-                 directory, not in the sandbox\n",
+            crate::warn(
+                "WARNING: --unsandboxed: Bash runs on this host in the working directory, not \
+                 in the sandbox",
             );
             builder = builder.unsandboxed();
         }

@@ -7,7 +7,7 @@ use hookbox_agent::session::{PermissionAnswer, PermissionPrompt, PermissionQuery
 use hookbox_hooks::{CallbackError, CallbackFuture, HookCallback};
 use serde_json::{Value, json};
 
-use super::control::ControlClient;
+use crate::control::ControlClient;
 
 /// One SDK hook callback (`hook_0`, `hook_1`, …).
 pub(crate) struct RemoteHookCallback {
