@@ -8,8 +8,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::steps::{call_step, extend_conversation, model_output, result_step};
-use super::tools::builtin_declarations;
+use crate::declarations::builtin_declarations;
 use crate::tool_call::SandboxTools;
+use hookbox_env::CODE_EXECUTION;
+use hookbox_hooks::Dialect;
 use hookbox_llm::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
 
 /// What a streaming run reports as it goes.
@@ -128,7 +130,7 @@ impl Agent {
             outcome.steps.push(step);
         }
         let mut declarations = if self.tools.is_some() {
-            builtin_declarations()
+            builtin_declarations(Dialect::Sandbox)
         } else {
             Vec::new()
         };
@@ -318,7 +320,7 @@ impl Agent {
             );
         }
         match (report.result, report.error) {
-            (Some(result), error) if call.name == "code_execution" => (
+            (Some(result), error) if call.name == CODE_EXECUTION => (
                 json!(code_output(&result, error.as_deref())),
                 error.is_some(),
             ),
@@ -330,7 +332,8 @@ impl Agent {
 }
 
 /// What a `code_execution` result looks like to the model: its output as text, with the
-/// failure appended when the output does not already say it.
+/// failure appended when the output does not already say it, and the result's `note` (a
+/// `timeout` lowered to the sandbox's limit) last.
 fn code_output(result: &Value, error: Option<&str>) -> String {
     let stdout = result
         .get("stdout")
@@ -340,13 +343,41 @@ fn code_output(result: &Value, error: Option<&str>) -> String {
         .get("stderr")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    match error {
+    let output = match error {
         Some(error) if stderr.is_empty() => format!("{stdout}{error}"),
         _ => format!("{stdout}{stderr}"),
+    };
+    match result.get("note").and_then(Value::as_str) {
+        Some(note) => format!("{output}\n[hookbox: {note}]"),
+        None => output,
     }
 }
 
 fn push(outcome: &mut RunOutcome, on_event: &mut (dyn FnMut(RunEvent<'_>) + Send), step: Value) {
     on_event(RunEvent::Step(&step));
     outcome.steps.push(step);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_output_is_the_output_then_the_failure_then_the_note() {
+        let result = json!({"stdout": "partial\n", "stderr": "", "exit_code": null});
+        assert_eq!(
+            code_output(&result, Some("timed out after 2 s")),
+            "partial\ntimed out after 2 s"
+        );
+        let result = json!({"stdout": "out\n", "stderr": "err\n", "exit_code": 1});
+        assert_eq!(
+            code_output(&result, Some("exited with status 1: err\n")),
+            "out\nerr\n"
+        );
+        let result = json!({"stdout": "fine\n", "stderr": "", "exit_code": 0, "note": "the limit of 2 s applied"});
+        assert_eq!(
+            code_output(&result, None),
+            "fine\n\n[hookbox: the limit of 2 s applied]"
+        );
+    }
 }
