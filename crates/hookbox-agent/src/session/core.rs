@@ -24,7 +24,8 @@ use super::outcome::{End, Stats, denial, millis, result, stop_reason};
 use super::permissions::{PermissionMode, PermissionPrompt};
 use super::permit::Permit;
 use super::tools::{TASK, declarations};
-use hookbox_llm::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
+use crate::agent_loop::{self, Answered, Called, LoopPoints};
+use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration};
 
 /// `Stop` blocks in a row after which the session stops anyway (Claude Code's cap).
 const MAX_STOP_BLOCKS: u32 = 8;
@@ -293,8 +294,8 @@ impl Core {
         }
     }
 
-    /// Model turns until the model answers (and the `Stop` hooks let it stop), a hook stops
-    /// the session, the turn limit, an interrupt or a model failure.
+    /// Model turns on the agent loop until the model answers (and the `Stop` hooks let it
+    /// stop), a hook stops the session, the turn limit, an interrupt or a model failure.
     pub(super) async fn run_loop(
         &self,
         runner: &Runner,
@@ -302,108 +303,14 @@ impl Core {
         out: &mut Emitter<'_>,
         stats: &mut Stats,
     ) -> End {
-        let mut stop_blocks = 0;
-        loop {
-            if stats.turns >= self.max_turns {
-                return End::MaxTurns;
-            }
-            if runner.agent.is_none()
-                && estimate_tokens(conversation) > self.compact_threshold
-                && let Err(end) = self.compact(conversation, "auto", "", out, stats).await
-            {
-                return end;
-            }
-            let model = self.shared.model();
-            let asked = Instant::now();
-            let reply = match self
-                .interruptible(model.complete(conversation, &runner.declarations))
-                .await
-            {
-                None => return End::Interrupted,
-                Some(Err(err)) => return End::Failed(format!("the model failed: {err}")),
-                Some(Ok(reply)) => reply,
-            };
-            stats.api_ms += millis(asked);
-            stats.turns += 1;
-            stats.input_tokens += reply.usage.input_tokens.unwrap_or(0);
-            stats.output_tokens += reply.usage.output_tokens.unwrap_or(0);
-            conversation.push_reply(&reply);
-            let mut content = Vec::new();
-            if !reply.text.is_empty() {
-                content.push(ContentBlock::Text {
-                    text: reply.text.clone(),
-                });
-            }
-            content.extend(reply.tool_calls.iter().map(|call| ContentBlock::ToolUse {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                input: call.args.clone(),
-            }));
-            out.emit(SessionMessage::Assistant {
-                id: format!("msg_{}", new_uuid().replace('-', "")),
-                model: model.label().to_owned(),
-                content,
-                parent_tool_use_id: runner.parent_tool_use_id.clone(),
-            });
-            if reply.tool_calls.is_empty() {
-                let (event, mut fields) = match &runner.agent {
-                    None => (HookEvent::Stop, Map::new()),
-                    Some(_) => {
-                        let mut fields = runner.agent_fields();
-                        fields.insert(
-                            "agent_transcript_path".into(),
-                            self.transcript_path.clone().into(),
-                        );
-                        (HookEvent::SubagentStop, fields)
-                    }
-                };
-                fields.insert("stop_hook_active".into(), (stop_blocks > 0).into());
-                fields.insert("last_assistant_message".into(), reply.text.clone().into());
-                let stop = self.fire(event, fields, out).await;
-                if !stop.continue_ {
-                    return End::Stopped(stop_reason(&stop));
-                }
-                if stop.decision.is_blocking() && stop_blocks < MAX_STOP_BLOCKS {
-                    stop_blocks += 1;
-                    conversation.push_user(format!(
-                        "{event} hook feedback: {}",
-                        stop.reason.unwrap_or_else(|| "keep going".to_owned())
-                    ));
-                    continue;
-                }
-                return End::Answered(reply.text);
-            }
-            for (index, call) in reply.tool_calls.iter().enumerate() {
-                let done = self.tool_call(runner, call, out, stats).await;
-                conversation.push_tool_result(ToolResult {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    content: json!(done.text),
-                    is_error: done.is_error,
-                });
-                out.emit(SessionMessage::User {
-                    content: vec![ContentBlock::ToolResult {
-                        tool_use_id: call.id.clone(),
-                        content: done.text,
-                        is_error: done.is_error,
-                    }],
-                    parent_tool_use_id: runner.parent_tool_use_id.clone(),
-                    tool_use_result: done.response,
-                });
-                if let Some(end) = done.end {
-                    // Every call gets an answer, so the history stays valid for the next query.
-                    for skipped in &reply.tool_calls[index + 1..] {
-                        conversation.push_tool_result(ToolResult {
-                            call_id: skipped.id.clone(),
-                            name: skipped.name.clone(),
-                            content: json!("not run: the session stopped first"),
-                            is_error: true,
-                        });
-                    }
-                    return end;
-                }
-            }
-        }
+        let mut run = SessionRun {
+            core: self,
+            runner,
+            out,
+            stats,
+            stop_blocks: 0,
+        };
+        agent_loop::run(&mut run, conversation).await
     }
 
     /// One tool call: `PreToolUse`, permissions, the tool, then `PostToolUse` or
@@ -526,5 +433,127 @@ impl Core {
             done.end = Some(End::Stopped(stop_reason(&post)));
         }
         done
+    }
+}
+
+/// One agent's run on the agent loop: the main agent's query, or a sub-agent's task.
+struct SessionRun<'r, 'e> {
+    core: &'r Core,
+    runner: &'r Runner,
+    out: &'r mut Emitter<'e>,
+    stats: &'r mut Stats,
+    /// `Stop` blocks in a row.
+    stop_blocks: u32,
+}
+
+impl LoopPoints for SessionRun<'_, '_> {
+    type End = End;
+
+    async fn before_turn(&mut self, conversation: &mut Conversation) -> Option<End> {
+        if self.stats.turns >= self.core.max_turns {
+            return Some(End::MaxTurns);
+        }
+        if self.runner.agent.is_none()
+            && estimate_tokens(conversation) > self.core.compact_threshold
+        {
+            return self
+                .core
+                .compact(conversation, "auto", "", self.out, self.stats)
+                .await
+                .err();
+        }
+        None
+    }
+
+    async fn ask(&mut self, conversation: &Conversation) -> Result<ModelReply, End> {
+        let model = self.core.shared.model();
+        let asked = Instant::now();
+        let reply = match self
+            .core
+            .interruptible(model.complete(conversation, &self.runner.declarations))
+            .await
+        {
+            None => return Err(End::Interrupted),
+            Some(Err(err)) => return Err(End::Failed(format!("the model failed: {err}"))),
+            Some(Ok(reply)) => reply,
+        };
+        self.stats.api_ms += millis(asked);
+        self.stats.turns += 1;
+        self.stats.input_tokens += reply.usage.input_tokens.unwrap_or(0);
+        self.stats.output_tokens += reply.usage.output_tokens.unwrap_or(0);
+        let mut content = Vec::new();
+        if !reply.text.is_empty() {
+            content.push(ContentBlock::Text {
+                text: reply.text.clone(),
+            });
+        }
+        content.extend(reply.tool_calls.iter().map(|call| ContentBlock::ToolUse {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input: call.args.clone(),
+        }));
+        self.out.emit(SessionMessage::Assistant {
+            id: format!("msg_{}", new_uuid().replace('-', "")),
+            model: model.label().to_owned(),
+            content,
+            parent_tool_use_id: self.runner.parent_tool_use_id.clone(),
+        });
+        Ok(reply)
+    }
+
+    /// `Stop` (`SubagentStop` for a sub-agent) hooks: they may keep the agent going, up to
+    /// [`MAX_STOP_BLOCKS`] times in a row, or stop the session.
+    async fn answered(&mut self, reply: &ModelReply) -> Answered<End> {
+        let (event, mut fields) = match &self.runner.agent {
+            None => (HookEvent::Stop, Map::new()),
+            Some(_) => {
+                let mut fields = self.runner.agent_fields();
+                fields.insert(
+                    "agent_transcript_path".into(),
+                    self.core.transcript_path.clone().into(),
+                );
+                (HookEvent::SubagentStop, fields)
+            }
+        };
+        fields.insert("stop_hook_active".into(), (self.stop_blocks > 0).into());
+        fields.insert("last_assistant_message".into(), reply.text.clone().into());
+        let stop = self.core.fire(event, fields, self.out).await;
+        if !stop.continue_ {
+            return Answered::End(End::Stopped(stop_reason(&stop)));
+        }
+        if stop.decision.is_blocking() && self.stop_blocks < MAX_STOP_BLOCKS {
+            self.stop_blocks += 1;
+            return Answered::Continue(format!(
+                "{event} hook feedback: {}",
+                stop.reason.unwrap_or_else(|| "keep going".to_owned())
+            ));
+        }
+        Answered::End(End::Answered(reply.text.clone()))
+    }
+
+    fn before_calls(&mut self) -> Option<End> {
+        None
+    }
+
+    async fn call(&mut self, call: &ToolCall) -> Called<End> {
+        let done = self
+            .core
+            .tool_call(self.runner, call, self.out, self.stats)
+            .await;
+        let content = json!(done.text);
+        self.out.emit(SessionMessage::User {
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: call.id.clone(),
+                content: done.text,
+                is_error: done.is_error,
+            }],
+            parent_tool_use_id: self.runner.parent_tool_use_id.clone(),
+            tool_use_result: done.response,
+        });
+        Called::Done {
+            content,
+            is_error: done.is_error,
+            end: done.end,
+        }
     }
 }
