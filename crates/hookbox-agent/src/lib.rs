@@ -14,6 +14,8 @@
 //! directory, the ten lifecycle events, permission modes, sub-agents and compaction; the Rust
 //! SDK (`hookbox-sdk`) and the stream-json CLI drive it.
 
+mod agent_loop;
+mod declarations;
 mod discovery;
 pub mod interaction;
 mod runner;

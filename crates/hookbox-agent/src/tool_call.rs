@@ -2,14 +2,15 @@
 //! post hooks.
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use hookbox_env::{
     BuiltinTools, EgressError, Environment, FileTools, Isolation, NetworkDecision, SandboxEgress,
-    ToolError, ToolOutcome,
+    ToolError, ToolOutcome, builtin_tool,
 };
 use hookbox_hooks::{
-    Decision, Diagnostic, Dispatcher, EventInput, HookClients, HookOutcome, PolicyHttpRunner,
-    Runners, TraceEntry,
+    Decision, Diagnostic, Dialect, Dispatcher, EventInput, HookClients, HookOutcome,
+    PolicyHttpRunner, Runners, TraceEntry,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -142,6 +143,14 @@ impl SandboxTools {
         Ok(self)
     }
 
+    /// These tools with `code_execution` running for at most `limit` (default
+    /// [`DEFAULT_CODE_TIMEOUT`](hookbox_env::DEFAULT_CODE_TIMEOUT)); the model's `timeout`
+    /// argument may lower it for one call, never raise it.
+    pub fn with_code_timeout(mut self, limit: Duration) -> Self {
+        self.tools = self.tools.with_code_timeout(limit);
+        self
+    }
+
     /// Calls built-in tool `tool` with `args`, through the hooks discovered in the environment
     /// now. `interaction_id` is passed to hooks when the call belongs to an interaction.
     pub async fn call(
@@ -150,9 +159,9 @@ impl SandboxTools {
         args: Value,
         interaction_id: Option<&str>,
     ) -> Result<ToolCallReport, ToolCallError> {
-        if !BuiltinTools::NAMES.contains(&tool) {
+        let Some(definition) = builtin_tool(Dialect::Sandbox, tool) else {
             return Err(ToolCallError::UnknownTool(tool.to_owned()));
-        }
+        };
         let discovered = self.discovery.load(&self.files);
         if let Some(reason) = discovered.unusable {
             return Ok(ToolCallReport {
@@ -186,7 +195,7 @@ impl SandboxTools {
         let resolved = self.tools.resolve(tool, &args);
         let shown = resolved.as_ref().unwrap_or(&args).clone();
         let event = |input: EventInput| {
-            if FileTools::NAMES.contains(&tool) {
+            if definition.resolves_paths {
                 input.with_raw_args(args.clone())
             } else {
                 input

@@ -19,6 +19,8 @@ mod resolved_paths;
 /// SDK sessions: lifecycle events, permissions, sub-agents and compaction.
 mod session;
 
+use std::time::Duration;
+
 use hookbox_agent::{SandboxTools, ToolCallError};
 use hookbox_env::{EnvironmentSpec, Environments, Isolation};
 use serde_json::{Value, json};
@@ -253,6 +255,53 @@ async fn code_sees_no_inherited_fds_and_no_host_environment() {
             assert!(!leaked, "host variable visible in the sandbox: {line}");
         }
     }
+}
+
+#[tokio::test]
+async fn code_execution_timeout_may_lower_the_sandbox_limit_but_not_raise_it() {
+    let (_home, store, id) = environment(json!([])).await;
+    let tools = tools(&store, &id).with_code_timeout(Duration::from_secs(2));
+    let code = |args: Value| {
+        let tools = &tools;
+        async move {
+            let report = tools
+                .call("code_execution", args, None)
+                .await
+                .expect("call");
+            (report.result, report.error.unwrap_or_default())
+        }
+    };
+
+    // The sandbox's limit holds without a `timeout`.
+    let (_, error) = code(json!({"code": "sleep 10"})).await;
+    assert_eq!(error, "timed out after 2 s");
+    // A lower `timeout` applies.
+    let (_, error) = code(json!({"code": "sleep 10", "timeout": 0.5})).await;
+    assert_eq!(error, "timed out after 0.5 s");
+    // A higher one is clamped to the limit, and the result says so.
+    let (result, error) = code(json!({"code": "sleep 10", "timeout": 900})).await;
+    assert_eq!(error, "timed out after 2 s");
+    assert_eq!(
+        result.expect("result")["note"],
+        "timeout 900 s is above the sandbox's limit; the limit of 2 s applied"
+    );
+    let (result, error) = code(json!({"code": "echo fine", "timeout": 1})).await;
+    assert_eq!(error, "");
+    let result = result.expect("result");
+    assert_eq!(result["stdout"], "fine\n");
+    assert!(result.get("note").is_none());
+    // A non-positive or non-numeric one is an argument error; nothing runs.
+    for timeout in [json!(0), json!(-3), json!("10")] {
+        let (result, error) =
+            code(json!({"code": "touch /workspace/ran", "timeout": timeout})).await;
+        assert!(result.is_none(), "{timeout}");
+        assert!(error.contains("argument `timeout`"), "{timeout}: {error}");
+    }
+    let listing = tools
+        .call("list_files", json!({}), None)
+        .await
+        .expect("call");
+    assert!(!listing.result.expect("listing").to_string().contains("ran"));
 }
 
 #[tokio::test]

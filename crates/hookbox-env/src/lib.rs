@@ -63,6 +63,7 @@ pub use spec::EnvironmentSpec;
 pub use store::{Environments, StoreError};
 pub use target::Target;
 pub use tools::{
-    BuiltinTools, EnvironmentFile, EnvironmentFiles, FileTools, HOST_PATH, Isolation, MAX_LISTED,
-    ToolError, ToolOutcome, mime_type,
+    BUILTIN_TOOLS, BuiltinTools, CODE_EXECUTION, DEFAULT_CODE_TIMEOUT, EnvironmentFile,
+    EnvironmentFiles, FileTools, HOST_PATH, Isolation, MAX_LISTED, ToolDefinition, ToolError,
+    ToolOutcome, builtin_tool, builtin_tools, mime_type,
 };

@@ -2,7 +2,6 @@
 
 mod run;
 mod steps;
-mod tools;
 
 pub use run::{Agent, RunEvent, RunOutcome, RunStatus};
 pub use steps::user_input;

@@ -1,6 +1,7 @@
-//! The agent loop: the model proposes tool calls, each goes through the hooks and the sandbox,
-//! the results go back to the model, until it answers, asks for a client-side function, or
-//! runs out of turns.
+//! The Interactions agent on the agent loop ([`crate::agent_loop`]): the model proposes tool
+//! calls, each goes through the hooks and the sandbox, the results go back to the model, until
+//! it answers, asks for a client-side function, runs out of turns or over its token budget.
+//! Each point of the loop adds the Interactions steps it makes.
 
 use std::sync::Arc;
 
@@ -8,9 +9,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::steps::{call_step, extend_conversation, model_output, result_step};
-use super::tools::builtin_declarations;
+use crate::agent_loop::{self, Answered, Called, LoopPoints};
+use crate::declarations::builtin_declarations;
 use crate::tool_call::SandboxTools;
-use hookbox_llm::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
+use hookbox_env::CODE_EXECUTION;
+use hookbox_hooks::Dialect;
+use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration};
 
 /// What a streaming run reports as it goes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -116,119 +120,35 @@ impl Agent {
         let mut conversation = Conversation::new(self.system.clone());
         extend_conversation(&mut conversation, history);
         extend_conversation(&mut conversation, &input);
-        let mut outcome = RunOutcome {
-            status: RunStatus::Incomplete,
-            steps: Vec::new(),
-            usage: json!({}),
-            traces: Vec::new(),
-            error: None,
-        };
-        for step in input {
-            on_event(RunEvent::Step(&step));
-            outcome.steps.push(step);
-        }
         let mut declarations = if self.tools.is_some() {
-            builtin_declarations()
+            builtin_declarations(Dialect::Sandbox)
         } else {
             Vec::new()
         };
         declarations.extend(self.functions.iter().cloned());
-        let (mut input_tokens, mut output_tokens) = (0u64, 0u64);
-
-        for _turn in 0..self.max_turns {
-            let mut streamed = String::new();
-            let answer = if stream {
-                let mut on_text = |piece: &str| {
-                    if !piece.is_empty() {
-                        streamed.push_str(piece);
-                        on_event(RunEvent::Text(piece));
-                    }
-                };
-                self.model
-                    .complete_streaming(&conversation, &declarations, &mut on_text)
-                    .await
-            } else {
-                self.model.complete(&conversation, &declarations).await
-            };
-            if stream {
-                let rest = match &answer {
-                    Ok(reply) => reply.text.strip_prefix(streamed.as_str()).unwrap_or(""),
-                    Err(_) => "",
-                };
-                if !rest.is_empty() {
-                    on_event(RunEvent::Text(rest));
-                }
-                if answer.is_err() && !streamed.is_empty() {
-                    push(&mut outcome, on_event, model_output(&streamed));
-                }
-            }
-            let reply = match answer {
-                Ok(reply) => reply,
-                Err(err) => {
-                    outcome.status = RunStatus::Failed;
-                    outcome.error =
-                        Some(json!({"code": "model_error", "message": err.to_string()}));
-                    break;
-                }
-            };
-            input_tokens += reply.usage.input_tokens.unwrap_or(0);
-            output_tokens += reply.usage.output_tokens.unwrap_or(0);
-            conversation.push_reply(&reply);
-            if !reply.text.is_empty() {
-                push(&mut outcome, on_event, model_output(&reply.text));
-            }
-            if reply.tool_calls.is_empty() {
-                outcome.status = RunStatus::Completed;
-                break;
-            }
-            if let Some(budget) = self.max_tokens
-                && input_tokens + output_tokens > budget
-            {
-                outcome.error = Some(json!({
-                    "code": "budget_exceeded",
-                    "message": format!(
-                        "the interaction used {} tokens, more than its budget of {budget}; \
-                         the model's next tool calls were not run",
-                        input_tokens + output_tokens
-                    ),
-                }));
-                break;
-            }
-            let mut needs_client = false;
-            for call in &reply.tool_calls {
-                push(&mut outcome, on_event, call_step(call));
-                if self
-                    .functions
-                    .iter()
-                    .any(|function| function.name == call.name)
-                {
-                    needs_client = true;
-                    continue;
-                }
-                let (content, is_error) = self.call_tool(call, interaction_id, &mut outcome).await;
-                push(
-                    &mut outcome,
-                    on_event,
-                    result_step(&call.name, &call.id, &content, is_error),
-                );
-                conversation.push_tool_result(ToolResult {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    content,
-                    is_error,
-                });
-            }
-            if needs_client {
-                outcome.status = RunStatus::RequiresAction;
-                break;
-            }
+        let mut run = InteractionRun {
+            agent: self,
+            interaction_id,
+            stream,
+            on_event,
+            declarations,
+            outcome: RunOutcome {
+                status: RunStatus::Incomplete,
+                steps: Vec::new(),
+                usage: json!({}),
+                traces: Vec::new(),
+                error: None,
+            },
+            turns: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+        };
+        for step in input {
+            run.push(step);
         }
-        if outcome.status == RunStatus::Incomplete && outcome.error.is_none() {
-            outcome.error = Some(json!({
-                "code": "max_turns",
-                "message": format!("the model did not answer within {} turns", self.max_turns),
-            }));
-        }
+        run.outcome.status = agent_loop::run(&mut run, &mut conversation).await;
+        let (input_tokens, output_tokens) = (run.input_tokens, run.output_tokens);
+        let mut outcome = run.outcome;
         outcome.usage = json!({
             "total_input_tokens": input_tokens,
             "total_output_tokens": output_tokens,
@@ -318,7 +238,7 @@ impl Agent {
             );
         }
         match (report.result, report.error) {
-            (Some(result), error) if call.name == "code_execution" => (
+            (Some(result), error) if call.name == CODE_EXECUTION => (
                 json!(code_output(&result, error.as_deref())),
                 error.is_some(),
             ),
@@ -330,7 +250,8 @@ impl Agent {
 }
 
 /// What a `code_execution` result looks like to the model: its output as text, with the
-/// failure appended when the output does not already say it.
+/// failure appended when the output does not already say it, and the result's `note` (a
+/// `timeout` lowered to the sandbox's limit) last.
 fn code_output(result: &Value, error: Option<&str>) -> String {
     let stdout = result
         .get("stdout")
@@ -340,13 +261,158 @@ fn code_output(result: &Value, error: Option<&str>) -> String {
         .get("stderr")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    match error {
+    let output = match error {
         Some(error) if stderr.is_empty() => format!("{stdout}{error}"),
         _ => format!("{stdout}{stderr}"),
+    };
+    match result.get("note").and_then(Value::as_str) {
+        Some(note) => format!("{output}\n[hookbox: {note}]"),
+        None => output,
     }
 }
 
-fn push(outcome: &mut RunOutcome, on_event: &mut (dyn FnMut(RunEvent<'_>) + Send), step: Value) {
-    on_event(RunEvent::Step(&step));
-    outcome.steps.push(step);
+/// One interaction on the agent loop: its steps, reported as they are made, and its counters.
+struct InteractionRun<'a> {
+    agent: &'a Agent,
+    interaction_id: Option<&'a str>,
+    /// Whether the model is asked with streaming, its text reported as it arrives.
+    stream: bool,
+    on_event: &'a mut (dyn FnMut(RunEvent<'_>) + Send),
+    /// The sandbox tools (with an environment) and the client's functions.
+    declarations: Vec<ToolDeclaration>,
+    outcome: RunOutcome,
+    turns: u32,
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+impl InteractionRun<'_> {
+    /// Adds `step` to the interaction and reports it.
+    fn push(&mut self, step: Value) {
+        (self.on_event)(RunEvent::Step(&step));
+        self.outcome.steps.push(step);
+    }
+}
+
+impl LoopPoints for InteractionRun<'_> {
+    type End = RunStatus;
+
+    async fn before_turn(&mut self, _conversation: &mut Conversation) -> Option<RunStatus> {
+        if self.turns >= self.agent.max_turns {
+            self.outcome.error = Some(json!({
+                "code": "max_turns",
+                "message": format!("the model did not answer within {} turns", self.agent.max_turns),
+            }));
+            return Some(RunStatus::Incomplete);
+        }
+        self.turns += 1;
+        None
+    }
+
+    async fn ask(&mut self, conversation: &Conversation) -> Result<ModelReply, RunStatus> {
+        let model = &self.agent.model;
+        let answer = if self.stream {
+            let mut streamed = String::new();
+            let on_event = &mut *self.on_event;
+            let mut on_text = |piece: &str| {
+                if !piece.is_empty() {
+                    streamed.push_str(piece);
+                    on_event(RunEvent::Text(piece));
+                }
+            };
+            let answer = model
+                .complete_streaming(conversation, &self.declarations, &mut on_text)
+                .await;
+            let rest = match &answer {
+                Ok(reply) => reply.text.strip_prefix(streamed.as_str()).unwrap_or(""),
+                Err(_) => "",
+            };
+            if !rest.is_empty() {
+                (self.on_event)(RunEvent::Text(rest));
+            }
+            if answer.is_err() && !streamed.is_empty() {
+                self.push(model_output(&streamed));
+            }
+            answer
+        } else {
+            model.complete(conversation, &self.declarations).await
+        };
+        let reply = match answer {
+            Ok(reply) => reply,
+            Err(err) => {
+                self.outcome.error =
+                    Some(json!({"code": "model_error", "message": err.to_string()}));
+                return Err(RunStatus::Failed);
+            }
+        };
+        self.input_tokens += reply.usage.input_tokens.unwrap_or(0);
+        self.output_tokens += reply.usage.output_tokens.unwrap_or(0);
+        if !reply.text.is_empty() {
+            self.push(model_output(&reply.text));
+        }
+        Ok(reply)
+    }
+
+    async fn answered(&mut self, _reply: &ModelReply) -> Answered<RunStatus> {
+        Answered::End(RunStatus::Completed)
+    }
+
+    fn before_calls(&mut self) -> Option<RunStatus> {
+        let used = self.input_tokens + self.output_tokens;
+        let budget = self.agent.max_tokens.filter(|&budget| used > budget)?;
+        self.outcome.error = Some(json!({
+            "code": "budget_exceeded",
+            "message": format!(
+                "the interaction used {used} tokens, more than its budget of {budget}; \
+                 the model's next tool calls were not run"
+            ),
+        }));
+        Some(RunStatus::Incomplete)
+    }
+
+    async fn call(&mut self, call: &ToolCall) -> Called<RunStatus> {
+        self.push(call_step(call));
+        if self
+            .agent
+            .functions
+            .iter()
+            .any(|function| function.name == call.name)
+        {
+            return Called::ByClient(RunStatus::RequiresAction);
+        }
+        let (content, is_error) = self
+            .agent
+            .call_tool(call, self.interaction_id, &mut self.outcome)
+            .await;
+        self.push(result_step(&call.name, &call.id, &content, is_error));
+        Called::Done {
+            content,
+            is_error,
+            end: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_output_is_the_output_then_the_failure_then_the_note() {
+        let result = json!({"stdout": "partial\n", "stderr": "", "exit_code": null});
+        assert_eq!(
+            code_output(&result, Some("timed out after 2 s")),
+            "partial\ntimed out after 2 s"
+        );
+        let result = json!({"stdout": "out\n", "stderr": "err\n", "exit_code": 1});
+        assert_eq!(
+            code_output(&result, Some("exited with status 1: err\n")),
+            "out\nerr\n"
+        );
+        let result = json!({"stdout": "fine\n", "stderr": "", "exit_code": 0, "note": "the limit of 2 s applied"});
+        assert_eq!(
+            code_output(&result, None),
+            "fine\n\n[hookbox: the limit of 2 s applied]"
+        );
+    }
 }

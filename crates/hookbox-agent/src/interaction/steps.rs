@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use hookbox_env::CODE_EXECUTION;
 use hookbox_llm::{Conversation, Media, Message, ToolCall, ToolResult};
 
 /// A `user_input` step with one text part.
@@ -17,7 +18,7 @@ pub(crate) fn model_output(text: &str) -> Value {
 
 /// The step announcing `call`: `code_execution_call` for code, `function_call` otherwise.
 pub(crate) fn call_step(call: &ToolCall) -> Value {
-    if call.name == "code_execution" {
+    if call.name == CODE_EXECUTION {
         json!({"type": "code_execution_call", "id": call.id, "arguments": call.args})
     } else {
         json!({"type": "function_call", "id": call.id, "name": call.name, "arguments": call.args})
@@ -26,7 +27,7 @@ pub(crate) fn call_step(call: &ToolCall) -> Value {
 
 /// The step carrying `result` for a call to `name`.
 pub(crate) fn result_step(name: &str, call_id: &str, result: &Value, is_error: bool) -> Value {
-    if name == "code_execution" {
+    if name == CODE_EXECUTION {
         let text = match result {
             Value::String(text) => text.clone(),
             other => other.to_string(),
@@ -140,8 +141,8 @@ pub(crate) fn parse_data_uri(uri: &str) -> Option<(&str, &str)> {
 
 /// The tool a call or result step is about: `code_execution` for code steps, else its `name`.
 fn tool_name(kind: &str, step: &Value) -> String {
-    if kind.starts_with("code_execution") {
-        "code_execution".to_owned()
+    if kind.starts_with(CODE_EXECUTION) {
+        CODE_EXECUTION.to_owned()
     } else {
         string(step, "name")
     }

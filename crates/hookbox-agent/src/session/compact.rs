@@ -1,6 +1,16 @@
-//! Compaction: how big a conversation is, and the request that asks the model to summarise it.
+//! Compaction: how big a conversation is, the request that asks the model to summarise it, and
+//! the session step that replaces the history with that summary (`PreCompact` first).
 
+use std::time::Instant;
+
+use hookbox_hooks::HookEvent;
 use hookbox_llm::{Conversation, Message, content_text};
+use serde_json::{Map, json};
+
+use super::core::Core;
+use super::emit::Emitter;
+use super::messages::SessionMessage;
+use super::outcome::{End, Stats, millis, stop_reason};
 
 /// The instruction the summarising request runs with.
 const SUMMARY_SYSTEM: &str = "You summarise a conversation between a user and a coding agent so \
@@ -67,6 +77,66 @@ pub(crate) fn summary_request(conversation: &Conversation, instructions: &str) -
     request
 }
 
+impl Core {
+    /// Compacts `conversation`: `PreCompact` (which may block), then the model's summary
+    /// replaces the history. Returns a note for the user.
+    pub(super) async fn compact(
+        &self,
+        conversation: &mut Conversation,
+        trigger: &str,
+        instructions: &str,
+        out: &mut Emitter<'_>,
+        stats: &mut Stats,
+    ) -> Result<String, End> {
+        let mut fields = Map::new();
+        fields.insert("trigger".into(), trigger.into());
+        fields.insert("custom_instructions".into(), instructions.into());
+        let pre = self.fire(HookEvent::PreCompact, fields, out).await;
+        if !pre.continue_ {
+            return Err(End::Stopped(stop_reason(&pre)));
+        }
+        if pre.decision.is_blocking() {
+            return Ok(format!(
+                "Compaction was blocked by a PreCompact hook: {}",
+                pre.reason.unwrap_or_else(|| "no reason given".to_owned())
+            ));
+        }
+        if conversation.messages.is_empty() {
+            return Ok("Nothing to compact yet".to_owned());
+        }
+        let pre_tokens = estimate_tokens(conversation);
+        let request = summary_request(conversation, instructions);
+        let asked = Instant::now();
+        let summary = match self
+            .interruptible(self.shared.model().complete(&request, &[]))
+            .await
+        {
+            None => return Err(End::Interrupted),
+            Some(Err(err)) => return Err(End::Failed(format!("compaction failed: {err}"))),
+            Some(Ok(reply)) => reply,
+        };
+        stats.api_ms += millis(asked);
+        stats.input_tokens += summary.usage.input_tokens.unwrap_or(0);
+        stats.output_tokens += summary.usage.output_tokens.unwrap_or(0);
+        let mut compacted = Conversation::new(conversation.system.clone());
+        compacted.push_user(format!("{SUMMARY_PREFIX}\n\n{}", summary.text));
+        *conversation = compacted;
+        out.emit(SessionMessage::System {
+            subtype: "compact_boundary".into(),
+            data: json!({"compact_metadata": {"trigger": trigger, "pre_tokens": pre_tokens}}),
+        });
+        Ok(format!(
+            "Conversation compacted ({trigger}); about {pre_tokens} tokens summarised"
+        ))
+    }
+}
+
+/// `/compact` or `/compact INSTRUCTIONS` → the instructions.
+pub(super) fn compact_command(prompt: &str) -> Option<&str> {
+    let rest = prompt.trim().strip_prefix("/compact")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -100,5 +170,16 @@ mod tests {
             assert!(text.contains(needle), "{needle} missing from {text}");
         }
         assert!(estimate_tokens(&conversation) > 0);
+    }
+
+    #[test]
+    fn compact_commands() {
+        assert_eq!(compact_command("/compact"), Some(""));
+        assert_eq!(
+            compact_command(" /compact keep the file names "),
+            Some("keep the file names")
+        );
+        assert_eq!(compact_command("/compaction"), None);
+        assert_eq!(compact_command("please /compact"), None);
     }
 }

@@ -17,8 +17,11 @@ mod core;
 mod emit;
 mod ids;
 mod messages;
+mod outcome;
 mod permissions;
+mod permit;
 mod protect;
+mod subagent;
 mod tools;
 
 use std::collections::BTreeMap;

@@ -1,7 +1,11 @@
-//! The tools an SDK session offers the model, with the SDKs' names and argument schemas.
+//! The tools an SDK session offers the model: the coding tools of the registry (the SDK
+//! dialect's `Bash`, `Read`…), and `Task` when the session has sub-agents.
 
+use hookbox_env::builtin_tool;
+use hookbox_hooks::Dialect;
 use serde_json::json;
 
+use crate::declarations::declaration;
 use hookbox_llm::ToolDeclaration;
 
 /// The sub-agent tool's name.
@@ -10,8 +14,11 @@ pub(crate) const TASK: &str = "Task";
 /// The declarations of the coding tools named in `names` (in that order), plus `Task` when
 /// `with_task`.
 pub(crate) fn declarations(names: &[&str], with_task: bool) -> Vec<ToolDeclaration> {
-    let mut declarations: Vec<ToolDeclaration> =
-        names.iter().filter_map(|name| declaration(name)).collect();
+    let mut declarations: Vec<ToolDeclaration> = names
+        .iter()
+        .filter_map(|name| builtin_tool(Dialect::Sdk, name))
+        .map(declaration)
+        .collect();
     if with_task {
         declarations.push(ToolDeclaration {
             name: TASK.into(),
@@ -24,68 +31,4 @@ pub(crate) fn declarations(names: &[&str], with_task: bool) -> Vec<ToolDeclarati
         });
     }
     declarations
-}
-
-/// One coding tool's declaration.
-fn declaration(name: &str) -> Option<ToolDeclaration> {
-    let path = json!({"type": "string", "description": "An absolute path, or one relative to the working directory."});
-    let (description, parameters) = match name {
-        "Bash" => (
-            "Run a bash command in the working directory (inside the sandbox) and return its output.",
-            json!({"type": "object", "properties": {
-                "command": {"type": "string", "description": "The command to run."},
-                "timeout": {"type": "number", "description": "Time limit in milliseconds (default 120000, at most 600000)."},
-                "description": {"type": "string", "description": "What the command does, in a few words."}
-            }, "required": ["command"]}),
-        ),
-        "Read" => (
-            "Read a text file, with line numbers.",
-            json!({"type": "object", "properties": {
-                "file_path": path,
-                "offset": {"type": "integer", "description": "The first line to read (1-based)."},
-                "limit": {"type": "integer", "description": "How many lines to read (default 2000)."}
-            }, "required": ["file_path"]}),
-        ),
-        "Write" => (
-            "Create or overwrite a file.",
-            json!({"type": "object", "properties": {
-                "file_path": path,
-                "content": {"type": "string", "description": "The whole new content."}
-            }, "required": ["file_path", "content"]}),
-        ),
-        "Edit" => (
-            "Replace an exact string in a file (it must occur once unless replace_all is set).",
-            json!({"type": "object", "properties": {
-                "file_path": path,
-                "old_string": {"type": "string"},
-                "new_string": {"type": "string"},
-                "replace_all": {"type": "boolean"}
-            }, "required": ["file_path", "old_string", "new_string"]}),
-        ),
-        "Glob" => (
-            "Find files by glob pattern (`**` matches directories), newest first.",
-            json!({"type": "object", "properties": {
-                "pattern": {"type": "string"},
-                "path": path
-            }, "required": ["pattern"]}),
-        ),
-        "Grep" => (
-            "Search file contents with a regular expression.",
-            json!({"type": "object", "properties": {
-                "pattern": {"type": "string"},
-                "path": path,
-                "glob": {"type": "string", "description": "Only files matching this glob."},
-                "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"]},
-                "-i": {"type": "boolean", "description": "Case-insensitive."},
-                "-n": {"type": "boolean", "description": "Show line numbers (content mode)."},
-                "head_limit": {"type": "integer"}
-            }, "required": ["pattern"]}),
-        ),
-        _ => return None,
-    };
-    Some(ToolDeclaration {
-        name: name.into(),
-        description: description.into(),
-        parameters,
-    })
 }

@@ -4,111 +4,20 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hookbox_agent::session::{
-    HookMatcher, PermissionAnswer, PermissionMode, PermissionQuery, ResultSubtype, Session,
-    SessionBuilder, SessionMessage, SubagentDefinition,
-};
-use hookbox_hooks::{CallbackError, HookEvent};
-use hookbox_llm::{ModelConfig, ProviderKind, build_with_env, client_options};
-use hookbox_net::GuardedClient;
-use hookbox_test_support::{FakeModelServer, FakeTurn};
-
+/// The fake model, the session builder, and what the tests read from a query's messages.
+mod fixture;
 /// Protected paths, `CLAUDE_PROJECT_DIR`, failed hooks reported.
 mod protect;
+
+use hookbox_agent::session::{
+    HookMatcher, PermissionAnswer, PermissionMode, PermissionQuery, ResultSubtype, SessionMessage,
+    SubagentDefinition,
+};
+use hookbox_hooks::{CallbackError, HookEvent};
+use hookbox_test_support::FakeTurn;
 use serde_json::{Value, json};
 
-/// A working directory and a fake model that plays `turns`.
-struct Fixture {
-    dir: tempfile::TempDir,
-    server: FakeModelServer,
-}
-
-async fn fixture(turns: Vec<FakeTurn>) -> Fixture {
-    Fixture {
-        dir: tempfile::tempdir().expect("cwd"),
-        server: FakeModelServer::openai("gpt-test", None, turns)
-            .await
-            .expect("fake model"),
-    }
-}
-
-impl Fixture {
-    fn session(&self) -> SessionBuilder {
-        let config = ModelConfig {
-            base_url: Some(self.server.base_url()),
-            max_attempts: Some(1),
-            ..ModelConfig::new(ProviderKind::Openai, "gpt-test")
-        };
-        let client = GuardedClient::new(&client_options()).expect("client");
-        Session::builder(self.dir.path())
-            .model(build_with_env(&config, client, |_| None).expect("model"))
-            .session_id("test-session")
-            // Bash on the host keeps these tests independent of namespace support; the
-            // sandboxed path has its own test below.
-            .unsandboxed()
-    }
-
-    /// Every message the model was sent in request `index`, as one string.
-    fn request_text(&self, index: usize) -> String {
-        self.server.bodies()[index]["messages"].to_string()
-    }
-}
-
-/// Records the inputs it sees and answers `reply`.
-type Seen = Arc<Mutex<Vec<Value>>>;
-
-fn recorder(reply: Value) -> (Seen, HookMatcher) {
-    recorder_on(None, reply)
-}
-
-fn recorder_on(matcher: Option<&str>, reply: Value) -> (Seen, HookMatcher) {
-    let seen: Seen = Arc::default();
-    let log = Arc::clone(&seen);
-    let matcher = HookMatcher::new(matcher).hook(move |input: Value, _id: Option<String>| {
-        log.lock().expect("log").push(input);
-        let reply = reply.clone();
-        async move { Ok::<_, CallbackError>(reply) }
-    });
-    (seen, matcher)
-}
-
-fn seen(seen: &Seen) -> Vec<Value> {
-    seen.lock().expect("log").clone()
-}
-
-async fn run(session: &Session, prompt: &str) -> Vec<SessionMessage> {
-    tokio::time::timeout(Duration::from_secs(60), session.query(prompt).collect_all())
-        .await
-        .expect("the query finished")
-}
-
-fn result(messages: &[SessionMessage]) -> &hookbox_agent::session::QueryResult {
-    match messages.last() {
-        Some(SessionMessage::Result(result)) => result,
-        other => panic!("the last message is not a result: {other:?}"),
-    }
-}
-
-fn tool_results(messages: &[SessionMessage]) -> Vec<(String, bool)> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            SessionMessage::User { content, .. } => Some(content),
-            _ => None,
-        })
-        .flatten()
-        .filter_map(|block| match block {
-            hookbox_agent::session::ContentBlock::ToolResult {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn bash(id: &str, command: &str) -> FakeTurn {
-    FakeTurn::tool_call("", id, "Bash", json!({ "command": command }))
-}
+use fixture::*;
 
 #[tokio::test]
 async fn pre_tool_use_gets_its_fields_and_a_deny_reaches_the_model() {
@@ -166,14 +75,14 @@ async fn updated_input_replaces_the_call() {
         "updatedInput": {"command": "echo rewritten > out.txt"}
     }}));
     let (post, post_matcher) = recorder(json!({}));
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .hook(HookEvent::PreToolUse, matcher)
-        .hook(HookEvent::PostToolUse, post_matcher)
-        .build()
-        .expect("session");
-    run(&session, "write").await;
+    run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .hook(HookEvent::PreToolUse, matcher)
+            .hook(HookEvent::PostToolUse, post_matcher),
+        "write",
+    )
+    .await;
     let written = std::fs::read_to_string(f.dir.path().join("out.txt")).expect("out.txt");
     assert_eq!(written.trim(), "rewritten");
     assert_eq!(
@@ -190,13 +99,13 @@ async fn post_tool_use_context_and_block_feedback_reach_the_model() {
         "reason": "output looks suspicious",
         "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "remember the style guide"}
     }));
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .hook(HookEvent::PostToolUse, matcher)
-        .build()
-        .expect("session");
-    let messages = run(&session, "say hello").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .hook(HookEvent::PostToolUse, matcher),
+        "say hello",
+    )
+    .await;
     let input = &seen(&post)[0];
     assert_eq!(input["hook_event_name"], "PostToolUse");
     assert_eq!(input["tool_response"]["stdout"], "hello\n");
@@ -220,14 +129,14 @@ async fn a_failed_tool_fires_post_tool_use_failure_and_not_post_tool_use() {
         "hookSpecificOutput": {"hookEventName": "PostToolUseFailure", "additionalContext": "try Glob first"}
     }));
     let (post, post_matcher) = recorder(json!({}));
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .hook(HookEvent::PostToolUseFailure, failure_matcher)
-        .hook(HookEvent::PostToolUse, post_matcher)
-        .build()
-        .expect("session");
-    let messages = run(&session, "read it").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .hook(HookEvent::PostToolUseFailure, failure_matcher)
+            .hook(HookEvent::PostToolUse, post_matcher),
+        "read it",
+    )
+    .await;
     let input = &seen(&failure)[0];
     assert_eq!(input["hook_event_name"], "PostToolUseFailure");
     assert_eq!(input["tool_name"], "Read");
@@ -247,12 +156,11 @@ async fn user_prompt_submit_block_erases_the_prompt_and_context_reaches_the_mode
     let f = fixture(vec![FakeTurn::text("fine")]).await;
     let (prompts, matcher) =
         recorder(json!({"decision": "block", "reason": "no secrets in prompts"}));
-    let session = f
-        .session()
-        .hook(HookEvent::UserPromptSubmit, matcher)
-        .build()
-        .expect("session");
-    let messages = run(&session, "my password is hunter2").await;
+    let messages = run_once(
+        f.session().hook(HookEvent::UserPromptSubmit, matcher),
+        "my password is hunter2",
+    )
+    .await;
     assert_eq!(seen(&prompts)[0]["prompt"], "my password is hunter2");
     assert!(
         f.server.requests().is_empty(),
@@ -265,12 +173,11 @@ async fn user_prompt_submit_block_erases_the_prompt_and_context_reaches_the_mode
     let (_, matcher) = recorder(json!({"hookSpecificOutput": {
         "hookEventName": "UserPromptSubmit", "additionalContext": "the user is on call this week"
     }}));
-    let session = f
-        .session()
-        .hook(HookEvent::UserPromptSubmit, matcher)
-        .build()
-        .expect("session");
-    run(&session, "hello").await;
+    run_once(
+        f.session().hook(HookEvent::UserPromptSubmit, matcher),
+        "hello",
+    )
+    .await;
     let sent = f.request_text(0);
     assert!(sent.contains("hello") && sent.contains("the user is on call this week"));
     assert!(!sent.contains("hunter2"));
@@ -313,12 +220,7 @@ async fn stop_block_continues_the_turn_with_stop_hook_active_and_is_capped() {
     )
     .await;
     let (stops, matcher) = recorder(json!({"decision": "block", "reason": "again"}));
-    let session = f
-        .session()
-        .hook(HookEvent::Stop, matcher)
-        .build()
-        .expect("session");
-    let messages = run(&session, "finish").await;
+    let messages = run_once(f.session().hook(HookEvent::Stop, matcher), "finish").await;
     assert_eq!(seen(&stops).len(), 9);
     assert_eq!(f.server.requests().len(), 9);
     assert_eq!(result(&messages).result.as_deref(), Some("answer 8"));
@@ -330,13 +232,13 @@ async fn continue_false_stops_the_session_with_its_reason() {
     let (_, matcher) = recorder(
         json!({"continue": false, "stopReason": "maintenance window", "systemMessage": "hookbox paused"}),
     );
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .hook(HookEvent::PreToolUse, matcher)
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .hook(HookEvent::PreToolUse, matcher),
+        "go",
+    )
+    .await;
     assert!(!f.dir.path().join("ran.txt").exists());
     assert_eq!(f.server.requests().len(), 1);
     let result = result(&messages);
@@ -358,23 +260,23 @@ async fn ask_goes_to_permission_request_hooks_then_to_can_use_tool() {
     let (notifications, notification_matcher) = recorder_on(Some("permission_prompt"), json!({}));
     let queries = Arc::new(Mutex::new(Vec::<PermissionQuery>::new()));
     let log = Arc::clone(&queries);
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .hook(HookEvent::PreToolUse, ask)
-        .hook(HookEvent::PermissionRequest, request_matcher)
-        .hook(HookEvent::Notification, notification_matcher)
-        .can_use_tool(move |query: PermissionQuery| {
-            log.lock().expect("log").push(query);
-            async {
-                PermissionAnswer::Allow {
-                    updated_input: Some(json!({"command": "echo approved"})),
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .hook(HookEvent::PreToolUse, ask)
+            .hook(HookEvent::PermissionRequest, request_matcher)
+            .hook(HookEvent::Notification, notification_matcher)
+            .can_use_tool(move |query: PermissionQuery| {
+                log.lock().expect("log").push(query);
+                async {
+                    PermissionAnswer::Allow {
+                        updated_input: Some(json!({"command": "echo approved"})),
+                    }
                 }
-            }
-        })
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+            }),
+        "go",
+    )
+    .await;
     let request = &seen(&requests)[0];
     assert_eq!(request["hook_event_name"], "PermissionRequest");
     assert_eq!(request["tool_name"], "Bash");
@@ -403,20 +305,18 @@ async fn permission_request_hooks_decide_and_without_them_nobody_can_be_asked() 
         Some("Read|Glob|Grep"),
         json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}),
     );
-    let session = f
-        .session()
-        .hook(HookEvent::PermissionRequest, matcher)
-        .build()
-        .expect("session");
-    let messages = run(&session, "read my notes").await;
+    let messages = run_once(
+        f.session().hook(HookEvent::PermissionRequest, matcher),
+        "read my notes",
+    )
+    .await;
     assert_eq!(seen(&requests)[0]["tool_name"], "Read");
     assert!(!tool_results(&messages)[0].1);
     assert!(f.request_text(1).contains("the launch is on friday"));
 
     let f = fixture(turns()).await;
     std::fs::write(f.dir.path().join("notes.txt"), "secret").expect("notes");
-    let session = f.session().build().expect("session");
-    let messages = run(&session, "read my notes").await;
+    let messages = run_once(f.session(), "read my notes").await;
     let (text, is_error) = &tool_results(&messages)[0];
     assert!(is_error);
     assert!(text.contains("cannot ask"), "{text}");
@@ -427,12 +327,7 @@ async fn permission_request_hooks_decide_and_without_them_nobody_can_be_asked() 
         json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
         "decision": {"behavior": "deny", "message": "reads are audited today"}}}),
     );
-    let session = f
-        .session()
-        .hook(HookEvent::PermissionRequest, deny)
-        .build()
-        .expect("session");
-    let messages = run(&session, "read").await;
+    let messages = run_once(f.session().hook(HookEvent::PermissionRequest, deny), "read").await;
     assert_eq!(
         tool_results(&messages)[0],
         ("reads are audited today".to_owned(), true)
@@ -445,24 +340,24 @@ async fn disallowed_tools_and_plan_mode_deny_even_when_a_hook_allows() {
     let (_, allow) = recorder(
         json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}),
     );
-    let session = f
-        .session()
-        .disallowed_tools(["Bash"])
-        .hook(HookEvent::PreToolUse, allow.clone())
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+    let messages = run_once(
+        f.session()
+            .disallowed_tools(["Bash"])
+            .hook(HookEvent::PreToolUse, allow.clone()),
+        "go",
+    )
+    .await;
     assert!(tool_results(&messages)[0].0.contains("disallowed"));
     assert!(!f.dir.path().join("x").exists());
 
     let f = fixture(vec![bash("t1", "touch x"), FakeTurn::text("done")]).await;
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::Plan)
-        .hook(HookEvent::PreToolUse, allow)
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::Plan)
+            .hook(HookEvent::PreToolUse, allow),
+        "go",
+    )
+    .await;
     assert!(tool_results(&messages)[0].0.contains("plan mode"));
     assert!(!f.dir.path().join("x").exists());
 }
@@ -476,13 +371,13 @@ async fn a_callback_that_overruns_its_timeout_blocks() {
             Ok::<_, CallbackError>(json!({}))
         })
         .timeout(Duration::from_millis(200));
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .hook(HookEvent::PreToolUse, matcher)
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .hook(HookEvent::PreToolUse, matcher),
+        "go",
+    )
+    .await;
     assert!(tool_results(&messages)[0].1);
     assert!(!f.dir.path().join("slow").exists());
 }
@@ -508,23 +403,23 @@ async fn subagents_fire_start_and_stop_and_their_tool_calls_pass_the_hooks() {
     );
     let (stops, stop) = recorder(json!({}));
     let (pre, pre_matcher) = recorder_on(Some("Glob"), json!({}));
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .agent(
-            "reviewer",
-            SubagentDefinition {
-                description: "Reviews code".into(),
-                prompt: "You review code.".into(),
-                tools: Some(vec!["Glob".into(), "Read".into()]),
-            },
-        )
-        .hook(HookEvent::SubagentStart, start)
-        .hook(HookEvent::SubagentStop, stop)
-        .hook(HookEvent::PreToolUse, pre_matcher)
-        .build()
-        .expect("session");
-    let messages = run(&session, "review please").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .agent(
+                "reviewer",
+                SubagentDefinition {
+                    description: "Reviews code".into(),
+                    prompt: "You review code.".into(),
+                    tools: Some(vec!["Glob".into(), "Read".into()]),
+                },
+            )
+            .hook(HookEvent::SubagentStart, start)
+            .hook(HookEvent::SubagentStop, stop)
+            .hook(HookEvent::PreToolUse, pre_matcher),
+        "review please",
+    )
+    .await;
     let start = &seen(&starts)[0];
     assert_eq!(start["agent_type"], "reviewer");
     let agent_id = start["agent_id"].as_str().expect("agent id").to_owned();
@@ -715,17 +610,7 @@ async fn sandboxed_bash_runs_in_default_mode_inside_the_sandbox() {
         return;
     }
     let f = fixture(vec![bash("t1", "pwd > where.txt"), FakeTurn::text("done")]).await;
-    let config = ModelConfig {
-        base_url: Some(f.server.base_url()),
-        max_attempts: Some(1),
-        ..ModelConfig::new(ProviderKind::Openai, "gpt-test")
-    };
-    let client = GuardedClient::new(&client_options()).expect("client");
-    let session = Session::builder(f.dir.path())
-        .model(build_with_env(&config, client, |_| None).expect("model"))
-        .build()
-        .expect("session");
-    let messages = run(&session, "where am I?").await;
+    let messages = run_once(f.sandboxed(), "where am I?").await;
     assert!(!tool_results(&messages)[0].1, "{messages:?}");
     let cwd = std::fs::canonicalize(f.dir.path()).expect("cwd");
     let written = std::fs::read_to_string(cwd.join("where.txt")).expect("where.txt");
@@ -765,13 +650,13 @@ async fn an_explicit_pre_tool_use_allow_skips_the_permission_ask() {
         json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}),
     );
     let (requests, request_matcher) = recorder(json!({}));
-    let session = f
-        .session()
-        .hook(HookEvent::PreToolUse, allow)
-        .hook(HookEvent::PermissionRequest, request_matcher)
-        .build()
-        .expect("session");
-    let messages = run(&session, "read").await;
+    let messages = run_once(
+        f.session()
+            .hook(HookEvent::PreToolUse, allow)
+            .hook(HookEvent::PermissionRequest, request_matcher),
+        "read",
+    )
+    .await;
     assert!(!tool_results(&messages)[0].1, "{messages:?}");
     assert!(f.request_text(1).contains("allowed content"));
     assert!(

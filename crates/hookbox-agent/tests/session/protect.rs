@@ -22,19 +22,6 @@ fn edit(id: &str, path: &str) -> FakeTurn {
     )
 }
 
-/// A sandboxed session (the default) over `dir` with the fixture's model.
-fn sandboxed(f: &Fixture) -> SessionBuilder {
-    let config = ModelConfig {
-        base_url: Some(f.server.base_url()),
-        max_attempts: Some(1),
-        ..ModelConfig::new(ProviderKind::Openai, "gpt-test")
-    };
-    let client = GuardedClient::new(&client_options()).expect("client");
-    Session::builder(f.dir.path())
-        .model(build_with_env(&config, client, |_| None).expect("model"))
-        .session_id("test-session")
-}
-
 const EVIL: &str =
     r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch pwned"}]}]}}"#;
 
@@ -64,24 +51,24 @@ async fn write_and_edit_to_protected_paths_ask_in_every_mode_but_bypass() {
         let (requests, request_matcher) = recorder(json!({}));
         let asked = Arc::new(Mutex::new(Vec::<PermissionQuery>::new()));
         let log = Arc::clone(&asked);
-        let session = f
-            .session()
-            .permission_mode(mode)
-            .allowed_tools(["Write", "Edit"])
-            .hook(HookEvent::PreToolUse, allow)
-            .hook(HookEvent::PermissionRequest, request_matcher)
-            .can_use_tool(move |query: PermissionQuery| {
-                log.lock().expect("log").push(query);
-                async {
-                    PermissionAnswer::Deny {
-                        message: "not the settings".into(),
-                        interrupt: false,
+        let messages = run_once(
+            f.session()
+                .permission_mode(mode)
+                .allowed_tools(["Write", "Edit"])
+                .hook(HookEvent::PreToolUse, allow)
+                .hook(HookEvent::PermissionRequest, request_matcher)
+                .can_use_tool(move |query: PermissionQuery| {
+                    log.lock().expect("log").push(query);
+                    async {
+                        PermissionAnswer::Deny {
+                            message: "not the settings".into(),
+                            interrupt: false,
+                        }
                     }
-                }
-            })
-            .build()
-            .expect("session");
-        let messages = run(&session, "go").await;
+                }),
+            "go",
+        )
+        .await;
         let results = tool_results(&messages);
         let cwd = f.dir.path();
         let asked: Vec<String> = asked
@@ -135,13 +122,13 @@ async fn a_permission_request_hook_can_still_allow_a_protected_write() {
     let (requests, allow) = recorder(
         json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}),
     );
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::AcceptEdits)
-        .hook(HookEvent::PermissionRequest, allow)
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::AcceptEdits)
+            .hook(HookEvent::PermissionRequest, allow),
+        "go",
+    )
+    .await;
     assert_eq!(seen(&requests).len(), 1);
     assert!(!tool_results(&messages)[0].1, "{messages:?}");
     assert!(f.dir.path().join(".claude/settings.json").exists());
@@ -181,11 +168,7 @@ async fn bash_cannot_plant_settings_or_git_hooks_for_the_next_session() {
         r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"sh scripts/gate.sh"}]}]}}"#,
     )
     .expect("settings");
-    let session = sandboxed(&f)
-        .settings_file(&settings)
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+    let messages = run_once(f.sandboxed().settings_file(&settings), "go").await;
     for (text, _) in tool_results(&messages) {
         assert!(text.contains("done"), "{text}");
     }
@@ -218,13 +201,13 @@ async fn settings_hooks_get_claude_project_dir() {
         r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"sh \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/record.sh"}]}]}}"#,
     )
     .expect("settings");
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .settings_file(&settings)
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .settings_file(&settings),
+        "go",
+    )
+    .await;
     assert!(
         !messages
             .iter()
@@ -263,13 +246,13 @@ async fn every_failed_hook_is_reported_with_its_outcome_and_cause() {
             {"type":"command","command":"/nonexistent/hook"}]}]}}"#,
     )
     .expect("settings");
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .settings_file(&settings)
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .settings_file(&settings),
+        "go",
+    )
+    .await;
     assert_eq!(tool_results(&messages)[0], ("hi".to_owned(), false));
     let responses = hook_responses(&messages);
     assert_eq!(responses.len(), 3, "{responses:?}");
@@ -317,13 +300,13 @@ async fn every_failed_hook_is_reported_with_its_outcome_and_cause() {
     let failing = HookMatcher::new(Some("Bash")).hook(|_input: Value, _id: Option<String>| async {
         Err::<Value, _>(CallbackError("gate crashed".into()))
     });
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .hook(HookEvent::PreToolUse, failing)
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .hook(HookEvent::PreToolUse, failing),
+        "go",
+    )
+    .await;
     assert!(tool_results(&messages)[0].1);
     let responses = hook_responses(&messages);
     assert_eq!(responses.len(), 1, "{responses:?}");
@@ -348,13 +331,13 @@ async fn settings_hooks_are_read_once_when_the_session_starts() {
     let cwd = f.dir.path().canonicalize().expect("cwd");
     std::fs::create_dir(cwd.join(".claude")).expect(".claude");
     std::fs::write(cwd.join(".claude/settings.json"), "{}").expect("settings");
-    let session = f
-        .session()
-        .permission_mode(PermissionMode::BypassPermissions)
-        .settings_file(&cwd.join(".claude/settings.json"))
-        .build()
-        .expect("session");
-    let messages = run(&session, "go").await;
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .settings_file(&cwd.join(".claude/settings.json")),
+        "go",
+    )
+    .await;
     let results = tool_results(&messages);
     assert!(!results[0].1, "{results:?}");
     assert_eq!(results[1], ("still runs".to_owned(), false));

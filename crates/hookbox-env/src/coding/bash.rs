@@ -3,14 +3,38 @@
 use std::time::Duration;
 
 use hookbox_exec::{ExitKind, ProcessSpec, Sandbox};
+use hookbox_hooks::Dialect;
 use serde_json::{Value, json};
 
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::Isolation;
 use crate::tools::args::Args;
+use crate::tools::definition::ToolDefinition;
 
 /// The tool's name.
 const TOOL: &str = "Bash";
+
+/// Its arguments.
+const ARGS: &[&str] = &["command", "timeout", "description"];
+
+/// The tool as models and hooks see it.
+pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
+    name: TOOL,
+    dialect: Dialect::Sdk,
+    description: "Run a bash command in the working directory (inside the sandbox) and return its output.",
+    parameters,
+    arguments: ARGS,
+    resolves_paths: false,
+};
+
+/// The JSON schema of its arguments.
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "command": {"type": "string", "description": "The command to run."},
+        "timeout": {"type": "number", "description": "Time limit in milliseconds (default 120000, at most 600000)."},
+        "description": {"type": "string", "description": "What the command does, in a few words."}
+    }, "required": ["command"]})
+}
 /// Timeout when none is given, in milliseconds.
 pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Longest timeout honoured, in milliseconds (longer ones are clamped).
@@ -69,8 +93,7 @@ pub(crate) async fn run(tools: &CodingTools, input: &Value) -> CodingOutcome {
 /// The process for `input`: `bash -c COMMAND` in the working directory, sandboxed unless the
 /// session opted out, with a small fixed environment (nothing of hookbox's own).
 pub(crate) fn process(tools: &CodingTools, input: &Value) -> Result<ProcessSpec, Failure> {
-    let args =
-        Args::new(TOOL, input, &["command", "timeout", "description"]).map_err(|e| invalid(&e))?;
+    let args = Args::new(TOOL, input, ARGS).map_err(|e| invalid(&e))?;
     let command = args
         .required_string("command", "the shell command to run")
         .map_err(|e| invalid(&e))?;

@@ -1,23 +1,44 @@
 //! `Edit {file_path, old_string, new_string, replace_all?}`: exact string replacement.
 
+use hookbox_hooks::Dialect;
 use serde_json::{Value, json};
 
 use crate::coding::write::store;
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::args::Args;
+use crate::tools::definition::{ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Edit";
 
+/// Its arguments.
+const ARGS: &[&str] = &["file_path", "old_string", "new_string", "replace_all"];
+
+/// The tool as models and hooks see it.
+pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
+    name: TOOL,
+    dialect: Dialect::Sdk,
+    description: "Replace an exact string in a file (it must occur once unless replace_all is set).",
+    parameters,
+    arguments: ARGS,
+    resolves_paths: false,
+};
+
+/// The JSON schema of its arguments.
+fn parameters() -> Value {
+    let path = session_path_schema();
+    json!({"type": "object", "properties": {
+        "file_path": path,
+        "old_string": {"type": "string"},
+        "new_string": {"type": "string"},
+        "replace_all": {"type": "boolean"}
+    }, "required": ["file_path", "old_string", "new_string"]})
+}
+
 /// Replaces `old_string` by `new_string` in a file: exactly one occurrence, or all of them with
 /// `replace_all`. An empty `old_string` creates a file that does not exist yet.
 pub(crate) fn run(tools: &CodingTools, input: &Value) -> Result<CodingOutcome, Failure> {
-    let args = Args::new(
-        TOOL,
-        input,
-        &["file_path", "old_string", "new_string", "replace_all"],
-    )
-    .map_err(|e| invalid(&e))?;
+    let args = Args::new(TOOL, input, ARGS).map_err(|e| invalid(&e))?;
     let file_path = args
         .required_string("file_path", "the absolute path of the file to edit")
         .map_err(|e| invalid(&e))?;

@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use hookbox_hooks::Dialect;
 use rustix::io::Errno;
 use serde_json::{Value, json};
 
@@ -9,9 +10,32 @@ use crate::coding::paths::Located;
 use crate::coding::pattern::Glob;
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid, walk};
 use crate::tools::args::Args;
+use crate::tools::definition::{ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Glob";
+
+/// Its arguments.
+const ARGS: &[&str] = &["pattern", "path"];
+
+/// The tool as models and hooks see it.
+pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
+    name: TOOL,
+    dialect: Dialect::Sdk,
+    description: "Find files by glob pattern (`**` matches directories), newest first.",
+    parameters,
+    arguments: ARGS,
+    resolves_paths: false,
+};
+
+/// The JSON schema of its arguments.
+fn parameters() -> Value {
+    let path = session_path_schema();
+    json!({"type": "object", "properties": {
+        "pattern": {"type": "string"},
+        "path": path
+    }, "required": ["pattern"]})
+}
 /// Most file names returned.
 pub(crate) const MAX_FILES: usize = 100;
 
@@ -19,7 +43,7 @@ pub(crate) const MAX_FILES: usize = 100;
 /// relative to it matches `pattern`, newest modification first.
 pub(crate) fn run(tools: &CodingTools, input: &Value) -> Result<CodingOutcome, Failure> {
     let started = Instant::now();
-    let args = Args::new(TOOL, input, &["pattern", "path"]).map_err(|e| invalid(&e))?;
+    let args = Args::new(TOOL, input, ARGS).map_err(|e| invalid(&e))?;
     let pattern = args
         .required_string("pattern", "the glob to match, e.g. \"**/*.rs\"")
         .map_err(|e| invalid(&e))?;

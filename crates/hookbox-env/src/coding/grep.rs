@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::Read as _;
 
+use hookbox_hooks::Dialect;
 use regex::RegexBuilder;
 use rustix::fs::{FileType, Mode, OFlags};
 use serde_json::{Value, json};
@@ -15,9 +16,45 @@ use crate::coding::read::cut;
 use crate::coding::walk::{self, Found, nanos};
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::args::Args;
+use crate::tools::definition::{ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Grep";
+
+/// Its arguments.
+const ARGS: &[&str] = &[
+    "pattern",
+    "path",
+    "glob",
+    "output_mode",
+    "-i",
+    "-n",
+    "head_limit",
+];
+
+/// The tool as models and hooks see it.
+pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
+    name: TOOL,
+    dialect: Dialect::Sdk,
+    description: "Search file contents with a regular expression.",
+    parameters,
+    arguments: ARGS,
+    resolves_paths: false,
+};
+
+/// The JSON schema of its arguments.
+fn parameters() -> Value {
+    let path = session_path_schema();
+    json!({"type": "object", "properties": {
+        "pattern": {"type": "string"},
+        "path": path,
+        "glob": {"type": "string", "description": "Only files matching this glob."},
+        "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"]},
+        "-i": {"type": "boolean", "description": "Case-insensitive."},
+        "-n": {"type": "boolean", "description": "Show line numbers (content mode)."},
+        "head_limit": {"type": "integer"}
+    }, "required": ["pattern"]})
+}
 /// Bytes looked at to tell a binary file (one holding a NUL byte).
 const SNIFF: usize = 8192;
 /// Most lines of `content` output when no `head_limit` is given.
@@ -36,20 +73,7 @@ enum OutputMode {
 
 /// Searches the files beneath `path` (the working directory by default).
 pub(crate) fn run(tools: &CodingTools, input: &Value) -> Result<CodingOutcome, Failure> {
-    let args = Args::new(
-        TOOL,
-        input,
-        &[
-            "pattern",
-            "path",
-            "glob",
-            "output_mode",
-            "-i",
-            "-n",
-            "head_limit",
-        ],
-    )
-    .map_err(|e| invalid(&e))?;
+    let args = Args::new(TOOL, input, ARGS).map_err(|e| invalid(&e))?;
     let pattern = args
         .required_string("pattern", "the regular expression to search for")
         .map_err(|e| invalid(&e))?;

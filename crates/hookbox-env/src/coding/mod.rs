@@ -11,27 +11,29 @@
 //! (`.claude`, `.git`, `.agents`, hook scripts: see [`CodingTools::protected`]), which is
 //! read-only there, unless the session runs [`Isolation::Unsandboxed`].
 
-mod bash;
-mod edit;
-mod glob;
-mod grep;
+pub(crate) mod bash;
+pub(crate) mod edit;
+pub(crate) mod glob;
+pub(crate) mod grep;
 mod paths;
 mod pattern;
 mod protect;
-mod read;
+pub(crate) mod read;
 mod walk;
-mod write;
+pub(crate) mod write;
 
 use std::path::{Path, PathBuf};
 
+use hookbox_hooks::Dialect;
 use serde_json::{Value, json};
 
 pub use protect::PROTECTED_ENTRIES;
 
 use crate::confined::Confined;
-use crate::tools::{Isolation, ToolError};
+use crate::tools::{Isolation, ToolError, definition};
 
-/// The names of the coding tools, as models call them.
+/// The names of the coding tools, as models call them: those of
+/// [`builtin_tools(Dialect::Sdk)`](crate::builtin_tools).
 pub const CODING_TOOLS: [&str; 6] = ["Bash", "Read", "Write", "Edit", "Glob", "Grep"];
 
 /// The coding tools of one session, working in (and confined to) its working directory.
@@ -135,7 +137,7 @@ impl CodingTools {
             "Grep" => grep::run(self, input),
             other => Err(format!(
                 "unknown tool `{other}`; the coding tools are {}",
-                CODING_TOOLS.join(", ")
+                definition::names(Dialect::Sdk)
             )),
         };
         result.unwrap_or_else(CodingOutcome::failed)

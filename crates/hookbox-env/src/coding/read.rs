@@ -1,12 +1,37 @@
 //! `Read {file_path, offset?, limit?}`: a text file in `cat -n` style.
 
+use hookbox_hooks::Dialect;
 use serde_json::{Value, json};
 
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::args::Args;
+use crate::tools::definition::{ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Read";
+
+/// Its arguments.
+const ARGS: &[&str] = &["file_path", "offset", "limit"];
+
+/// The tool as models and hooks see it.
+pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
+    name: TOOL,
+    dialect: Dialect::Sdk,
+    description: "Read a text file, with line numbers.",
+    parameters,
+    arguments: ARGS,
+    resolves_paths: false,
+};
+
+/// The JSON schema of its arguments.
+fn parameters() -> Value {
+    let path = session_path_schema();
+    json!({"type": "object", "properties": {
+        "file_path": path,
+        "offset": {"type": "integer", "description": "The first line to read (1-based)."},
+        "limit": {"type": "integer", "description": "How many lines to read (default 2000)."}
+    }, "required": ["file_path"]})
+}
 /// Lines returned when `limit` is not given.
 pub(crate) const DEFAULT_LIMIT: u64 = 2000;
 /// Longest line shown, in characters; longer ones are cut.
@@ -14,8 +39,7 @@ pub(crate) const MAX_LINE: usize = 2000;
 
 /// Reads lines `offset..offset+limit` (1-based) of a file.
 pub(crate) fn run(tools: &CodingTools, input: &Value) -> Result<CodingOutcome, Failure> {
-    let args =
-        Args::new(TOOL, input, &["file_path", "offset", "limit"]).map_err(|e| invalid(&e))?;
+    let args = Args::new(TOOL, input, ARGS).map_err(|e| invalid(&e))?;
     let file_path = args
         .required_string("file_path", "the absolute path of the file to read")
         .map_err(|e| invalid(&e))?;

@@ -1,5 +1,6 @@
 //! `Write {file_path, content}`: creates or replaces a file beneath the working directory.
 
+use hookbox_hooks::Dialect;
 use rustix::fs::{FileType, Mode};
 use serde_json::{Value, json};
 
@@ -7,14 +8,37 @@ use crate::coding::paths::Located;
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::confined;
 use crate::tools::args::Args;
+use crate::tools::definition::{ToolDefinition, session_path_schema};
 use crate::tools::write::{Replacement, replace_named};
 
 /// The tool's name.
 const TOOL: &str = "Write";
 
+/// Its arguments.
+const ARGS: &[&str] = &["file_path", "content"];
+
+/// The tool as models and hooks see it.
+pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
+    name: TOOL,
+    dialect: Dialect::Sdk,
+    description: "Create or overwrite a file.",
+    parameters,
+    arguments: ARGS,
+    resolves_paths: false,
+};
+
+/// The JSON schema of its arguments.
+fn parameters() -> Value {
+    let path = session_path_schema();
+    json!({"type": "object", "properties": {
+        "file_path": path,
+        "content": {"type": "string", "description": "The whole new content."}
+    }, "required": ["file_path", "content"]})
+}
+
 /// Writes `content` to `file_path`, creating missing parent directories.
 pub(crate) fn run(tools: &CodingTools, input: &Value) -> Result<CodingOutcome, Failure> {
-    let args = Args::new(TOOL, input, &["file_path", "content"]).map_err(|e| invalid(&e))?;
+    let args = Args::new(TOOL, input, ARGS).map_err(|e| invalid(&e))?;
     let file_path = args
         .required_string("file_path", "the absolute path of the file to write")
         .map_err(|e| invalid(&e))?;

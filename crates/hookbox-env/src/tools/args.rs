@@ -97,6 +97,18 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// The number argument `key`, if given.
+    pub(crate) fn number(&self, key: &str, what: &str) -> Result<Option<f64>, ToolError> {
+        match self.map.and_then(|map| map.get(key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(number)) => Ok(number.as_f64()),
+            Some(other) => Err(self.invalid(format!(
+                "argument `{key}` must be a number ({what}), got {}",
+                json::kind(other)
+            ))),
+        }
+    }
+
     /// An invalid-arguments error for this tool.
     fn invalid(&self, problem: String) -> ToolError {
         ToolError::InvalidArguments {

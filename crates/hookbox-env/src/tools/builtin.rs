@@ -1,6 +1,7 @@
 //! The five built-in sandbox tools behind one entry point.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -53,18 +54,10 @@ pub struct BuiltinTools {
     files: FileTools,
     isolation: Isolation,
     egress: Option<Arc<SandboxEgress>>,
+    code_timeout: Duration,
 }
 
 impl BuiltinTools {
-    /// The names models call the tools by.
-    pub const NAMES: [&'static str; 5] = [
-        "code_execution",
-        "read_file",
-        "write_file",
-        "list_files",
-        "delete_file",
-    ];
-
     /// The tools of `environment`, running code with `isolation`.
     pub fn new(environment: Environment, isolation: Isolation) -> Result<Self, crate::ToolError> {
         let files = FileTools::for_environment(&environment)?;
@@ -73,7 +66,16 @@ impl BuiltinTools {
             files,
             isolation,
             egress: None,
+            code_timeout: code::DEFAULT_CODE_TIMEOUT,
         })
+    }
+
+    /// These tools with `code_execution` running for at most `limit` (default
+    /// [`DEFAULT_CODE_TIMEOUT`](crate::DEFAULT_CODE_TIMEOUT)); the model's `timeout` argument
+    /// may lower it for one call, never raise it.
+    pub fn with_code_timeout(mut self, limit: Duration) -> Self {
+        self.code_timeout = limit;
+        self
     }
 
     /// These tools with sandboxed code reaching the network through `egress` (the proxy on
@@ -97,20 +99,21 @@ impl BuiltinTools {
     /// the canonical absolute sandbox path ([`FileTools::resolve`]); `code_execution`'s
     /// arguments as they are.
     pub fn resolve(&self, name: &str, args: &Value) -> Result<Value, crate::ToolError> {
-        if name == "code_execution" {
-            return Ok(args.clone());
+        match crate::builtin_tool(hookbox_hooks::Dialect::Sandbox, name) {
+            Some(definition) if !definition.resolves_paths => Ok(args.clone()),
+            _ => self.files.resolve(name, args),
         }
-        self.files.resolve(name, args)
     }
 
     /// Runs tool `name` with `args` returned by [`BuiltinTools::resolve`]; a file tool acts on
     /// exactly that path, following no link ([`FileTools::call_resolved`]).
     pub async fn call_resolved(&self, name: &str, args: &Value) -> ToolOutcome {
-        if name == "code_execution" {
+        if name == code::CODE_EXECUTION {
             return code::run(
                 &self.environment,
                 args,
                 self.isolation,
+                self.code_timeout,
                 self.egress.as_deref(),
             )
             .await;

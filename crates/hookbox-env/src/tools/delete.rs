@@ -1,10 +1,12 @@
 //! `delete_file {path}` → `{path, deleted: true}`.
 
+use hookbox_hooks::Dialect;
 use rustix::fs::{self, AtFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
 
 use crate::tools::args::Args;
+use crate::tools::definition::{ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, sandbox_path};
 
@@ -13,6 +15,22 @@ pub(crate) const TOOL: &str = "delete_file";
 
 /// Its arguments.
 pub(crate) const ARGS: &[&str] = &["path"];
+
+/// The tool as models and hooks see it.
+pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
+    name: TOOL,
+    dialect: Dialect::Sandbox,
+    description: "Delete a file under /workspace.",
+    parameters,
+    arguments: ARGS,
+    resolves_paths: true,
+};
+
+/// The JSON schema of its arguments.
+fn parameters() -> Value {
+    let path = sandbox_path_schema();
+    json!({"type": "object", "properties": {"path": path}, "required": ["path"]})
+}
 
 /// Unlinks a file or a symlink (the link itself, never its target); refuses directories.
 pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {

@@ -34,9 +34,6 @@ pub struct FileTools {
 }
 
 impl FileTools {
-    /// The names of the tools, as models call them.
-    pub const NAMES: [&'static str; 4] = ["read_file", "write_file", "list_files", "delete_file"];
-
     /// The tools of `environment`; an owner-supplied `/workspace/.agents` is read-only to them
     /// unless the environment sets `agents_writable`.
     pub fn for_environment(environment: &Environment) -> Result<Self, ToolError> {
@@ -78,15 +75,15 @@ impl FileTools {
     /// A write or delete whose path a link leads out of its writable location is refused here.
     pub fn resolve(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
         let (tool, allowed, last, what): (&'static str, &[&str], _, _) = match name {
-            "read_file" => (read::TOOL, read::ARGS, Final::Follow, "the file to read"),
-            "write_file" => (write::TOOL, write::ARGS, Final::Keep, "the file to write"),
-            "list_files" => (
+            read::TOOL => (read::TOOL, read::ARGS, Final::Follow, "the file to read"),
+            write::TOOL => (write::TOOL, write::ARGS, Final::Keep, "the file to write"),
+            list::TOOL => (
                 list::TOOL,
                 list::ARGS,
                 Final::Follow,
                 "the directory to list",
             ),
-            "delete_file" => (
+            delete::TOOL => (
                 delete::TOOL,
                 delete::ARGS,
                 Final::Keep,
@@ -97,7 +94,7 @@ impl FileTools {
         let checked = Args::new(tool, args, allowed)?;
         let text = match checked.string("path", what)? {
             Some(text) => text,
-            None if name == "list_files" => list::DEFAULT_PATH,
+            None if name == list::TOOL => list::DEFAULT_PATH,
             None => checked.required_string("path", what)?,
         };
         let path = sandbox_path(tool, text)?;
@@ -122,10 +119,10 @@ impl FileTools {
     /// ([`ToolError::Changed`]) instead of being followed.
     pub fn call_resolved(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
         match name {
-            "read_file" => read::run(self, args),
-            "write_file" => write::run(self, args),
-            "list_files" => list::run(self, args),
-            "delete_file" => delete::run(self, args),
+            read::TOOL => read::run(self, args),
+            write::TOOL => write::run(self, args),
+            list::TOOL => list::run(self, args),
+            delete::TOOL => delete::run(self, args),
             other => Err(ToolError::UnknownTool(other.to_owned())),
         }
     }

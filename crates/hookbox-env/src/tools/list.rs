@@ -2,6 +2,7 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 
+use hookbox_hooks::Dialect;
 use rustix::fs::{self, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 use crate::confined;
 use crate::sandbox_path::SandboxPath;
 use crate::tools::args::Args;
+use crate::tools::definition::{ToolDefinition, sandbox_path_schema};
 use crate::tools::error::{ToolError, from_errno};
 use crate::tools::files::{FileTools, exact_errno, sandbox_path};
 
@@ -17,6 +19,25 @@ pub(crate) const TOOL: &str = "list_files";
 
 /// Its arguments.
 pub(crate) const ARGS: &[&str] = &["path", "recursive"];
+
+/// The tool as models and hooks see it.
+pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
+    name: TOOL,
+    dialect: Dialect::Sandbox,
+    description: "List a directory of the sandbox (default /workspace).",
+    parameters,
+    arguments: ARGS,
+    resolves_paths: true,
+};
+
+/// The JSON schema of its arguments.
+fn parameters() -> Value {
+    let path = sandbox_path_schema();
+    json!({"type": "object", "properties": {
+        "path": path,
+        "recursive": {"type": "boolean"}
+    }})
+}
 
 /// The directory listed when no path is given.
 pub(crate) const DEFAULT_PATH: &str = "/workspace";

@@ -4,10 +4,12 @@ use std::fs::File;
 use std::io::Read;
 
 use base64::prelude::{BASE64_STANDARD, Engine as _};
+use hookbox_hooks::Dialect;
 use rustix::fs::{FileType, Mode, OFlags};
 use serde_json::{Value, json};
 
 use crate::tools::args::Args;
+use crate::tools::definition::{ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, exact_errno, sandbox_path};
 
@@ -16,6 +18,22 @@ pub(crate) const TOOL: &str = "read_file";
 
 /// Its arguments.
 pub(crate) const ARGS: &[&str] = &["path"];
+
+/// The tool as models and hooks see it.
+pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
+    name: TOOL,
+    dialect: Dialect::Sandbox,
+    description: "Read a file of the sandbox.",
+    parameters,
+    arguments: ARGS,
+    resolves_paths: true,
+};
+
+/// The JSON schema of its arguments.
+fn parameters() -> Value {
+    let path = sandbox_path_schema();
+    json!({"type": "object", "properties": {"path": path}, "required": ["path"]})
+}
 
 /// Largest file returned: 10 MiB.
 const LIMIT: u64 = 10 * 1024 * 1024;

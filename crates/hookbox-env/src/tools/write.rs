@@ -4,6 +4,7 @@ use std::fs::File;
 use std::io::Write as _;
 
 use base64::prelude::{BASE64_STANDARD, Engine as _};
+use hookbox_hooks::Dialect;
 use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
@@ -11,6 +12,7 @@ use serde_json::{Value, json};
 use crate::confined;
 use crate::id;
 use crate::tools::args::Args;
+use crate::tools::definition::{ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, Writable, sandbox_path};
 
@@ -19,6 +21,26 @@ pub(crate) const TOOL: &str = "write_file";
 
 /// Its arguments.
 pub(crate) const ARGS: &[&str] = &["path", "content", "encoding"];
+
+/// The tool as models and hooks see it.
+pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
+    name: TOOL,
+    dialect: Dialect::Sandbox,
+    description: "Create or replace a file under /workspace.",
+    parameters,
+    arguments: ARGS,
+    resolves_paths: true,
+};
+
+/// The JSON schema of its arguments.
+fn parameters() -> Value {
+    let path = sandbox_path_schema();
+    json!({"type": "object", "properties": {
+        "path": path,
+        "content": {"type": "string"},
+        "encoding": {"type": "string", "enum": ["base64"], "description": "Set when content is base64."}
+    }, "required": ["path", "content"]})
+}
 
 /// Writes a file through a temporary file renamed over the target, creating missing parent
 /// directories; an existing file keeps its permission bits.

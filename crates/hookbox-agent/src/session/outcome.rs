@@ -1,0 +1,113 @@
+//! How a query ends: its [`End`], the counters kept over it, and the `result` message made
+//! from both.
+
+use std::time::Instant;
+
+use hookbox_hooks::HookOutcome;
+use hookbox_llm::ToolCall;
+use serde_json::Value;
+
+use super::messages::{PermissionDenial, QueryResult, ResultSubtype};
+
+/// How a query (or a sub-agent's run) ended.
+pub(super) enum End {
+    Answered(String),
+    Stopped(String),
+    MaxTurns,
+    Interrupted,
+    Failed(String),
+    PromptBlocked(String),
+    Compacted(String),
+}
+
+/// Counters over one query.
+#[derive(Default)]
+pub(super) struct Stats {
+    pub(super) turns: u32,
+    pub(super) api_ms: u64,
+    pub(super) input_tokens: u64,
+    pub(super) output_tokens: u64,
+    pub(super) denials: Vec<PermissionDenial>,
+}
+
+pub(super) fn stop_reason(outcome: &HookOutcome) -> String {
+    outcome
+        .stop_reason
+        .clone()
+        .or_else(|| outcome.reason.clone())
+        .unwrap_or_else(|| "a hook stopped the session".to_owned())
+}
+
+pub(super) fn denial(call: &ToolCall, input: &Value) -> PermissionDenial {
+    PermissionDenial {
+        tool_name: call.name.clone(),
+        tool_use_id: call.id.clone(),
+        tool_input: input.clone(),
+    }
+}
+
+pub(super) fn millis(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The `result` message for how the query ended.
+pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
+    let (subtype, is_error, text, stop_reason, errors) = match end {
+        End::Answered(text) | End::Compacted(text) => {
+            (ResultSubtype::Success, false, Some(text), None, Vec::new())
+        }
+        End::Stopped(reason) => (
+            ResultSubtype::Success,
+            false,
+            Some(reason.clone()),
+            Some(reason),
+            Vec::new(),
+        ),
+        End::MaxTurns => (
+            ResultSubtype::ErrorMaxTurns,
+            true,
+            None,
+            None,
+            vec![format!(
+                "the model did not finish within {} turns",
+                stats.turns
+            )],
+        ),
+        End::Interrupted => (
+            ResultSubtype::ErrorDuringExecution,
+            true,
+            None,
+            None,
+            vec!["interrupted".to_owned()],
+        ),
+        End::Failed(error) => (
+            ResultSubtype::ErrorDuringExecution,
+            true,
+            None,
+            None,
+            vec![error],
+        ),
+        End::PromptBlocked(reason) => {
+            let message = format!("the prompt was blocked by a UserPromptSubmit hook: {reason}");
+            (
+                ResultSubtype::ErrorDuringExecution,
+                true,
+                Some(message.clone()),
+                None,
+                vec![message],
+            )
+        }
+    };
+    QueryResult {
+        subtype,
+        is_error,
+        result: text,
+        num_turns: stats.turns,
+        duration_ms: millis(started),
+        duration_api_ms: stats.api_ms,
+        usage: (stats.input_tokens, stats.output_tokens),
+        stop_reason,
+        errors,
+        permission_denials: stats.denials,
+    }
+}

@@ -1,0 +1,104 @@
+//! The permission system of a tool call: the rules, then `PermissionRequest` hooks, then the
+//! session's `can_use_tool` prompt.
+
+use hookbox_hooks::{Decision, HookEvent, HookOutcome};
+use hookbox_llm::ToolCall;
+use serde_json::{Map, Value, json};
+
+use super::core::{Core, Runner};
+use super::emit::Emitter;
+use super::outcome::{End, stop_reason};
+use super::permissions::{EDITS, PermissionAnswer, PermissionQuery, Rule, Rules};
+
+/// The permission system's verdict on one call.
+pub(super) enum Permit {
+    Run(Value),
+    Deny(String),
+    Stop(End, String),
+}
+
+impl Core {
+    /// The permission system: rules, then `PermissionRequest` hooks, then the prompt.
+    pub(super) async fn permit(
+        &self,
+        runner: &Runner,
+        call: &ToolCall,
+        input: Value,
+        pre: &HookOutcome,
+        out: &mut Emitter<'_>,
+    ) -> Permit {
+        let protected = EDITS
+            .contains(&call.name.as_str())
+            .then(|| input.get("file_path").and_then(Value::as_str))
+            .flatten()
+            .and_then(|path| self.tools.protected(path));
+        let rules = Rules {
+            mode: self.shared.mode(),
+            allowed: &self.allowed,
+            disallowed: &self.disallowed,
+            sandboxed: self.sandboxed,
+            protected: protected.as_deref(),
+        };
+        let hook_allowed = pre.explicit && pre.decision == Decision::Allow;
+        let reason = match rules.decide(&call.name, hook_allowed, pre.decision == Decision::Ask) {
+            Rule::Allow => return Permit::Run(input),
+            Rule::Deny(message) => return Permit::Deny(message),
+            Rule::Ask(reason) => pre.reason.clone().unwrap_or(reason),
+        };
+        let mut fields = runner.agent_fields();
+        fields.insert("tool_name".into(), call.name.clone().into());
+        fields.insert("tool_input".into(), input.clone());
+        fields.insert("permission_suggestions".into(), json!([]));
+        let request = self.fire(HookEvent::PermissionRequest, fields, out).await;
+        if !request.continue_ {
+            let reason = stop_reason(&request);
+            return Permit::Stop(End::Stopped(reason.clone()), reason);
+        }
+        if request.explicit {
+            match request.decision {
+                Decision::Allow => {
+                    return Permit::Run(request.updated_input.clone().unwrap_or(input));
+                }
+                Decision::Deny | Decision::Block => {
+                    return Permit::Deny(request.reason.clone().unwrap_or_else(|| {
+                        format!("{} was denied by a PermissionRequest hook", call.name)
+                    }));
+                }
+                Decision::Ask => {}
+            }
+        }
+        let Some(prompt) = &self.prompt else {
+            return Permit::Deny(format!(
+                "{reason}, and this session cannot ask anyone: it has no can_use_tool callback \
+                 and no PermissionRequest hook allowed the call. Allow it with allowed_tools, a \
+                 permission mode, a PermissionRequest hook or a can_use_tool callback."
+            ));
+        };
+        let mut fields = Map::new();
+        fields.insert(
+            "message".into(),
+            format!("hookbox needs your permission to use {}", call.name).into(),
+        );
+        fields.insert("notification_type".into(), "permission_prompt".into());
+        fields.insert("title".into(), "Permission needed".into());
+        self.fire(HookEvent::Notification, fields, out).await;
+        let query = PermissionQuery {
+            tool_name: call.name.clone(),
+            input: input.clone(),
+            tool_use_id: call.id.clone(),
+            decision_reason: reason,
+            agent_id: runner.agent.as_ref().map(|(id, _)| id.clone()),
+        };
+        match self.interruptible(prompt.can_use_tool(query)).await {
+            None => Permit::Stop(End::Interrupted, "Interrupted by the user".to_owned()),
+            Some(PermissionAnswer::Allow { updated_input }) => {
+                Permit::Run(updated_input.unwrap_or(input))
+            }
+            Some(PermissionAnswer::Deny {
+                message,
+                interrupt: true,
+            }) => Permit::Stop(End::Interrupted, message),
+            Some(PermissionAnswer::Deny { message, .. }) => Permit::Deny(message),
+        }
+    }
+}

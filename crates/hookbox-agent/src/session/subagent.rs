@@ -1,0 +1,87 @@
+//! Sub-agents: a `Task` call runs one of the session's agents in its own loop.
+
+use hookbox_hooks::HookEvent;
+use hookbox_llm::{Conversation, ToolCall};
+use serde_json::{Value, json};
+
+use super::core::{Core, Runner};
+use super::emit::Emitter;
+use super::ids::new_uuid;
+use super::outcome::{End, Stats};
+use super::tools::declarations;
+
+impl Core {
+    /// Runs a `Task` call: `SubagentStart`, the sub-agent's own loop (its tools through the same
+    /// hooks, with `agent_id`/`agent_type`), `SubagentStop` in place of `Stop`.
+    pub(super) async fn subagent(
+        &self,
+        call: &ToolCall,
+        input: &Value,
+        out: &mut Emitter<'_>,
+        stats: &mut Stats,
+    ) -> Result<(String, Value, Option<String>), End> {
+        let kind = input
+            .get("subagent_type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let task = input
+            .get("prompt")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some(definition) = self.agents.get(kind) else {
+            let known: Vec<&str> = self.agents.keys().map(String::as_str).collect();
+            let error = format!(
+                "no sub-agent named `{kind}`; this session's agents: {}",
+                known.join(", ")
+            );
+            return Ok((error.clone(), json!({"error": error}), Some(error)));
+        };
+        let agent_id = format!("agent_{}", new_uuid().replace('-', ""));
+        let tool_names: Vec<&'static str> = self
+            .tool_names
+            .iter()
+            .copied()
+            .filter(|name| {
+                definition
+                    .tools
+                    .as_ref()
+                    .is_none_or(|tools| tools.iter().any(|tool| tool == name))
+            })
+            .collect();
+        let sub = Runner {
+            agent: Some((agent_id.clone(), kind.to_owned())),
+            parent_tool_use_id: Some(call.id.clone()),
+            declarations: declarations(&tool_names, false),
+        };
+        let start = self
+            .fire(HookEvent::SubagentStart, sub.agent_fields(), out)
+            .await;
+        let mut conversation = Conversation::new(Some(definition.prompt.clone()));
+        let mut text = task.to_owned();
+        if let Some(context) = start.additional_context {
+            text.push_str(&format!("\n\n{context}"));
+        }
+        conversation.push_user(text);
+        match self.run_loop(&sub, &mut conversation, out, stats).await {
+            End::Answered(answer) => Ok((
+                answer.clone(),
+                json!({"agent_id": agent_id, "agent_type": kind, "content": [{"type": "text", "text": answer}]}),
+                None,
+            )),
+            End::MaxTurns => {
+                let error = "the sub-agent ran out of turns".to_owned();
+                Ok((
+                    error.clone(),
+                    json!({"agent_id": agent_id, "error": error}),
+                    Some(error),
+                ))
+            }
+            End::Failed(error) => Ok((
+                error.clone(),
+                json!({"agent_id": agent_id, "error": error}),
+                Some(error),
+            )),
+            end => Err(end),
+        }
+    }
+}
