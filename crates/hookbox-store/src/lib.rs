@@ -26,9 +26,9 @@ mod time;
 
 pub use error::{DatabaseError, Entity, Error};
 pub use record::{
-    ApiKey, Append, Appended, ChainEnd, Created, Environment, History, HookTrace, Interaction,
-    InteractionWithSteps, NewApiKey, NewInteraction, NewStep, NewTrace, Page, PageRequest,
-    Resource, Status, Step, UnknownStatus, Update,
+    ApiKey, Append, Appended, ChainEnd, Created, EnvironmentRecord, History, HookTrace,
+    Interaction, InteractionWithSteps, NewApiKey, NewInteraction, NewStep, NewTrace, Page,
+    PageRequest, Resource, Status, Step, UnknownStatus, Update,
 };
 pub use sqlite::SqliteStore;
 pub use store::{DEFAULT_HISTORY_DEPTH, MAX_PAGE_SIZE, Store};
