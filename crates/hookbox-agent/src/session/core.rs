@@ -17,13 +17,13 @@ use tokio::sync::Notify;
 use super::SubagentDefinition;
 use super::compact::{SUMMARY_PREFIX, estimate_tokens, summary_request};
 use super::emit::Emitter;
-use super::ids::new_uuid;
 use super::messages::{ContentBlock, PermissionDenial, QueryResult, ResultSubtype, SessionMessage};
 use super::permissions::{
     EDITS, PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, Rule, Rules,
 };
 use super::tools::{TASK, declarations};
 use hookbox_llm::{Conversation, Model, ToolCall, ToolDeclaration, ToolResult};
+use hookbox_store::new_uuid;
 
 /// `Stop` blocks in a row after which the session stops anyway (Claude Code's cap).
 const MAX_STOP_BLOCKS: u32 = 8;

@@ -9,7 +9,6 @@ use rustix::io::Errno;
 use serde_json::{Value, json};
 
 use crate::confined;
-use crate::id;
 use crate::tools::args::Args;
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, Writable, sandbox_path};
@@ -120,7 +119,7 @@ pub(crate) fn replace_named(
     let tool = target.tool;
     let temp = format!(
         ".hookbox-write-{}",
-        id::random_token().map_err(|source| ToolError::Io {
+        hookbox_store::random_token().map_err(|source| ToolError::Io {
             tool,
             action: "name a temporary file for",
             path: target.shown.to_owned(),
