@@ -10,6 +10,14 @@ use crate::env_vars::{EnvValue, EnvVar};
 use crate::sandbox_path::AGENTS;
 use crate::sources::{DirectoryKind, Source};
 
+/// Prefix of every environment id (`env_` + 26 lowercase base32 characters).
+pub(crate) const ID_PREFIX: &str = "env_";
+
+/// Whether `id` has the shape of an environment id (so it is safe as a directory name).
+pub(crate) fn is_environment_id(id: &str) -> bool {
+    hookbox_store::is_generated_id(ID_PREFIX, id)
+}
+
 /// What one source put in the environment, as recorded in its metadata (inline contents are
 /// not duplicated: they are in the files).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,5 +1,6 @@
 //! Reading untyped JSON with errors that name the JSON path of the bad value.
 
+use hookbox_store::json_kind;
 use serde_json::{Map, Value};
 
 /// A spec value that is not what hookbox accepts: where it is and what is wrong with it.
@@ -32,18 +33,6 @@ pub(crate) fn element(parent: &str, index: usize) -> String {
     format!("{parent}[{index}]")
 }
 
-/// A short name of the JSON type of `value`, for error messages.
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// `value` as an object, or an error at `path` saying it should be `what`.
 pub(crate) fn object<'a>(
     value: &'a Value,
@@ -52,14 +41,14 @@ pub(crate) fn object<'a>(
 ) -> Result<&'a Map<String, Value>, SpecError> {
     value
         .as_object()
-        .ok_or_else(|| SpecError::new(path, format!("expected {what}, got {}", kind(value))))
+        .ok_or_else(|| SpecError::new(path, format!("expected {what}, got {}", json_kind(value))))
 }
 
 /// `value` as a string, or an error at `path` saying it should be `what`.
 pub(crate) fn string<'a>(value: &'a Value, path: &str, what: &str) -> Result<&'a str, SpecError> {
     value
         .as_str()
-        .ok_or_else(|| SpecError::new(path, format!("expected {what}, got {}", kind(value))))
+        .ok_or_else(|| SpecError::new(path, format!("expected {what}, got {}", json_kind(value))))
 }
 
 /// Rejects any key of `map` (at `path`) that is not in `allowed`.

@@ -23,7 +23,6 @@
 //! client (see [`Environments::with_http_client`]).
 
 mod agents;
-mod clock;
 mod coding;
 mod confined;
 mod credentials;
@@ -34,7 +33,6 @@ mod environment;
 mod gcs;
 mod git;
 mod hook_check;
-mod id;
 mod json;
 mod limits;
 mod materialise;

@@ -1,5 +1,6 @@
 //! Shape validation of an environment's `network` policy (interpreted by hookbox-net).
 
+use hookbox_store::json_kind;
 use serde_json::Value;
 
 use crate::json::{self, SpecError, element, member};
@@ -40,7 +41,7 @@ pub(crate) fn validate(value: &Value, path: &str) -> Result<(), SpecError> {
             list_path,
             format!(
                 "expected \"disabled\" or a list of {{\"domain\": ...}} rules, got {}",
-                json::kind(other)
+                json_kind(other)
             ),
         )),
     }

@@ -1,9 +1,10 @@
 //! The environment object of the Interactions and Environments APIs, validated.
 
+use hookbox_store::json_kind;
 use serde_json::Value;
 
 use crate::env_vars::{self, EnvVar};
-use crate::id;
+use crate::environment::is_environment_id;
 use crate::json::{self, SpecError, element, member};
 use crate::limits::Limits;
 use crate::network;
@@ -89,7 +90,7 @@ impl EnvironmentSpec {
             Some(other) => {
                 return Err(SpecError::new(
                     member(path, "agents_writable"),
-                    format!("expected true or false, got {}", json::kind(other)),
+                    format!("expected true or false, got {}", json_kind(other)),
                 ));
             }
         };
@@ -123,7 +124,7 @@ fn parse_sources(value: &Value, path: &str) -> Result<Vec<Source>, SpecError> {
     let Value::Array(items) = value else {
         return Err(SpecError::new(
             path,
-            format!("expected a list of sources, got {}", json::kind(value)),
+            format!("expected a list of sources, got {}", json_kind(value)),
         ));
     };
     let mut sources: Vec<Source> = Vec::with_capacity(items.len());
@@ -170,7 +171,7 @@ fn environment_ref(
     };
     let id_path = member(path, key);
     let text = json::string(value, &id_path, "an environment id string")?;
-    if !id::is_valid(text) {
+    if !is_environment_id(text) {
         return Err(SpecError::new(
             id_path,
             format!("`{text}` is not a hookbox environment id (`env_` + 26 characters a-z, 2-7)"),

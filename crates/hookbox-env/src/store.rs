@@ -7,19 +7,18 @@ use std::path::{Path, PathBuf};
 
 use hookbox_exec::disk::{DiskBudget, DiskError};
 use hookbox_net::{ClientOptions, CredentialSource, EgressPolicy, GuardedClient};
+use hookbox_store::Timestamp;
 use rustix::fs::FlockOperation;
 use rustix::io::Errno;
 
 use crate::agents;
-use crate::clock;
 use crate::credentials::CredentialStore;
 use crate::disk::{self, IMAGE};
 use crate::env_vars::EnvValue;
-use crate::environment::{Environment, Metadata, SourceSummary};
+use crate::environment::{Environment, ID_PREFIX, Metadata, SourceSummary, is_environment_id};
 use crate::gcs;
 use crate::git;
 use crate::hook_check;
-use crate::id;
 use crate::materialise::{self, Remote, SourceFailure};
 use crate::place;
 use crate::sandbox_path::WORKSPACE;
@@ -251,9 +250,9 @@ impl Environments {
             .await?;
         create_dir(&root.join(WORKSPACE))?;
         hook_check::check_root(&root, None).map_err(|refused| refused_in(spec, &refused))?;
-        let now = clock::now();
+        let now = Timestamp::now().to_string();
         let meta = Metadata {
-            id: id::generate().map_err(io_error(
+            id: hookbox_store::new_id(ID_PREFIX).map_err(io_error(
                 "read random bytes from",
                 Path::new("/dev/urandom"),
             ))?,
@@ -347,7 +346,7 @@ impl Environments {
             problem,
         })?;
         let mut meta = current.metadata().clone();
-        meta.updated = clock::now();
+        meta.updated = Timestamp::now().to_string();
         add_owner_agents(&mut meta, agents::present_in(&staged_root));
         meta.sources
             .extend(spec.sources.iter().map(SourceSummary::of));
@@ -516,7 +515,7 @@ impl Environments {
     /// The metadata of environment `id`.
     fn metadata(&self, id: &str) -> Result<Metadata, StoreError> {
         let not_found = || StoreError::NotFound { id: id.to_owned() };
-        if !id::is_valid(id) {
+        if !is_environment_id(id) {
             return Err(not_found());
         }
         let dir = self.dir.join(id);
@@ -538,7 +537,7 @@ impl Environments {
         let mut all = Vec::new();
         for entry in fs::read_dir(&self.dir).map_err(io_error("read", &self.dir))? {
             let name = entry.map_err(io_error("read", &self.dir))?.file_name();
-            let Some(name) = name.to_str().filter(|name| id::is_valid(name)) else {
+            let Some(name) = name.to_str().filter(|name| is_environment_id(name)) else {
                 continue;
             };
             let meta = match self.metadata(name) {
@@ -706,7 +705,7 @@ fn add_owner_agents(meta: &mut Metadata, dirs: Vec<String>) {
 
 /// A random name suffix.
 fn token() -> Result<String, StoreError> {
-    id::random_token().map_err(io_error(
+    hookbox_store::random_token().map_err(io_error(
         "read random bytes from",
         Path::new("/dev/urandom"),
     ))

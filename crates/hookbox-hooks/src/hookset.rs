@@ -39,7 +39,7 @@ fn over_bound(source: &str, message: String) -> Diagnostic {
 pub struct HookSet {
     events: BTreeMap<HookEvent, EventBindings>,
     diagnostics: Vec<Diagnostic>,
-    sources: Vec<SourceSummary>,
+    sources: Vec<HookSourceSummary>,
 }
 
 /// The bindings of one event and their compiled matchers.
@@ -51,7 +51,7 @@ struct EventBindings {
 
 /// What one loaded source declared, for `hookbox check`.
 #[derive(Debug, Clone)]
-pub struct SourceSummary {
+pub struct HookSourceSummary {
     /// The source's name (usually its path).
     pub source: String,
     /// The dialect it was read as.
@@ -107,7 +107,7 @@ impl HookSet {
     }
 
     /// The sources loaded, in load order.
-    pub fn sources(&self) -> &[SourceSummary] {
+    pub fn sources(&self) -> &[HookSourceSummary] {
         &self.sources
     }
 }
@@ -134,7 +134,7 @@ pub enum LoadError {
 pub struct HookSetBuilder {
     bindings: Vec<Binding>,
     diagnostics: Vec<Diagnostic>,
-    sources: Vec<SourceSummary>,
+    sources: Vec<HookSourceSummary>,
 }
 
 impl HookSetBuilder {
@@ -231,7 +231,7 @@ impl HookSetBuilder {
         }
         self.bindings.extend(parsed.bindings);
         self.diagnostics.extend(parsed.diagnostics);
-        self.sources.push(SourceSummary {
+        self.sources.push(HookSourceSummary {
             source: source.to_owned(),
             dialect: parsed.dialect,
             groups: parsed.groups,

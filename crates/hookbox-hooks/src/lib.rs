@@ -73,8 +73,8 @@ pub use handler::{
     HttpHandler, OnError,
 };
 pub use hookset::{
-    HookSet, HookSetBuilder, LoadError, MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_HANDLERS,
-    SourceSummary,
+    HookSet, HookSetBuilder, HookSourceSummary, LoadError, MODEL_FILE_MAX_BYTES,
+    MODEL_FILE_MAX_HANDLERS,
 };
 pub use input::{EventInput, SessionContext};
 pub use matcher::{MatcherKind, MatcherSet};

@@ -53,6 +53,6 @@ pub use error::NetError;
 pub use get::GetRequest;
 pub use ipnet::IpNet;
 pub use options::ClientOptions;
-pub use policy::{Decision, EgressPolicy, PolicyError};
+pub use policy::{EgressDecision, EgressPolicy, PolicyError};
 pub use proxy::{DecisionLog, EgressProxy, ProxyCa, ProxyDecision, ProxyListener, ProxyOptions};
 pub use stream::StreamingReply;

@@ -66,7 +66,7 @@ pub struct PolicyError {
 
 /// The policy's answer for one host. `Debug` output shows injected header names only.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Decision {
+pub struct EgressDecision {
     /// Whether requests to the host may be sent.
     pub allowed: bool,
     /// Headers to set on the request, replacing configured headers of the same name (the
@@ -159,7 +159,7 @@ impl EgressPolicy {
     /// `credential` was not resolved (the policy was parsed with
     /// [`from_network`](Self::from_network)) refuses the request rather than send it without
     /// its secret; see [`decide_with_credentials`](Self::decide_with_credentials).
-    pub fn decide(&self, host: &str) -> Decision {
+    pub fn decide(&self, host: &str) -> EgressDecision {
         self.decide_inner(host, None)
     }
 
@@ -170,20 +170,26 @@ impl EgressPolicy {
         &self,
         host: &str,
         credentials: &dyn CredentialSource,
-    ) -> Decision {
+    ) -> EgressDecision {
         self.decide_inner(host, Some(credentials))
     }
 
-    fn decide_inner(&self, host: &str, credentials: Option<&dyn CredentialSource>) -> Decision {
+    fn decide_inner(
+        &self,
+        host: &str,
+        credentials: Option<&dyn CredentialSource>,
+    ) -> EgressDecision {
         if self.mode == Mode::Disabled {
-            return Decision::refused("the egress policy is \"disabled\": no egress".to_owned());
+            return EgressDecision::refused(
+                "the egress policy is \"disabled\": no egress".to_owned(),
+            );
         }
         let canonical = match host::canonical(host) {
             Ok(canonical) => canonical,
-            Err(error) => return Decision::refused(error.to_string()),
+            Err(error) => return EgressDecision::refused(error.to_string()),
         };
         let Mode::Allowlist(entries) = &self.mode else {
-            return Decision {
+            return EgressDecision {
                 allowed: true,
                 inject: Vec::new(),
                 reason: "no `network` policy: public egress".to_owned(),
@@ -194,13 +200,13 @@ impl EgressPolicy {
             .enumerate()
             .find(|(_, entry)| entry.pattern.matches(&canonical))
         else {
-            return Decision::refused(format!(
+            return EgressDecision::refused(format!(
                 "host `{canonical}` matches no entry of `network.allowlist`"
             ));
         };
         let rule = format!("`network.allowlist[{index}]` (`{}`)", entry.pattern);
         let Some(credential) = &entry.credential else {
-            return Decision {
+            return EgressDecision {
                 allowed: true,
                 inject: entry.transform.clone(),
                 reason: format!("host `{canonical}` matches {rule}"),
@@ -225,14 +231,14 @@ impl EgressPolicy {
                     ),
                     Unresolved::Failed(reason) => format!("which cannot be used: {reason}"),
                 };
-                return Decision::refused(format!(
+                return EgressDecision::refused(format!(
                     "host `{canonical}` matches {rule}, which needs credential `{id}`, {why}; \
                      the request is refused rather than sent without its secret"
                 ));
             }
         };
         if !resolved.may_go_to(&canonical) {
-            return Decision::refused(format!(
+            return EgressDecision::refused(format!(
                 "host `{canonical}` matches {rule}, whose credential `{id}` may not be sent there \
                  (it may only go to {}); the request is refused rather than sent without it",
                 quoted(resolved.domains())
@@ -246,7 +252,7 @@ impl EgressPolicy {
             .collect();
         let header = resolved.header().to_owned();
         inject.push((header.clone(), resolved.value().to_owned()));
-        Decision {
+        EgressDecision {
             allowed: true,
             inject,
             reason: format!(
@@ -296,7 +302,7 @@ fn lookup(id: &str, source: &dyn CredentialSource) -> Result<Credential, Unresol
     Ok(credential)
 }
 
-impl Decision {
+impl EgressDecision {
     fn refused(reason: String) -> Self {
         Self {
             allowed: false,
@@ -338,10 +344,10 @@ impl fmt::Debug for Entry {
     }
 }
 
-impl fmt::Debug for Decision {
+impl fmt::Debug for EgressDecision {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter
-            .debug_struct("Decision")
+            .debug_struct("EgressDecision")
             .field("allowed", &self.allowed)
             .field("inject_headers", &names(&self.inject))
             .field("reason", &self.reason)

@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use hookbox_env::{EnvironmentSpec, Source};
-use hookbox_store::Resource;
+use hookbox_store::{Resource, json_kind};
 use serde_json::{Value, json};
 
 use crate::Shared;
@@ -38,7 +38,7 @@ pub(crate) async fn create(
         return Err(ApiError::invalid(format!(
             "invalid request at `$`: expected a JSON object with `from_environment`, `network` \
              or `sources`, got {}",
-            kind(&value)
+            json_kind(&value)
         )));
     };
     if let Some(key) = map
@@ -176,16 +176,4 @@ fn refuse_host_sources(spec: &EnvironmentSpec) -> Result<(), ApiError> {
         )));
     }
     Ok(())
-}
-
-/// A short name of the JSON type of `value`.
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

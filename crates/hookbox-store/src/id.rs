@@ -1,23 +1,54 @@
-//! Fresh interaction ids (`int_` + 26 lowercase base32 characters) and id validation.
+//! The one id generator of hookbox (interaction and environment ids, random names, UUIDs)
+//! and the validation of ids callers give.
+//!
+//! Generated ids are a prefix and 128 bits from the operating system's random source
+//! (`getrandom`) in unpadded lowercase RFC 4648 base32 (`data-encoding`): 26 characters, e.g.
+//! `env_` + `mzxw6ytboi…`. No base32 crate spells it lowercase, so the standard alphabet's output
+//! is lowercased.
 
-use std::fs::File;
-use std::io::Read;
+use std::io;
+
+use data_encoding::BASE32_NOPAD;
 
 use crate::error::Error;
 
 /// Longest id or idempotency key accepted.
 const MAX_LEN: usize = 128;
 
-/// The RFC 4648 base32 alphabet, lowercased.
-const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+/// Characters of a [`random_token`]: 128 bits in base32.
+pub const TOKEN_LEN: usize = 26;
 
-/// A fresh interaction id: `int_` and 128 random bits in base32.
-pub(crate) fn generate_interaction_id() -> Result<String, Error> {
+/// 26 lowercase base32 characters of 128 fresh random bits (for ids and unguessable names).
+pub fn random_token() -> io::Result<String> {
     let mut bytes = [0u8; 16];
-    File::open("/dev/urandom")
-        .and_then(|mut file| file.read_exact(&mut bytes))
-        .map_err(Error::Random)?;
-    Ok(format!("int_{}", base32(&bytes)))
+    getrandom::fill(&mut bytes).map_err(io::Error::from)?;
+    Ok(BASE32_NOPAD.encode(&bytes).to_ascii_lowercase())
+}
+
+/// A fresh id: `prefix` (e.g. `env_`, `int_`) and a [`random_token`].
+pub fn new_id(prefix: &str) -> io::Result<String> {
+    Ok(format!("{prefix}{}", random_token()?))
+}
+
+/// Whether `id` is `prefix` and a token [`new_id`] could have made (so it is safe as a file
+/// name).
+pub fn is_generated_id(prefix: &str, id: &str) -> bool {
+    id.strip_prefix(prefix).is_some_and(|token| {
+        token.len() == TOKEN_LEN
+            && token
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b))
+    })
+}
+
+/// A fresh random UUID (version 4), `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`.
+pub fn new_uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// A fresh interaction id: `int_` and a [`random_token`].
+pub(crate) fn generate_interaction_id() -> Result<String, Error> {
+    new_id("int_").map_err(Error::Random)
 }
 
 /// Checks a caller-given id: 1 to 128 of `A-Z a-z 0-9 _ -` (safe in URL paths and file names).
@@ -51,32 +82,48 @@ pub(crate) fn check_key(key: &str) -> Result<(), Error> {
     }
 }
 
-/// Unpadded lowercase base32 of `bytes`.
-fn base32(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(5) * 8);
-    let (mut buffer, mut bits) = (0u32, 0u32);
-    for &byte in bytes {
-        buffer = (buffer << 8) | u32::from(byte);
-        bits += 8;
-        while bits >= 5 {
-            bits -= 5;
-            out.push(char::from(ALPHABET[((buffer >> bits) & 31) as usize]));
-        }
-    }
-    if bits > 0 {
-        out.push(char::from(ALPHABET[((buffer << (5 - bits)) & 31) as usize]));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn base32_matches_rfc_4648_vectors() {
-        assert_eq!(base32(b"foobar"), "mzxw6ytboi");
-        assert_eq!(base32(b"f"), "my");
+    fn tokens_are_lowercase_base32_of_128_bits() {
+        assert_eq!(
+            BASE32_NOPAD.encode(b"foobar").to_ascii_lowercase(),
+            "mzxw6ytboi"
+        );
+        let token = random_token().unwrap();
+        assert_eq!(token.len(), TOKEN_LEN);
+        assert!(is_generated_id("", &token), "{token}");
+    }
+
+    #[test]
+    fn generated_ids_have_their_prefix_and_bad_ones_are_told_apart() {
+        let (a, b) = (new_id("env_").unwrap(), new_id("env_").unwrap());
+        assert!(
+            is_generated_id("env_", &a) && is_generated_id("env_", &b),
+            "{a} {b}"
+        );
+        assert_ne!(a, b);
+        for bad in [
+            "../x",
+            "env_",
+            "env_ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+            "env_abcdefghijklmnopqrstuvw1",
+            "int_abcdefghijklmnopqrstuvwxyz",
+        ] {
+            assert!(!is_generated_id("env_", bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn uuids_are_version_4_and_distinct() {
+        let (a, b) = (new_uuid(), new_uuid());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+        assert_eq!(a.matches('-').count(), 4);
     }
 
     #[test]

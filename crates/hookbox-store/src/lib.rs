@@ -16,19 +16,27 @@
 //!   ([`Created::created`] is `false`), so a client's retries never start a second run.
 //!
 //! The store is synchronous; async callers use `spawn_blocking`.
+//!
+//! Being the lowest of hookbox's crates, it also holds the few primitives every other crate
+//! shares, so each exists once: the id generator ([`new_id`], [`random_token`], [`new_uuid`]),
+//! the clock ([`Timestamp`]) and the name of a JSON value's type for error messages
+//! ([`json_kind`]).
 
 mod error;
 mod id;
+mod json_kind;
 mod record;
 mod sqlite;
 mod store;
 mod time;
 
 pub use error::{DatabaseError, Entity, Error};
+pub use id::{TOKEN_LEN, is_generated_id, new_id, new_uuid, random_token};
+pub use json_kind::json_kind;
 pub use record::{
-    ApiKey, Append, Appended, ChainEnd, Created, Environment, History, HookTrace, Interaction,
-    InteractionWithSteps, NewApiKey, NewInteraction, NewStep, NewTrace, Page, PageRequest,
-    Resource, Status, Step, UnknownStatus, Update,
+    ApiKey, Append, Appended, ChainEnd, Created, EnvironmentRecord, History, HookTrace,
+    Interaction, InteractionWithSteps, NewApiKey, NewInteraction, NewStep, NewTrace, Page,
+    PageRequest, Resource, Status, Step, UnknownStatus, Update,
 };
 pub use sqlite::SqliteStore;
 pub use store::{DEFAULT_HISTORY_DEPTH, MAX_PAGE_SIZE, Store};

@@ -143,7 +143,7 @@ pub struct InteractionWithSteps {
 
 /// A stored environment's metadata (its files live elsewhere).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Environment {
+pub struct EnvironmentRecord {
     /// The id, e.g. `env_…`.
     pub id: String,
     /// When it was first stored.

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::record::{
-    ApiKey, Append, Appended, Created, Environment, History, HookTrace, Interaction,
+    ApiKey, Append, Appended, Created, EnvironmentRecord, History, HookTrace, Interaction,
     InteractionWithSteps, NewApiKey, NewInteraction, NewStep, Page, PageRequest, Resource, Step,
     Update,
 };
@@ -86,13 +86,13 @@ pub trait Store: Send + Sync {
 
     /// Stores an environment's metadata, creating it or replacing the metadata (keeping
     /// `created`).
-    fn put_environment(&self, id: &str, metadata: Value) -> Result<Environment, Error>;
+    fn put_environment(&self, id: &str, metadata: Value) -> Result<EnvironmentRecord, Error>;
 
     /// The environment.
-    fn get_environment(&self, id: &str) -> Result<Environment, Error>;
+    fn get_environment(&self, id: &str) -> Result<EnvironmentRecord, Error>;
 
     /// Environments, oldest first, a page at a time.
-    fn list_environments(&self, page: PageRequest) -> Result<Page<Environment>, Error>;
+    fn list_environments(&self, page: PageRequest) -> Result<Page<EnvironmentRecord>, Error>;
 
     /// Deletes the environment's record. Interactions that used it keep its id.
     fn delete_environment(&self, id: &str) -> Result<(), Error>;

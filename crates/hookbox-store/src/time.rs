@@ -1,7 +1,16 @@
-//! Timestamps: milliseconds since the Unix epoch, shown as ISO-8601 UTC (`YYYY-MM-DDThh:mm:ssZ`).
+//! The one clock of hookbox: timestamps are milliseconds since the Unix epoch, shown as
+//! ISO-8601 UTC to the second (`YYYY-MM-DDThh:mm:ssZ`, formatted by the `time` crate).
 
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use time::OffsetDateTime;
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
+
+/// The wire format: ISO-8601 UTC to the second.
+const ISO_8601: &[BorrowedFormatItem<'_>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
 
 /// An instant, to the millisecond. Displays as the wire format, e.g. `2026-01-01T00:00:05Z`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -29,33 +38,22 @@ impl Timestamp {
     }
 }
 
-impl fmt::Display for Timestamp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let seconds = self.0.div_euclid(1000);
-        let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-        let (year, month, day) = civil_from_days(days);
-        write!(
-            f,
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-            rest / 3600,
-            rest % 3600 / 60,
-            rest % 60
-        )
+impl Timestamp {
+    /// The instant `seconds` seconds after the Unix epoch (e.g. a file's modification time).
+    pub fn from_unix_seconds(seconds: i64) -> Self {
+        Self(seconds.saturating_mul(1000))
     }
 }
 
-/// Gregorian (year, month, day) of the day `days` after 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let seconds = self.0.div_euclid(1000);
+        // Outside the years -9999 to 9999 (never a real clock's reading): the raw number.
+        match OffsetDateTime::from_unix_timestamp(seconds) {
+            Ok(instant) => f.write_str(&instant.format(ISO_8601).map_err(|_| fmt::Error)?),
+            Err(_) => write!(f, "@{seconds}"),
+        }
+    }
 }
 
 #[cfg(test)]

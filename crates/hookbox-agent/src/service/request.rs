@@ -2,6 +2,7 @@
 //! agent loop takes. Every problem names its JSON path.
 
 use hookbox_env::{EnvironmentSpec, Source};
+use hookbox_store::json_kind;
 use serde_json::{Map, Value, json};
 
 use super::ServiceError;
@@ -95,22 +96,11 @@ fn invalid(path: &str, problem: impl std::fmt::Display) -> ServiceError {
     ServiceError::invalid(format!("invalid request at `{path}`: {problem}"))
 }
 
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn string(value: &Value, path: &str) -> Result<String, ServiceError> {
     value
         .as_str()
         .map(str::to_owned)
-        .ok_or_else(|| invalid(path, format!("expected a string, got {}", kind(value))))
+        .ok_or_else(|| invalid(path, format!("expected a string, got {}", json_kind(value))))
 }
 
 fn boolean(value: Option<&Value>, path: &str) -> Result<bool, ServiceError> {
@@ -119,15 +109,18 @@ fn boolean(value: Option<&Value>, path: &str) -> Result<bool, ServiceError> {
         Some(Value::Bool(flag)) => Ok(*flag),
         Some(other) => Err(invalid(
             path,
-            format!("expected true or false, got {}", kind(other)),
+            format!("expected true or false, got {}", json_kind(other)),
         )),
     }
 }
 
 fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, ServiceError> {
-    value
-        .as_object()
-        .ok_or_else(|| invalid(path, format!("expected an object, got {}", kind(value))))
+    value.as_object().ok_or_else(|| {
+        invalid(
+            path,
+            format!("expected an object, got {}", json_kind(value)),
+        )
+    })
 }
 
 impl CreateRequest {
@@ -229,7 +222,7 @@ impl CreateRequest {
                     "$.environment",
                     format!(
                         "expected an environment id or an environment object, got {}",
-                        kind(other)
+                        json_kind(other)
                     ),
                 ));
             }
@@ -297,7 +290,10 @@ fn parse_input(value: &Value) -> Result<Vec<Value>, ServiceError> {
         }
         other => Err(invalid(
             "$.input",
-            format!("expected a string, content or a list, got {}", kind(other)),
+            format!(
+                "expected a string, content or a list, got {}",
+                json_kind(other)
+            ),
         )),
     }
 }
@@ -326,7 +322,7 @@ fn parse_step(value: &Value, path: &str) -> Result<Value, ServiceError> {
                 Some(other) => {
                     return Err(invalid(
                         &content_path,
-                        format!("expected a list of content, got {}", kind_of(other)),
+                        format!("expected a list of content, got {}", json_kind(other)),
                     ));
                 }
                 None => return Err(invalid(&content_path, "missing")),
@@ -362,10 +358,6 @@ fn parse_step(value: &Value, path: &str) -> Result<Value, ServiceError> {
             ),
         )),
     }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    kind(value)
 }
 
 /// One content object: text, or an inline image or PDF document. Media is kept as given.
@@ -550,7 +542,7 @@ fn parse_tools(value: &Value) -> Result<(Vec<ToolDeclaration>, bool), ServiceErr
     let Value::Array(items) = value else {
         return Err(invalid(
             "$.tools",
-            format!("expected a list of tools, got {}", kind(value)),
+            format!("expected a list of tools, got {}", json_kind(value)),
         ));
     };
     let mut functions: Vec<ToolDeclaration> = Vec::new();
@@ -638,7 +630,10 @@ fn instruction_text(value: &Value, path: &str) -> Result<String, ServiceError> {
             .collect(),
         other => Err(invalid(
             path,
-            format!("expected a string or text content, got {}", kind(other)),
+            format!(
+                "expected a string or text content, got {}",
+                json_kind(other)
+            ),
         )),
     }
 }

@@ -18,7 +18,6 @@ use tokio::sync::Notify;
 use super::SubagentDefinition;
 use super::compact::{compact_command, estimate_tokens};
 use super::emit::Emitter;
-use super::ids::new_uuid;
 use super::messages::{ContentBlock, SessionMessage};
 use super::outcome::{End, Stats, denial, millis, result, stop_reason};
 use super::permissions::{PermissionMode, PermissionPrompt};
@@ -26,6 +25,7 @@ use super::permit::Permit;
 use super::tools::{TASK, declarations};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
 use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration};
+use hookbox_store::new_uuid;
 
 /// `Stop` blocks in a row after which the session stops anyway (Claude Code's cap).
 const MAX_STOP_BLOCKS: u32 = 8;

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::ids::new_uuid;
 use super::messages::SessionMessage;
+use hookbox_store::new_uuid;
 
 /// Sends messages to the stream and appends them to the transcript.
 pub(crate) struct Emitter<'a> {

@@ -15,7 +15,6 @@
 mod compact;
 mod core;
 mod emit;
-mod ids;
 mod messages;
 mod outcome;
 mod permissions;
@@ -40,7 +39,7 @@ use hookbox_hooks::{
 };
 use tokio::sync::mpsc;
 
-pub use ids::new_uuid;
+pub use hookbox_store::new_uuid;
 pub use messages::{ContentBlock, PermissionDenial, QueryResult, ResultSubtype, SessionMessage};
 pub use permissions::{
     PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, UnknownPermissionMode,

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::core::{Core, Runner};
 use super::emit::Emitter;
-use super::ids::new_uuid;
+use hookbox_store::new_uuid;
 use super::outcome::{End, Stats};
 use super::tools::declarations;
 

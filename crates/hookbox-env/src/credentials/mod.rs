@@ -20,9 +20,8 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use hookbox_store::Timestamp;
 use serde::{Deserialize, Serialize};
-
-use crate::clock;
 
 use name::validate_name;
 
@@ -199,7 +198,7 @@ impl CredentialStore {
             header: header.to_owned(),
             value: value.to_owned(),
             domains,
-            created: clock::now(),
+            created: Timestamp::now().to_string(),
         };
         let path = self.path(name);
         let mut text =

@@ -1,8 +1,8 @@
 //! Checking a file tool's JSON arguments.
 
+use hookbox_store::json_kind;
 use serde_json::{Map, Value};
 
-use crate::json;
 use crate::tools::error::ToolError;
 
 /// A tool's arguments, checked to be an object holding only known keys.
@@ -24,7 +24,7 @@ impl<'a> Args<'a> {
             other => {
                 return Err(ToolError::InvalidArguments {
                     tool,
-                    problem: format!("arguments must be an object, got {}", json::kind(other)),
+                    problem: format!("arguments must be an object, got {}", json_kind(other)),
                 });
             }
         };
@@ -49,7 +49,7 @@ impl<'a> Args<'a> {
             Some(Value::String(text)) => Ok(Some(text)),
             Some(other) => Err(self.invalid(format!(
                 "argument `{key}` must be a string ({what}), got {}",
-                json::kind(other)
+                json_kind(other)
             ))),
         }
     }
@@ -67,7 +67,7 @@ impl<'a> Args<'a> {
             Some(Value::Bool(flag)) => Ok(Some(*flag)),
             Some(other) => Err(self.invalid(format!(
                 "argument `{key}` must be true or false, got {}",
-                json::kind(other)
+                json_kind(other)
             ))),
         }
     }
@@ -92,7 +92,7 @@ impl<'a> Args<'a> {
                 }),
             Some(other) => Err(self.invalid(format!(
                 "argument `{key}` must be a non-negative integer ({what}), got {}",
-                json::kind(other)
+                json_kind(other)
             ))),
         }
     }

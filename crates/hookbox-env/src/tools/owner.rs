@@ -10,11 +10,11 @@ use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 
+use hookbox_store::Timestamp;
 use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
 use rustix::io::Errno;
 use serde::Serialize;
 
-use crate::clock;
 use crate::confined::{self, Confined};
 use crate::environment::Environment;
 use crate::sandbox_path::SandboxPath;
@@ -262,7 +262,7 @@ fn stat_mask() -> StatxFlags {
 fn describe(path: &SandboxPath, name: String, meta: &fs::Statx) -> EnvironmentFile {
     let kind = FileType::from_raw_mode(u32::from(meta.stx_mode));
     let directory = kind == FileType::Directory;
-    let seconds = |t: &fs::StatxTimestamp| u64::try_from(t.tv_sec).unwrap_or(0);
+    let seconds = |t: &fs::StatxTimestamp| t.tv_sec.max(0);
     let modified = seconds(&meta.stx_mtime);
     let created = if meta.stx_mask & StatxFlags::BTIME.bits() != 0 {
         seconds(&meta.stx_btime)
@@ -279,8 +279,8 @@ fn describe(path: &SandboxPath, name: String, meta: &fs::Statx) -> EnvironmentFi
         name,
         kind: if directory { "directory" } else { "file" },
         size_bytes: if directory { 0 } else { meta.stx_size },
-        created: clock::format_unix(created),
-        modified: clock::format_unix(modified),
+        created: Timestamp::from_unix_seconds(created).to_string(),
+        modified: Timestamp::from_unix_seconds(modified).to_string(),
     }
 }
 

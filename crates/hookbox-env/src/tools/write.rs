@@ -10,7 +10,6 @@ use rustix::io::Errno;
 use serde_json::{Value, json};
 
 use crate::confined;
-use crate::id;
 use crate::tools::args::Args;
 use crate::tools::definition::{ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
@@ -142,7 +141,7 @@ pub(crate) fn replace_named(
     let tool = target.tool;
     let temp = format!(
         ".hookbox-write-{}",
-        id::random_token().map_err(|source| ToolError::Io {
+        hookbox_store::random_token().map_err(|source| ToolError::Io {
             tool,
             action: "name a temporary file for",
             path: target.shown.to_owned(),

@@ -27,10 +27,11 @@ mod sdk;
 mod suggest;
 mod timeout;
 
+use hookbox_store::json_kind;
 use serde_json::Value;
 
 use self::path::JsonPath;
-use self::report::{Report, describe};
+use self::report::Report;
 use crate::binding::Binding;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::event::Dialect;
@@ -85,7 +86,7 @@ pub fn parse(
     let Value::Object(map) = &document.value else {
         return Err(unusable(format!(
             "the top level must be an object, found {}",
-            describe(&document.value)
+            json_kind(&document.value)
         )));
     };
     let dialect = match dialect {

@@ -1,6 +1,7 @@
 //! Collecting diagnostics while reading a document, and the checks every reader needs:
 //! value types and unknown keys.
 
+use hookbox_store::json_kind;
 use serde_json::{Map, Value};
 
 use super::path::JsonPath;
@@ -110,11 +111,11 @@ impl Report {
         let hint = value
             .as_str()
             .and_then(|text| serde_json::from_str::<Value>(text).ok())
-            .filter(|inner| !inner.is_string() && expected.starts_with(describe(inner)))
+            .filter(|inner| !inner.is_string() && expected.starts_with(json_kind(inner)))
             .map(|inner| format!("write {inner} without quotes"));
         self.error(
             path,
-            format!("expected {expected}, found {}", describe(value)),
+            format!("expected {expected}, found {}", json_kind(value)),
             hint,
         );
     }
@@ -133,18 +134,6 @@ impl Report {
             message,
             hint,
         });
-    }
-}
-
-/// The kind of JSON value, with its article: `a string`, `an object`, `null`…
-pub(super) fn describe(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

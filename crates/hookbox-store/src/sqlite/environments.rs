@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::json;
 use crate::error::{Entity, Error};
 use crate::id;
-use crate::record::{Environment, Page, PageRequest};
+use crate::record::{EnvironmentRecord, Page, PageRequest};
 use crate::store::MAX_PAGE_SIZE;
 use crate::time::Timestamp;
 
@@ -37,11 +37,11 @@ impl Raw {
     }
 
     /// The record.
-    fn decode(self) -> Result<Environment, Error> {
+    fn decode(self) -> Result<EnvironmentRecord, Error> {
         let metadata = json::decode(&self.metadata, || {
             format!("metadata of environment {}", self.id)
         })?;
-        Ok(Environment {
+        Ok(EnvironmentRecord {
             id: self.id,
             created: Timestamp::from_unix_millis(self.created),
             updated: Timestamp::from_unix_millis(self.updated),
@@ -55,7 +55,7 @@ pub(super) fn put(
     connection: &Connection,
     id: &str,
     metadata: &Value,
-) -> Result<Environment, Error> {
+) -> Result<EnvironmentRecord, Error> {
     id::check("environment id", id)?;
     connection
         .prepare_cached(
@@ -72,7 +72,7 @@ pub(super) fn put(
 }
 
 /// The environment, or [`Error::NotFound`].
-pub(super) fn get(connection: &Connection, id: &str) -> Result<Environment, Error> {
+pub(super) fn get(connection: &Connection, id: &str) -> Result<EnvironmentRecord, Error> {
     connection
         .prepare_cached(&format!("SELECT {COLUMNS} FROM environments WHERE id = ?1"))?
         .query_row([id], Raw::read)
@@ -88,7 +88,7 @@ pub(super) fn get(connection: &Connection, id: &str) -> Result<Environment, Erro
 pub(super) fn list(
     connection: &Connection,
     page: &PageRequest,
-) -> Result<Page<Environment>, Error> {
+) -> Result<Page<EnvironmentRecord>, Error> {
     let limit = match page.limit {
         0 => MAX_PAGE_SIZE,
         limit => limit.min(MAX_PAGE_SIZE),

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::record::{
-    ApiKey, Append, Appended, Created, Environment, History, HookTrace, Interaction,
+    ApiKey, Append, Appended, Created, EnvironmentRecord, History, HookTrace, Interaction,
     InteractionWithSteps, NewApiKey, NewInteraction, Page, PageRequest, Resource, Step,
 };
 use crate::store::Store;
@@ -170,15 +170,15 @@ impl Store for SqliteStore {
         self.write(|tx| interactions::recover(tx))
     }
 
-    fn put_environment(&self, id: &str, metadata: Value) -> Result<Environment, Error> {
+    fn put_environment(&self, id: &str, metadata: Value) -> Result<EnvironmentRecord, Error> {
         self.write(|tx| environments::put(tx, id, &metadata))
     }
 
-    fn get_environment(&self, id: &str) -> Result<Environment, Error> {
+    fn get_environment(&self, id: &str) -> Result<EnvironmentRecord, Error> {
         self.read(|tx| environments::get(tx, id))
     }
 
-    fn list_environments(&self, page: PageRequest) -> Result<Page<Environment>, Error> {
+    fn list_environments(&self, page: PageRequest) -> Result<Page<EnvironmentRecord>, Error> {
         self.read(|tx| environments::list(tx, &page))
     }
 

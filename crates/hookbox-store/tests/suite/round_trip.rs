@@ -1,6 +1,6 @@
 use hookbox_store::{
-    Append, Environment, NewInteraction, NewStep, NewTrace, PageRequest, Status, Store, Timestamp,
-    Update,
+    Append, EnvironmentRecord, NewInteraction, NewStep, NewTrace, PageRequest, Status, Store,
+    Timestamp, Update,
 };
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -238,7 +238,7 @@ fn environments_round_trip() {
     let put = store.put_environment("env_a", metadata.clone()).unwrap();
     assert_eq!(
         put,
-        Environment {
+        EnvironmentRecord {
             id: "env_a".to_owned(),
             created: put.created,
             updated: put.created,
