@@ -104,7 +104,7 @@ impl<'a> Args<'a> {
             Some(Value::Number(number)) => Ok(number.as_f64()),
             Some(other) => Err(self.invalid(format!(
                 "argument `{key}` must be a number ({what}), got {}",
-                json::kind(other)
+                json_kind(other)
             ))),
         }
     }
