@@ -11,7 +11,7 @@
 //! each request's wire format and answer scripted [`FakeTurn`]s, streamed when asked.
 //!
 //! A test that needs what the machine may lack (root, user namespaces, a loop device…) calls
-//! [`skip`] or [`require_root`] and returns: it is reported as skipped, except under `CI=true`,
+//! [`skip()`] or [`require_root`] and returns: it is reported as skipped, except under `CI=true`,
 //! where it fails.
 
 mod connection;

@@ -24,6 +24,9 @@ use std::ffi::{CStr, CString};
 use std::io;
 use std::ptr;
 
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
 use init::init_process;
 use network::NetHandoff;
 
@@ -210,23 +213,14 @@ fn send_record(fd: libc::c_int, kind: u32, a: u32, b: u32, pass_fd: Option<libc:
 }
 
 /// Writes all of `data` to the file at `path`.
-#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
 fn write_file(path: &CStr, data: &[u8]) -> Result<(), i32> {
-    // SAFETY: `path` is NUL-terminated; the descriptor is ours and closed below.
-    let fd = check(unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) }.into())?
-        as libc::c_int;
-    // SAFETY: `data` is a valid buffer of its length.
-    let written = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
-    let result = if written < 0 {
-        Err(errno())
-    } else if written as usize != data.len() {
-        Err(libc::EIO)
-    } else {
-        Ok(())
-    };
-    // SAFETY: closing our own descriptor.
-    unsafe { libc::close(fd) };
-    result
+    let fd = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(Errno::raw_os_error)?;
+    match rustix::io::write(&fd, data) {
+        Ok(written) if written == data.len() => Ok(()),
+        Ok(_) => Err(libc::EIO),
+        Err(error) => Err(error.raw_os_error()),
+    }
 }
 
 /// Closes every descriptor from 3 up, except `keep`.

@@ -1,30 +1,34 @@
 //! The init's file system operations: the plan's [`Op`]s, bind mounts and their flags.
+//!
+//! Through rustix (raw system calls, no allocation with `&CStr` paths), except
+//! `mount_setattr`, which it does not wrap.
 
 use std::ffi::CStr;
-use std::ptr;
+use std::os::fd::{AsFd, AsRawFd};
 
-use super::{Op, check, errno};
+use rustix::fs::{CWD, FileType, Mode, OFlags, StatVfsMountFlags};
+use rustix::io::Errno;
+use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
+
+use super::Op;
 
 /// Remount flags to keep from the mount at `path` (a bind remount may not clear locked ones).
-#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn kept_flags(path: &CStr) -> libc::c_ulong {
-    // SAFETY: statvfs fills the zeroed struct; `path` is NUL-terminated.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &raw mut stat) } != 0 {
-        return 0;
-    }
+fn kept_flags(path: &CStr) -> MountFlags {
+    let Ok(stat) = rustix::fs::statvfs(path) else {
+        return MountFlags::empty();
+    };
     let pairs = [
-        (libc::ST_NOSUID, libc::MS_NOSUID),
-        (libc::ST_NODEV, libc::MS_NODEV),
-        (libc::ST_NOEXEC, libc::MS_NOEXEC),
-        (libc::ST_NOATIME, libc::MS_NOATIME),
-        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
+        (StatVfsMountFlags::NOSUID, MountFlags::NOSUID),
+        (StatVfsMountFlags::NODEV, MountFlags::NODEV),
+        (StatVfsMountFlags::NOEXEC, MountFlags::NOEXEC),
+        (StatVfsMountFlags::NOATIME, MountFlags::NOATIME),
+        (StatVfsMountFlags::NODIRATIME, MountFlags::NODIRATIME),
+        (StatVfsMountFlags::RELATIME, MountFlags::RELATIME),
     ];
     pairs
         .iter()
-        .filter(|(st, _)| stat.f_flag & st != 0)
-        .fold(0, |flags, (_, ms)| flags | ms)
+        .filter(|(st, _)| stat.f_flag.contains(*st))
+        .fold(MountFlags::empty(), |flags, (_, ms)| flags | *ms)
 }
 
 /// `struct mount_attr` of `mount_setattr(2)`.
@@ -70,89 +74,55 @@ fn set_attributes(dst: &CStr, read_only: bool) -> bool {
 
 /// Bind-mounts `src` (a path, possibly `/proc/self/fd/N`) on `dst`, then remounts it with
 /// nosuid, nodev and, if asked, read-only.
-#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn bind(src: &CStr, dst: &CStr, read_only: bool, device: bool) -> Result<(), i32> {
-    // SAFETY: NUL-terminated paths and null optional arguments.
-    unsafe {
-        check(
-            libc::mount(
-                src.as_ptr(),
-                dst.as_ptr(),
-                ptr::null(),
-                libc::MS_BIND | libc::MS_REC,
-                ptr::null(),
-            )
-            .into(),
-        )?;
-        if device {
-            return Ok(());
-        }
-        if set_attributes(dst, read_only) {
-            return Ok(());
-        }
-        let mut flags =
-            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID | libc::MS_NODEV | kept_flags(dst);
-        if read_only {
-            flags |= libc::MS_RDONLY;
-        }
-        check(libc::mount(ptr::null(), dst.as_ptr(), ptr::null(), flags, ptr::null()).into())?;
+fn bind(src: &CStr, dst: &CStr, read_only: bool, device: bool) -> Result<(), Errno> {
+    rustix::mount::mount_bind_recursive(src, dst)?;
+    if device || set_attributes(dst, read_only) {
+        return Ok(());
     }
-    Ok(())
+    let mut flags = MountFlags::BIND | MountFlags::NOSUID | MountFlags::NODEV | kept_flags(dst);
+    if read_only {
+        flags |= MountFlags::RDONLY;
+    }
+    // A bind remount ignores its data.
+    rustix::mount::mount_remount(dst, flags, c"")
 }
 
-/// Creates the mount point for a bind of something of type `mode` at `dst`.
-#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn mount_point(dst: &CStr, mode: libc::mode_t) -> Result<(), i32> {
-    // SAFETY: NUL-terminated paths.
-    unsafe {
-        if mode & libc::S_IFMT == libc::S_IFDIR {
-            if libc::mkdir(dst.as_ptr(), 0o755) != 0 && errno() != libc::EEXIST {
-                return Err(errno());
-            }
-        } else {
-            // A file that is already there (e.g. a system trust bundle inside a read-only
-            // `/etc` entry) is mounted over as it is: creating it would fail on a read-only
-            // file system.
-            let mut existing: libc::stat = std::mem::zeroed();
-            if libc::lstat(dst.as_ptr(), &raw mut existing) == 0
-                && existing.st_mode & libc::S_IFMT == libc::S_IFREG
-            {
-                return Ok(());
-            }
-            let fd = libc::open(
-                dst.as_ptr(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC,
-                0o644,
-            );
-            if fd < 0 {
-                return Err(errno());
-            }
-            libc::close(fd);
-        }
+/// Creates the mount point for a bind of something of type `kind` at `dst`.
+fn mount_point(dst: &CStr, kind: FileType) -> Result<(), Errno> {
+    if kind == FileType::Directory {
+        return make_directory(dst);
     }
-    Ok(())
+    // A file that is already there (e.g. a system trust bundle inside a read-only `/etc`
+    // entry) is mounted over as it is: creating it would fail on a read-only file system.
+    if rustix::fs::lstat(dst)
+        .is_ok_and(|existing| FileType::from_raw_mode(existing.st_mode) == FileType::RegularFile)
+    {
+        return Ok(());
+    }
+    rustix::fs::open(
+        dst,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .map(drop)
 }
 
-/// Reproduces the symlink at `src` (read with `readlink`/`readlinkat`) at `dst`.
-#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn copy_link(dirfd: libc::c_int, src: &CStr, dst: &CStr) -> Result<(), i32> {
+/// `mkdir` with mode 0755; an existing directory is fine.
+fn make_directory(path: &CStr) -> Result<(), Errno> {
+    match rustix::fs::mkdir(path, Mode::from_raw_mode(0o755)) {
+        Ok(()) | Err(Errno::EXIST) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// Reproduces the symlink at `src` (relative to `dir`) at `dst`.
+fn copy_link(dir: impl AsFd, src: &CStr, dst: &CStr) -> Result<(), Errno> {
     let mut target = [0_u8; 4096];
-    // SAFETY: the buffer is valid for its length minus the NUL we append.
-    let len = unsafe {
-        libc::readlinkat(
-            dirfd,
-            src.as_ptr(),
-            target.as_mut_ptr().cast(),
-            target.len() - 1,
-        )
-    };
-    if len < 0 {
-        return Err(errno());
-    }
-    target[len as usize] = 0;
-    // SAFETY: `target` is NUL-terminated now.
-    check(unsafe { libc::symlink(target.as_ptr().cast(), dst.as_ptr()) }.into())?;
-    Ok(())
+    // Leaves room for the NUL.
+    let len = rustix::fs::readlinkat_raw(dir, src, &mut target[..4095])?;
+    target[len] = 0;
+    let target = CStr::from_bytes_until_nul(&target).map_err(|_| Errno::NAMETOOLONG)?;
+    rustix::fs::symlink(target, dst)
 }
 
 /// Writes `/oldroot/proc/self/fd/<fd>` into `buf`, NUL-terminated.
@@ -177,124 +147,80 @@ fn fd_path(buf: &mut [u8; 64], fd: libc::c_int) -> &CStr {
     CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"/")
 }
 
-#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+/// Applies one file system operation of the plan.
 pub(super) fn apply(op: &Op) -> Result<(), i32> {
-    // SAFETY (whole function): raw system calls with NUL-terminated paths prepared by the
-    // parent, stack buffers of the stated sizes, and descriptors we own.
-    unsafe {
-        match op {
-            Op::Private => check(
-                libc::mount(
-                    ptr::null(),
-                    c"/".as_ptr(),
-                    ptr::null(),
-                    libc::MS_REC | libc::MS_PRIVATE,
-                    ptr::null(),
-                )
-                .into(),
-            )
-            .map(drop),
-            Op::Tmpfs { target, data } => check(
-                libc::mount(
-                    c"tmpfs".as_ptr(),
-                    target.as_ptr(),
-                    c"tmpfs".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV,
-                    data.as_ptr().cast(),
-                )
-                .into(),
-            )
-            .map(drop),
-            Op::Mkdir(path) => {
-                if libc::mkdir(path.as_ptr(), 0o755) != 0 && errno() != libc::EEXIST {
-                    return Err(errno());
-                }
-                Ok(())
+    apply_op(op).map_err(Errno::raw_os_error)
+}
+
+fn apply_op(op: &Op) -> Result<(), Errno> {
+    match op {
+        Op::Private => rustix::mount::mount_change(
+            c"/",
+            MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+        ),
+        Op::Tmpfs { target, data } => rustix::mount::mount(
+            c"tmpfs",
+            target.as_c_str(),
+            c"tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            data.as_c_str(),
+        ),
+        Op::Mkdir(path) => make_directory(path),
+        Op::PivotRoot { new, old } => rustix::process::pivot_root(new.as_c_str(), old.as_c_str()),
+        Op::Chdir(path) => rustix::process::chdir(path.as_c_str()),
+        Op::Detach(path) => rustix::mount::unmount(path.as_c_str(), UnmountFlags::DETACH),
+        Op::Host { src, dst, device } => {
+            let stat = match rustix::fs::lstat(src.as_c_str()) {
+                Ok(stat) => stat,
+                Err(Errno::NOENT | Errno::NOTDIR) => return Ok(()),
+                Err(error) => return Err(error),
+            };
+            let kind = FileType::from_raw_mode(stat.st_mode);
+            if kind == FileType::Symlink {
+                return copy_link(CWD, src, dst);
             }
-            Op::PivotRoot { new, old } => check(libc::syscall(
-                libc::SYS_pivot_root,
-                new.as_ptr(),
-                old.as_ptr(),
-            ))
-            .map(drop),
-            Op::Chdir(path) => check(libc::chdir(path.as_ptr()).into()).map(drop),
-            Op::Detach(path) => {
-                check(libc::umount2(path.as_ptr(), libc::MNT_DETACH).into()).map(drop)
-            }
-            Op::Host { src, dst, device } => {
-                let mut stat: libc::stat = std::mem::zeroed();
-                if libc::lstat(src.as_ptr(), &raw mut stat) != 0 {
-                    return match errno() {
-                        libc::ENOENT | libc::ENOTDIR => Ok(()),
-                        other => Err(other),
-                    };
-                }
-                if stat.st_mode & libc::S_IFMT == libc::S_IFLNK {
-                    return copy_link(libc::AT_FDCWD, src, dst);
-                }
-                mount_point(dst, stat.st_mode)?;
-                bind(src, dst, !device, *device)
-            }
-            Op::Bind {
-                src,
-                dst,
-                read_only,
-                copy_link: copy,
-            } => {
-                let fd = libc::open(
-                    src.as_ptr(),
-                    libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                );
-                if fd < 0 {
-                    return Err(errno());
-                }
-                let mut stat: libc::stat = std::mem::zeroed();
-                let result = if libc::fstat(fd, &raw mut stat) != 0 {
-                    Err(errno())
-                } else if stat.st_mode & libc::S_IFMT == libc::S_IFLNK {
-                    if *copy {
-                        copy_link(fd, c"", dst)
-                    } else {
-                        Err(libc::ELOOP)
-                    }
-                } else {
-                    let mut buf = [0; 64];
-                    mount_point(dst, stat.st_mode)
-                        .and_then(|()| bind(fd_path(&mut buf, fd), dst, *read_only, false))
-                };
-                libc::close(fd);
-                result
-            }
-            Op::Symlink { target, link } => {
-                check(libc::symlink(target.as_ptr(), link.as_ptr()).into()).map(drop)
-            }
-            Op::Proc(target) => check(
-                libc::mount(
-                    c"proc".as_ptr(),
-                    target.as_ptr(),
-                    c"proc".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    ptr::null(),
-                )
-                .into(),
-            )
-            .map(drop),
-            Op::RemountRo(path) => check(
-                libc::mount(
-                    ptr::null(),
-                    path.as_ptr(),
-                    ptr::null(),
-                    libc::MS_REMOUNT
-                        | libc::MS_BIND
-                        | libc::MS_RDONLY
-                        | libc::MS_NOSUID
-                        | libc::MS_NODEV
-                        | kept_flags(path),
-                    ptr::null(),
-                )
-                .into(),
-            )
-            .map(drop),
+            mount_point(dst, kind)?;
+            bind(src, dst, !device, *device)
         }
+        Op::Bind {
+            src,
+            dst,
+            read_only,
+            copy_link: copy,
+        } => {
+            let fd = rustix::fs::open(
+                src.as_c_str(),
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            let kind = FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode);
+            if kind == FileType::Symlink {
+                return if *copy {
+                    copy_link(&fd, c"", dst)
+                } else {
+                    Err(Errno::LOOP)
+                };
+            }
+            mount_point(dst, kind)?;
+            let mut buf = [0; 64];
+            bind(fd_path(&mut buf, fd.as_raw_fd()), dst, *read_only, false)
+        }
+        Op::Symlink { target, link } => rustix::fs::symlink(target.as_c_str(), link.as_c_str()),
+        Op::Proc(target) => rustix::mount::mount(
+            c"proc",
+            target.as_c_str(),
+            c"proc",
+            MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+            None,
+        ),
+        Op::RemountRo(path) => rustix::mount::mount_remount(
+            path.as_c_str(),
+            MountFlags::BIND
+                | MountFlags::RDONLY
+                | MountFlags::NOSUID
+                | MountFlags::NODEV
+                | kept_flags(path),
+            c"",
+        ),
     }
 }
