@@ -1,4 +1,4 @@
-//! Line framing: every message to the SDK is one line of ASCII-escaped JSON, at most
+//! Line framing (`docs/wire/sdk-control-protocol.md` §2): every message to the SDK is one line of ASCII-escaped JSON, at most
 //! [`MAX_LINE`] bytes, written with one write and one flush; lines from the SDK are read up to
 //! `\n` whatever bytes they hold.
 //!

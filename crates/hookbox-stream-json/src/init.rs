@@ -1,4 +1,4 @@
-//! The SDK's `initialize` request: its hook matchers, sub-agents and the cortex
+//! The SDK's `initialize` request (`docs/wire/sdk-control-protocol.md` §6): its hook matchers, sub-agents and the cortex
 //! extras, read into what the session is built with.
 
 use std::time::Duration;

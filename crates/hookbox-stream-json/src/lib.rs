@@ -1,8 +1,9 @@
 //! SDK mode: the stream-json control protocol that the Python agent SDKs
 //! (`claude-agent-sdk`, `cortex-code-agent-sdk`) speak to the program named by their
 //! `cli_path` option, so they drive a hookbox session with their hooks as Python callbacks.
-//! `docs/sdk-sessions.md` ("stream-json specifics") describes the protocol as hookbox
-//! implements it.
+//! `docs/wire/sdk-control-protocol.md` is the protocol as the SDKs pin it (the `§` numbers in
+//! this crate's comments are its sections); `docs/sdk-sessions.md` says where hookbox's
+//! sessions decide what the protocol leaves open.
 //!
 //! # Using it
 //!
