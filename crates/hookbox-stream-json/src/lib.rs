@@ -25,7 +25,8 @@
 //!     let args = hookbox_stream_json::parse_args(&args);
 //!     let agents: Arc<dyn AgentCatalog> = Arc::new(my_agents);
 //!     let setup = Setup::new(args, Some(hookbox_home), Ok(agents));
-//!     tokio_runtime.block_on(hookbox_stream_json::run(setup, tokio::io::stdin(), tokio::io::stdout()));
+//!     let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
+//!     tokio_runtime.block_on(hookbox_stream_json::run(setup, stdin, stdout));
 //! }
 //! ```
 //!
