@@ -21,7 +21,14 @@ pub(crate) fn print_version() -> ExitCode {
 
 /// Runs one SDK session with the command line `args` (without the program name).
 pub(crate) fn run(args: &[String]) -> ExitCode {
-    init_logging();
+    // Logs (`tracing`) go to stderr, `warn` and up unless `RUST_LOG` says otherwise.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
     let args = hookbox_stream_json::parse_args(args);
     let home = hookbox_env::Environments::default_home().ok();
     let config = match &home {
@@ -51,17 +58,6 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     // The stdin reader may still be blocked in a read; do not wait for it.
     runtime.shutdown_background();
     ExitCode::SUCCESS
-}
-
-/// Logs (`tracing`) to stderr, `warn` and up unless `RUST_LOG` says otherwise.
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
 }
 
 /// `hookbox.toml`'s `[agents]` and `[sdk] default_agent` are the agents an SDK may select.

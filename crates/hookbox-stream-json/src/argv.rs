@@ -1,5 +1,6 @@
-//! The SDKs' command lines: detecting SDK mode, and a tolerant parse that keeps the
-//! flags hookbox honours and ignores every other flag either SDK may pass.
+//! The SDKs' command lines (`docs/wire/sdk-control-protocol.md` §1): detecting SDK mode, and a
+//! tolerant parse that keeps the flags hookbox honours and ignores every other flag either SDK may
+//! pass.
 
 use std::path::PathBuf;
 

@@ -1,6 +1,6 @@
-//! The control envelope: requests hookbox sends to the SDK, matched with their
-//! responses by `request_id` in whatever order they come, and the parsing of every line the
-//! SDK sends.
+//! The control envelope (`docs/wire/sdk-control-protocol.md` §5): requests hookbox sends to the
+//! SDK, matched with their responses by `request_id` in whatever order they come, and the parsing
+//! of every line the SDK sends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
-//! Line framing: every message to the SDK is one line of ASCII-escaped JSON, at most
-//! [`MAX_LINE`] bytes, written with one write and one flush; lines from the SDK are read up to
-//! `\n` whatever bytes they hold.
+//! Line framing (`docs/wire/sdk-control-protocol.md` §2): every message to the SDK is one line of
+//! ASCII-escaped JSON, at most [`MAX_LINE`] bytes, written with one write and one flush; lines from
+//! the SDK are read up to `\n` whatever bytes they hold.
 //!
 //! [`parse_line`] is the reader's decoding of one line's bytes, without I/O: the entry point
 //! for fuzzing the frame reader.

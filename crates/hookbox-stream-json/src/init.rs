@@ -1,5 +1,5 @@
-//! The SDK's `initialize` request: its hook matchers, sub-agents and the cortex
-//! extras, read into what the session is built with.
+//! The SDK's `initialize` request (`docs/wire/sdk-control-protocol.md` §6): its hook matchers,
+//! sub-agents and the cortex extras, read into what the session is built with.
 
 use std::time::Duration;
 

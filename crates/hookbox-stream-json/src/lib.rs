@@ -1,8 +1,9 @@
 //! SDK mode: the stream-json control protocol that the Python agent SDKs
 //! (`claude-agent-sdk`, `cortex-code-agent-sdk`) speak to the program named by their
 //! `cli_path` option, so they drive a hookbox session with their hooks as Python callbacks.
-//! `docs/sdk-sessions.md` ("stream-json specifics") describes the protocol as hookbox
-//! implements it.
+//! `docs/wire/sdk-control-protocol.md` is the protocol as the SDKs pin it (the `§` numbers in
+//! this crate's comments are its sections); `docs/sdk-sessions.md` says where hookbox's
+//! sessions decide what the protocol leaves open.
 //!
 //! # Using it
 //!
@@ -14,7 +15,20 @@
 //! 3. [`Setup::new`] takes those arguments, the hookbox home and the [`AgentCatalog`] that
 //!    turns an agent name (the SDK's `model` option) into a [`hookbox_llm::Model`].
 //! 4. [`run`] speaks the protocol over any reader and writer (the process's stdin and stdout
-//!    in the binary) until the input ends, then returns.
+//!    in the binary) until the input ends, then returns. Its reading task may still be
+//!    blocked on the input then: with the process's stdin, shut the runtime down without
+//!    waiting for it (`Runtime::shutdown_background`).
+//!
+//! ```ignore
+//! let args: Vec<String> = std::env::args().skip(1).collect();
+//! if hookbox_stream_json::is_sdk_mode(&args) {
+//!     let args = hookbox_stream_json::parse_args(&args);
+//!     let agents: Arc<dyn AgentCatalog> = Arc::new(my_agents);
+//!     let setup = Setup::new(args, Some(hookbox_home), Ok(agents));
+//!     let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
+//!     tokio_runtime.block_on(hookbox_stream_json::run(setup, stdin, stdout));
+//! }
+//! ```
 //!
 //! # How it runs
 //!
@@ -26,6 +40,10 @@
 //! cannot be built ends every prompt with an error result. The input ending ends the run
 //! once the current query has finished (at once when SDK callbacks are involved: they can no
 //! longer be answered, so pending ones fail and block, and the query is interrupted).
+//!
+//! This crate is an interface over `hookbox-agent` sessions: it knows nothing of
+//! `hookbox.toml`, the terminal or the REST server; the program embedding it supplies the
+//! agents ([`AgentCatalog`]).
 
 mod argv;
 mod bridge;
