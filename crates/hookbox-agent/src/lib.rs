@@ -7,7 +7,14 @@
 //! tool unless a hook denied it, then runs the `post_tool_execution` hooks with the tool's
 //! `result` and, when it failed, `error`. A denied call never touches the sandbox.
 //!
-//! [`interaction`] is the agent loop that ties models (`hookbox-llm`), tools and hooks together;
+//! One agent loop (model turn → tool calls through permissions and hooks → results → next
+//! turn) serves both agents below; each fills in its lifecycle points on it (turn limit,
+//! compaction, how the model is asked, `Stop` hooks, token budget, how a call runs). The tools
+//! they offer models come from the registry of built-in tools in `hookbox-env`
+//! ([`hookbox_env::BUILTIN_TOOLS`]): the sandbox dialect's `code_execution`, `read_file`… for
+//! Interactions, the SDK dialect's `Bash`, `Read`… for sessions.
+//!
+//! [`interaction`] is the Interactions agent on that loop, tying models, tools and hooks together;
 //! [`service`] runs it for the Interactions API (request parsing, environments, the store,
 //! background runs, cancel, idempotent retries, streaming events), so the HTTP server only maps
 //! HTTP onto it. [`session`] is the agent of the SDK hooks (seed 002): coding tools in a

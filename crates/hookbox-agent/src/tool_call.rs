@@ -195,7 +195,7 @@ impl SandboxTools {
         let resolved = self.tools.resolve(tool, &args);
         let shown = resolved.as_ref().unwrap_or(&args).clone();
         let event = |input: EventInput| {
-            if definition.resolves_paths {
+            if definition.resolves_paths() {
                 input.with_raw_args(args.clone())
             } else {
                 input

@@ -1,4 +1,5 @@
-//! Interactions: the agent loop and the Interactions API steps it produces.
+//! Interactions: the Interactions agent on the agent loop, and the Interactions API steps it
+//! produces.
 
 mod run;
 mod steps;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::steps::{call_step, extend_conversation, model_output, result_step};
+use super::steps::{Step, extend_conversation, render};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
 use crate::declarations::builtin_declarations;
 use crate::tool_call::SandboxTools;
@@ -144,7 +144,7 @@ impl Agent {
             output_tokens: 0,
         };
         for step in input {
-            run.push(step);
+            run.push_rendered(step);
         }
         run.outcome.status = agent_loop::run(&mut run, &mut conversation).await;
         let (input_tokens, output_tokens) = (run.input_tokens, run.output_tokens);
@@ -287,8 +287,14 @@ struct InteractionRun<'a> {
 }
 
 impl InteractionRun<'_> {
-    /// Adds `step` to the interaction and reports it.
-    fn push(&mut self, step: Value) {
+    /// Adds `step`, rendered, to the interaction and reports it.
+    fn push(&mut self, step: Step<'_>) {
+        self.push_rendered(render(step));
+    }
+
+    /// Adds `step` (Interactions JSON: an input step, or one [`render`] made) to the
+    /// interaction and reports it.
+    fn push_rendered(&mut self, step: Value) {
         (self.on_event)(RunEvent::Step(&step));
         self.outcome.steps.push(step);
     }
@@ -331,7 +337,7 @@ impl LoopPoints for InteractionRun<'_> {
                 (self.on_event)(RunEvent::Text(rest));
             }
             if answer.is_err() && !streamed.is_empty() {
-                self.push(model_output(&streamed));
+                self.push(Step::ModelOutput(&streamed));
             }
             answer
         } else {
@@ -348,7 +354,7 @@ impl LoopPoints for InteractionRun<'_> {
         self.input_tokens += reply.usage.input_tokens.unwrap_or(0);
         self.output_tokens += reply.usage.output_tokens.unwrap_or(0);
         if !reply.text.is_empty() {
-            self.push(model_output(&reply.text));
+            self.push(Step::ModelOutput(&reply.text));
         }
         Ok(reply)
     }
@@ -371,7 +377,7 @@ impl LoopPoints for InteractionRun<'_> {
     }
 
     async fn call(&mut self, call: &ToolCall) -> Called<RunStatus> {
-        self.push(call_step(call));
+        self.push(Step::Call(call));
         if self
             .agent
             .functions
@@ -384,7 +390,11 @@ impl LoopPoints for InteractionRun<'_> {
             .agent
             .call_tool(call, self.interaction_id, &mut self.outcome)
             .await;
-        self.push(result_step(&call.name, &call.id, &content, is_error));
+        self.push(Step::Result {
+            call,
+            content: &content,
+            is_error,
+        });
         Called::Done {
             content,
             is_error,

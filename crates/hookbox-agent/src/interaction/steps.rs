@@ -16,25 +16,54 @@ pub(crate) fn model_output(text: &str) -> Value {
     json!({"type": "model_output", "content": [{"type": "text", "text": text}]})
 }
 
-/// The step announcing `call`: `code_execution_call` for code, `function_call` otherwise.
-pub(crate) fn call_step(call: &ToolCall) -> Value {
-    if call.name == CODE_EXECUTION {
-        json!({"type": "code_execution_call", "id": call.id, "arguments": call.args})
-    } else {
-        json!({"type": "function_call", "id": call.id, "name": call.name, "arguments": call.args})
-    }
+/// A step the agent loop makes, typed; [`render`] turns it into Interactions API JSON.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Step<'a> {
+    /// Text the model answered.
+    ModelOutput(&'a str),
+    /// A tool call the model made.
+    Call(&'a ToolCall),
+    /// The result of `call`, as the model gets it back.
+    Result {
+        /// The call answered.
+        call: &'a ToolCall,
+        /// What the model gets back.
+        content: &'a Value,
+        /// Whether the call failed or was refused.
+        is_error: bool,
+    },
 }
 
-/// The step carrying `result` for a call to `name`.
-pub(crate) fn result_step(name: &str, call_id: &str, result: &Value, is_error: bool) -> Value {
-    if name == CODE_EXECUTION {
-        let text = match result {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        };
-        json!({"type": "code_execution_result", "call_id": call_id, "result": text, "is_error": is_error})
-    } else {
-        json!({"type": "function_result", "call_id": call_id, "name": name, "result": result, "is_error": is_error})
+/// `step` as an Interactions API step: `model_output`; `code_execution_call` /
+/// `code_execution_result` for code, `function_call` / `function_result` for every other tool.
+/// The one place the loop's steps meet the wire format.
+pub(crate) fn render(step: Step<'_>) -> Value {
+    match step {
+        Step::ModelOutput(text) => model_output(text),
+        Step::Call(call) if call.name == CODE_EXECUTION => {
+            json!({"type": "code_execution_call", "id": call.id, "arguments": call.args})
+        }
+        Step::Call(call) => {
+            json!({"type": "function_call", "id": call.id, "name": call.name, "arguments": call.args})
+        }
+        Step::Result {
+            call,
+            content,
+            is_error,
+        } if call.name == CODE_EXECUTION => {
+            let text = match content {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            json!({"type": "code_execution_result", "call_id": call.id, "result": text, "is_error": is_error})
+        }
+        Step::Result {
+            call,
+            content,
+            is_error,
+        } => {
+            json!({"type": "function_result", "call_id": call.id, "name": call.name, "result": content, "is_error": is_error})
+        }
     }
 }
 
@@ -153,4 +182,48 @@ fn string(step: &Value, key: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str) -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            args: json!({"code": "ls"}),
+        }
+    }
+
+    #[test]
+    fn code_steps_and_function_steps_render_as_their_wire_types() {
+        let code = call(CODE_EXECUTION);
+        assert_eq!(
+            render(Step::Call(&code)),
+            json!({"type": "code_execution_call", "id": "c1", "arguments": {"code": "ls"}})
+        );
+        assert_eq!(
+            render(Step::Result {
+                call: &code,
+                content: &json!("a.txt\n"),
+                is_error: false
+            }),
+            json!({"type": "code_execution_result", "call_id": "c1", "result": "a.txt\n", "is_error": false})
+        );
+        let read = call("read_file");
+        assert_eq!(
+            render(Step::Call(&read)),
+            json!({"type": "function_call", "id": "c1", "name": "read_file", "arguments": {"code": "ls"}})
+        );
+        assert_eq!(
+            render(Step::Result {
+                call: &read,
+                content: &json!({"content": "x"}),
+                is_error: true
+            }),
+            json!({"type": "function_result", "call_id": "c1", "name": "read_file", "result": {"content": "x"}, "is_error": true})
+        );
+        assert_eq!(render(Step::ModelOutput("hi")), model_output("hi"));
+    }
 }

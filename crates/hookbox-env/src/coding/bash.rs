@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::Isolation;
 use crate::tools::args::Args;
-use crate::tools::definition::ToolDefinition;
+use crate::tools::definition::{Run, ToolDefinition};
 
 /// The tool's name.
 const TOOL: &str = "Bash";
@@ -24,7 +24,7 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "Run a bash command in the working directory (inside the sandbox) and return its output.",
     parameters,
     arguments: ARGS,
-    resolves_paths: false,
+    run: Run::Bash,
 };
 
 /// The JSON schema of its arguments.

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::coding::write::store;
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::args::Args;
-use crate::tools::definition::{ToolDefinition, session_path_schema};
+use crate::tools::definition::{Run, ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Edit";
@@ -21,7 +21,7 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "Replace an exact string in a file (it must occur once unless replace_all is set).",
     parameters,
     arguments: ARGS,
-    resolves_paths: false,
+    run: Run::Coding(run),
 };
 
 /// The JSON schema of its arguments.

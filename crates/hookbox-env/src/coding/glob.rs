@@ -10,7 +10,7 @@ use crate::coding::paths::Located;
 use crate::coding::pattern::Glob;
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid, walk};
 use crate::tools::args::Args;
-use crate::tools::definition::{ToolDefinition, session_path_schema};
+use crate::tools::definition::{Run, ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Glob";
@@ -25,7 +25,7 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "Find files by glob pattern (`**` matches directories), newest first.",
     parameters,
     arguments: ARGS,
-    resolves_paths: false,
+    run: Run::Coding(run),
 };
 
 /// The JSON schema of its arguments.

@@ -16,7 +16,7 @@ use crate::coding::read::cut;
 use crate::coding::walk::{self, Found, nanos};
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::args::Args;
-use crate::tools::definition::{ToolDefinition, session_path_schema};
+use crate::tools::definition::{Run, ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Grep";
@@ -39,7 +39,7 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "Search file contents with a regular expression.",
     parameters,
     arguments: ARGS,
-    resolves_paths: false,
+    run: Run::Coding(run),
 };
 
 /// The JSON schema of its arguments.

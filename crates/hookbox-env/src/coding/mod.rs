@@ -30,7 +30,8 @@ use serde_json::{Value, json};
 pub use protect::PROTECTED_ENTRIES;
 
 use crate::confined::Confined;
-use crate::tools::{Isolation, ToolError, definition};
+use crate::tools::definition::{self, Run};
+use crate::tools::{Isolation, ToolError};
 
 /// The names of the coding tools, as models call them: those of
 /// [`builtin_tools(Dialect::Sdk)`](crate::builtin_tools).
@@ -128,15 +129,11 @@ impl CodingTools {
     /// Runs tool `name` with Claude Code's `input`; an unknown name or a bad input gives a
     /// failed outcome, never a panic.
     pub async fn call(&self, name: &str, input: &Value) -> CodingOutcome {
-        let result = match name {
-            "Bash" => return bash::run(self, input).await,
-            "Read" => read::run(self, input),
-            "Write" => write::run(self, input),
-            "Edit" => edit::run(self, input),
-            "Glob" => glob::run(self, input),
-            "Grep" => grep::run(self, input),
-            other => Err(format!(
-                "unknown tool `{other}`; the coding tools are {}",
+        let result = match definition::builtin_tool(Dialect::Sdk, name).map(|tool| tool.run) {
+            Some(Run::Bash) => return bash::run(self, input).await,
+            Some(Run::Coding(run)) => run(self, input),
+            _ => Err(format!(
+                "unknown tool `{name}`; the coding tools are {}",
                 definition::names(Dialect::Sdk)
             )),
         };

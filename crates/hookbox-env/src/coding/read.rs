@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::args::Args;
-use crate::tools::definition::{ToolDefinition, session_path_schema};
+use crate::tools::definition::{Run, ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Read";
@@ -20,7 +20,7 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "Read a text file, with line numbers.",
     parameters,
     arguments: ARGS,
-    resolves_paths: false,
+    run: Run::Coding(run),
 };
 
 /// The JSON schema of its arguments.

@@ -8,7 +8,7 @@ use crate::coding::paths::Located;
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::confined;
 use crate::tools::args::Args;
-use crate::tools::definition::{ToolDefinition, session_path_schema};
+use crate::tools::definition::{Run, ToolDefinition, session_path_schema};
 use crate::tools::write::{Replacement, replace_named};
 
 /// The tool's name.
@@ -24,7 +24,7 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "Create or overwrite a file.",
     parameters,
     arguments: ARGS,
-    resolves_paths: false,
+    run: Run::Coding(run),
 };
 
 /// The JSON schema of its arguments.

@@ -100,7 +100,7 @@ impl BuiltinTools {
     /// arguments as they are.
     pub fn resolve(&self, name: &str, args: &Value) -> Result<Value, crate::ToolError> {
         match crate::builtin_tool(hookbox_hooks::Dialect::Sandbox, name) {
-            Some(definition) if !definition.resolves_paths => Ok(args.clone()),
+            Some(definition) if !definition.resolves_paths() => Ok(args.clone()),
             _ => self.files.resolve(name, args),
         }
     }

@@ -12,7 +12,7 @@ use crate::egress::SandboxEgress;
 use crate::environment::Environment;
 use crate::tools::args::Args;
 use crate::tools::builtin::{Isolation, ToolOutcome};
-use crate::tools::definition::ToolDefinition;
+use crate::tools::definition::{Run, ToolDefinition};
 use crate::tools::error::ToolError;
 
 /// The tool's name: the Interactions API shows its calls as `code_execution_call` steps.
@@ -31,7 +31,7 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "Run a bash or python program in the sandbox (cwd /workspace) and return its stdout, stderr and exit code.",
     parameters,
     arguments: ARGS,
-    resolves_paths: false,
+    run: Run::Code,
 };
 
 /// The JSON schema of its arguments.

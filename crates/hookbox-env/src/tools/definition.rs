@@ -7,8 +7,9 @@
 use hookbox_hooks::Dialect;
 use serde_json::{Value, json};
 
-use crate::coding;
-use crate::tools::{code, delete, list, read, write};
+use crate::coding::{self, CodingOutcome, CodingTools, Failure};
+use crate::tools::resolve::Final;
+use crate::tools::{FileTools, ToolError, code, delete, list, read, write};
 
 /// One built-in tool as models and hooks see it.
 #[derive(Debug, Clone, Copy)]
@@ -26,9 +27,42 @@ pub struct ToolDefinition {
     pub parameters: fn() -> Value,
     /// The argument names its parser accepts; any other argument is an error.
     pub arguments: &'static [&'static str],
+    /// How it runs.
+    pub(crate) run: Run,
+}
+
+impl ToolDefinition {
     /// Whether it acts on a `path` that is resolved before hooks see it (the sandbox file
     /// tools); hooks then also get the model's own arguments as `raw_args`.
-    pub resolves_paths: bool,
+    pub fn resolves_paths(&self) -> bool {
+        matches!(self.run, Run::File(_))
+    }
+}
+
+/// How a built-in tool runs, by the tools it belongs to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Run {
+    /// `code_execution`, in the environment's sandbox ([`crate::BuiltinTools`]).
+    Code,
+    /// A sandbox file tool ([`FileTools`]).
+    File(FileTool),
+    /// A coding tool of an SDK session ([`CodingTools`]).
+    Coding(fn(&CodingTools, &Value) -> Result<CodingOutcome, Failure>),
+    /// `Bash`, the one coding tool that waits for a process.
+    Bash,
+}
+
+/// A sandbox file tool: the `path` it acts on, and what it does there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FileTool {
+    /// What the `path` argument names, for argument errors ("the file to read").
+    pub(crate) path_names: &'static str,
+    /// The path when the model gives none; `None` when `path` is required.
+    pub(crate) default_path: Option<&'static str>,
+    /// Whether a final symbolic link is followed, or acted on itself.
+    pub(crate) last: Final,
+    /// Acts on the path [`FileTools::resolve`] resolved, exactly.
+    pub(crate) run: fn(&FileTools, &Value) -> Result<Value, ToolError>,
 }
 
 /// Every built-in tool: the sandbox tools, then the SDK coding tools, each in the order models

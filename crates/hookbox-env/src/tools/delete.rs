@@ -6,9 +6,10 @@ use rustix::io::Errno;
 use serde_json::{Value, json};
 
 use crate::tools::args::Args;
-use crate::tools::definition::{ToolDefinition, sandbox_path_schema};
+use crate::tools::definition::{FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, sandbox_path};
+use crate::tools::resolve::Final;
 
 /// The tool's name.
 pub(crate) const TOOL: &str = "delete_file";
@@ -23,7 +24,12 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "Delete a file under /workspace.",
     parameters,
     arguments: ARGS,
-    resolves_paths: true,
+    run: Run::File(FileTool {
+        path_names: "the file to delete",
+        default_path: None,
+        last: Final::Keep,
+        run,
+    }),
 };
 
 /// The JSON schema of its arguments.

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use hookbox_hooks::Dialect;
 use rustix::io::Errno;
 use serde_json::Value;
 
@@ -10,9 +11,9 @@ use crate::confined::Confined;
 use crate::environment::Environment;
 use crate::sandbox_path::{AGENTS, SandboxPath, WORKSPACE};
 use crate::tools::args::Args;
+use crate::tools::definition::{FileTool, Run, ToolDefinition, builtin_tool};
 use crate::tools::error::{ToolError, from_errno};
 use crate::tools::resolve::{self, Final};
-use crate::tools::{delete, list, read, write};
 
 /// The built-in file tools of one environment: `read_file`, `write_file`, `list_files` and
 /// `delete_file`.
@@ -74,28 +75,12 @@ impl FileTools {
     /// on a link itself), what does not exist yet kept as written. This is what hooks are shown.
     /// A write or delete whose path a link leads out of its writable location is refused here.
     pub fn resolve(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
-        let (tool, allowed, last, what): (&'static str, &[&str], _, _) = match name {
-            read::TOOL => (read::TOOL, read::ARGS, Final::Follow, "the file to read"),
-            write::TOOL => (write::TOOL, write::ARGS, Final::Keep, "the file to write"),
-            list::TOOL => (
-                list::TOOL,
-                list::ARGS,
-                Final::Follow,
-                "the directory to list",
-            ),
-            delete::TOOL => (
-                delete::TOOL,
-                delete::ARGS,
-                Final::Keep,
-                "the file to delete",
-            ),
-            other => return Err(ToolError::UnknownTool(other.to_owned())),
-        };
-        let checked = Args::new(tool, args, allowed)?;
-        let text = match checked.string("path", what)? {
-            Some(text) => text,
-            None if name == list::TOOL => list::DEFAULT_PATH,
-            None => checked.required_string("path", what)?,
+        let (definition, file) = file_tool(name)?;
+        let (tool, last, what) = (definition.name, file.last, file.path_names);
+        let checked = Args::new(tool, args, definition.arguments)?;
+        let text = match (checked.string("path", what)?, file.default_path) {
+            (Some(text), _) | (None, Some(text)) => text,
+            (None, None) => checked.required_string("path", what)?,
         };
         let path = sandbox_path(tool, text)?;
         let resolved = resolve::resolve(&self.root, &path, last)
@@ -118,13 +103,8 @@ impl FileTools {
     /// lexically), so a component turned into a link since the resolution makes the call fail
     /// ([`ToolError::Changed`]) instead of being followed.
     pub fn call_resolved(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
-        match name {
-            read::TOOL => read::run(self, args),
-            write::TOOL => write::run(self, args),
-            list::TOOL => list::run(self, args),
-            delete::TOOL => delete::run(self, args),
-            other => Err(ToolError::UnknownTool(other.to_owned())),
-        }
+        let (_, file) = file_tool(name)?;
+        (file.run)(self, args)
     }
 
     /// The descriptor on the environment root (paths resolved in it as in a chroot).
@@ -306,4 +286,17 @@ pub(crate) fn sandbox_path(tool: &'static str, text: &str) -> Result<SandboxPath
         tool,
         problem: problem.explain(text),
     })
+}
+
+/// The file tool named `name`, with how it acts on its path.
+fn file_tool(name: &str) -> Result<(&'static ToolDefinition, FileTool), ToolError> {
+    match builtin_tool(Dialect::Sandbox, name) {
+        Some(
+            definition @ ToolDefinition {
+                run: Run::File(file),
+                ..
+            },
+        ) => Ok((definition, *file)),
+        _ => Err(ToolError::UnknownTool(name.to_owned())),
+    }
 }

@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 use crate::confined;
 use crate::sandbox_path::SandboxPath;
 use crate::tools::args::Args;
-use crate::tools::definition::{ToolDefinition, sandbox_path_schema};
+use crate::tools::definition::{FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::{ToolError, from_errno};
 use crate::tools::files::{FileTools, exact_errno, sandbox_path};
+use crate::tools::resolve::Final;
 
 /// The tool's name.
 pub(crate) const TOOL: &str = "list_files";
@@ -27,7 +28,12 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "List a directory of the sandbox (default /workspace).",
     parameters,
     arguments: ARGS,
-    resolves_paths: true,
+    run: Run::File(FileTool {
+        path_names: "the directory to list",
+        default_path: Some(DEFAULT_PATH),
+        last: Final::Follow,
+        run,
+    }),
 };
 
 /// The JSON schema of its arguments.

@@ -9,9 +9,10 @@ use rustix::fs::{FileType, Mode, OFlags};
 use serde_json::{Value, json};
 
 use crate::tools::args::Args;
-use crate::tools::definition::{ToolDefinition, sandbox_path_schema};
+use crate::tools::definition::{FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, exact_errno, sandbox_path};
+use crate::tools::resolve::Final;
 
 /// The tool's name.
 pub(crate) const TOOL: &str = "read_file";
@@ -26,7 +27,12 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "Read a file of the sandbox.",
     parameters,
     arguments: ARGS,
-    resolves_paths: true,
+    run: Run::File(FileTool {
+        path_names: "the file to read",
+        default_path: None,
+        last: Final::Follow,
+        run,
+    }),
 };
 
 /// The JSON schema of its arguments.

@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 
 use crate::confined;
 use crate::tools::args::Args;
-use crate::tools::definition::{ToolDefinition, sandbox_path_schema};
+use crate::tools::definition::{FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, Writable, sandbox_path};
+use crate::tools::resolve::Final;
 
 /// The tool's name.
 pub(crate) const TOOL: &str = "write_file";
@@ -28,7 +29,12 @@ pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     description: "Create or replace a file under /workspace.",
     parameters,
     arguments: ARGS,
-    resolves_paths: true,
+    run: Run::File(FileTool {
+        path_names: "the file to write",
+        default_path: None,
+        last: Final::Keep,
+        run,
+    }),
 };
 
 /// The JSON schema of its arguments.
