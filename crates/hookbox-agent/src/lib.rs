@@ -25,11 +25,13 @@ mod agent_loop;
 mod declarations;
 mod discovery;
 pub mod interaction;
+mod owner_hook_files;
 mod runner;
 pub mod service;
 pub mod session;
 mod tool_call;
 
 pub use discovery::{Discovered, HOOK_FILES, HookDiscovery};
+pub use owner_hook_files::OwnerHookFiles;
 pub use runner::EnvironmentCommandRunner;
 pub use tool_call::{SandboxTools, ToolCallError, ToolCallReport};

@@ -1,13 +1,32 @@
 //! Refusing hook files that would fail silently, at the owner's door: an environment's
-//! `.agents/hooks.json` files (from sources at create and update, or an upload) must parse as
-//! the sandbox dialect with no error (unknown keys, `http://` URLs, invalid regexes…) and the
+//! `.agents/hooks.json` files (from sources at create and update, or an upload) must pass the
+//! [`HookFileCheck`] the environments were opened with (the real one parses them as the sandbox
+//! dialect and refuses any error: unknown keys, `http://` URLs, invalid regexes…), and the
 //! `/.agents/…` and `/workspace/.agents/…` scripts their commands name must exist.
+//!
+//! hookbox-env knows nothing of the hooks configuration language: the check is given by its
+//! caller (hookbox-agent's `OwnerHookFiles`), so the data flows one way.
 
+use std::fmt;
 use std::path::Path;
 
-use hookbox_hooks::{Dialect, Handler, HookSet, LoadError, Severity};
-
 use crate::agents::AGENTS_DIRS;
+
+/// The command of one command hook in a hook file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCommand {
+    /// The JSON path of the hook's `command`, e.g. `$.gate.pre_tool_execution[0].hooks[0]`.
+    pub json_path: String,
+    /// The command line.
+    pub command: String,
+}
+
+/// Validates the hook files an environment's owner supplies, before anything is written.
+pub trait HookFileCheck: Send + Sync + fmt::Debug {
+    /// The command hooks of the hook file `file` (a sandbox path, e.g. `/.agents/hooks.json`)
+    /// holding `text`, or what is wrong with it (each problem at its JSON path, with the fix).
+    fn commands(&self, file: &str, text: &str) -> Result<Vec<HookCommand>, String>;
+}
 
 /// Largest owner hook file read for checking.
 const MAX_BYTES: u64 = 16 * 1024 * 1024;
@@ -31,7 +50,11 @@ impl std::fmt::Display for Refused {
 /// Checks the hook files present in `root` (an environment root, or the staged files of an
 /// update); scripts are looked up in `root`, then in `fallback` (the current root of an
 /// environment being updated).
-pub(crate) fn check_root(root: &Path, fallback: Option<&Path>) -> Result<(), Refused> {
+pub(crate) fn check_root(
+    check: &dyn HookFileCheck,
+    root: &Path,
+    fallback: Option<&Path>,
+) -> Result<(), Refused> {
     for dir in AGENTS_DIRS {
         let file = root.join(dir).join("hooks.json");
         let shown = format!("/{dir}/hooks.json");
@@ -56,7 +79,7 @@ pub(crate) fn check_root(root: &Path, fallback: Option<&Path>) -> Result<(), Ref
             )));
         }
         let text = std::fs::read(&file).map_err(|err| refuse(format!("cannot be read: {err}")))?;
-        check_text(&shown, &text, |script| {
+        check_text(check, &shown, &text, |script| {
             exists(root, script) || fallback.is_some_and(|fallback| exists(fallback, script))
         })?;
     }
@@ -66,6 +89,7 @@ pub(crate) fn check_root(root: &Path, fallback: Option<&Path>) -> Result<(), Ref
 /// Checks the hook file `file` (a sandbox path) holding `text`; `script_exists` says whether a
 /// sandbox path its commands name exists in the environment.
 pub(crate) fn check_text(
+    check: &dyn HookFileCheck,
     file: &str,
     text: &[u8],
     script_exists: impl Fn(&str) -> bool,
@@ -76,49 +100,17 @@ pub(crate) fn check_text(
     };
     let text = std::str::from_utf8(text)
         .map_err(|_| refuse("is not UTF-8 text; save it as UTF-8 JSON".to_owned()))?;
-    let mut builder = HookSet::builder();
-    if let Err(err) = builder.load_str(file, text, Some(Dialect::Sandbox)) {
-        let problem = match err {
-            LoadError::Invalid(diagnostic) => located(&diagnostic),
-            LoadError::Read { .. } => err.to_string(),
-        };
-        return Err(refuse(problem));
-    }
-    let hooks = builder.build();
-    let errors: Vec<String> = hooks
-        .diagnostics()
-        .iter()
-        .filter(|diagnostic| diagnostic.severity == Severity::Error)
-        .map(located)
-        .collect();
-    if !errors.is_empty() {
-        return Err(refuse(errors.join("; ")));
-    }
-    for binding in hooks.bindings() {
-        let Handler::Command(command) = &binding.handler else {
-            continue;
-        };
-        if let Some(missing) = scripts(&command.command).find(|script| !script_exists(script)) {
+    for hook in check.commands(file, text).map_err(refuse)? {
+        if let Some(missing) = scripts(&hook.command).find(|script| !script_exists(script)) {
             return Err(refuse(format!(
                 "at `{}.command`: the command names `{missing}`, which does not exist in the \
                  environment; supply it (a source or an upload) before the hook file, or fix \
                  the path",
-                binding.origin.json_path
+                hook.json_path
             )));
         }
     }
     Ok(())
-}
-
-/// "at `PATH`: MESSAGE (HINT)" for a diagnostic.
-fn located(diagnostic: &hookbox_hooks::Diagnostic) -> String {
-    match &diagnostic.hint {
-        Some(hint) => format!(
-            "at `{}`: {}; {hint}",
-            diagnostic.json_path, diagnostic.message
-        ),
-        None => format!("at `{}`: {}", diagnostic.json_path, diagnostic.message),
-    }
 }
 
 /// The owner-directory paths (`/.agents/…`, `/workspace/.agents/…`) a command line names

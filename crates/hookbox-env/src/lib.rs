@@ -53,6 +53,7 @@ pub use credentials::{
 pub use egress::{CA_BUNDLE_PATH, EgressError, NetworkDecision, PROXY_PORT, SandboxEgress};
 pub use env_vars::{EnvValue, EnvVar};
 pub use environment::{Environment, SourceSummary};
+pub use hook_check::{HookCommand, HookFileCheck};
 pub use hookbox_exec::disk::DiskBudget;
 pub use json::SpecError;
 pub use limits::Limits;

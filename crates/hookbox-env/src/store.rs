@@ -4,6 +4,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hookbox_exec::disk::{DiskBudget, DiskError};
 use hookbox_net::{ClientOptions, CredentialSource, EgressPolicy, GuardedClient};
@@ -18,7 +19,7 @@ use crate::env_vars::EnvValue;
 use crate::environment::{Environment, ID_PREFIX, Metadata, SourceSummary, is_environment_id};
 use crate::gcs;
 use crate::git;
-use crate::hook_check;
+use crate::hook_check::{self, HookFileCheck};
 use crate::materialise::{self, Remote, SourceFailure};
 use crate::place;
 use crate::sandbox_path::WORKSPACE;
@@ -110,6 +111,8 @@ pub struct Environments {
     /// Whether repositories on this machine (`file://`, paths) may be cloned.
     allow_host_sources: bool,
     disk: Option<DiskBudget>,
+    /// The check of the hook files owners supply; none checks nothing.
+    hook_files: Option<Arc<dyn HookFileCheck>>,
 }
 
 impl Environments {
@@ -147,6 +150,7 @@ impl Environments {
             network: ClientOptions::default(),
             allow_host_sources: false,
             disk,
+            hook_files: None,
         })
     }
 
@@ -194,6 +198,19 @@ impl Environments {
     pub fn with_host_sources(self, allow: bool) -> Self {
         Self {
             allow_host_sources: allow,
+            ..self
+        }
+    }
+
+    /// The same environments, refusing the hook files owners supply (through sources, updates and
+    /// uploads) that `check` refuses, or whose commands name `.agents` scripts that do not
+    /// exist; nothing is written then. Without a check, hook files are not checked: every
+    /// server and command that takes environments from owners gives hookbox-agent's
+    /// `OwnerHookFiles`.
+    #[must_use]
+    pub fn with_hook_file_check(self, check: Arc<dyn HookFileCheck>) -> Self {
+        Self {
+            hook_files: Some(check),
             ..self
         }
     }
@@ -249,7 +266,8 @@ impl Environments {
             .materialise(spec, &root, &self.remote(), budget)
             .await?;
         create_dir(&root.join(WORKSPACE))?;
-        hook_check::check_root(&root, None).map_err(|refused| refused_in(spec, &refused))?;
+        self.check_hook_files(&root, None)
+            .map_err(|refused| refused_in(spec, &refused))?;
         let now = Timestamp::now().to_string();
         let meta = Metadata {
             id: hookbox_store::new_id(ID_PREFIX).map_err(io_error(
@@ -339,7 +357,7 @@ impl Environments {
         staging
             .materialise(spec, &staged_root, &self.remote(), budget)
             .await?;
-        hook_check::check_root(&staged_root, Some(current.root()))
+        self.check_hook_files(&staged_root, Some(current.root()))
             .map_err(|refused| refused_in(spec, &refused))?;
         place::place(&staged_root, current.root()).map_err(|problem| StoreError::Update {
             id: id.to_owned(),
@@ -387,6 +405,7 @@ impl Environments {
     /// an upload does: a hook file must parse with no error and name only existing
     /// `.agents` scripts (see [`create`](Self::create)); other files pass.
     pub fn check_owner_file(
+        &self,
         environment: &Environment,
         path: &str,
         content: &[u8],
@@ -395,10 +414,10 @@ impl Environments {
         let is_hook_file = agents::AGENTS_DIRS
             .iter()
             .any(|dir| shown == format!("/{dir}/hooks.json"));
-        if !is_hook_file {
+        let Some(check) = self.hook_files.as_deref().filter(|_| is_hook_file) else {
             return Ok(());
-        }
-        hook_check::check_text(&shown, content, |script| {
+        };
+        hook_check::check_text(check, &shown, content, |script| {
             std::fs::symlink_metadata(environment.root().join(script.trim_start_matches('/')))
                 .is_ok()
         })
@@ -406,6 +425,18 @@ impl Environments {
             path: shown.clone(),
             problem: format!("{refused}; nothing was written"),
         })
+    }
+
+    /// Checks the hook files in `root` (see [`hook_check::check_root`]) when there is a check.
+    fn check_hook_files(
+        &self,
+        root: &Path,
+        fallback: Option<&Path>,
+    ) -> Result<(), hook_check::Refused> {
+        match &self.hook_files {
+            Some(check) => hook_check::check_root(check.as_ref(), root, fallback),
+            None => Ok(()),
+        }
     }
 
     /// What remote sources need: the client and the hookbox home.

@@ -53,6 +53,7 @@ use axum::http::{HeaderValue, Request, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
+use hookbox_agent::OwnerHookFiles;
 use hookbox_agent::service::{
     EgressProxyOptions, HookClientOptions, InteractionService, ServiceConfig, ServiceError,
 };
@@ -163,7 +164,8 @@ pub(crate) type Shared = Arc<State>;
 /// The API's router, with body limits, JSON errors everywhere and request logging.
 pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
     let environments = Environments::open_with_network(&config.home, &config.hook_http)?
-        .with_disk_budget(config.disk_budget);
+        .with_disk_budget(config.disk_budget)
+        .with_hook_file_check(Arc::new(OwnerHookFiles));
     let uploads = upload::Uploads::open(&config.home.join("uploads"))?;
     let limit = config.max_body_bytes;
     let mut service = ServiceConfig::new();

@@ -347,6 +347,7 @@ async fn chunk_inner(
             return Err(err);
         }
     };
+    let environments = state.environments.clone();
     let (staging, target, overwrite) = (
         session.staging.clone(),
         session.path.clone(),
@@ -360,7 +361,7 @@ async fn chunk_inner(
             let mut content = Vec::new();
             file.read_to_end(&mut content)
                 .map_err(|err| ApiError::internal("cannot read the staged upload", &err))?;
-            hookbox_env::Environments::check_owner_file(&environment, &target, &content)?;
+            environments.check_owner_file(&environment, &target, &content)?;
             file = File::open(&staging)
                 .map_err(|err| ApiError::internal("cannot reopen the staged upload", &err))?;
         }

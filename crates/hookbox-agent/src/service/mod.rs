@@ -242,7 +242,8 @@ impl InteractionService {
             .map_err(|err| ServiceError::internal("cannot open the interaction store", &err))?;
         let environments = Environments::open_with_network(home, &config.hook_http)?
             .with_host_sources(config.allow_host_sources)
-            .with_disk_budget(config.disk_budget);
+            .with_disk_budget(config.disk_budget)
+            .with_hook_file_check(Arc::new(crate::OwnerHookFiles));
         let http = hookbox_hooks::HookClients::new(&config.hook_http)
             .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP clients", &err))?;
         let model_http = hookbox_net::GuardedClient::new(&hookbox_llm::client_options())

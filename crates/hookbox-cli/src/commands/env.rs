@@ -3,8 +3,10 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
+use hookbox_agent::OwnerHookFiles;
 use hookbox_env::{EnvironmentSpec, Environments};
 use serde_json::Value;
 
@@ -22,7 +24,8 @@ pub(crate) fn store() -> anyhow::Result<Environments> {
     let store = Environments::open_with_network(&home, &network)
         .with_context(|| format!("cannot open the environments in {}", home.display()))?
         .with_host_sources(file.network.allow_host_sources)
-        .with_disk_budget(file.sandbox.disk_budget()?);
+        .with_disk_budget(file.sandbox.disk_budget()?)
+        .with_hook_file_check(Arc::new(OwnerHookFiles));
     warn_without_disk_budget();
     Ok(store)
 }

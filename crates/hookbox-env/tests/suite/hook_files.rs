@@ -1,7 +1,7 @@
 //! Never fail silently, at the owner's door: hook files that would not work are refused at
 //! create and update, naming file, JSON path and fix, and nothing is written.
 
-use hookbox_env::{EnvironmentSpec, Environments, StoreError};
+use hookbox_env::{EnvironmentSpec, StoreError};
 use serde_json::{Value, json};
 
 use super::support::{Home, snapshot};
@@ -126,15 +126,20 @@ async fn an_owner_file_check_covers_uploads_of_hook_files_only() {
     let home = Home::new();
     let env = home.create(json!({})).await;
     let bad = gate(json!({"type": "http", "url": "http://x.example/h"})).to_string();
-    let err = Environments::check_owner_file(&env, "workspace/.agents/hooks.json", bad.as_bytes())
+    let err = home
+        .envs
+        .check_owner_file(&env, "workspace/.agents/hooks.json", bad.as_bytes())
         .expect_err("refused");
     assert!(
         err.to_string().contains("/workspace/.agents/hooks.json"),
         "{err}"
     );
-    Environments::check_owner_file(&env, "workspace/notes/hooks.json", b"{not json")
+    home.envs
+        .check_owner_file(&env, "workspace/notes/hooks.json", b"{not json")
         .expect("not a hook file");
-    Environments::check_owner_file(&env, ".agents/hooks.json", b"{}").expect("valid");
+    home.envs
+        .check_owner_file(&env, ".agents/hooks.json", b"{}")
+        .expect("valid");
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hookbox_env::{Environment, EnvironmentSpec, Environments, FileTools};
@@ -16,7 +17,9 @@ pub(crate) struct Home {
 impl Home {
     pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let envs = Environments::open(dir.path()).unwrap();
+        let envs = Environments::open(dir.path())
+            .unwrap()
+            .with_hook_file_check(Arc::new(hookbox_agent::OwnerHookFiles));
         Self { dir, envs }
     }
 

@@ -39,7 +39,8 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         .prefix("hookbox-demo-")
         .tempdir()
         .context("cannot create a scratch HOOKBOX_HOME")?;
-    let store = Environments::open(home.path())?;
+    let store = Environments::open(home.path())?
+        .with_hook_file_check(std::sync::Arc::new(hookbox_agent::OwnerHookFiles));
     // Dropped before `home`: the environments' file systems are unmounted, not orphaned.
     let _scratch = DeleteOnDrop(&store);
     let user_home = Environments::default_home()?;

@@ -1,0 +1,54 @@
+//! The real [`HookFileCheck`] for environments: an owner's hook file must load as the sandbox
+//! dialect with no error diagnostic. hookbox-env takes it from its caller, so it never depends
+//! on hookbox-hooks.
+
+use hookbox_env::{HookCommand, HookFileCheck};
+use hookbox_hooks::{Diagnostic, Dialect, Handler, HookSet, LoadError, Severity};
+
+/// Checks owners' hook files with hookbox-hooks: give it to
+/// [`Environments::with_hook_file_check`](hookbox_env::Environments::with_hook_file_check).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OwnerHookFiles;
+
+impl HookFileCheck for OwnerHookFiles {
+    fn commands(&self, file: &str, text: &str) -> Result<Vec<HookCommand>, String> {
+        let mut builder = HookSet::builder();
+        if let Err(err) = builder.load_str(file, text, Some(Dialect::Sandbox)) {
+            return Err(match err {
+                LoadError::Invalid(diagnostic) => located(&diagnostic),
+                LoadError::Read { .. } => err.to_string(),
+            });
+        }
+        let hooks = builder.build();
+        let errors: Vec<String> = hooks
+            .diagnostics()
+            .iter()
+            .filter(|diagnostic| diagnostic.severity == Severity::Error)
+            .map(located)
+            .collect();
+        if !errors.is_empty() {
+            return Err(errors.join("; "));
+        }
+        Ok(hooks
+            .bindings()
+            .filter_map(|binding| match &binding.handler {
+                Handler::Command(command) => Some(HookCommand {
+                    json_path: binding.origin.json_path.to_string(),
+                    command: command.command.clone(),
+                }),
+                _ => None,
+            })
+            .collect())
+    }
+}
+
+/// "at `PATH`: MESSAGE; HINT" for a diagnostic.
+fn located(diagnostic: &Diagnostic) -> String {
+    match &diagnostic.hint {
+        Some(hint) => format!(
+            "at `{}`: {}; {hint}",
+            diagnostic.json_path, diagnostic.message
+        ),
+        None => format!("at `{}`: {}", diagnostic.json_path, diagnostic.message),
+    }
+}
