@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use hookbox_env::{CredentialStore, Environments};
-use hookbox_net::SharedCredentials;
 use serde_json::{Value, json};
 
 use crate::cli::CredentialsCommand;
@@ -107,12 +106,6 @@ fn header_value(read: &str, prefix: &str) -> anyhow::Result<String> {
         );
     }
     Ok(format!("{prefix}{secret}"))
-}
-
-/// hookbox home `home`'s credential store as the source the hook client resolves allowlist
-/// `credential`s from (each lookup reads the store, so credentials added later are seen).
-pub(crate) fn source(home: &Path) -> anyhow::Result<SharedCredentials> {
-    Ok(SharedCredentials::new(open(home)?))
 }
 
 #[cfg(test)]

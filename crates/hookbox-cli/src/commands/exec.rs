@@ -3,12 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use hookbox_agent::SandboxTools;
 use hookbox_env::Isolation;
+use hookbox_runtime::Runtime;
 use serde_json::Value;
 
 use crate::cli::ExecArgs;
-use crate::commands::env::store;
 use crate::{config, render};
 
 pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
@@ -30,27 +29,19 @@ pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
         Isolation::Sandboxed
     };
     let home = hookbox_env::Environments::default_home()?;
-    let file = config::read(args.config.as_deref(), &home)?;
-    let hook_http = file.hook_client_options(Some(&home))?;
-    let environment = store()?.get(&args.environment)?;
-    let http = hookbox_hooks::HookClients::new(&hook_http)
-        .context("cannot build the HTTP hooks' clients")?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let config = config::read(args.config.as_deref(), &home)?;
+    config::warn_if_loopback_hooks(&config);
+    let runtime = Runtime::from_config(&config)?;
+    super::env::warn_without_disk_budget();
+    let environment = runtime.environments().get(&args.environment)?;
+    let async_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let _entered = runtime.enter();
-    // The sandbox's one way out (none for `network: "disabled"`).
-    let proxy = hookbox_net::EgressProxy::new(file.network.egress_proxy_options()?)
-        .context("cannot build the sandbox's egress proxy")?;
-    let credentials = hook_http
-        .credentials
-        .as_ref()
-        .map(hookbox_net::SharedCredentials::source);
-    let tools = SandboxTools::with_hook_clients(environment, isolation, http)?
-        .with_egress(proxy, credentials)?;
-    let report = runtime.block_on(tools.call(&args.tool, tool_args, None))?;
+    let _entered = async_runtime.enter();
+    let tools = runtime.sandbox_tools(&environment, isolation)?;
+    let report = async_runtime.block_on(tools.call(&args.tool, tool_args, None))?;
     for diagnostic in &report.diagnostics {
         render::print_error(&format!("{diagnostic}\n"));
     }

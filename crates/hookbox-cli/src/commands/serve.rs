@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use hookbox_env::Environments;
+use hookbox_runtime::{Runtime, ServerSection};
 use hookbox_server::{ApiKeys, Auth, Limits, ServeOptions, ServerConfig};
 
 use crate::cli::ServeArgs;
@@ -17,7 +18,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let home = Environments::default_home()?;
     let file = config::read(args.config.as_deref(), &home)?;
-    let hook_http = file.hook_client_options(Some(&home))?;
+    config::warn_if_loopback_hooks(&file);
+    let runtime = Runtime::from_config(&file)?;
     let listen = args
         .listen
         .clone()
@@ -57,18 +59,18 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    config.hook_http = hook_http;
+    config.hook_http = runtime.hook_options().clone();
     config.egress_proxy = Some(file.network.egress_proxy_options()?);
     config.agents = file.agents;
     config.disk_budget = file.sandbox.disk_budget()?;
     super::env::warn_without_disk_budget();
     let app = hookbox_server::router(config)
         .with_context(|| format!("cannot set up the server in {}", home.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let async_runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async {
+    async_runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&listen)
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
@@ -89,6 +91,9 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             );
         }
         let shutdown = shutdown_signal()?;
+        for (name, agent) in runtime.agents().iter() {
+            tracing::info!(agent = name, model = agent.label, "serving agent");
+        }
         render::print_error(&format!(
             "hookbox serving on http://{address} (home {})\n",
             home.display()
@@ -102,7 +107,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The connection limits and allowed hosts of `[server]`, defaults where unset.
-fn serve_options(server: &config::ServerSection) -> anyhow::Result<ServeOptions> {
+fn serve_options(server: &ServerSection) -> anyhow::Result<ServeOptions> {
     let mut limits = Limits::default();
     if let Some(cap) = server.max_connections {
         if cap == 0 {

@@ -97,9 +97,11 @@ impl Served {
 fn serve_reads_its_config_and_stops_cleanly_on_sigterm() {
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("custom.toml");
+    // Every agent is checked at start, so agent `x` needs its script (relative: next to the file).
+    std::fs::write(home.path().join("x.json"), r#"{"turns": [{"text": "hi"}]}"#).unwrap();
     std::fs::write(
         &config,
-        "[server]\nlisten = \"127.0.0.1:1\"\nmax_body_bytes = 1024\n\n[agents.x]\nprovider = \"scripted\"\n",
+        "[server]\nlisten = \"127.0.0.1:1\"\nmax_body_bytes = 1024\n\n[agents.x]\nprovider = \"scripted\"\nscript = \"x.json\"\n",
     )
     .unwrap();
     api_key(home.path(), "ci");
@@ -126,6 +128,65 @@ fn serve_reads_its_config_and_stops_cleanly_on_sigterm() {
         stderr.contains("custom.toml") && stderr.contains("listen"),
         "{stderr}"
     );
+}
+
+#[test]
+fn serve_checks_every_agent_at_start_and_logs_the_agents_it_serves() {
+    let home = tempfile::tempdir().unwrap();
+    let etc = home.path().join("etc");
+    std::fs::create_dir_all(etc.join("scripts")).unwrap();
+    let config = etc.join("hookbox.toml");
+    std::fs::write(
+        &config,
+        "[agents.good]\nprovider = \"scripted\"\nscript = \"scripts/good.json\"\n",
+    )
+    .unwrap();
+    // The relative script is looked for next to the config file, not in the working directory.
+    let output = super::hookbox_in(
+        home.path(),
+        &["serve", "--no-auth", "--config", config.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(super::code(&output), 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let expected = format!(
+        "{}: agents.\"good\".script: {}: no such file",
+        config.display(),
+        etc.join("scripts/good.json").display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+
+    std::fs::write(
+        etc.join("scripts/good.json"),
+        r#"{"turns": [{"text": "hi"}]}"#,
+    )
+    .unwrap();
+    let served = serve(
+        home.path(),
+        &["--no-auth", "--config", config.to_str().unwrap()],
+    );
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+    let line = log
+        .lines()
+        .find(|line| line.contains("serving agent"))
+        .unwrap_or_else(|| panic!("no agent logged: {log}"));
+    assert!(
+        line.contains("agent=\"good\"") || line.contains("agent=good"),
+        "{line}"
+    );
+    assert!(line.contains("good.json"), "{line}");
+
+    // A model the provider needs, missing: refused at start too, naming the key.
+    std::fs::write(&config, "[agents.g]\nprovider = \"gemini\"\n").unwrap();
+    let output = super::hookbox_in(
+        home.path(),
+        &["serve", "--no-auth", "--config", config.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(super::code(&output), 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("agents.\"g\".model"), "{stderr}");
 }
 
 #[test]

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use hookbox_agent::SandboxTools;
 use hookbox_agent::interaction::{Agent, RunOutcome, RunStatus, user_input};
 use hookbox_env::{Environment, EnvironmentSpec, Environments, Isolation};
 use hookbox_llm::{Model, ScriptedModel};
+use hookbox_runtime::Runtime;
 use serde_json::{Value, json};
 
 mod receiver;
@@ -39,18 +39,19 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         .prefix("hookbox-demo-")
         .tempdir()
         .context("cannot create a scratch HOOKBOX_HOME")?;
-    let store = Environments::open(home.path())?
-        .with_hook_file_check(std::sync::Arc::new(hookbox_agent::OwnerHookFiles));
-    // Dropped before `home`: the environments' file systems are unmounted, not orphaned.
-    let _scratch = DeleteOnDrop(&store);
     let user_home = Environments::default_home()?;
-    let file = config::read(args.config.as_deref(), &user_home)?;
-    // The demo's environments name no credentials, so none are loaded.
-    let hook_http = file.hook_client_options(None)?;
-    let egress_proxy = file.network.egress_proxy_options()?;
+    // The user's hookbox.toml, over the scratch home (whose credential store is empty: the
+    // demo's environments name no credentials).
+    let mut config = config::read(args.config.as_deref(), &user_home)?;
+    config.home = home.path().to_path_buf();
+    config::warn_if_loopback_hooks(&config);
+    let runtime = Runtime::from_config(&config)?;
+    let store = runtime.environments();
+    // Dropped before `home`: the environments' file systems are unmounted, not orphaned.
+    let _scratch = DeleteOnDrop(store);
     // A real model when asked for by name; otherwise one scripted model per example.
     let real_model = match &args.agent {
-        Some(name) => Some(file.model(name)?),
+        Some(name) => Some(runtime.agents().model(name)?),
         None => None,
     };
     let model = |name: &str, script: &str| -> anyhow::Result<Arc<dyn Model>> {
@@ -59,14 +60,12 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
             None => Ok(Arc::new(ScriptedModel::from_json(Path::new(name), script)?)),
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let async_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let _entered = runtime.enter();
-    let proxy = hookbox_net::EgressProxy::new(egress_proxy)
-        .context("cannot build the sandboxes' egress proxy")?;
+    let _entered = async_runtime.enter();
     let mut text = String::from(
         "hookbox demo: the seeds' hooks.json files and hook scripts, verbatim, in sandboxed \
          environments.\n",
@@ -84,39 +83,42 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     });
 
     text.push_str("\n1. Security gate\n");
-    let environment = runtime.block_on(create(&store, &security_sources()))?;
+    let environment = async_runtime.block_on(create(store, &security_sources()))?;
     let agent = agent_over(
+        &runtime,
         &environment,
         model("security-gate.script.json", SECURITY_SCRIPT)?,
-        &hook_http,
-        &proxy,
+        runtime.hook_clients().clone(),
     )?;
     let prompt = "Run `rm -rf /tmp/forbidden` using code_execution.";
-    let security = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
+    let security =
+        async_runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
     describe(&mut text, &security);
 
     text.push_str("\n2. Privacy gate, then a second turn in the same environment\n");
-    let environment = runtime.block_on(create(&store, &privacy_sources()))?;
+    let environment = async_runtime.block_on(create(store, &privacy_sources()))?;
     let agent = agent_over(
+        &runtime,
         &environment,
         model("privacy-gate.script.json", PRIVACY_SCRIPT)?,
-        &hook_http,
-        &proxy,
+        runtime.hook_clients().clone(),
     )?;
     let prompt = "Use your filesystem tool to read `/workspace/private/employees.json` and summarize the employee details.";
-    let first = runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
+    let first = async_runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
     describe(&mut text, &first);
     let prompt = "Understood. Please read the approved `/workspace/public/summary.json` file instead and provide the summary.";
-    let second =
-        runtime.block_on(agent.run(&first.steps, vec![user_input(prompt)], None, &mut |_| {}));
+    let second = async_runtime.block_on(agent.run(
+        &first.steps,
+        vec![user_input(prompt)],
+        None,
+        &mut |_| {},
+    ));
     describe(&mut text, &second);
 
     text.push_str("\n3. Audit log: an http hook reports every read_file and write_file\n");
-    let audit = runtime.block_on(audit_example(
-        &store,
+    let audit = async_runtime.block_on(audit_example(
+        &runtime,
         model("audit-logging.script.json", AUDIT_SCRIPT)?,
-        &hook_http,
-        &proxy,
         &mut text,
     ))?;
     render::print_text(&text)?;
@@ -153,10 +155,8 @@ impl Drop for DeleteOnDrop<'_> {
 /// connects that name to the receiver's address and port and trusts its certificate). Prints
 /// each tool call, then what the receiver got.
 async fn audit_example(
-    store: &Environments,
+    runtime: &Runtime,
     model: Arc<dyn Model>,
-    hook_http: &hookbox_net::ClientOptions,
-    proxy: &hookbox_net::EgressProxy,
     text: &mut String,
 ) -> anyhow::Result<RunOutcome> {
     let ca = hookbox_net::ProxyCa::generate("hookbox demo telemetry receiver")?;
@@ -169,7 +169,7 @@ async fn audit_example(
             {"domain": "*"}
         ]},
     }))?;
-    let environment = store.create(&spec).await?;
+    let environment = runtime.environments().create(&spec).await?;
     let local = hookbox_net::ClientOptions {
         permit_loopback: true,
         connect_to: vec![(
@@ -177,9 +177,14 @@ async fn audit_example(
             (std::net::Ipv4Addr::LOCALHOST, receiver.port()).into(),
         )],
         extra_root_certs_pem: vec![ca.certificate_pem().as_bytes().to_vec()],
-        ..hook_http.clone()
+        ..runtime.hook_options().clone()
     };
-    let agent = agent_over(&environment, model, &local, proxy)?;
+    let agent = agent_over(
+        runtime,
+        &environment,
+        model,
+        hookbox_hooks::HookClients::new(&local)?,
+    )?;
     let prompt = "Write a line to /workspace/audit.log, then read it back.";
     let outcome = agent
         .run(&[], vec![user_input(prompt)], None, &mut |_| {})
@@ -233,17 +238,16 @@ async fn create(store: &Environments, sources: &Value) -> anyhow::Result<Environ
     Ok(store.create(&spec).await?)
 }
 
-/// An agent with `model` over `environment`'s sandboxed tools, HTTP hooks sent with `hook_http`,
-/// the sandbox's network through `proxy`.
+/// An agent with `model` over `environment`'s sandboxed tools (the sandbox's network through
+/// the runtime's egress proxy), HTTP hooks sent through `hook_clients`.
 fn agent_over(
+    runtime: &Runtime,
     environment: &Environment,
     model: Arc<dyn Model>,
-    hook_http: &hookbox_net::ClientOptions,
-    proxy: &hookbox_net::EgressProxy,
+    hook_clients: hookbox_hooks::HookClients,
 ) -> anyhow::Result<Agent> {
-    let http = hookbox_hooks::HookClients::new(hook_http)?;
-    let tools = SandboxTools::with_hook_clients(environment.clone(), Isolation::Sandboxed, http)?
-        .with_egress(proxy.clone(), None)?;
+    let tools =
+        runtime.sandbox_tools_with_hooks(environment, Isolation::Sandboxed, hook_clients)?;
     Ok(Agent {
         model,
         tools: Some(Arc::new(tools)),

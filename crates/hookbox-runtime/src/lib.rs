@@ -1,0 +1,164 @@
+//! hookbox's one runtime assembly: [`Runtime::from_config`] turns a [`Config`]
+//! (`hookbox.toml`) into what every interface needs — the store, the environments, the
+//! credential store, the sandboxes' egress proxy, the HTTP hooks' clients and the named
+//! [`Agents`] (each checked once, at build). `hookbox serve`, `hookbox exec`, `hookbox demo`
+//! (and SDK mode, through [`Runtime::agents`], [`Runtime::hook_clients`] and
+//! [`Config::sdk`]) build it the same way; an interface adds only its own wire format and
+//! listening options.
+//!
+//! It sits between the interfaces and `hookbox-agent`: it knows the agent's sandbox tools
+//! ([`Runtime::sandbox_tools`]) but no wire format. Its errors are `anyhow` chains: its
+//! callers are start-up paths that print them; every problem names the file and the key.
+
+mod agents;
+mod config;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use hookbox_agent::{OwnerHookFiles, SandboxTools, ToolCallError};
+use hookbox_env::{CredentialStore, Environment, Environments, Isolation};
+use hookbox_hooks::HookClients;
+use hookbox_net::{ClientOptions, EgressProxy, GuardedClient, SharedCredentials};
+use hookbox_store::{SqliteStore, Store};
+
+pub use agents::{Agents, NamedAgent};
+pub use config::{Addresses, Config, NetworkSection, SandboxSection, SdkSection, ServerSection};
+
+/// Everything an interface serves from, built once from a [`Config`].
+pub struct Runtime {
+    config: Config,
+    store: Arc<dyn Store>,
+    environments: Environments,
+    hook_options: ClientOptions,
+    hook_clients: HookClients,
+    egress: EgressProxy,
+    agents: Agents,
+    max_turns: u32,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("config", &self.config)
+            .field("agents", &self.agents)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Builds the runtime of `config` in its hookbox home: opens `hookbox.db` (without
+    /// recovering interrupted interactions: that is the server's job, see
+    /// [`Store::recover`]) and `environments/` (new ones get `[sandbox]`'s disk budget and,
+    /// with `[server] allow_host_sources`, may read this host's files), loads the credential
+    /// store, builds the HTTP hooks' clients and the egress proxy from `[network]`, and checks
+    /// every agent and every value. The first problem is an error naming the file and key.
+    pub fn from_config(config: &Config) -> anyhow::Result<Self> {
+        let home = &config.home;
+        let max_turns = config.max_turns()?;
+        let credentials = CredentialStore::open(home)
+            .with_context(|| format!("cannot open the credentials in {}", home.display()))?;
+        let hook_options = ClientOptions {
+            credentials: Some(SharedCredentials::new(credentials)),
+            ..config.network.hook_client_options()?
+        };
+        let environments = Environments::open_with_network(home, &hook_options)
+            .with_context(|| format!("cannot open the environments in {}", home.display()))?
+            .with_host_sources(config.server.allow_host_sources.unwrap_or(false))
+            .with_disk_budget(config.sandbox.disk_budget()?)
+            .with_hook_file_check(Arc::new(OwnerHookFiles));
+        let hook_clients =
+            HookClients::new(&hook_options).context("cannot build the HTTP hooks' clients")?;
+        let egress = EgressProxy::new(config.network.egress_proxy_options()?)
+            .context("cannot build the sandboxes' egress proxy")?;
+        let model_client = GuardedClient::new(&hookbox_llm::client_options())
+            .context("cannot build the models' HTTP client")?;
+        let agents = Agents::new(config, model_client)?;
+        let store = SqliteStore::open_without_recovery(home.join("hookbox.db"))
+            .with_context(|| format!("cannot open the store in {}", home.display()))?;
+        Ok(Self {
+            config: config.clone(),
+            store: Arc::new(store),
+            environments,
+            hook_options,
+            hook_clients,
+            egress,
+            agents,
+            max_turns,
+        })
+    }
+
+    /// The configuration it was built from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The hookbox home.
+    pub fn home(&self) -> &Path {
+        &self.config.home
+    }
+
+    /// The store (`hookbox.db`): interactions, steps, traces, API keys and owners.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The environments (`environments/`).
+    pub fn environments(&self) -> &Environments {
+        &self.environments
+    }
+
+    /// The options the HTTP hooks' clients were built with (`[network]` and the credential
+    /// store); callers that need a variant (the demo's local receiver) start from these.
+    pub fn hook_options(&self) -> &ClientOptions {
+        &self.hook_options
+    }
+
+    /// The HTTP hooks' clients.
+    pub fn hook_clients(&self) -> &HookClients {
+        &self.hook_clients
+    }
+
+    /// The named agents.
+    pub fn agents(&self) -> &Agents {
+        &self.agents
+    }
+
+    /// Model turns per interaction (`[server] max_turns`, default 32).
+    pub fn max_turns(&self) -> u32 {
+        self.max_turns
+    }
+
+    /// Tokens per interaction, input plus output (`[server] max_tokens`; `None`: no limit).
+    pub fn max_tokens(&self) -> Option<u64> {
+        self.config.server.max_tokens
+    }
+
+    /// The sandboxed tools of `environment`, its HTTP hooks sent with the runtime's clients.
+    pub fn sandbox_tools(
+        &self,
+        environment: &Environment,
+        isolation: Isolation,
+    ) -> Result<SandboxTools, ToolCallError> {
+        self.sandbox_tools_with_hooks(environment, isolation, self.hook_clients.clone())
+    }
+
+    /// The sandboxed tools of `environment` with HTTP hooks sent through `hook_clients`: the
+    /// sandbox reaches the network through the runtime's egress proxy, under the environment's
+    /// `network`, with `credential`s from the credential store.
+    pub fn sandbox_tools_with_hooks(
+        &self,
+        environment: &Environment,
+        isolation: Isolation,
+        hook_clients: HookClients,
+    ) -> Result<SandboxTools, ToolCallError> {
+        SandboxTools::with_hook_clients(environment.clone(), isolation, hook_clients)?.with_egress(
+            self.egress.clone(),
+            self.hook_options
+                .credentials
+                .as_ref()
+                .map(SharedCredentials::source),
+        )
+    }
+}
