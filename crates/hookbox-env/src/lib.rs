@@ -4,9 +4,13 @@
 //!   Environments API create body): `sources` (`inline`, `repository`, `gcs`, and the hookbox
 //!   extension `local`), `network` (shape-checked only), `env`, `environment_id`,
 //!   `from_environment`, and the hookbox extension `agents_writable`. Errors name the JSON path.
-//! * [`Environments`] keeps environments under `$HOOKBOX_HOME/environments/<id>/`: `root/` (the
-//!   sandbox's top-level entries, always with `workspace/`) and `environment.json`. Creation is
-//!   all-or-nothing (staged, then renamed into place).
+//! * [`Environments`] keeps each environment's record (spec, metadata, sources, disk budget…)
+//!   in the hookbox database (`$HOOKBOX_HOME/hookbox.db`, hookbox-store's `environments`
+//!   table: the one source of truth) and its files under
+//!   `$HOOKBOX_HOME/environments/<id>/`: `root/` (the sandbox's top-level entries, always with
+//!   `workspace/`), and `network.json` (mode 0600) when the allowlist has `transform` secrets,
+//!   which the database never holds. Creation is all-or-nothing (staged, renamed into place,
+//!   then recorded). An `environment.json` left by an older hookbox is imported once.
 //! * [`FileTools`] runs `read_file`, `write_file`, `list_files` and `delete_file` on the host,
 //!   confined to the environment root by `openat2`: a call's path is resolved once (links
 //!   followed inside the root; what hooks are shown), then acted on exactly, following no link.
@@ -38,6 +42,7 @@ mod limits;
 mod materialise;
 mod network;
 mod place;
+mod records;
 mod repository_url;
 mod sandbox_path;
 mod sources;

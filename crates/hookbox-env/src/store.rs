@@ -1,8 +1,8 @@
-//! Environments on disk: `<home>/environments/<id>/{root/, environment.json}`.
+//! Environments: their records in the hookbox database (see `records`), their files in
+//! `<home>/environments/<id>/root/` (or on the file system of `<id>/disk.img`).
 
 use std::fs::{self, File};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,12 +22,14 @@ use crate::git;
 use crate::hook_check::{self, HookFileCheck};
 use crate::materialise::{self, Remote, SourceFailure};
 use crate::place;
+use crate::records::{LEGACY_METADATA, Records, token};
 use crate::sandbox_path::WORKSPACE;
 use crate::sources::Source;
 use crate::spec::EnvironmentSpec;
 
-/// Name of the metadata file beside each root.
-const METADATA: &str = "environment.json";
+/// Marks an environment directory renamed into place whose record is not stored yet; removed
+/// by [`Environments::open`] if a crash left it so.
+const UNCOMMITTED: &str = ".uncommitted";
 
 /// Prefix of directories being built; removed by [`Environments::open`] after a crash.
 const STAGING_PREFIX: &str = ".staging-";
@@ -111,6 +113,8 @@ pub struct Environments {
     /// Whether repositories on this machine (`file://`, paths) may be cloned.
     allow_host_sources: bool,
     disk: Option<DiskBudget>,
+    /// Their records.
+    records: Records,
     /// The check of the hook files owners supply; none checks nothing.
     hook_files: Option<Arc<dyn HookFileCheck>>,
 }
@@ -131,15 +135,19 @@ impl Environments {
             .ok_or(StoreError::NoHome)
     }
 
-    /// Opens (creating it if needed) `<home>/environments`, removing what an interrupted
-    /// create, update or delete left behind (and unmounting the file systems of environments
-    /// whose home was removed without hookbox). New environments get the default disk budget
+    /// Opens (creating them if needed) `<home>/environments` and the records in
+    /// `<home>/hookbox.db`, removing what an interrupted create, update or delete left behind
+    /// (and unmounting the file systems of environments whose home was removed without
+    /// hookbox). Environments an older hookbox described in an `environment.json` are imported
+    /// into the database, once. New environments get the default disk budget
     /// ([`DiskBudget::DEFAULT`]) when this process can mount file systems, and none otherwise
     /// (see [`disk_budget`](Self::disk_budget)).
     pub fn open(home: &Path) -> Result<Self, StoreError> {
         let dir = home.join("environments");
         fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
         remove_leftovers(&dir)?;
+        let records = Records::open(home)?;
+        settle_directories(&dir, &records)?;
         let disk = hookbox_exec::disk::can_mount().then_some(DiskBudget::DEFAULT);
         if disk.is_some() {
             disk::sweep_orphans()?;
@@ -150,6 +158,7 @@ impl Environments {
             network: ClientOptions::default(),
             allow_host_sources: false,
             disk,
+            records,
             hook_files: None,
         })
     }
@@ -227,7 +236,8 @@ impl Environments {
 
     /// Creates an environment from `spec` (it must not name `environment_id`). Either the
     /// whole environment appears or nothing does: it is built in a staging directory that is
-    /// renamed into place.
+    /// renamed into place, then its record is stored (a crash in between leaves a directory
+    /// marked uncommitted, which [`open`](Self::open) removes).
     pub async fn create(&self, spec: &EnvironmentSpec) -> Result<Environment, StoreError> {
         if spec.environment_id.is_some() {
             return Err(StoreError::Misplaced {
@@ -284,9 +294,18 @@ impl Environments {
             env: spec.env.clone().unwrap_or_default(),
             limits: budget.map(Into::into),
         };
-        write_metadata(&staging.path, &meta)?;
+        Records::write_secrets(&staging.path, &meta)?;
+        let marker = staging.path.join(UNCOMMITTED);
+        fs::write(&marker, b"").map_err(io_error("create", &marker))?;
         let final_dir = self.dir.join(&meta.id);
         fs::rename(&staging.path, &final_dir).map_err(io_error("move into place", &final_dir))?;
+        // Still locked by `staging`: `open` in another process leaves it alone meanwhile.
+        if let Err(err) = self.records.put(&meta) {
+            let _ = remove_environment_dir(&self.dir, &final_dir);
+            return Err(err);
+        }
+        let marker = final_dir.join(UNCOMMITTED);
+        fs::remove_file(&marker).map_err(io_error("remove", &marker))?;
         let root = root_of(&meta, &final_dir)?;
         Ok(Environment::new(meta, root))
     }
@@ -377,7 +396,7 @@ impl Environments {
         if let Some(agents_writable) = spec.agents_writable {
             meta.agents_writable = agents_writable;
         }
-        write_metadata(&self.dir.join(id), &meta)?;
+        self.save(&meta)?;
         Ok(Environment::new(meta, current.root().to_path_buf()))
     }
 
@@ -397,7 +416,7 @@ impl Environments {
         }
         let mut meta = current.metadata().clone();
         add_owner_agents(&mut meta, dirs);
-        write_metadata(&self.dir.join(id), &meta)?;
+        self.save(&meta)?;
         Ok(Environment::new(meta, current.root().to_path_buf()))
     }
 
@@ -437,6 +456,12 @@ impl Environments {
             Some(check) => hook_check::check_root(check.as_ref(), root, fallback),
             None => Ok(()),
         }
+    }
+
+    /// Stores the changed metadata of an existing environment: its secrets, then its record.
+    fn save(&self, meta: &Metadata) -> Result<(), StoreError> {
+        Records::write_secrets(&self.dir.join(&meta.id), meta)?;
+        self.records.put(meta)
     }
 
     /// What remote sources need: the client and the hookbox home.
@@ -550,33 +575,22 @@ impl Environments {
             return Err(not_found());
         }
         let dir = self.dir.join(id);
-        let path = dir.join(METADATA);
-        let text = match fs::read(&path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(not_found()),
-            Err(err) => return Err(io_error("read", &path)(err)),
-        };
-        serde_json::from_slice(&text).map_err(|err| StoreError::Io {
-            action: "parse",
-            path: path.clone(),
-            source: io::Error::new(io::ErrorKind::InvalidData, err),
-        })
+        if !dir.is_dir() {
+            return Err(not_found());
+        }
+        self.records.load(id, &dir)?.ok_or_else(not_found)
     }
 
     /// Every environment, oldest first.
     pub fn list(&self) -> Result<Vec<Environment>, StoreError> {
         let mut all = Vec::new();
-        for entry in fs::read_dir(&self.dir).map_err(io_error("read", &self.dir))? {
-            let name = entry.map_err(io_error("read", &self.dir))?.file_name();
-            let Some(name) = name.to_str().filter(|name| is_environment_id(name)) else {
-                continue;
-            };
-            let meta = match self.metadata(name) {
+        for id in self.records.ids()? {
+            let meta = match self.metadata(&id) {
                 Ok(meta) => meta,
                 Err(StoreError::NotFound { .. }) => continue,
                 Err(err) => return Err(err),
             };
-            match root_of(&meta, &self.dir.join(name)) {
+            match root_of(&meta, &self.dir.join(&id)) {
                 Ok(root) => all.push(Environment::new(meta, root)),
                 Err(StoreError::NotFound { .. }) => {}
                 Err(err) => return Err(err),
@@ -594,9 +608,8 @@ impl Environments {
         if meta.limits.is_some() {
             disk::unmount(&dir.join(IMAGE))?;
         }
-        let trash = self.dir.join(format!("{TRASH_PREFIX}{}", token()?));
-        fs::rename(&dir, &trash).map_err(io_error("move aside", &dir))?;
-        fs::remove_dir_all(&trash).map_err(io_error("remove", &trash))
+        self.records.remove(id)?;
+        remove_environment_dir(&self.dir, &dir)
     }
 }
 
@@ -625,6 +638,51 @@ fn remove_leftovers(dir: &Path) -> Result<(), StoreError> {
         fs::remove_dir_all(&path).map_err(io_error("remove leftover", &path))?;
     }
     Ok(())
+}
+
+/// Settles the environment directories against their records: a directory a crash left
+/// uncommitted (renamed into place, its record not stored) is removed unless a live create
+/// holds it; an `environment.json` of an older hookbox is imported. A directory with neither a
+/// record nor either file is left alone (it is not listed).
+fn settle_directories(dir: &Path, records: &Records) -> Result<(), StoreError> {
+    let recorded: std::collections::HashSet<String> = records.ids()?.into_iter().collect();
+    for entry in fs::read_dir(dir).map_err(io_error("read", dir))? {
+        let entry = entry.map_err(io_error("read", dir))?;
+        let Some(id) = entry
+            .file_name()
+            .to_str()
+            .filter(|name| is_environment_id(name))
+            .map(str::to_owned)
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let marker = path.join(UNCOMMITTED);
+        if marker.exists() {
+            if recorded.contains(&id) {
+                fs::remove_file(&marker).map_err(io_error("remove", &marker))?;
+            } else if let Ok(handle) = File::open(&path)
+                && rustix::fs::flock(&handle, FlockOperation::NonBlockingLockExclusive).is_ok()
+            {
+                let image = path.join(IMAGE);
+                if image.exists() {
+                    disk::unmount(&image)?;
+                }
+                remove_environment_dir(dir, &path)?;
+            }
+        } else if !recorded.contains(&id) && path.join(LEGACY_METADATA).exists() {
+            records.import_legacy(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the environment directory `env_dir` of `dir`: renamed aside first, so that a
+/// crash leaves a `.trash-*` directory that [`Environments::open`] removes.
+fn remove_environment_dir(dir: &Path, env_dir: &Path) -> Result<(), StoreError> {
+    let trash = dir.join(format!("{TRASH_PREFIX}{}", token()?));
+    fs::rename(env_dir, &trash).map_err(io_error("move aside", env_dir))?;
+    fs::remove_dir_all(&trash).map_err(io_error("remove", &trash))
 }
 
 /// Where the root of the environment described by `meta` in `dir` is: on its file system
@@ -734,39 +792,9 @@ fn add_owner_agents(meta: &mut Metadata, dirs: Vec<String>) {
     meta.owner_agents.dedup();
 }
 
-/// A random name suffix.
-fn token() -> Result<String, StoreError> {
-    hookbox_store::random_token().map_err(io_error(
-        "read random bytes from",
-        Path::new("/dev/urandom"),
-    ))
-}
-
 /// Creates `path` and its missing parents.
 fn create_dir(path: &Path) -> Result<(), StoreError> {
     fs::create_dir_all(path).map_err(io_error("create", path))
-}
-
-/// Writes `dir/environment.json` atomically (temporary file, then rename).
-fn write_metadata(dir: &Path, meta: &Metadata) -> Result<(), StoreError> {
-    let path = dir.join(METADATA);
-    let temp = dir.join(format!(".{METADATA}.{}", token()?));
-    let text = serde_json::to_vec_pretty(meta).map_err(|err| StoreError::Io {
-        action: "serialise",
-        path: path.clone(),
-        source: io::Error::other(err),
-    })?;
-    // The metadata holds the allowlist's `transform` secrets: private to hookbox's user.
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&temp)
-        .map_err(io_error("create", &temp))?;
-    file.write_all(&text)
-        .and_then(|()| file.sync_all())
-        .map_err(io_error("write", &temp))?;
-    fs::rename(&temp, &path).map_err(io_error("replace", &path))
 }
 
 /// Whether some `allowlist` entry of `network` names a `credential`.
