@@ -22,6 +22,7 @@ use crate::git;
 use crate::hook_check::{self, HookFileCheck};
 use crate::materialise::{self, Remote, SourceFailure};
 use crate::place;
+use crate::progress::ProgressReport;
 use crate::records::{LEGACY_METADATA, Records, token};
 use crate::sandbox_path::WORKSPACE;
 use crate::sources::Source;
@@ -104,7 +105,7 @@ pub(crate) fn io_error(
 }
 
 /// The environments kept under one hookbox home.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Environments {
     dir: PathBuf,
     http: Option<GuardedClient>,
@@ -115,8 +116,21 @@ pub struct Environments {
     disk: Option<DiskBudget>,
     /// Their records.
     records: Records,
+    /// Where creates and updates report the progress of clones and bucket copies.
+    progress: Option<ProgressReport>,
     /// The check of the hook files owners supply; none checks nothing.
     hook_files: Option<Arc<dyn HookFileCheck>>,
+}
+
+impl std::fmt::Debug for Environments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Environments")
+            .field("dir", &self.dir)
+            .field("allow_host_sources", &self.allow_host_sources)
+            .field("disk", &self.disk)
+            .field("hook_files", &self.hook_files)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Environments {
@@ -159,6 +173,7 @@ impl Environments {
             allow_host_sources: false,
             disk,
             records,
+            progress: None,
             hook_files: None,
         })
     }
@@ -220,6 +235,16 @@ impl Environments {
     pub fn with_hook_file_check(self, check: Arc<dyn HookFileCheck>) -> Self {
         Self {
             hook_files: Some(check),
+            ..self
+        }
+    }
+
+    /// The same environments, reporting the progress of repository clones and bucket copies
+    /// (of creates and updates) to `report`.
+    #[must_use]
+    pub fn with_progress(self, report: ProgressReport) -> Self {
+        Self {
+            progress: Some(report),
             ..self
         }
     }
@@ -473,6 +498,7 @@ impl Environments {
                 network: &self.network,
                 allow_host_sources: self.allow_host_sources,
             },
+            progress: self.progress.as_deref(),
         }
     }
 

@@ -243,7 +243,8 @@ impl InteractionService {
         let environments = Environments::open_with_network(home, &config.hook_http)?
             .with_host_sources(config.allow_host_sources)
             .with_disk_budget(config.disk_budget)
-            .with_hook_file_check(Arc::new(crate::OwnerHookFiles));
+            .with_hook_file_check(Arc::new(crate::OwnerHookFiles))
+            .with_progress(hookbox_env::logged_progress());
         let http = hookbox_hooks::HookClients::new(&config.hook_http)
             .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP clients", &err))?;
         let model_http = hookbox_net::GuardedClient::new(&hookbox_llm::client_options())
