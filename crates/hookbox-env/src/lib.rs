@@ -43,7 +43,6 @@ mod materialise;
 mod network;
 mod place;
 mod progress;
-mod records;
 mod repository_url;
 mod sandbox_path;
 mod sources;
