@@ -11,9 +11,9 @@ use crate::agents;
 use crate::disk::{self, IMAGE};
 use crate::environment::{Environment, ID_PREFIX, Metadata, SourceSummary};
 use crate::hook_check;
-use crate::materialise;
 use crate::place;
 use crate::sandbox_path::WORKSPACE;
+use crate::sources::materialise;
 use crate::spec::EnvironmentSpec;
 
 use super::records::Records;

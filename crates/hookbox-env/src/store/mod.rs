@@ -21,10 +21,10 @@ use hookbox_net::{ClientOptions, GuardedClient};
 
 use crate::disk::{self, IMAGE};
 use crate::environment::{Environment, Metadata, is_environment_id};
-use crate::git;
 use crate::hook_check::HookFileCheck;
-use crate::materialise::Remote;
 use crate::progress::ProgressReport;
+use crate::sources::git;
+use crate::sources::materialise::Remote;
 use crate::spec::EnvironmentSpec;
 
 pub use error::StoreError;

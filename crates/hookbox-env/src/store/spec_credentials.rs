@@ -5,8 +5,8 @@ use hookbox_net::{CredentialSource, EgressPolicy};
 
 use crate::credentials::CredentialStore;
 use crate::env_vars::EnvValue;
-use crate::gcs;
 use crate::sources::Source;
+use crate::sources::gcs;
 use crate::spec::EnvironmentSpec;
 
 use super::{Environments, StoreError};

@@ -11,7 +11,7 @@ use rustix::io::Errno;
 
 use crate::disk::{self, IMAGE};
 use crate::environment::is_environment_id;
-use crate::materialise::{self, Remote, SourceFailure};
+use crate::sources::materialise::{self, Remote, SourceFailure};
 use crate::spec::EnvironmentSpec;
 
 use super::records::{LEGACY_METADATA, Records, token};

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use hookbox_net::{ClientOptions, CredentialSource, GuardedClient};
 
 use crate::credentials::CredentialStore;
-use crate::gcs;
-use crate::git;
 use crate::progress::Progress;
 use crate::sources::Source;
+use crate::sources::gcs;
+use crate::sources::git;
 
 /// Most files one environment's sources may produce.
 const MAX_FILES: usize = 100_000;
