@@ -10,7 +10,13 @@
 //!   `$HOOKBOX_HOME/environments/<id>/`: `root/` (the sandbox's top-level entries, always with
 //!   `workspace/`), and `network.json` (mode 0600) when the allowlist has `transform` secrets,
 //!   which the database never holds. Creation is all-or-nothing (staged, renamed into place,
-//!   then recorded). An `environment.json` left by an older hookbox is imported once.
+//!   then recorded). An `environment.json` left by an older hookbox is imported once. The
+//!   hook files owners supply are checked by the [`HookFileCheck`] its caller gives
+//!   ([`Environments::with_hook_file_check`]; hookbox-agent's `OwnerHookFiles`), so this crate
+//!   never depends on hookbox-hooks; clones and bucket copies report [`Progress`] to the
+//!   caller's callback ([`Environments::with_progress`]).
+//! * [`CredentialStore`] keeps the operator's credentials (`$HOOKBOX_HOME/credentials/`), which
+//!   specs name by id and the egress proxy injects; secrets never enter a sandbox.
 //! * [`FileTools`] runs `read_file`, `write_file`, `list_files` and `delete_file` on the host,
 //!   confined to the environment root by `openat2`: a call's path is resolved once (links
 //!   followed inside the root; what hooks are shown), then acted on exactly, following no link.
