@@ -56,7 +56,8 @@ pub(super) fn remove_leftovers(dir: &Path) -> Result<(), StoreError> {
 
 /// Settles the environment directories against their records: a directory a crash left
 /// uncommitted (renamed into place, its record not stored) is removed unless a live create
-/// holds it; an `environment.json` of an older hookbox is imported. A directory with neither a
+/// holds it; an `environment.json` of an older hookbox is imported (replacing the copy of it
+/// an older server kept in the database). A directory with neither a
 /// record nor either file is left alone (it is not listed).
 pub(super) fn settle_directories(dir: &Path, records: &Records) -> Result<(), StoreError> {
     let recorded: std::collections::HashSet<String> = records.ids()?.into_iter().collect();
@@ -84,7 +85,9 @@ pub(super) fn settle_directories(dir: &Path, records: &Records) -> Result<(), St
                 }
                 remove_environment_dir(dir, &path)?;
             }
-        } else if !recorded.contains(&id) && path.join(LEGACY_METADATA).exists() {
+        } else if path.join(LEGACY_METADATA).exists() {
+            // Even with a record: older servers copied the API view (secrets redacted) into the
+            // database, while the file was the source of truth.
             records.import_legacy(&path)?;
         }
     }

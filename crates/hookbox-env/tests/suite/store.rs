@@ -279,6 +279,17 @@ async fn an_environment_json_of_an_older_hookbox_is_imported_once() {
         home.envs.get(id),
         Err(StoreError::NotFound { .. })
     ));
+    // An older server also kept a copy of its API view (secrets redacted) in the database.
+    {
+        use hookbox_store::Store;
+        let mut copy = legacy.clone();
+        copy["status"] = "active".into();
+        copy["network"]["allowlist"][0]["transform"]["X-Key"] = "[REDACTED]".into();
+        hookbox_store::SqliteStore::open_without_recovery(home.dir.path().join("hookbox.db"))
+            .unwrap()
+            .put_environment(id, copy)
+            .unwrap();
+    }
 
     let reopened = Environments::open(home.dir.path()).unwrap();
     let env = reopened.get(id).unwrap();
