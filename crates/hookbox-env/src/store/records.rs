@@ -119,7 +119,12 @@ impl Records {
     /// once: its secrets move beside it, its record into the database, and the file goes.
     pub(crate) fn import_legacy(&self, dir: &Path) -> Result<(), StoreError> {
         let path = dir.join(LEGACY_METADATA);
-        let text = fs::read(&path).map_err(io_error("read", &path))?;
+        let text = match fs::read(&path) {
+            Ok(text) => text,
+            // Another process opening the same home imported it first.
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(err) => return Err(io_error("read", &path)(err)),
+        };
         let meta: Metadata = serde_json::from_slice(&text).map_err(|err| StoreError::Io {
             action: "parse",
             path: path.clone(),
@@ -127,7 +132,12 @@ impl Records {
         })?;
         Self::write_secrets(dir, &meta)?;
         self.put(&meta)?;
-        fs::remove_file(&path).map_err(io_error("remove", &path))?;
+        match fs::remove_file(&path) {
+            Err(err) if err.kind() != io::ErrorKind::NotFound => {
+                return Err(io_error("remove", &path)(err));
+            }
+            _ => {}
+        }
         tracing::info!(
             environment = %meta.id,
             from = %path.display(),
