@@ -16,7 +16,7 @@ use crate::sandbox_path::WORKSPACE;
 use crate::sources::materialise;
 use crate::spec::EnvironmentSpec;
 
-use super::records::Records;
+use super::records::{Records, token};
 use super::staging::{
     Staging, UNCOMMITTED, create_dir, remove_environment_dir, remove_leftovers, with_budget_hint,
 };
@@ -69,10 +69,7 @@ impl Environments {
             .map_err(|refused| refused_in(spec, &refused))?;
         let now = Timestamp::now().to_string();
         let meta = Metadata {
-            id: hookbox_store::new_id(ID_PREFIX).map_err(io_error(
-                "read random bytes from",
-                Path::new("/dev/urandom"),
-            ))?,
+            id: format!("{ID_PREFIX}{}", token()?),
             created: now.clone(),
             updated: now,
             from_environment: spec.from_environment.clone(),
