@@ -79,7 +79,8 @@ impl SourceSummary {
     }
 }
 
-/// The `environment.json` beside an environment's root.
+/// An environment's record: kept in the hookbox database (see `records`), its allowlist's
+/// `transform` secrets beside its root.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Metadata {
     pub(crate) id: String,
@@ -99,6 +100,34 @@ pub(crate) struct Metadata {
     /// plain directory (a server that cannot mount).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) limits: Option<DiskLimits>,
+}
+
+impl Metadata {
+    /// The metadata as JSON with every `transform` header value of the allowlist replaced by
+    /// `[REDACTED]`: what the database keeps and the API shows.
+    pub(crate) fn redacted(&self) -> Value {
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Some(network) = value.get_mut("network") {
+            redact_network(network);
+        }
+        value
+    }
+}
+
+/// Replaces every `transform` header value of `network`'s allowlist with `[REDACTED]`; says
+/// whether there was any.
+pub(crate) fn redact_network(network: &mut Value) -> bool {
+    let rules = network.get_mut("allowlist").and_then(Value::as_array_mut);
+    let mut any = false;
+    for transform in rules
+        .into_iter()
+        .flatten()
+        .filter_map(|rule| rule.get_mut("transform"))
+    {
+        redact_headers(transform);
+        any = true;
+    }
+    any
 }
 
 /// The `limits` recorded for an environment with a disk budget.
@@ -245,20 +274,9 @@ impl Environment {
     /// `transform` header value of the allowlist replaced by `[REDACTED]` (they are secrets the
     /// egress proxy injects; only the header names are shown).
     pub fn to_json(&self) -> Value {
-        let mut value = serde_json::to_value(&self.meta).unwrap_or(Value::Null);
+        let mut value = self.meta.redacted();
         if let Value::Object(object) = &mut value {
             object.insert("status".to_owned(), "active".into());
-            let rules = object
-                .get_mut("network")
-                .and_then(|network| network.get_mut("allowlist"))
-                .and_then(Value::as_array_mut);
-            for transform in rules
-                .into_iter()
-                .flatten()
-                .filter_map(|rule| rule.get_mut("transform"))
-            {
-                redact_headers(transform);
-            }
         }
         value
     }

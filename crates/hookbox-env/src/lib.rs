@@ -4,9 +4,19 @@
 //!   Environments API create body): `sources` (`inline`, `repository`, `gcs`, and the hookbox
 //!   extension `local`), `network` (shape-checked only), `env`, `environment_id`,
 //!   `from_environment`, and the hookbox extension `agents_writable`. Errors name the JSON path.
-//! * [`Environments`] keeps environments under `$HOOKBOX_HOME/environments/<id>/`: `root/` (the
-//!   sandbox's top-level entries, always with `workspace/`) and `environment.json`. Creation is
-//!   all-or-nothing (staged, then renamed into place).
+//! * [`Environments`] keeps each environment's record (spec, metadata, sources, disk budget…)
+//!   in the hookbox database (`$HOOKBOX_HOME/hookbox.db`, hookbox-store's `environments`
+//!   table: the one source of truth) and its files under
+//!   `$HOOKBOX_HOME/environments/<id>/`: `root/` (the sandbox's top-level entries, always with
+//!   `workspace/`), and `network.json` (mode 0600) when the allowlist has `transform` secrets,
+//!   which the database never holds. Creation is all-or-nothing (staged, renamed into place,
+//!   then recorded). An `environment.json` left by an older hookbox is imported once. The
+//!   hook files owners supply are checked by the [`HookFileCheck`] its caller gives
+//!   ([`Environments::with_hook_file_check`]; hookbox-agent's `OwnerHookFiles`), so this crate
+//!   never depends on hookbox-hooks; clones and bucket copies report [`Progress`] to the
+//!   caller's callback ([`Environments::with_progress`]).
+//! * [`CredentialStore`] keeps the operator's credentials (`$HOOKBOX_HOME/credentials/`), which
+//!   specs name by id and the egress proxy injects; secrets never enter a sandbox.
 //! * [`FileTools`] runs `read_file`, `write_file`, `list_files` and `delete_file` on the host,
 //!   confined to the environment root by `openat2`: a call's path is resolved once (links
 //!   followed inside the root; what hooks are shown), then acted on exactly, following no link.
@@ -30,15 +40,12 @@ mod disk;
 mod egress;
 mod env_vars;
 mod environment;
-mod gcs;
-mod git;
 mod hook_check;
 mod json;
 mod limits;
-mod materialise;
 mod network;
 mod place;
-mod repository_url;
+mod progress;
 mod sandbox_path;
 mod sources;
 mod spec;
@@ -57,6 +64,7 @@ pub use hook_check::{HookCommand, HookFileCheck};
 pub use hookbox_exec::disk::DiskBudget;
 pub use json::SpecError;
 pub use limits::Limits;
+pub use progress::{Progress, ProgressReport, logged_progress};
 pub use sources::{DirectoryKind, Source};
 pub use spec::EnvironmentSpec;
 pub use store::{Environments, StoreError};

@@ -75,16 +75,10 @@ pub(crate) async fn create(
         owners::environment(&state, &caller, from).await?;
     }
     let environment = state.environments.create(&spec).await?;
-    let recorded = match state.interactions.record_environment(&environment).await {
-        Ok(()) => owners::claim(&state, &caller, Resource::Environment, environment.id()).await,
-        Err(err) => Err(err.into()),
-    };
-    if let Err(err) = recorded {
+    // The environment recorded its own record in the store; the owner is the server's.
+    if let Err(err) = owners::claim(&state, &caller, Resource::Environment, environment.id()).await
+    {
         let _ = state.environments.delete(environment.id());
-        let _ = state
-            .interactions
-            .forget_environment(environment.id())
-            .await;
         return Err(err);
     }
     tracing::info!(id = environment.id(), "environment created");
@@ -133,8 +127,8 @@ pub(crate) async fn delete(
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     owners::environment(&state, &caller, &id).await?;
+    // Its record and owner go with it.
     state.environments.delete(&id)?;
-    state.interactions.forget_environment(&id).await?;
     tracing::info!(id, "environment deleted");
     Ok(Json(json!({})))
 }

@@ -165,7 +165,8 @@ pub(crate) type Shared = Arc<State>;
 pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
     let environments = Environments::open_with_network(&config.home, &config.hook_http)?
         .with_disk_budget(config.disk_budget)
-        .with_hook_file_check(Arc::new(OwnerHookFiles));
+        .with_hook_file_check(Arc::new(OwnerHookFiles))
+        .with_progress(hookbox_env::logged_progress());
     let uploads = upload::Uploads::open(&config.home.join("uploads"))?;
     let limit = config.max_body_bytes;
     let mut service = ServiceConfig::new();

@@ -243,7 +243,8 @@ impl InteractionService {
         let environments = Environments::open_with_network(home, &config.hook_http)?
             .with_host_sources(config.allow_host_sources)
             .with_disk_budget(config.disk_budget)
-            .with_hook_file_check(Arc::new(crate::OwnerHookFiles));
+            .with_hook_file_check(Arc::new(crate::OwnerHookFiles))
+            .with_progress(hookbox_env::logged_progress());
         let http = hookbox_hooks::HookClients::new(&config.hook_http)
             .map_err(|err| ServiceError::internal("cannot build the hooks' HTTP clients", &err))?;
         let model_http = hookbox_net::GuardedClient::new(&hookbox_llm::client_options())
@@ -337,16 +338,6 @@ impl InteractionService {
         let (environment, created_environment) = self
             .environment(&request, inherited_environment.as_deref())
             .await?;
-        // A new or updated environment is recorded in the store before the run starts.
-        let changed = created_environment
-            || matches!(request.environment, Some(EnvironmentChoice::Config(_)));
-        if changed
-            && let Some(environment) = &environment
-            && let Err(err) = self.record_environment(environment).await
-        {
-            self.discard_environment(created_environment.then_some(environment));
-            return Err(err);
-        }
         let new = NewInteraction {
             id: None,
             agent: request.agent.clone(),
@@ -665,29 +656,9 @@ impl InteractionService {
     /// Removes an environment created for a create that did not go ahead.
     fn discard_environment(&self, environment: Option<&Environment>) {
         if let Some(environment) = environment {
+            // Its record goes with it: the environments keep theirs in the store.
             let _ = self.environments.delete(environment.id());
-            let _ = self.store.delete_environment(environment.id());
         }
-    }
-
-    /// Records `environment`'s metadata in the store (its API view: `transform` values
-    /// redacted), so the database holds every environment beside the interactions using it.
-    pub async fn record_environment(&self, environment: &Environment) -> Result<(), ServiceError> {
-        let store = Arc::clone(&self.store);
-        let id = environment.id().to_owned();
-        let metadata = environment.to_json();
-        blocking(move || store.put_environment(&id, metadata).map(drop)).await
-    }
-
-    /// Removes environment `id`'s record from the store (nothing if it has none).
-    pub async fn forget_environment(&self, id: &str) -> Result<(), ServiceError> {
-        let store = Arc::clone(&self.store);
-        let id = id.to_owned();
-        blocking(move || match store.delete_environment(&id) {
-            Err(StoreFailure::NotFound { .. }) => Ok(()),
-            other => other,
-        })
-        .await
     }
 
     fn runs_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RunHandle>> {

@@ -1,13 +1,15 @@
 //! `hookbox env …`: create, list, show and delete environments.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use anyhow::Context;
 use hookbox_agent::OwnerHookFiles;
-use hookbox_env::{EnvironmentSpec, Environments};
+use hookbox_env::{EnvironmentSpec, Environments, Progress, ProgressReport};
+use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
 use crate::cli::EnvCommand;
@@ -26,6 +28,10 @@ pub(crate) fn store() -> anyhow::Result<Environments> {
         .with_host_sources(file.network.allow_host_sources)
         .with_disk_budget(file.sandbox.disk_budget()?)
         .with_hook_file_check(Arc::new(OwnerHookFiles));
+    let store = match terminal_progress() {
+        Some(report) => store.with_progress(report),
+        None => store,
+    };
     warn_without_disk_budget();
     Ok(store)
 }
@@ -92,6 +98,44 @@ fn apply(environments: &Environments, spec: EnvironmentSpec, json: bool) -> anyh
     } else {
         Ok(render::print_text(&format!("{}\n", environment.id()))?)
     }
+}
+
+/// Shows the progress of repository clones (a spinner) and bucket copies (a bar of objects) on
+/// standard error, when it is a terminal; `None` otherwise (nothing is drawn).
+fn terminal_progress() -> Option<ProgressReport> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let current: Mutex<Option<ProgressBar>> = Mutex::new(None);
+    Some(Arc::new(move |progress: &Progress| {
+        let mut current = current.lock().unwrap_or_else(PoisonError::into_inner);
+        match progress {
+            Progress::CloneStarted { .. } => {
+                let spinner = ProgressBar::new_spinner().with_message(progress.to_string());
+                spinner.enable_steady_tick(Duration::from_millis(120));
+                *current = Some(spinner);
+            }
+            Progress::CopyStarted { objects, .. } => {
+                let style = ProgressStyle::with_template("{msg}\n[{bar:40}] {pos}/{len} objects")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar());
+                *current = Some(
+                    ProgressBar::new(u64::try_from(*objects).unwrap_or(u64::MAX))
+                        .with_style(style)
+                        .with_message(progress.to_string()),
+                );
+            }
+            Progress::Copied { copied, .. } => {
+                if let Some(bar) = &*current {
+                    bar.set_position(u64::try_from(*copied).unwrap_or(u64::MAX));
+                }
+            }
+            Progress::CloneFinished { .. } | Progress::CopyFinished { .. } => {
+                if let Some(bar) = current.take() {
+                    bar.finish_and_clear();
+                }
+            }
+        }
+    }))
 }
 
 /// Reads and validates a spec from `path` (`-` is standard input).

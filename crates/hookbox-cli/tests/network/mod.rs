@@ -302,8 +302,8 @@ fn the_seed_audit_example_delivers_two_events_with_the_token_injected() {
         );
     }
 
-    // On disk, only the environment's metadata (outside the sandbox's root) holds it: not
-    // its disk image (16 MiB, read whole: every file of the root is in it).
+    // On disk, only the environment's private network file (outside the sandbox's root; the
+    // database holds the record with the value redacted) holds it: not its disk image (16 MiB, read whole: every file of the root is in it).
     let environments = home.path().join("environments");
     let holding: Vec<String> = files_under(&environments)
         .into_iter()
@@ -315,7 +315,7 @@ fn the_seed_audit_example_delivers_two_events_with_the_token_injected() {
                 .to_string()
         })
         .collect();
-    assert_eq!(holding, [format!("{id}/environment.json")]);
+    assert_eq!(holding, [format!("{id}/network.json")]);
     drop(receiver);
     drop(netns);
 }
@@ -350,7 +350,7 @@ fn the_environments_transform_values_stay_private() {
         .path()
         .join("environments")
         .join(&id)
-        .join("environment.json");
+        .join("network.json");
     let mode = std::fs::metadata(&metadata)
         .expect("metadata")
         .permissions()

@@ -250,3 +250,30 @@ async fn an_https_repository_is_cloned_once_its_range_is_admitted() {
     );
     assert!(!server.requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_clone_reports_its_progress_to_the_callers_callback() {
+    let repos = bare_repository().await;
+    let url = format!("file://{}", repos.path().join("tools.git").display());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&seen);
+    let home = Home::with_host_sources();
+    let envs = home.envs.clone().with_progress(std::sync::Arc::new(
+        move |progress: &hookbox_env::Progress| {
+            sink.lock().unwrap().push(progress.clone());
+        },
+    ));
+    let spec = hookbox_env::EnvironmentSpec::from_json(&json!({"sources": [
+        {"type": "inline", "target": "workspace/a.txt", "content": "a"},
+        {"type": "repository", "source": url},
+    ]}))
+    .unwrap();
+    envs.create(&spec).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            hookbox_env::Progress::CloneStarted { index: 1, url },
+            hookbox_env::Progress::CloneFinished { index: 1 },
+        ]
+    );
+}

@@ -3,7 +3,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
-use hookbox_env::{CredentialStore, EnvironmentSpec, Environments, StoreError};
+use hookbox_env::{CredentialStore, EnvironmentSpec, Environments, Progress, StoreError};
 use hookbox_net::{ClientOptions, GuardedClient};
 use hookbox_test_support::{RecordedRequest, Reply, TestCertificates, TestHttpServer};
 use pretty_assertions::assert_eq;
@@ -225,6 +225,50 @@ async fn refusal(fixture: &Fixture, source: Value) -> String {
         Err(StoreError::Source { index: 0, problem }) => problem,
         Err(other) => panic!("unexpected error: {other}"),
     }
+}
+
+#[tokio::test]
+async fn a_bucket_copy_reports_its_progress_to_the_callers_callback() {
+    let fixture = Fixture::start(
+        FakeStorage::new(1)
+            .object("bkt", "data/a.txt", b"alpha")
+            .object("bkt", "data/b.txt", b"beta"),
+    );
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let envs = fixture
+        .envs
+        .clone()
+        .with_progress(Arc::new(move |progress: &Progress| {
+            sink.lock().unwrap().push(progress.clone());
+        }));
+    let spec = EnvironmentSpec::from_json(&json!({"sources": [
+        {"type": "gcs", "source": "gs://bkt/data", "target": "workspace/data"},
+    ]}))
+    .unwrap();
+    envs.create(&spec).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            Progress::CopyStarted {
+                index: 0,
+                source: "gs://bkt/data/".to_owned(),
+                objects: 2,
+                bytes: 9
+            },
+            Progress::Copied {
+                index: 0,
+                copied: 1,
+                bytes: 5
+            },
+            Progress::Copied {
+                index: 0,
+                copied: 2,
+                bytes: 9
+            },
+            Progress::CopyFinished { index: 0 },
+        ]
+    );
 }
 
 #[tokio::test]

@@ -50,15 +50,14 @@ async fn environments_survive_a_reopen_and_metadata_holds_no_inline_content() {
         .map(|e| e.id().to_owned())
         .collect();
     assert_eq!(ids, [env.id().to_owned()]);
-    let meta = std::fs::read_to_string(
-        home.dir
-            .path()
-            .join("environments")
-            .join(env.id())
-            .join("environment.json"),
-    )
-    .unwrap();
-    assert!(!meta.contains("very-secret-content"), "{meta}");
+    // The metadata is the environment's record in the database (and its journal).
+    let meta: String = ["hookbox.db", "hookbox.db-wal"]
+        .iter()
+        .filter_map(|name| std::fs::read(home.dir.path().join(name)).ok())
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .collect();
+    assert!(meta.contains(env.id()), "the record is in the database");
+    assert!(!meta.contains("very-secret-content"));
     assert!(
         env.id().starts_with("env_") && env.id().len() == 30,
         "{}",
@@ -202,4 +201,145 @@ async fn invalid_ids_are_not_found_without_touching_anything() {
         );
     }
     assert_eq!(snapshot(home.dir.path()), before);
+}
+
+/// The files of environment `id` in `home` (names, relative to its directory, without its root).
+fn beside_root(home: &Home, id: &str) -> Vec<String> {
+    let dir = home.dir.path().join("environments").join(id);
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "root" && name != "disk.img")
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn the_record_is_in_the_database_and_transform_secrets_in_a_private_file_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    let secret = "Bearer store-secret-81f3";
+    let network = json!({"allowlist": [{"domain": "api.example.com", "transform": {"Authorization": secret}}]});
+    let env = home
+        .create(json!({"network": network, "env": {"A": "1"}}))
+        .await;
+    assert_eq!(beside_root(&home, env.id()), ["network.json"]);
+    let secrets = home
+        .dir
+        .path()
+        .join("environments")
+        .join(env.id())
+        .join("network.json");
+    let mode = std::fs::metadata(&secrets).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{mode:o}");
+    let database: Vec<u8> = ["hookbox.db", "hookbox.db-wal"]
+        .iter()
+        .filter_map(|name| std::fs::read(home.dir.path().join(name)).ok())
+        .flatten()
+        .collect();
+    assert!(
+        !database
+            .windows(secret.len())
+            .any(|window| window == secret.as_bytes()),
+        "the secret is in the database"
+    );
+    let again = Environments::open(home.dir.path())
+        .unwrap()
+        .get(env.id())
+        .unwrap();
+    assert_eq!(again.network(), Some(&network));
+    assert_eq!(
+        again.to_json()["network"]["allowlist"][0]["transform"]["Authorization"],
+        "[REDACTED]"
+    );
+
+    let plain = home.create(json!({"env": {"A": "1"}})).await;
+    assert!(beside_root(&home, plain.id()).is_empty());
+}
+
+#[tokio::test]
+async fn an_environment_json_of_an_older_hookbox_is_imported_once() {
+    let home = Home::new();
+    let id = "env_abcdefghijklmnopqrstuvwxyz";
+    let dir = home.dir.path().join("environments").join(id);
+    std::fs::create_dir_all(dir.join("root/workspace")).unwrap();
+    std::fs::write(dir.join("root/workspace/kept.txt"), "kept").unwrap();
+    let legacy = json!({
+        "id": id,
+        "created": "2026-01-01T00:00:05Z",
+        "updated": "2026-01-02T00:00:05Z",
+        "agents_writable": false,
+        "sources": [{"type": "inline", "target": "/workspace/kept.txt", "size_bytes": 4}],
+        "network": {"allowlist": [{"domain": "a.example.com", "transform": {"X-Key": "legacy-secret"}}]},
+        "env": [],
+    });
+    std::fs::write(dir.join("environment.json"), legacy.to_string()).unwrap();
+    assert!(matches!(
+        home.envs.get(id),
+        Err(StoreError::NotFound { .. })
+    ));
+    // An older server also kept a copy of its API view (secrets redacted) in the database.
+    {
+        use hookbox_store::Store;
+        let mut copy = legacy.clone();
+        copy["status"] = "active".into();
+        copy["network"]["allowlist"][0]["transform"]["X-Key"] = "[REDACTED]".into();
+        hookbox_store::SqliteStore::open_without_recovery(home.dir.path().join("hookbox.db"))
+            .unwrap()
+            .put_environment(id, copy)
+            .unwrap();
+    }
+
+    let reopened = Environments::open(home.dir.path()).unwrap();
+    let env = reopened.get(id).unwrap();
+    assert_eq!(env.created(), "2026-01-01T00:00:05Z");
+    assert_eq!(env.updated(), "2026-01-02T00:00:05Z");
+    assert_eq!(env.network(), Some(&legacy["network"]));
+    assert_eq!(env.sources().len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("workspace/kept.txt")).unwrap(),
+        "kept"
+    );
+    assert_eq!(beside_root(&home, id), ["network.json"]);
+    let ids: Vec<_> = reopened
+        .list()
+        .unwrap()
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
+    assert_eq!(ids, [id]);
+    // Once: opening again changes nothing.
+    let before = snapshot(home.dir.path());
+    Environments::open(home.dir.path()).unwrap();
+    assert_eq!(snapshot(home.dir.path()), before);
+}
+
+#[tokio::test]
+async fn open_removes_an_environment_a_crash_left_without_its_record() {
+    let home = Home::new();
+    let kept = home.create(json!({})).await;
+    // What a crash between the rename into place and the record leaves.
+    let id = "env_abcdefghijklmnopqrstuvwxyz";
+    let dir = home.dir.path().join("environments").join(id);
+    std::fs::create_dir_all(dir.join("root/workspace")).unwrap();
+    std::fs::write(dir.join(".uncommitted"), "").unwrap();
+    // A directory with neither a record nor a marker is not hookbox's to remove.
+    let stranger = home
+        .dir
+        .path()
+        .join("environments")
+        .join("env_bbbbbbbbbbbbbbbbbbbbbbbbbb");
+    std::fs::create_dir_all(&stranger).unwrap();
+    let reopened = Environments::open(home.dir.path()).unwrap();
+    assert!(!dir.exists());
+    assert!(stranger.exists());
+    let ids: Vec<_> = reopened
+        .list()
+        .unwrap()
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
+    assert_eq!(ids, [kept.id().to_owned()]);
+    assert_eq!(beside_root(&home, kept.id()), Vec::<String>::new());
 }

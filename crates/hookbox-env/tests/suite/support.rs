@@ -60,6 +60,19 @@ pub(crate) fn seed(name: &str) -> String {
 pub(crate) fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     walk(dir, dir, &mut out);
+    // The database's files change when it is only read (its journal, its shared memory): what
+    // counts is the environments' records it holds.
+    out.retain(|path, _| !path.to_string_lossy().starts_with("hookbox.db"));
+    let database = dir.join("hookbox.db");
+    if database.exists() {
+        use hookbox_store::Store;
+        let store = hookbox_store::SqliteStore::open_without_recovery(&database).unwrap();
+        let records = store
+            .list_environments(hookbox_store::PageRequest::default())
+            .unwrap();
+        let text = format!("{:?}", records.items);
+        out.insert(PathBuf::from("hookbox.db (records)"), text.into_bytes());
+    }
     out
 }
 

@@ -24,7 +24,7 @@ use hookbox_exec::{ExitKind, ProcessSpec};
 use hookbox_net::{ClientOptions, DecisionLog, EgressPolicy, EgressProxy, ProxyOptions};
 use serde_json::json;
 
-use crate::repository_url::RepositoryUrl;
+use crate::sources::repository_url::RepositoryUrl;
 
 /// How long one clone may take.
 const CLONE_TIMEOUT: Duration = Duration::from_secs(300);

@@ -1,4 +1,11 @@
-//! The `sources` of an environment spec: what to put where in the sandbox.
+//! The `sources` of an environment spec: what to put where in the sandbox, and how they get
+//! there: repository clones (`git`), Cloud Storage copies (`gcs`), and writing them all into a
+//! staged root (`materialise`).
+
+pub(crate) mod gcs;
+pub(crate) mod git;
+pub(crate) mod materialise;
+mod repository_url;
 
 use std::path::PathBuf;
 
@@ -6,9 +13,9 @@ use base64::prelude::{BASE64_STANDARD, Engine as _};
 use serde_json::{Map, Value};
 
 use crate::json::{self, SpecError, member};
-use crate::repository_url::RepositoryUrl;
 use crate::sandbox_path::SandboxPath;
 use crate::target::Target;
+use repository_url::RepositoryUrl;
 
 /// The source types hookbox understands, for error messages.
 const SOURCE_TYPES: &str = "inline, repository, gcs, local";

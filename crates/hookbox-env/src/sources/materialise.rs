@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use hookbox_net::{ClientOptions, CredentialSource, GuardedClient};
 
 use crate::credentials::CredentialStore;
-use crate::gcs;
-use crate::git;
+use crate::progress::Progress;
 use crate::sources::Source;
+use crate::sources::gcs;
+use crate::sources::git;
 
 /// Most files one environment's sources may produce.
 const MAX_FILES: usize = 100_000;
@@ -35,6 +36,17 @@ pub(crate) struct Remote<'a> {
     pub(crate) home: &'a Path,
     /// What `git clone` may reach.
     pub(crate) clones: git::CloneRules<'a>,
+    /// Where clones and bucket copies report their progress, if anywhere.
+    pub(crate) progress: Option<&'a (dyn Fn(&Progress) + Send + Sync)>,
+}
+
+impl Remote<'_> {
+    /// Reports `progress` if anyone listens.
+    fn report(&self, progress: Progress) {
+        if let Some(report) = self.progress {
+            report(&progress);
+        }
+    }
 }
 
 /// Writes `sources`, in order, below `root`, using `scratch` (an empty private directory) for
@@ -59,9 +71,14 @@ pub(crate) async fn materialise(
             Source::Directory { dir, .. } => writer.tree(dir, &dest).map_err(fail)?,
             Source::Repository { url, git_ref, .. } => {
                 let clone = scratch.join(format!("clone-{index}"));
+                remote.report(Progress::CloneStarted {
+                    index,
+                    url: url.clone(),
+                });
                 git::clone(url, git_ref.as_deref(), &clone, remote.clones)
                     .await
                     .map_err(fail)?;
+                remote.report(Progress::CloneFinished { index });
                 writer.tree(&clone, &dest).map_err(fail)?;
             }
             Source::CloudStorage {
@@ -84,6 +101,7 @@ pub(crate) async fn materialise(
                     Some(name) => credential_header(remote.home, name).map_err(fail)?,
                     None => Vec::new(),
                 };
+                let bucket_name = bucket;
                 let bucket = gcs::Bucket {
                     client,
                     bucket,
@@ -94,7 +112,14 @@ pub(crate) async fn materialise(
                 };
                 let objects = bucket.list().await.map_err(fail)?;
                 writer.directory(&dest).map_err(fail)?;
-                for object in &objects {
+                remote.report(Progress::CopyStarted {
+                    index,
+                    source: format!("gs://{bucket_name}/{prefix}"),
+                    objects: objects.len(),
+                    bytes: objects.iter().map(|object| object.size).sum(),
+                });
+                let mut bytes = 0;
+                for (copied, object) in objects.iter().enumerate() {
                     let path = dest.join(&object.relative);
                     let mut file = writer.create(&path).map_err(fail)?;
                     let downloaded = bucket.download(object, &mut file).await.map_err(fail)?;
@@ -102,7 +127,14 @@ pub(crate) async fn materialise(
                         fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
                             .map_err(|err| fail(writer.describe("make executable", &path, &err)))?;
                     }
+                    bytes += object.size;
+                    remote.report(Progress::Copied {
+                        index,
+                        copied: copied + 1,
+                        bytes,
+                    });
                 }
+                remote.report(Progress::CopyFinished { index });
             }
         }
     }

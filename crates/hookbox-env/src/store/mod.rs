@@ -1,0 +1,281 @@
+//! Environments: their records in the hookbox database (see [`records`]), their files in
+//! `<home>/environments/<id>/root/` (or on the file system of `<id>/disk.img`).
+//!
+//! [`Environments`] is opened and read here; creating and updating them is in `build`, the
+//! credentials a spec names are checked in `spec_credentials`, and the staging, crash
+//! recovery and removal of their directories is in `staging`.
+
+mod build;
+mod error;
+mod records;
+mod spec_credentials;
+mod staging;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hookbox_exec::disk::DiskBudget;
+use hookbox_net::{ClientOptions, GuardedClient};
+
+use crate::disk::{self, IMAGE};
+use crate::environment::{Environment, Metadata, is_environment_id};
+use crate::hook_check::HookFileCheck;
+use crate::progress::ProgressReport;
+use crate::sources::git;
+use crate::sources::materialise::Remote;
+use crate::spec::EnvironmentSpec;
+
+pub use error::StoreError;
+pub(crate) use error::io_error;
+use records::Records;
+use staging::{remove_environment_dir, remove_leftovers, settle_directories};
+
+/// The environments kept under one hookbox home.
+#[derive(Clone)]
+pub struct Environments {
+    dir: PathBuf,
+    http: Option<GuardedClient>,
+    /// The operator's network settings, for repository clones.
+    network: ClientOptions,
+    /// Whether repositories on this machine (`file://`, paths) may be cloned.
+    allow_host_sources: bool,
+    disk: Option<DiskBudget>,
+    /// Their records.
+    records: Records,
+    /// Where creates and updates report the progress of clones and bucket copies.
+    progress: Option<ProgressReport>,
+    /// The check of the hook files owners supply; none checks nothing.
+    hook_files: Option<Arc<dyn HookFileCheck>>,
+}
+
+impl std::fmt::Debug for Environments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Environments")
+            .field("dir", &self.dir)
+            .field("allow_host_sources", &self.allow_host_sources)
+            .field("disk", &self.disk)
+            .field("hook_files", &self.hook_files)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Environments {
+    /// `$HOOKBOX_HOME`, else `$XDG_DATA_HOME/hookbox`, else `$HOME/.local/share/hookbox`.
+    pub fn default_home() -> Result<PathBuf, StoreError> {
+        let var =
+            |name| std::env::var_os(name).filter(|value: &std::ffi::OsString| !value.is_empty());
+        if let Some(home) = var("HOOKBOX_HOME") {
+            return Ok(PathBuf::from(home));
+        }
+        if let Some(data) = var("XDG_DATA_HOME") {
+            return Ok(PathBuf::from(data).join("hookbox"));
+        }
+        var("HOME")
+            .map(|home| PathBuf::from(home).join(".local/share/hookbox"))
+            .ok_or(StoreError::NoHome)
+    }
+
+    /// Opens (creating them if needed) `<home>/environments` and the records in
+    /// `<home>/hookbox.db`, removing what an interrupted create, update or delete left behind
+    /// (and unmounting the file systems of environments whose home was removed without
+    /// hookbox). Environments an older hookbox described in an `environment.json` are imported
+    /// into the database, once. New environments get the default disk budget
+    /// ([`DiskBudget::DEFAULT`]) when this process can mount file systems, and none otherwise
+    /// (see [`disk_budget`](Self::disk_budget)).
+    pub fn open(home: &Path) -> Result<Self, StoreError> {
+        let dir = home.join("environments");
+        fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
+        remove_leftovers(&dir)?;
+        let records = Records::open(home)?;
+        settle_directories(&dir, &records)?;
+        let disk = hookbox_exec::disk::can_mount().then_some(DiskBudget::DEFAULT);
+        if disk.is_some() {
+            disk::sweep_orphans()?;
+        }
+        Ok(Self {
+            dir,
+            http: None,
+            network: ClientOptions::default(),
+            allow_host_sources: false,
+            disk,
+            records,
+            progress: None,
+            hook_files: None,
+        })
+    }
+
+    /// The same environments, new ones getting `budget` (the server's `[sandbox] disk_bytes`
+    /// and `disk_inodes`; a spec's `limits` may lower it) when this process can mount file
+    /// systems.
+    #[must_use]
+    pub fn with_disk_budget(self, budget: DiskBudget) -> Self {
+        Self {
+            disk: self.disk.map(|_| budget),
+            ..self
+        }
+    }
+
+    /// The budget new environments get; `None` when this process cannot mount file systems
+    /// (not root, or no `/dev/loop-control`): environments are then plain directories with
+    /// no disk budget, and callers should warn about it.
+    pub fn disk_budget(&self) -> Option<DiskBudget> {
+        self.disk
+    }
+
+    /// Opens the store (as [`open`](Self::open)) with `gs://` sources fetched through a guarded
+    /// client built from `options`, the operator's network settings (extra roots, private
+    /// ranges, static names), which repository clones follow too; loopback is never permitted
+    /// for sources.
+    pub fn open_with_network(home: &Path, options: &ClientOptions) -> Result<Self, StoreError> {
+        let client = GuardedClient::new(&ClientOptions {
+            permit_loopback: false,
+            ..options.clone()
+        })
+        .map_err(|err| StoreError::Io {
+            action: "set up the HTTP client for the sources of",
+            path: home.to_path_buf(),
+            source: io::Error::other(err),
+        })?;
+        Ok(Self {
+            network: options.clone(),
+            ..Self::open(home)?.with_http_client(client)
+        })
+    }
+
+    /// The same environments, cloning `repository` sources on this machine (`file://` URLs and
+    /// paths) when `allow` is true; they are refused by default.
+    #[must_use]
+    pub fn with_host_sources(self, allow: bool) -> Self {
+        Self {
+            allow_host_sources: allow,
+            ..self
+        }
+    }
+
+    /// The same environments, refusing the hook files owners supply (through sources, updates and
+    /// uploads) that `check` refuses, or whose commands name `.agents` scripts that do not
+    /// exist; nothing is written then. Without a check, hook files are not checked: every
+    /// server and command that takes environments from owners gives hookbox-agent's
+    /// `OwnerHookFiles`.
+    #[must_use]
+    pub fn with_hook_file_check(self, check: Arc<dyn HookFileCheck>) -> Self {
+        Self {
+            hook_files: Some(check),
+            ..self
+        }
+    }
+
+    /// The same environments, reporting the progress of repository clones and bucket copies
+    /// (of creates and updates) to `report`.
+    #[must_use]
+    pub fn with_progress(self, report: ProgressReport) -> Self {
+        Self {
+            progress: Some(report),
+            ..self
+        }
+    }
+
+    /// The same environments, with `gs://` sources fetched through `client` instead of a
+    /// guarded client with the strict default options (HTTPS only, public addresses only).
+    #[must_use]
+    pub fn with_http_client(self, client: GuardedClient) -> Self {
+        Self {
+            http: Some(client),
+            ..self
+        }
+    }
+
+    /// Updates the environment `spec.environment_id` names, or creates one if it names none.
+    pub async fn apply(&self, spec: &EnvironmentSpec) -> Result<Environment, StoreError> {
+        match &spec.environment_id {
+            Some(id) => self.update(id, spec).await,
+            None => self.create(spec).await,
+        }
+    }
+
+    /// The environment `id`, its file system mounted (again, after a reboot) if it has a disk
+    /// budget.
+    pub fn get(&self, id: &str) -> Result<Environment, StoreError> {
+        let meta = self.metadata(id)?;
+        let dir = self.dir.join(id);
+        if meta.limits.is_some() {
+            disk::mount(&dir.join(IMAGE))?;
+        }
+        let root = root_of(&meta, &dir)?;
+        Ok(Environment::new(meta, root))
+    }
+
+    /// The metadata of environment `id`.
+    fn metadata(&self, id: &str) -> Result<Metadata, StoreError> {
+        let not_found = || StoreError::NotFound { id: id.to_owned() };
+        if !is_environment_id(id) {
+            return Err(not_found());
+        }
+        let dir = self.dir.join(id);
+        if !dir.is_dir() {
+            return Err(not_found());
+        }
+        self.records.load(id, &dir)?.ok_or_else(not_found)
+    }
+
+    /// Every environment, oldest first.
+    pub fn list(&self) -> Result<Vec<Environment>, StoreError> {
+        let mut all = Vec::new();
+        for id in self.records.ids()? {
+            let meta = match self.metadata(&id) {
+                Ok(meta) => meta,
+                Err(StoreError::NotFound { .. }) => continue,
+                Err(err) => return Err(err),
+            };
+            match root_of(&meta, &self.dir.join(&id)) {
+                Ok(root) => all.push(Environment::new(meta, root)),
+                Err(StoreError::NotFound { .. }) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        all.sort_by(|a, b| (a.created(), a.id()).cmp(&(b.created(), b.id())));
+        Ok(all)
+    }
+
+    /// Deletes environment `id` and all its files (unmounting its file system, whose loop
+    /// device then detaches itself).
+    pub fn delete(&self, id: &str) -> Result<(), StoreError> {
+        let meta = self.metadata(id)?;
+        let dir = self.dir.join(id);
+        if meta.limits.is_some() {
+            disk::unmount(&dir.join(IMAGE))?;
+        }
+        self.records.remove(id)?;
+        remove_environment_dir(&self.dir, &dir)
+    }
+
+    /// What remote sources need: the client and the hookbox home.
+    fn remote(&self) -> Remote<'_> {
+        Remote {
+            client: self.http.as_ref(),
+            home: self.home(),
+            clones: git::CloneRules {
+                network: &self.network,
+                allow_host_sources: self.allow_host_sources,
+            },
+            progress: self.progress.as_deref(),
+        }
+    }
+
+    /// The hookbox home these environments are kept under.
+    fn home(&self) -> &Path {
+        self.dir.parent().unwrap_or(&self.dir)
+    }
+}
+
+/// Where the root of the environment described by `meta` in `dir` is: on its file system
+/// (mounted or not) when it has a disk budget, else `dir/root`.
+fn root_of(meta: &Metadata, dir: &Path) -> Result<PathBuf, StoreError> {
+    if meta.limits.is_some() {
+        Ok(disk::root(&disk::mount_point(&dir.join(IMAGE))?))
+    } else {
+        Ok(dir.join("root"))
+    }
+}
