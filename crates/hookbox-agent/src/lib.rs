@@ -7,17 +7,15 @@
 //! tool unless a hook denied it, then runs the `post_tool_execution` hooks with the tool's
 //! `result` and, when it failed, `error`. A denied call never touches the sandbox.
 //!
-//! [`interaction`] is the agent loop that ties models (`hookbox-llm`), tools and hooks together;
-//! [`service`] runs it for the Interactions API (request parsing, environments, the store,
-//! background runs, cancel, idempotent retries, streaming events), so the HTTP server only maps
-//! HTTP onto it. [`session`] is the agent of the SDK hooks (seed 002): coding tools in a
+//! [`interaction`] is the agent loop that ties models (`hookbox-llm`), tools and hooks together
+//! (the Interactions API's wire format, runs and store records are `hookbox-server`'s).
+//! [`session`] is the agent of the SDK hooks (seed 002): coding tools in a
 //! directory, the ten lifecycle events, permission modes, sub-agents and compaction; the Rust
 //! SDK (`hookbox-sdk`) and the stream-json CLI drive it.
 
 mod discovery;
 pub mod interaction;
 mod runner;
-pub mod service;
 pub mod session;
 mod tool_call;
 

@@ -68,19 +68,19 @@ pub(crate) async fn create(
         *from = id.to_owned();
     }
     let spec = EnvironmentSpec::from_json(&Value::Object(map))?;
-    if !state.config.allow_host_sources {
+    if !state.settings.allow_host_sources {
         refuse_host_sources(&spec)?;
     }
     if let Some(from) = &spec.from_environment {
         owners::environment(&state, &caller, from).await?;
     }
-    let environment = state.environments.create(&spec).await?;
+    let environment = state.runtime.environments().create(&spec).await?;
     let recorded = match state.interactions.record_environment(&environment).await {
         Ok(()) => owners::claim(&state, &caller, Resource::Environment, environment.id()).await,
         Err(err) => Err(err.into()),
     };
     if let Err(err) = recorded {
-        let _ = state.environments.delete(environment.id());
+        let _ = state.runtime.environments().delete(environment.id());
         let _ = state
             .interactions
             .forget_environment(environment.id())
@@ -98,7 +98,7 @@ pub(crate) async fn get(
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     owners::environment(&state, &caller, &id).await?;
-    Ok(Json(state.environments.get(&id)?.to_json()))
+    Ok(Json(state.runtime.environments().get(&id)?.to_json()))
 }
 
 /// `GET /{v}/environments?page_size=&page_token=` → `{environments, next_page_token}`.
@@ -113,7 +113,7 @@ pub(crate) async fn list(
         50,
         1000,
     )?;
-    let all = owners::environments(&state, &caller, state.environments.list()?).await?;
+    let all = owners::environments(&state, &caller, state.runtime.environments().list()?).await?;
     let (environments, next) = page.take(all);
     let environments: Vec<Value> = environments
         .iter()
@@ -133,7 +133,7 @@ pub(crate) async fn delete(
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     owners::environment(&state, &caller, &id).await?;
-    state.environments.delete(&id)?;
+    state.runtime.environments().delete(&id)?;
     state.interactions.forget_environment(&id).await?;
     tracing::info!(id, "environment deleted");
     Ok(Json(json!({})))

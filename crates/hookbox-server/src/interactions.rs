@@ -1,5 +1,5 @@
 //! `/{v}/interactions…`: create, get, cancel, delete, and their server-sent events. The work is
-//! `hookbox_agent::service`'s; this module maps HTTP to it.
+//! [`crate::service`]'s; this module maps HTTP to it.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -9,9 +9,8 @@ use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use hookbox_agent::service::{ErrorKind, ServiceError};
 use hookbox_store::Resource;
 use serde_json::{Value, json};
 
@@ -20,19 +19,6 @@ use crate::auth::Caller;
 use crate::environments::json_body;
 use crate::error::ApiError;
 use crate::owners;
-
-impl From<ServiceError> for ApiError {
-    fn from(err: ServiceError) -> Self {
-        match err.kind {
-            ErrorKind::InvalidArgument => Self::invalid(err.message),
-            ErrorKind::NotFound => Self::not_found(err.message),
-            ErrorKind::FailedPrecondition => {
-                Self::new(StatusCode::BAD_REQUEST, "failed_precondition", err.message)
-            }
-            ErrorKind::Internal => Self::internal("interaction failure", &err.message),
-        }
-    }
-}
 
 /// `POST /{v}/interactions`.
 pub(crate) async fn create(

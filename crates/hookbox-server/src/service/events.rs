@@ -25,26 +25,18 @@ pub(crate) struct Partial {
 
 /// One event: its id, its `event_type`, and the `data` JSON (with `event_type` and `event_id`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Event {
+pub(crate) struct Event {
     /// The position in the sequence.
-    pub id: u64,
+    pub(crate) id: u64,
     /// The `event_type`.
-    pub event_type: &'static str,
+    pub(crate) event_type: &'static str,
     /// The JSON payload.
-    pub data: Value,
+    pub(crate) data: Value,
 }
 
-/// The events of `stored` after `last_event_id` (all when `None`), and whether the sequence is
-/// complete (the interaction has stopped).
-pub fn events_after(
-    stored: &InteractionWithSteps,
-    last_event_id: Option<u64>,
-) -> (Vec<Event>, bool) {
-    events_live(stored, None, last_event_id)
-}
-
-/// Like [`events_after`], followed by the events of `partial` when the interaction is running
-/// and `partial` is the step after the stored ones.
+/// The events of `stored` after `last_event_id` (all when `None`), followed by the events of
+/// `partial` when the interaction is running and `partial` is the step after the stored ones,
+/// and whether the sequence is complete (the interaction has stopped).
 pub(crate) fn events_live(
     stored: &InteractionWithSteps,
     partial: Option<&Partial>,
@@ -71,7 +63,7 @@ pub(crate) fn events_live(
         json!({"interaction": {
             "id": interaction.id,
             "status": "in_progress",
-            super::name_field(stored): interaction.agent,
+            super::view::name_field(stored): interaction.agent,
             "created": interaction.created.to_string(),
             "updated": interaction.created.to_string(),
         }}),
@@ -132,7 +124,7 @@ pub(crate) fn events_live(
         push(
             next + 1,
             "interaction.completed",
-            json!({"interaction": super::view(stored)}),
+            json!({"interaction": super::view::view(stored)}),
         );
     }
     (events, finished)
@@ -212,6 +204,15 @@ mod tests {
     use hookbox_store::{Interaction, Status, Step, Timestamp};
 
     use super::*;
+
+    /// The events of `stored` after `last_event_id` (all when `None`), and whether the sequence is
+    /// complete (the interaction has stopped).
+    fn events_after(
+        stored: &InteractionWithSteps,
+        last_event_id: Option<u64>,
+    ) -> (Vec<Event>, bool) {
+        events_live(stored, None, last_event_id)
+    }
 
     fn stored(status: Status, steps: &[Value], outputs: Option<Value>) -> InteractionWithSteps {
         InteractionWithSteps {

@@ -47,7 +47,7 @@ const BUILTIN_NAMES: &[&str] = &[
 
 /// Where the interaction's environment comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EnvironmentChoice {
+pub(crate) enum EnvironmentChoice {
     /// An existing environment, by id.
     Existing(String),
     /// A new environment (or, with `environment_id`, an update of that one).
@@ -56,39 +56,39 @@ pub enum EnvironmentChoice {
 
 /// The `generation_config` fields hookbox passes on to the provider.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct GenerationConfig {
+pub(crate) struct GenerationConfig {
     /// `temperature`.
-    pub temperature: Option<f64>,
+    pub(crate) temperature: Option<f64>,
     /// `max_output_tokens`.
-    pub max_output_tokens: Option<u32>,
+    pub(crate) max_output_tokens: Option<u32>,
 }
 
 /// A checked create request.
 #[derive(Debug, Clone)]
-pub struct CreateRequest {
+pub(crate) struct CreateRequest {
     /// The agent name (`[agents."NAME"]` in hookbox.toml), from `agent` or, in the model form,
     /// `model`.
-    pub agent: String,
+    pub(crate) agent: String,
     /// Whether the request is in the model form (`model` rather than `agent`).
-    pub model_form: bool,
+    pub(crate) model_form: bool,
     /// The model form's `generation_config`.
-    pub generation: GenerationConfig,
+    pub(crate) generation: GenerationConfig,
     /// This interaction's input steps (`user_input`, `function_result`).
-    pub input: Vec<Value>,
+    pub(crate) input: Vec<Value>,
     /// Client-side `function` tools.
-    pub functions: Vec<ToolDeclaration>,
+    pub(crate) functions: Vec<ToolDeclaration>,
     /// Whether `code_execution` was asked for.
-    pub code_execution: bool,
+    pub(crate) code_execution: bool,
     /// The environment, if given.
-    pub environment: Option<EnvironmentChoice>,
+    pub(crate) environment: Option<EnvironmentChoice>,
     /// The interaction this one continues.
-    pub previous_interaction_id: Option<String>,
+    pub(crate) previous_interaction_id: Option<String>,
     /// The system instruction's text.
-    pub system_instruction: Option<String>,
+    pub(crate) system_instruction: Option<String>,
     /// Return at once and run on a task.
-    pub background: bool,
+    pub(crate) background: bool,
     /// Answer with server-sent events.
-    pub stream: bool,
+    pub(crate) stream: bool,
 }
 
 fn invalid(path: &str, problem: impl std::fmt::Display) -> ServiceError {
@@ -132,7 +132,7 @@ fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, Se
 
 impl CreateRequest {
     /// Checks `body` and extracts the request, or says what is wrong and where.
-    pub fn parse(body: &Value, allow_host_sources: bool) -> Result<Self, ServiceError> {
+    pub(crate) fn parse(body: &Value, allow_host_sources: bool) -> Result<Self, ServiceError> {
         let map = object(body, "$")?;
         for key in map.keys() {
             if UNSUPPORTED.contains(&key.as_str()) {
@@ -262,7 +262,7 @@ impl CreateRequest {
 /// `input`: a string, one content object, a list of content objects, or a list of steps.
 fn parse_input(value: &Value) -> Result<Vec<Value>, ServiceError> {
     match value {
-        Value::String(text) => Ok(vec![crate::interaction::user_input(text)]),
+        Value::String(text) => Ok(vec![hookbox_agent::interaction::user_input(text)]),
         Value::Object(map) if is_step_type(map) => Ok(vec![parse_step(value, "$.input")?]),
         Value::Object(_) => Ok(vec![json!({
             "type": "user_input",
@@ -435,7 +435,7 @@ fn check_media(map: &Map<String, Value>, kind: &str, path: &str) -> Result<(), S
                      a `data:<mime type>;base64,<data>` URI; hookbox does not fetch URLs or files",
                 ));
             }
-            let Some((uri_type, data)) = crate::interaction::parse_data_uri(&uri) else {
+            let Some((uri_type, data)) = hookbox_agent::interaction::parse_data_uri(&uri) else {
                 return Err(invalid(
                     &uri_path,
                     "a `data:` URI must be `data:<mime type>;base64,<data>`",
