@@ -1,6 +1,7 @@
 //! `/{v}/environments…`: create, get, list, delete.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::Extension;
 use axum::Json;
@@ -133,7 +134,10 @@ pub(crate) async fn delete(
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     owners::environment(&state, &caller, &id).await?;
-    state.runtime.environments().delete(&id)?;
+    // Removing the directory (and unmounting its file system) blocks.
+    let runtime = Arc::clone(&state.runtime);
+    let owned = id.clone();
+    crate::files::blocking(move || Ok(runtime.environments().delete(&owned)?)).await?;
     state.interactions.forget_environment(&id).await?;
     tracing::info!(id, "environment deleted");
     Ok(Json(json!({})))

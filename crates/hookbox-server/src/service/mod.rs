@@ -46,15 +46,15 @@ use hookbox_store::{
     Update,
 };
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::broadcast;
 
 use hookbox_agent::interaction::Agent;
 use hookbox_llm::Model;
 
 pub(crate) use error::{ErrorKind, ServiceError};
-use events::{Event, Partial};
+pub(crate) use events::Event;
 use request::{CreateRequest, EnvironmentChoice};
-use runs::{RunHandle, bump, lock, settle, wait};
+use runs::{LiveRun, RunHandle, lock, settle, wait};
 pub(crate) use view::view;
 
 /// How long after an interaction last changed a create with the same body counts as a retry of
@@ -78,10 +78,8 @@ pub(crate) struct InteractionService {
     /// Whether environment sources may read the server's filesystem.
     allow_host_sources: bool,
     runs: Mutex<HashMap<String, RunHandle>>,
-    /// The text each running interaction is streaming, by interaction id.
-    live: Arc<Mutex<HashMap<String, Partial>>>,
-    /// Bumped whenever a running interaction changes (a step, streamed text, its end).
-    changes: Arc<watch::Sender<u64>>,
+    /// What each running interaction shows beyond its stored steps, and its event channel.
+    live: Arc<Mutex<HashMap<String, LiveRun>>>,
 }
 
 impl InteractionService {
@@ -94,7 +92,6 @@ impl InteractionService {
             runtime,
             runs: Mutex::new(HashMap::new()),
             live: Arc::new(Mutex::new(HashMap::new())),
-            changes: Arc::new(watch::channel(0).0),
         }))
     }
 
@@ -175,7 +172,8 @@ impl InteractionService {
             && let Some(environment) = &environment
             && let Err(err) = self.record_environment(environment).await
         {
-            self.discard_environment(created_environment.then_some(environment));
+            self.discard_environment(created_environment.then_some(environment))
+                .await;
             return Err(err);
         }
         let new = NewInteraction {
@@ -195,7 +193,8 @@ impl InteractionService {
                     created_environment
                         .then_some(environment.as_ref())
                         .flatten(),
-                );
+                )
+                .await;
                 return Err(err);
             }
         };
@@ -205,7 +204,8 @@ impl InteractionService {
                 created_environment
                     .then_some(environment.as_ref())
                     .flatten(),
-            );
+            )
+            .await;
             return self.replay(created.interaction.id, &request).await;
         }
         let id = created.interaction.id;
@@ -258,7 +258,7 @@ impl InteractionService {
         last_event_id: Option<u64>,
     ) -> Result<(Vec<Event>, bool), ServiceError> {
         let stored = self.load(id).await?;
-        let partial = lock(&self.live).get(id).cloned();
+        let partial = lock(&self.live).get(id).and_then(|run| run.partial.clone());
         Ok(events::events_live(
             &stored,
             partial.as_ref(),
@@ -266,10 +266,11 @@ impl InteractionService {
         ))
     }
 
-    /// A receiver that sees a change whenever a running interaction changes: a step, streamed
-    /// text, its end.
-    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
-        self.changes.subscribe()
+    /// The events of `id`'s run from now on, if it is running in this process; the receiver
+    /// closes when the run ends (its last events are then in the store). Subscribe before
+    /// reading [`events`](Self::events), so that nothing falls between the two.
+    pub(crate) fn follow(&self, id: &str) -> Option<broadcast::Receiver<Event>> {
+        lock(&self.live).get(id).map(|run| run.events.subscribe())
     }
 
     /// Cancels `id`: a running interaction becomes `cancelled` and its run stops; a finished
@@ -288,7 +289,6 @@ impl InteractionService {
                 tokio::task::spawn_blocking(move || settle(store.as_ref(), &live, &owned, update))
                     .await
                     .map_err(|err| ServiceError::internal("a store task failed", &err))?;
-            bump(&self.changes);
             match updated {
                 // `Stopped`: it finished meanwhile; return it as it is.
                 Ok(_) | Err(StoreFailure::Stopped { .. }) => {}
@@ -439,11 +439,17 @@ impl InteractionService {
         }
     }
 
-    /// Removes an environment created for a create that did not go ahead.
-    fn discard_environment(&self, environment: Option<&Environment>) {
+    /// Removes an environment created for a create that did not go ahead (its directory and
+    /// file system, off the async threads).
+    async fn discard_environment(&self, environment: Option<&Environment>) {
         if let Some(environment) = environment {
-            let _ = self.runtime.environments().delete(environment.id());
-            let _ = self.runtime.store().delete_environment(environment.id());
+            let runtime = Arc::clone(&self.runtime);
+            let id = environment.id().to_owned();
+            let _ = tokio::task::spawn_blocking(move || {
+                let _ = runtime.environments().delete(&id);
+                let _ = runtime.store().delete_environment(&id);
+            })
+            .await;
         }
     }
 
