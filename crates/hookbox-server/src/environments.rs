@@ -18,7 +18,7 @@ use crate::error::ApiError;
 use crate::owners;
 use crate::page::Page;
 
-/// Members of the create body (`spec/interactions-api.md` §9), `mode` (google-genai ≥ 3.6;
+/// Members of the create body (`docs/wire/interactions-api.md` §9), `mode` (google-genai ≥ 3.6;
 /// only `"on_demand"`), and the hookbox extension `agents_writable`.
 const CREATE_FIELDS: &[&str] = &[
     "from_environment",

@@ -1,5 +1,5 @@
 //! hookbox's REST API, served with axum: the Environments API of the `google-genai` SDK
-//! (`spec/interactions-api.md` §2, §9), so the official client works with only `base_url`
+//! (`docs/wire/interactions-api.md` §2, §9), so the official client works with only `base_url`
 //! changed, and the Interactions API (§2–§8): the wire format (requests, views, server-sent
 //! events, idempotency, error mapping) and the run registry are this crate's ([`service`]).
 //!

@@ -1,4 +1,4 @@
-//! The resumable upload of `spec/interactions-api.md` §9.
+//! The resumable upload of `docs/wire/interactions-api.md` §9.
 //!
 //! 1. `PUT /upload/{v}/environments/{id}/files/{path}[?overwrite=true]` with
 //!    `X-Goog-Upload-Protocol: resumable`, `X-Goog-Upload-Command: start` and

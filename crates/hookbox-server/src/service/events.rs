@@ -1,4 +1,4 @@
-//! The server-sent events of an interaction (`spec/interactions-api.md` §7), derived from what
+//! The server-sent events of an interaction (`docs/wire/interactions-api.md` §7), derived from what
 //! the store holds, so a live stream and a replay (`GET …?stream=true&last_event_id=`) give the
 //! same events with the same ids.
 //!

@@ -3,7 +3,7 @@
 //! whose every step and hook trace is recorded; get, cancel, delete and the streaming events
 //! read the store.
 //!
-//! Decisions the spec leaves open (`spec/interactions-api.md` §11):
+//! Decisions the spec leaves open (`docs/wire/interactions-api.md` §11):
 //!
 //! * `previous_interaction_id` continues the conversation: the steps of every interaction in the
 //!   chain (oldest first) are the model's history; `steps` in the reply are this interaction's

@@ -1,4 +1,4 @@
-//! The interaction object (`spec/interactions-api.md` §4) rendered from the store.
+//! The interaction object (`docs/wire/interactions-api.md` §4) rendered from the store.
 
 use hookbox_store::InteractionWithSteps;
 use serde_json::{Value, json};

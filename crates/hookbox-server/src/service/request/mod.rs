@@ -1,4 +1,4 @@
-//! The create body (`spec/interactions-api.md` §3, agent form), checked and turned into what the
+//! The create body (`docs/wire/interactions-api.md` §3, agent form), checked and turned into what the
 //! agent loop takes. Every problem names its JSON path. `input` (steps, content, media) is
 //! [`input`]'s.
 
