@@ -267,8 +267,10 @@ fn record_step(
     Ok(())
 }
 
-/// Applies `update` to `id`. Text the run was still streaming becomes its last `model_output`
-/// step first, so what a stream showed stays a prefix of what a replay shows.
+/// Applies `update` to `id`, which ends its run. Text the run was still streaming becomes its
+/// last `model_output` step first, so what a stream showed stays a prefix of what a replay
+/// shows. The run's channel closes once the store has the end (its streams then read it there),
+/// and nothing the run still reports is published.
 pub(super) fn settle(
     store: &dyn Store,
     live: &Mutex<HashMap<String, LiveRun>>,
@@ -277,7 +279,9 @@ pub(super) fn settle(
 ) -> Result<hookbox_store::Interaction, StoreFailure> {
     let mut live = lock(live);
     let mut append = Append::default();
-    if let Some(partial) = live.get_mut(id).and_then(|run| run.partial.take()) {
+    // Dropped, closing the channel, when this returns.
+    let ended = live.remove(id);
+    if let Some(partial) = ended.as_ref().and_then(|run| run.partial.as_ref()) {
         let current = store.get_interaction_with_steps(id)?;
         if current.steps.len() == partial.index && current.interaction.status.is_running() {
             let text = partial.pieces.concat();
