@@ -2,13 +2,12 @@
 //! registry of built-in tools ([`hookbox_env::BUILTIN_TOOLS`]), where each tool's name, schema
 //! and hooks vocabulary are defined beside its argument parser.
 
-use hookbox_env::{ToolDefinition, builtin_tools};
-use hookbox_hooks::Dialect;
+use hookbox_env::{ToolDefinition, Vocabulary, builtin_tools};
 use hookbox_llm::ToolDeclaration;
 
-/// The declarations of the built-in tools of `dialect`, in the registry's order.
-pub(crate) fn builtin_declarations(dialect: Dialect) -> Vec<ToolDeclaration> {
-    builtin_tools(dialect).map(declaration).collect()
+/// The declarations of the built-in tools of `vocabulary`, in the registry's order.
+pub(crate) fn builtin_declarations(vocabulary: Vocabulary) -> Vec<ToolDeclaration> {
+    builtin_tools(vocabulary).map(declaration).collect()
 }
 
 /// `definition` as the model sees it.
@@ -26,7 +25,7 @@ mod tests {
 
     #[test]
     fn the_interactions_agent_offers_the_five_sandbox_tools() {
-        let names: Vec<String> = builtin_declarations(Dialect::Sandbox)
+        let names: Vec<String> = builtin_declarations(Vocabulary::Sandbox)
             .into_iter()
             .map(|declaration| declaration.name)
             .collect();

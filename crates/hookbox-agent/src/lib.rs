@@ -14,10 +14,9 @@
 //! ([`hookbox_env::BUILTIN_TOOLS`]): the sandbox dialect's `code_execution`, `read_file`… for
 //! Interactions, the SDK dialect's `Bash`, `Read`… for sessions.
 //!
-//! [`interaction`] is the Interactions agent on that loop, tying models, tools and hooks together;
-//! [`service`] runs it for the Interactions API (request parsing, environments, the store,
-//! background runs, cancel, idempotent retries, streaming events), so the HTTP server only maps
-//! HTTP onto it. [`session`] is the agent of the SDK hooks (seed 002): coding tools in a
+//! [`interaction`] is the Interactions agent on that loop, tying models (`hookbox-llm`), tools
+//! and hooks together (the Interactions API's wire format, runs and store records are
+//! `hookbox-server`'s). [`session`] is the agent of the SDK hooks (seed 002): coding tools in a
 //! directory, the ten lifecycle events, permission modes, sub-agents and compaction; the Rust
 //! SDK (`hookbox-sdk`) and the stream-json CLI drive it.
 
@@ -27,7 +26,6 @@ mod discovery;
 pub mod interaction;
 mod owner_hook_files;
 mod runner;
-pub mod service;
 pub mod session;
 mod tool_call;
 

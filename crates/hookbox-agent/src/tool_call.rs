@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use hookbox_env::{
     BuiltinTools, EgressError, Environment, FileTools, Isolation, NetworkDecision, SandboxEgress,
-    ToolError, ToolOutcome, builtin_tool,
+    ToolError, ToolOutcome, Vocabulary, builtin_tool,
 };
 use hookbox_hooks::{
-    Decision, Diagnostic, Dialect, Dispatcher, EventInput, HookClients, HookOutcome,
-    PolicyHttpRunner, Runners, TraceEntry,
+    Decision, Diagnostic, Dispatcher, EventInput, HookClients, HookOutcome, PolicyHttpRunner,
+    Runners, TraceEntry,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -159,7 +159,7 @@ impl SandboxTools {
         args: Value,
         interaction_id: Option<&str>,
     ) -> Result<ToolCallReport, ToolCallError> {
-        let Some(definition) = builtin_tool(Dialect::Sandbox, tool) else {
+        let Some(definition) = builtin_tool(Vocabulary::Sandbox, tool) else {
             return Err(ToolCallError::UnknownTool(tool.to_owned()));
         };
         let discovered = self.discovery.load(&self.files);

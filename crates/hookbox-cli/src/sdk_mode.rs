@@ -38,7 +38,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             None => Ok(ConfigFile::default()),
         },
     };
-    let agents = config.map(|config| Arc::new(config) as Arc<dyn AgentCatalog>);
+    let agents = config.map(|config| Arc::new(ConfiguredAgents(config)) as Arc<dyn AgentCatalog>);
     let setup = Setup::new(args, home, agents);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -60,17 +60,20 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `hookbox.toml`'s `[agents]` and `[sdk] default_agent` are the agents an SDK may select.
-impl AgentCatalog for ConfigFile {
+/// `hookbox.toml`'s `[agents]` and `[sdk] default_agent`: the agents an SDK may select, each
+/// checked and built by `hookbox-runtime` as every other interface does.
+struct ConfiguredAgents(ConfigFile);
+
+impl AgentCatalog for ConfiguredAgents {
     fn default_agent(&self) -> Option<String> {
-        self.sdk.default_agent.clone()
+        self.0.sdk.default_agent.clone()
     }
 
     fn agent_names(&self) -> Vec<String> {
-        self.agents.keys().cloned().collect()
+        self.0.agents.keys().cloned().collect()
     }
 
     fn model(&self, name: &str) -> anyhow::Result<Arc<dyn Model>> {
-        ConfigFile::model(self, name)
+        self.0.model(name)
     }
 }

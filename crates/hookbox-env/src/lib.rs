@@ -72,5 +72,5 @@ pub use target::Target;
 pub use tools::{
     BUILTIN_TOOLS, BuiltinTools, CODE_EXECUTION, DEFAULT_CODE_TIMEOUT, EnvironmentFile,
     EnvironmentFiles, FileTools, HOST_PATH, Isolation, MAX_LISTED, ToolDefinition, ToolError,
-    ToolOutcome, builtin_tool, builtin_tools, mime_type,
+    ToolOutcome, Vocabulary, builtin_tool, builtin_tools, mime_type,
 };

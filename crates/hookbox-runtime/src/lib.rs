@@ -67,7 +67,8 @@ impl Runtime {
             .with_context(|| format!("cannot open the environments in {}", home.display()))?
             .with_host_sources(config.server.allow_host_sources.unwrap_or(false))
             .with_disk_budget(config.sandbox.disk_budget()?)
-            .with_hook_file_check(Arc::new(OwnerHookFiles));
+            .with_hook_file_check(Arc::new(OwnerHookFiles))
+            .with_progress(hookbox_env::logged_progress());
         let hook_clients =
             HookClients::new(&hook_options).context("cannot build the HTTP hooks' clients")?;
         let egress = EgressProxy::new(config.network.egress_proxy_options()?)

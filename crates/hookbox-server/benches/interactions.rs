@@ -16,7 +16,7 @@ use hookbox_agent::SandboxTools;
 use hookbox_env::{EnvironmentSpec, Environments, Isolation};
 use hookbox_llm::{ModelConfig, ProviderKind, client_options};
 use hookbox_net::{EgressPolicy, GuardedClient, PostRequest};
-use hookbox_server::ServerConfig;
+use hookbox_runtime::{Config, Runtime};
 use serde_json::json;
 
 fn interactions(c: &mut Criterion) {
@@ -52,13 +52,13 @@ fn interactions(c: &mut Criterion) {
         )
         .expect("environment");
 
-    let mut config = ServerConfig::new(home.path());
+    let mut config = Config::new(home.path());
     let mut model = ModelConfig::new(ProviderKind::Scripted, "");
     model.script = Some(script);
     config.agents.insert("bench".to_owned(), model);
+    let runtime = std::sync::Arc::new(Runtime::from_config(&config).expect("runtime"));
     // Loopback only, and the environment was made outside the API (it has no owning key).
-    config.auth = hookbox_server::Auth::Disabled;
-    let app = hookbox_server::router(config).expect("router");
+    let app = hookbox_server::router(runtime, hookbox_server::Auth::Disabled).expect("router");
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .expect("listen");

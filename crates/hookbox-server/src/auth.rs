@@ -48,7 +48,7 @@ pub(crate) async fn authenticate(
     mut request: Request<Body>,
     next: Next,
 ) -> Response {
-    let caller = match state.config.auth {
+    let caller = match state.settings.auth {
         Auth::Disabled => Caller::anonymous(),
         Auth::ApiKeys => match identify(&state, presented_key(&request)).await {
             Ok(caller) => caller,

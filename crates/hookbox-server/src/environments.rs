@@ -1,6 +1,7 @@
 //! `/{v}/environments…`: create, get, list, delete.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::Extension;
 use axum::Json;
@@ -17,7 +18,7 @@ use crate::error::ApiError;
 use crate::owners;
 use crate::page::Page;
 
-/// Members of the create body (`spec/interactions-api.md` §9), `mode` (google-genai ≥ 3.6;
+/// Members of the create body (`docs/wire/interactions-api.md` §9), `mode` (google-genai ≥ 3.6;
 /// only `"on_demand"`), and the hookbox extension `agents_writable`.
 const CREATE_FIELDS: &[&str] = &[
     "from_environment",
@@ -68,17 +69,17 @@ pub(crate) async fn create(
         *from = id.to_owned();
     }
     let spec = EnvironmentSpec::from_json(&Value::Object(map))?;
-    if !state.config.allow_host_sources {
+    if !state.settings.allow_host_sources {
         refuse_host_sources(&spec)?;
     }
     if let Some(from) = &spec.from_environment {
         owners::environment(&state, &caller, from).await?;
     }
-    let environment = state.environments.create(&spec).await?;
+    let environment = state.runtime.environments().create(&spec).await?;
     // The environment recorded its own record in the store; the owner is the server's.
     if let Err(err) = owners::claim(&state, &caller, Resource::Environment, environment.id()).await
     {
-        let _ = state.environments.delete(environment.id());
+        let _ = state.runtime.environments().delete(environment.id());
         return Err(err);
     }
     tracing::info!(id = environment.id(), "environment created");
@@ -92,7 +93,7 @@ pub(crate) async fn get(
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     owners::environment(&state, &caller, &id).await?;
-    Ok(Json(state.environments.get(&id)?.to_json()))
+    Ok(Json(state.runtime.environments().get(&id)?.to_json()))
 }
 
 /// `GET /{v}/environments?page_size=&page_token=` → `{environments, next_page_token}`.
@@ -107,7 +108,7 @@ pub(crate) async fn list(
         50,
         1000,
     )?;
-    let all = owners::environments(&state, &caller, state.environments.list()?).await?;
+    let all = owners::environments(&state, &caller, state.runtime.environments().list()?).await?;
     let (environments, next) = page.take(all);
     let environments: Vec<Value> = environments
         .iter()
@@ -127,8 +128,11 @@ pub(crate) async fn delete(
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     owners::environment(&state, &caller, &id).await?;
-    // Its record and owner go with it.
-    state.environments.delete(&id)?;
+    // Its record and owner go with it; removing the directory (and unmounting its file
+    // system) blocks.
+    let runtime = Arc::clone(&state.runtime);
+    let owned = id.clone();
+    crate::files::blocking(move || Ok(runtime.environments().delete(&owned)?)).await?;
     tracing::info!(id, "environment deleted");
     Ok(Json(json!({})))
 }

@@ -78,7 +78,7 @@ impl From<SpecError> for ApiError {
 impl From<StoreError> for ApiError {
     /// The environment store's errors mean what they mean to the service (one mapping).
     fn from(err: StoreError) -> Self {
-        hookbox_agent::service::ServiceError::from(err).into()
+        crate::service::ServiceError::from(err).into()
     }
 }
 

@@ -47,7 +47,7 @@ async fn respond(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     crate::owners::environment(&state, &caller, &id).await?;
-    let environment = state.environments.get(&id)?;
+    let environment = state.runtime.environments().get(&id)?;
     match query.get("alt").map(String::as_str) {
         Some("media") => return download(environment, path).await,
         Some("json") | None => {}

@@ -1,38 +1,28 @@
 //! `/{v}/interactions…`: create, get, cancel, delete, and their server-sent events. The work is
-//! `hookbox_agent::service`'s; this module maps HTTP to it.
+//! [`crate::service`]'s; this module maps HTTP to it.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Extension;
 use axum::Json;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use hookbox_agent::service::{ErrorKind, ServiceError};
 use hookbox_store::Resource;
 use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::Shared;
 use crate::auth::Caller;
 use crate::environments::json_body;
 use crate::error::ApiError;
 use crate::owners;
-
-impl From<ServiceError> for ApiError {
-    fn from(err: ServiceError) -> Self {
-        match err.kind {
-            ErrorKind::InvalidArgument => Self::invalid(err.message),
-            ErrorKind::NotFound => Self::not_found(err.message),
-            ErrorKind::FailedPrecondition => {
-                Self::new(StatusCode::BAD_REQUEST, "failed_precondition", err.message)
-            }
-            ErrorKind::Internal => Self::internal("interaction failure", &err.message),
-        }
-    }
-}
+use crate::service::Event;
 
 /// `POST /{v}/interactions`.
 pub(crate) async fn create(
@@ -148,54 +138,77 @@ async fn check_references(state: &Shared, caller: &Caller, body: &Value) -> Resu
 }
 
 /// A `text/event-stream` reply with the interaction's events after `last`, following the run
-/// until it stops, then `data: [DONE]`.
+/// until it stops, then `data: [DONE]`; a comment every 15 s keeps an idle connection open.
+/// The stream catches up from the store, then follows the run's own channel; if it falls
+/// behind the channel it catches up from the store again.
 fn event_stream(state: Shared, id: String, last: Option<u64>) -> Response {
-    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
+    let (sender, receiver) = tokio::sync::mpsc::channel::<SseEvent>(16);
     tokio::spawn(async move {
         let mut last = last;
-        let mut changes = state.interactions.changes();
+        // Subscribed before the store is read: what the store does not show yet comes after.
+        let mut follow = state.interactions.follow(&id);
         loop {
-            changes.borrow_and_update();
             let (events, finished) = match state.interactions.events(&id, last).await {
                 Ok(found) => found,
                 Err(err) => {
                     let error = json!({"event_type": "error", "error": {"code": "not_found", "message": err.message}});
                     let _ = sender
-                        .send(Ok(Bytes::from(format!("event: error\ndata: {error}\n\n"))))
+                        .send(SseEvent::default().event("error").data(error.to_string()))
                         .await;
-                    break;
+                    return;
                 }
             };
             for event in events {
                 last = Some(event.id);
-                let frame = format!(
-                    "event: {}\nid: {}\ndata: {}\n\n",
-                    event.event_type, event.id, event.data
-                );
-                if sender.send(Ok(Bytes::from(frame))).await.is_err() {
+                if sender.send(frame(&event)).await.is_err() {
                     return;
                 }
             }
             if finished {
-                let _ = sender
-                    .send(Ok(Bytes::from_static(b"data: [DONE]\n\n")))
-                    .await;
-                break;
+                let _ = sender.send(SseEvent::default().data("[DONE]")).await;
+                return;
             }
-            // Woken by any change of a running interaction; the timeout covers the rest.
-            let _ = tokio::time::timeout(Duration::from_millis(500), changes.changed()).await;
+            let Some(run) = follow.as_mut() else {
+                // Running, but not in this process's registry: look again shortly.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                follow = state.interactions.follow(&id);
+                continue;
+            };
+            loop {
+                match run.recv().await {
+                    Ok(event) if last.is_some_and(|last| event.id <= last) => {}
+                    Ok(event) => {
+                        last = Some(event.id);
+                        if sender.send(frame(&event)).await.is_err() {
+                            return;
+                        }
+                    }
+                    // Fallen behind: catch up from the store, then follow again.
+                    Err(RecvError::Lagged(_)) => break,
+                    // The run is over: its end is in the store.
+                    Err(RecvError::Closed) => {
+                        follow = None;
+                        break;
+                    }
+                }
+            }
         }
     });
     let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
-        receiver.recv().await.map(|item| (item, receiver))
+        receiver
+            .recv()
+            .await
+            .map(|event| (Ok::<_, Infallible>(event), receiver))
     });
-    let mut response = Response::new(Body::from_stream(stream));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// One event as SSE: `event:`, `id:` and `data:` lines.
+fn frame(event: &Event) -> SseEvent {
+    SseEvent::default()
+        .event(event.event_type)
+        .id(event.id.to_string())
+        .data(event.data.to_string())
 }

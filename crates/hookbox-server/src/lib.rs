@@ -1,9 +1,11 @@
 //! hookbox's REST API, served with axum: the Environments API of the `google-genai` SDK
-//! (`spec/interactions-api.md` §2, §9), so the official client works with only `base_url`
-//! changed, and the Interactions API (§2–§8), whose work is `hookbox_agent::service`'s.
+//! (`docs/wire/interactions-api.md` §2, §9), so the official client works with only `base_url`
+//! changed, and the Interactions API (§2–§8): the wire format (requests, views, server-sent
+//! events, idempotency, error mapping) and the run registry are this crate's ([`service`]).
 //!
-//! The server holds no business logic: environments, their files and their confinement are
-//! `hookbox-env`'s. Every error is `{"error":{"code":"<string>","message":"…"}}` with a 4xx/5xx
+//! The server builds nothing of its own: [`router`] serves a [`Runtime`] (`hookbox-runtime`:
+//! the store, environments, agents, hook clients and egress proxy); environments, their files
+//! and their confinement are `hookbox-env`'s, the agent loop is `hookbox-agent`'s. Every error is `{"error":{"code":"<string>","message":"…"}}` with a 4xx/5xx
 //! status; nothing answers 204. Any `{v}` path segment is accepted (`v1`, `v1beta`, …).
 //!
 //! ```text
@@ -38,10 +40,10 @@ mod keys;
 mod media;
 mod owners;
 mod page;
+mod service;
 mod traces;
 mod upload;
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,13 +55,8 @@ use axum::http::{HeaderValue, Request, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
-use hookbox_agent::OwnerHookFiles;
-use hookbox_agent::service::{
-    EgressProxyOptions, HookClientOptions, InteractionService, ServiceConfig, ServiceError,
-};
-use hookbox_env::{DiskBudget, Environments, StoreError};
-use hookbox_llm::ModelConfig;
-use hookbox_store::{SqliteStore, Store};
+use hookbox_runtime::Runtime;
+use service::InteractionService;
 use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
@@ -70,71 +67,32 @@ pub use error::ApiError;
 pub use keys::{ApiKeys, KeyError};
 pub use traces::read as read_hook_traces;
 
-/// How the server runs: where its data lives and how much a request may carry.
+/// Largest request body unless `[server] max_body_bytes` says otherwise: 16 MiB (the SDK sends
+/// upload chunks of at most 8 MiB).
+const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// Largest upload unless `[server] max_upload_bytes` says otherwise: 1 GiB.
+const DEFAULT_MAX_UPLOAD_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// What the HTTP layer itself enforces (`[server]` of hookbox.toml and the command line).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerConfig {
-    /// The hookbox home (`$HOOKBOX_HOME`): environments and upload staging live below it.
-    pub home: PathBuf,
-    /// Largest request body, in bytes (JSON bodies and upload chunks; the SDK sends ≤ 8 MiB
-    /// chunks). Larger requests get 413.
-    pub max_body_bytes: usize,
+pub(crate) struct Settings {
+    /// How requests authenticate.
+    pub(crate) auth: Auth,
     /// Largest file a resumable upload may declare, in bytes. Larger uploads get 413.
-    pub max_upload_bytes: u64,
+    pub(crate) max_upload_bytes: u64,
     /// Whether create may use sources that read this host's filesystem (`local`, `gcs` with a
     /// path, repositories given as a local path). Off by default: API clients are not trusted
     /// with the server's files.
-    pub allow_host_sources: bool,
-    /// Model turns an interaction may take before it ends `incomplete` (default 32).
-    pub max_turns: u32,
-    /// Tokens an interaction may use (input plus output) before it ends `incomplete` with
-    /// `budget_exceeded` (default: no limit).
-    pub max_tokens: Option<u64>,
-    /// The agents `POST /{v}/interactions` may name (`[agents."NAME"]` of hookbox.toml).
-    pub agents: BTreeMap<String, ModelConfig>,
-    /// The options of the client that carries HTTP hooks (`[network]` of hookbox.toml and the
-    /// credential store); default: the strict [`HookClientOptions::default`].
-    pub hook_http: HookClientOptions,
-    /// The options of the egress proxy sandboxes reach the network through (`[network]` of
-    /// hookbox.toml); `None` (the default): sandboxes have no network at all.
-    pub egress_proxy: Option<EgressProxyOptions>,
-    /// How requests authenticate (default: API keys).
-    pub auth: Auth,
-    /// The disk budget of new environments (`[sandbox] disk_bytes` and `disk_inodes`); default
-    /// [`DiskBudget::DEFAULT`].
-    pub disk_budget: DiskBudget,
-}
-
-impl ServerConfig {
-    /// The defaults for `home`: 16 MiB bodies, 1 GiB uploads, no host sources, 32 turns.
-    pub fn new(home: impl Into<PathBuf>) -> Self {
-        Self {
-            home: home.into(),
-            max_body_bytes: 16 * 1024 * 1024,
-            max_upload_bytes: 1024 * 1024 * 1024,
-            allow_host_sources: false,
-            max_turns: 32,
-            max_tokens: None,
-            agents: BTreeMap::new(),
-            hook_http: HookClientOptions::default(),
-            egress_proxy: None,
-            auth: Auth::ApiKeys,
-            disk_budget: DiskBudget::DEFAULT,
-        }
-    }
+    pub(crate) allow_host_sources: bool,
 }
 
 /// Why the server could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    /// The environment store could not be opened.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The interaction store could not be opened.
-    #[error(transparent)]
-    Interactions(#[from] ServiceError),
-    /// The key and owner store could not be opened.
-    #[error("cannot open the key store: {0}")]
-    Keys(#[from] hookbox_store::Error),
+    /// The interactions a previous process left running could not be marked failed.
+    #[error("cannot recover the interaction store: {0}")]
+    Recovery(#[from] hookbox_store::Error),
     /// The upload staging directory could not be prepared.
     #[error("cannot prepare the upload directory `{}`: {source}", path.display())]
     Uploads {
@@ -148,12 +106,11 @@ pub enum ServerError {
 
 /// What every handler shares.
 pub(crate) struct State {
-    pub(crate) config: ServerConfig,
-    pub(crate) environments: Environments,
+    pub(crate) settings: Settings,
+    /// The store (API keys and owners too), environments and agents.
+    pub(crate) runtime: Arc<Runtime>,
     pub(crate) uploads: upload::Uploads,
     pub(crate) interactions: Arc<InteractionService>,
-    /// API keys and owners.
-    pub(crate) store: Arc<dyn Store>,
     /// The API keys, checked on every request.
     pub(crate) keys: ApiKeys,
 }
@@ -161,34 +118,25 @@ pub(crate) struct State {
 /// The shared state as handlers receive it.
 pub(crate) type Shared = Arc<State>;
 
-/// The API's router, with body limits, JSON errors everywhere and request logging.
-pub fn router(config: ServerConfig) -> Result<Router, ServerError> {
-    let environments = Environments::open_with_network(&config.home, &config.hook_http)?
-        .with_disk_budget(config.disk_budget)
-        .with_hook_file_check(Arc::new(OwnerHookFiles))
-        .with_progress(hookbox_env::logged_progress());
-    let uploads = upload::Uploads::open(&config.home.join("uploads"))?;
-    let limit = config.max_body_bytes;
-    let mut service = ServiceConfig::new();
-    service.agents = config.agents.clone();
-    service.allow_host_sources = config.allow_host_sources;
-    service.max_turns = config.max_turns;
-    service.max_tokens = config.max_tokens;
-    service.hook_http = config.hook_http.clone();
-    service.egress_proxy = config.egress_proxy.clone();
-    service.disk_budget = config.disk_budget;
-    let interactions = InteractionService::open(&config.home, service)?;
-    // After the service: it fails interactions a previous process left running.
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open_without_recovery(
-        config.home.join("hookbox.db"),
-    )?);
-    let keys = ApiKeys::new(Arc::clone(&store));
+/// The API's router over `runtime`, requests authenticated as `auth` says, with body limits,
+/// JSON errors everywhere and request logging. Interactions a previous process left running in
+/// the runtime's store are marked failed first.
+pub fn router(runtime: Arc<Runtime>, auth: Auth) -> Result<Router, ServerError> {
+    let server = &runtime.config().server;
+    let limit = server.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+    let settings = Settings {
+        auth,
+        max_upload_bytes: server.max_upload_bytes.unwrap_or(DEFAULT_MAX_UPLOAD_BYTES),
+        allow_host_sources: server.allow_host_sources.unwrap_or(false),
+    };
+    let uploads = upload::Uploads::open(&runtime.home().join("uploads"))?;
+    let interactions = InteractionService::open(Arc::clone(&runtime))?;
+    let keys = ApiKeys::new(Arc::clone(runtime.store()));
     let state: Shared = Arc::new(State {
-        config,
-        environments,
+        settings,
+        runtime,
         uploads,
         interactions,
-        store,
         keys,
     });
     Ok(Router::new()

@@ -1,6 +1,8 @@
 //! Environments, files and interactions belong to the API key that created them. To any other
 //! key they do not exist: every check here answers exactly what a missing id answers (404).
 
+use std::sync::Arc;
+
 use hookbox_env::StoreError;
 use hookbox_store::{Entity, Resource};
 
@@ -17,7 +19,7 @@ pub(crate) async fn owns(
     resource: Resource,
     id: &str,
 ) -> Result<bool, ApiError> {
-    let store = state.store.clone();
+    let store = Arc::clone(state.runtime.store());
     let owned_id = id.to_owned();
     let owner = blocking(move || {
         store
@@ -27,7 +29,7 @@ pub(crate) async fn owns(
     .await?;
     Ok(match owner {
         Some(owner) => owner == caller.owner(),
-        None => caller.is_anonymous() && state.config.auth == Auth::Disabled,
+        None => caller.is_anonymous() && state.settings.auth == Auth::Disabled,
     })
 }
 
@@ -61,7 +63,7 @@ pub(crate) async fn claim(
     resource: Resource,
     id: &str,
 ) -> Result<(), ApiError> {
-    let store = state.store.clone();
+    let store = Arc::clone(state.runtime.store());
     let owner = caller.owner().to_owned();
     let id = id.to_owned();
     blocking(move || {
@@ -78,9 +80,9 @@ pub(crate) async fn environments(
     caller: &Caller,
     all: Vec<hookbox_env::Environment>,
 ) -> Result<Vec<hookbox_env::Environment>, ApiError> {
-    let store = state.store.clone();
+    let store = Arc::clone(state.runtime.store());
     let owner = caller.owner().to_owned();
-    let unowned_too = caller.is_anonymous() && state.config.auth == Auth::Disabled;
+    let unowned_too = caller.is_anonymous() && state.settings.auth == Auth::Disabled;
     blocking(move || {
         let mut visible = Vec::with_capacity(all.len());
         for environment in all {

@@ -3,6 +3,7 @@
 //! that did not fire is never silent. [`read`] gives `hookbox traces` the same view.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use axum::Extension;
 use axum::Json;
@@ -23,7 +24,7 @@ pub(crate) async fn list(
     UrlPath((_version, id)): UrlPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     owners::interaction(&state, &caller, &id).await?;
-    let store = state.store.clone();
+    let store = Arc::clone(state.runtime.store());
     let traces = blocking(move || {
         load(store.as_ref(), &id).map_err(|err| match err {
             hookbox_store::Error::NotFound { .. } => ApiError::not_found(err.to_string()),

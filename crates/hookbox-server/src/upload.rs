@@ -1,4 +1,4 @@
-//! The resumable upload of `spec/interactions-api.md` §9.
+//! The resumable upload of `docs/wire/interactions-api.md` §9.
 //!
 //! 1. `PUT /upload/{v}/environments/{id}/files/{path}[?overwrite=true]` with
 //!    `X-Goog-Upload-Protocol: resumable`, `X-Goog-Upload-Command: start` and
@@ -117,7 +117,7 @@ pub(crate) async fn start(
              `{length}`"
         ))
     })?;
-    let limit = state.config.max_upload_bytes;
+    let limit = state.settings.max_upload_bytes;
     if declared > limit {
         return Err(ApiError::too_large(format!(
             "the file is {declared} bytes, more than the {limit}-byte upload limit"
@@ -130,7 +130,7 @@ pub(crate) async fn start(
         ));
     }
     let overwrite = flag(&query, "overwrite")?;
-    let environment = state.environments.get(&id)?;
+    let environment = state.runtime.environments().get(&id)?;
     let checked = path.clone();
     let path = blocking(move || {
         Ok(EnvironmentFiles::open(&environment)?.check_writable(&checked, overwrite)?)
@@ -337,7 +337,8 @@ async fn chunk_inner(
         ))));
     }
     let environment = state
-        .environments
+        .runtime
+        .environments()
         .get(&session.environment)
         .map_err(|err| fatal(err.into()));
     let environment = match environment {
@@ -347,7 +348,7 @@ async fn chunk_inner(
             return Err(err);
         }
     };
-    let environments = state.environments.clone();
+    let environments = state.runtime.environments().clone();
     let (staging, target, overwrite) = (
         session.staging.clone(),
         session.path.clone(),
@@ -376,7 +377,8 @@ async fn chunk_inner(
     let file = written.map_err(fatal)?;
     // An upload into `.agents` makes that directory the owner's (read-only to the model).
     state
-        .environments
+        .runtime
+        .environments()
         .record_owner_write(id, &file.path)
         .map_err(|err| fatal(err.into()))?;
     tracing::info!(environment = id, path = file.path, "upload finished");

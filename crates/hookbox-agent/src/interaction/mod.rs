@@ -5,5 +5,4 @@ mod run;
 mod steps;
 
 pub use run::{Agent, RunEvent, RunOutcome, RunStatus};
-pub use steps::user_input;
-pub(crate) use steps::{model_output, parse_data_uri};
+pub use steps::{model_output, parse_data_uri, user_input};

@@ -13,7 +13,7 @@ use crate::agent_loop::{self, Answered, Called, LoopPoints};
 use crate::declarations::builtin_declarations;
 use crate::tool_call::SandboxTools;
 use hookbox_env::CODE_EXECUTION;
-use hookbox_hooks::Dialect;
+use hookbox_env::Vocabulary;
 use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration};
 
 /// What a streaming run reports as it goes.
@@ -121,7 +121,7 @@ impl Agent {
         extend_conversation(&mut conversation, history);
         extend_conversation(&mut conversation, &input);
         let mut declarations = if self.tools.is_some() {
-            builtin_declarations(Dialect::Sandbox)
+            builtin_declarations(Vocabulary::Sandbox)
         } else {
             Vec::new()
         };

@@ -12,7 +12,7 @@ pub fn user_input(text: &str) -> Value {
 }
 
 /// A `model_output` step with one text part.
-pub(crate) fn model_output(text: &str) -> Value {
+pub fn model_output(text: &str) -> Value {
     json!({"type": "model_output", "content": [{"type": "text", "text": text}]})
 }
 
@@ -161,7 +161,7 @@ pub(crate) fn content_media(part: &Value) -> Option<Media> {
 }
 
 /// `data:<mime>;base64,<data>` as `(mime, data)`.
-pub(crate) fn parse_data_uri(uri: &str) -> Option<(&str, &str)> {
+pub fn parse_data_uri(uri: &str) -> Option<(&str, &str)> {
     let rest = uri.strip_prefix("data:")?;
     let (header, data) = rest.split_once(',')?;
     let mime = header.strip_suffix(";base64")?;

@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 
 use super::core::{Core, Runner};
 use super::emit::Emitter;
-use hookbox_store::new_uuid;
 use super::outcome::{End, Stats};
 use super::tools::declarations;
+use hookbox_store::new_uuid;
 
 impl Core {
     /// Runs a `Task` call: `SubagentStart`, the sub-agent's own loop (its tools through the same

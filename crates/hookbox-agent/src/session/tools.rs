@@ -1,8 +1,8 @@
 //! The tools an SDK session offers the model: the coding tools of the registry (the SDK
 //! dialect's `Bash`, `Read`…), and `Task` when the session has sub-agents.
 
+use hookbox_env::Vocabulary;
 use hookbox_env::builtin_tool;
-use hookbox_hooks::Dialect;
 use serde_json::json;
 
 use crate::declarations::declaration;
@@ -16,7 +16,7 @@ pub(crate) const TASK: &str = "Task";
 pub(crate) fn declarations(names: &[&str], with_task: bool) -> Vec<ToolDeclaration> {
     let mut declarations: Vec<ToolDeclaration> = names
         .iter()
-        .filter_map(|name| builtin_tool(Dialect::Sdk, name))
+        .filter_map(|name| builtin_tool(Vocabulary::Sdk, name))
         .map(declaration)
         .collect();
     if with_task {

@@ -1,11 +1,12 @@
 //! `hookbox serve`: the REST API over HTTP until SIGINT or SIGTERM.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use hookbox_env::Environments;
 use hookbox_runtime::{Runtime, ServerSection};
-use hookbox_server::{ApiKeys, Auth, Limits, ServeOptions, ServerConfig};
+use hookbox_server::{ApiKeys, Auth, Limits, ServeOptions};
 
 use crate::cli::ServeArgs;
 use crate::config;
@@ -19,30 +20,13 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let home = Environments::default_home()?;
     let file = config::read(args.config.as_deref(), &home)?;
     config::warn_if_loopback_hooks(&file);
-    let runtime = Runtime::from_config(&file)?;
+    let runtime = Arc::new(Runtime::from_config(&file)?);
     let listen = args
         .listen
         .clone()
         .or(file.server.listen.clone())
         .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
-    let mut config = ServerConfig::new(&home);
-    if let Some(limit) = file.server.max_body_bytes {
-        config.max_body_bytes = limit;
-    }
-    if let Some(limit) = file.server.max_upload_bytes {
-        config.max_upload_bytes = limit;
-    }
-    if let Some(allow) = file.server.allow_host_sources {
-        config.allow_host_sources = allow;
-    }
-    if let Some(turns) = file.server.max_turns {
-        if turns == 0 {
-            anyhow::bail!("invalid config: `[server] max_turns` must be at least 1");
-        }
-        config.max_turns = turns;
-    }
-    config.max_tokens = file.server.max_tokens;
-    config.auth = if args.no_auth {
+    let auth = if args.no_auth {
         Auth::Disabled
     } else {
         Auth::ApiKeys
@@ -59,12 +43,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    config.hook_http = runtime.hook_options().clone();
-    config.egress_proxy = Some(file.network.egress_proxy_options()?);
-    config.agents = file.agents;
-    config.disk_budget = file.sandbox.disk_budget()?;
     super::env::warn_without_disk_budget();
-    let app = hookbox_server::router(config)
+    let app = hookbox_server::router(Arc::clone(&runtime), auth)
         .with_context(|| format!("cannot set up the server in {}", home.display()))?;
     let async_runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use crate::Vocabulary;
 use hookbox_exec::{ExitKind, ProcessSpec, Sandbox};
-use hookbox_hooks::Dialect;
 use serde_json::{Value, json};
 
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
@@ -20,7 +20,7 @@ const ARGS: &[&str] = &["command", "timeout", "description"];
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sdk,
+    vocabulary: Vocabulary::Sdk,
     description: "Run a bash command in the working directory (inside the sandbox) and return its output.",
     parameters,
     arguments: ARGS,

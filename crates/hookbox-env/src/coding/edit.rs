@@ -1,6 +1,6 @@
 //! `Edit {file_path, old_string, new_string, replace_all?}`: exact string replacement.
 
-use hookbox_hooks::Dialect;
+use crate::Vocabulary;
 use serde_json::{Value, json};
 
 use crate::coding::write::store;
@@ -17,7 +17,7 @@ const ARGS: &[&str] = &["file_path", "old_string", "new_string", "replace_all"];
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sdk,
+    vocabulary: Vocabulary::Sdk,
     description: "Replace an exact string in a file (it must occur once unless replace_all is set).",
     parameters,
     arguments: ARGS,

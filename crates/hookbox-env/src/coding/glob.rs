@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use hookbox_hooks::Dialect;
+use crate::Vocabulary;
 use rustix::io::Errno;
 use serde_json::{Value, json};
 
@@ -21,7 +21,7 @@ const ARGS: &[&str] = &["pattern", "path"];
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sdk,
+    vocabulary: Vocabulary::Sdk,
     description: "Find files by glob pattern (`**` matches directories), newest first.",
     parameters,
     arguments: ARGS,

@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::io::Read as _;
 
-use hookbox_hooks::Dialect;
+use crate::Vocabulary;
 use regex::RegexBuilder;
 use rustix::fs::{FileType, Mode, OFlags};
 use serde_json::{Value, json};
@@ -35,7 +35,7 @@ const ARGS: &[&str] = &[
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sdk,
+    vocabulary: Vocabulary::Sdk,
     description: "Search file contents with a regular expression.",
     parameters,
     arguments: ARGS,

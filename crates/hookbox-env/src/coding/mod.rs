@@ -24,7 +24,7 @@ pub(crate) mod write;
 
 use std::path::{Path, PathBuf};
 
-use hookbox_hooks::Dialect;
+use crate::Vocabulary;
 use serde_json::{Value, json};
 
 pub use protect::PROTECTED_ENTRIES;
@@ -34,7 +34,7 @@ use crate::tools::definition::{self, Run};
 use crate::tools::{Isolation, ToolError};
 
 /// The names of the coding tools, as models call them: those of
-/// [`builtin_tools(Dialect::Sdk)`](crate::builtin_tools).
+/// [`builtin_tools(Vocabulary::Sdk)`](crate::builtin_tools).
 pub const CODING_TOOLS: [&str; 6] = ["Bash", "Read", "Write", "Edit", "Glob", "Grep"];
 
 /// The coding tools of one session, working in (and confined to) its working directory.
@@ -129,12 +129,12 @@ impl CodingTools {
     /// Runs tool `name` with Claude Code's `input`; an unknown name or a bad input gives a
     /// failed outcome, never a panic.
     pub async fn call(&self, name: &str, input: &Value) -> CodingOutcome {
-        let result = match definition::builtin_tool(Dialect::Sdk, name).map(|tool| tool.run) {
+        let result = match definition::builtin_tool(Vocabulary::Sdk, name).map(|tool| tool.run) {
             Some(Run::Bash) => return bash::run(self, input).await,
             Some(Run::Coding(run)) => run(self, input),
             _ => Err(format!(
                 "unknown tool `{name}`; the coding tools are {}",
-                definition::names(Dialect::Sdk)
+                definition::names(Vocabulary::Sdk)
             )),
         };
         result.unwrap_or_else(CodingOutcome::failed)

@@ -1,6 +1,6 @@
 //! `Read {file_path, offset?, limit?}`: a text file in `cat -n` style.
 
-use hookbox_hooks::Dialect;
+use crate::Vocabulary;
 use serde_json::{Value, json};
 
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
@@ -16,7 +16,7 @@ const ARGS: &[&str] = &["file_path", "offset", "limit"];
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sdk,
+    vocabulary: Vocabulary::Sdk,
     description: "Read a text file, with line numbers.",
     parameters,
     arguments: ARGS,

@@ -1,6 +1,6 @@
 //! `Write {file_path, content}`: creates or replaces a file beneath the working directory.
 
-use hookbox_hooks::Dialect;
+use crate::Vocabulary;
 use rustix::fs::{FileType, Mode};
 use serde_json::{Value, json};
 
@@ -20,7 +20,7 @@ const ARGS: &[&str] = &["file_path", "content"];
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sdk,
+    vocabulary: Vocabulary::Sdk,
     description: "Create or overwrite a file.",
     parameters,
     arguments: ARGS,

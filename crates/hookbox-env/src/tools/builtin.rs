@@ -99,7 +99,7 @@ impl BuiltinTools {
     /// the canonical absolute sandbox path ([`FileTools::resolve`]); `code_execution`'s
     /// arguments as they are.
     pub fn resolve(&self, name: &str, args: &Value) -> Result<Value, crate::ToolError> {
-        match crate::builtin_tool(hookbox_hooks::Dialect::Sandbox, name) {
+        match crate::builtin_tool(crate::Vocabulary::Sandbox, name) {
             Some(definition) if !definition.resolves_paths() => Ok(args.clone()),
             _ => self.files.resolve(name, args),
         }

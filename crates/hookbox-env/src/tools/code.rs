@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use crate::Vocabulary;
 use hookbox_exec::{ExitKind, ProcessSpec};
-use hookbox_hooks::Dialect;
 use serde_json::{Value, json};
 
 use crate::egress::SandboxEgress;
@@ -27,7 +27,7 @@ const ARGS: &[&str] = &["code", "language", "timeout"];
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sandbox,
+    vocabulary: Vocabulary::Sandbox,
     description: "Run a bash or python program in the sandbox (cwd /workspace) and return its stdout, stderr and exit code.",
     parameters,
     arguments: ARGS,

@@ -4,22 +4,29 @@
 //! [`BUILTIN_TOOLS`]. Agents take the tools they offer models from here, so a tool's name,
 //! schema and hooks vocabulary never live apart from its argument parser.
 
-use hookbox_hooks::Dialect;
 use serde_json::{Value, json};
 
 use crate::coding::{self, CodingOutcome, CodingTools, Failure};
 use crate::tools::resolve::Final;
 use crate::tools::{FileTools, ToolError, code, delete, list, read, write};
 
+/// The hooks vocabulary a built-in tool appears under (the hook dialect that names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vocabulary {
+    /// The sandbox dialect's tools (`code_execution`, `read_file`…, behind
+    /// `pre_tool_execution` / `post_tool_execution`).
+    Sandbox,
+    /// The SDK dialect's coding tools (`Bash`, `Read`…, behind `PreToolUse` / `PostToolUse`).
+    Sdk,
+}
+
 /// One built-in tool as models and hooks see it.
 #[derive(Debug, Clone, Copy)]
 pub struct ToolDefinition {
     /// The name models call it by and hook matchers match.
     pub name: &'static str,
-    /// The hooks vocabulary it appears under: the sandbox dialect's tools (`code_execution`,
-    /// `read_file`…, behind `pre_tool_execution` / `post_tool_execution`) or the SDK dialect's
-    /// coding tools (`Bash`, `Read`…, behind `PreToolUse` / `PostToolUse`).
-    pub dialect: Dialect,
+    /// The hooks vocabulary it appears under.
+    pub vocabulary: Vocabulary,
     /// What it does, for the model.
     pub description: &'static str,
     /// The JSON schema of its arguments (an `object` schema). Every model wire (Gemini,
@@ -81,16 +88,16 @@ pub const BUILTIN_TOOLS: [&ToolDefinition; 11] = [
     &coding::grep::DEFINITION,
 ];
 
-/// The built-in tools of `dialect`, in the order models are shown them.
-pub fn builtin_tools(dialect: Dialect) -> impl Iterator<Item = &'static ToolDefinition> {
+/// The built-in tools of `vocabulary`, in the order models are shown them.
+pub fn builtin_tools(vocabulary: Vocabulary) -> impl Iterator<Item = &'static ToolDefinition> {
     BUILTIN_TOOLS
         .into_iter()
-        .filter(move |definition| definition.dialect == dialect)
+        .filter(move |definition| definition.vocabulary == vocabulary)
 }
 
-/// The built-in tool of `dialect` named `name`, if there is one.
-pub fn builtin_tool(dialect: Dialect, name: &str) -> Option<&'static ToolDefinition> {
-    builtin_tools(dialect).find(|definition| definition.name == name)
+/// The built-in tool of `vocabulary` named `name`, if there is one.
+pub fn builtin_tool(vocabulary: Vocabulary, name: &str) -> Option<&'static ToolDefinition> {
+    builtin_tools(vocabulary).find(|definition| definition.name == name)
 }
 
 /// The schema of a sandbox tool's `path` argument.
@@ -103,9 +110,9 @@ pub(crate) fn session_path_schema() -> Value {
     json!({"type": "string", "description": "An absolute path, or one relative to the working directory."})
 }
 
-/// The names of the built-in tools of `dialect`, joined with `, ` (for error messages).
-pub(crate) fn names(dialect: Dialect) -> String {
-    builtin_tools(dialect)
+/// The names of the built-in tools of `vocabulary`, joined with `, ` (for error messages).
+pub(crate) fn names(vocabulary: Vocabulary) -> String {
+    builtin_tools(vocabulary)
         .map(|definition| definition.name)
         .collect::<Vec<_>>()
         .join(", ")
@@ -119,7 +126,7 @@ mod tests {
 
     #[test]
     fn names_are_unique_within_a_dialect() {
-        for dialect in [Dialect::Sandbox, Dialect::Sdk] {
+        for dialect in [Vocabulary::Sandbox, Vocabulary::Sdk] {
             let names: Vec<_> = builtin_tools(dialect).map(|d| d.name).collect();
             let unique: BTreeSet<_> = names.iter().collect();
             assert_eq!(names.len(), unique.len(), "{names:?}");
@@ -152,18 +159,21 @@ mod tests {
     #[test]
     fn lookups_respect_the_dialect() {
         assert_eq!(
-            builtin_tool(Dialect::Sandbox, "code_execution").map(|d| d.name),
+            builtin_tool(Vocabulary::Sandbox, "code_execution").map(|d| d.name),
             Some("code_execution")
         );
-        assert!(builtin_tool(Dialect::Sdk, "code_execution").is_none());
-        assert!(builtin_tool(Dialect::Sandbox, "Bash").is_none());
+        assert!(builtin_tool(Vocabulary::Sdk, "code_execution").is_none());
+        assert!(builtin_tool(Vocabulary::Sandbox, "Bash").is_none());
         assert_eq!(
-            names(Dialect::Sandbox),
+            names(Vocabulary::Sandbox),
             "code_execution, read_file, write_file, list_files, delete_file"
         );
-        assert_eq!(names(Dialect::Sdk), "Bash, Read, Write, Edit, Glob, Grep");
+        assert_eq!(
+            names(Vocabulary::Sdk),
+            "Bash, Read, Write, Edit, Glob, Grep"
+        );
         assert!(
-            builtin_tools(Dialect::Sdk)
+            builtin_tools(Vocabulary::Sdk)
                 .map(|d| d.name)
                 .eq(crate::CODING_TOOLS)
         );

@@ -1,6 +1,6 @@
 //! `delete_file {path}` → `{path, deleted: true}`.
 
-use hookbox_hooks::Dialect;
+use crate::Vocabulary;
 use rustix::fs::{self, AtFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
@@ -20,7 +20,7 @@ pub(crate) const ARGS: &[&str] = &["path"];
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sandbox,
+    vocabulary: Vocabulary::Sandbox,
     description: "Delete a file under /workspace.",
     parameters,
     arguments: ARGS,

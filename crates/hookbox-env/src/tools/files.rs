@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use hookbox_hooks::Dialect;
+use crate::Vocabulary;
 use rustix::io::Errno;
 use serde_json::Value;
 
@@ -290,7 +290,7 @@ pub(crate) fn sandbox_path(tool: &'static str, text: &str) -> Result<SandboxPath
 
 /// The file tool named `name`, with how it acts on its path.
 fn file_tool(name: &str) -> Result<(&'static ToolDefinition, FileTool), ToolError> {
-    match builtin_tool(Dialect::Sandbox, name) {
+    match builtin_tool(Vocabulary::Sandbox, name) {
         Some(
             definition @ ToolDefinition {
                 run: Run::File(file),

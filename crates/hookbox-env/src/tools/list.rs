@@ -2,7 +2,7 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 
-use hookbox_hooks::Dialect;
+use crate::Vocabulary;
 use rustix::fs::{self, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
@@ -24,7 +24,7 @@ pub(crate) const ARGS: &[&str] = &["path", "recursive"];
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sandbox,
+    vocabulary: Vocabulary::Sandbox,
     description: "List a directory of the sandbox (default /workspace).",
     parameters,
     arguments: ARGS,

@@ -3,8 +3,8 @@
 use std::fs::File;
 use std::io::Read;
 
+use crate::Vocabulary;
 use base64::prelude::{BASE64_STANDARD, Engine as _};
-use hookbox_hooks::Dialect;
 use rustix::fs::{FileType, Mode, OFlags};
 use serde_json::{Value, json};
 
@@ -23,7 +23,7 @@ pub(crate) const ARGS: &[&str] = &["path"];
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sandbox,
+    vocabulary: Vocabulary::Sandbox,
     description: "Read a file of the sandbox.",
     parameters,
     arguments: ARGS,

@@ -3,8 +3,8 @@
 use std::fs::File;
 use std::io::Write as _;
 
+use crate::Vocabulary;
 use base64::prelude::{BASE64_STANDARD, Engine as _};
-use hookbox_hooks::Dialect;
 use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
@@ -25,7 +25,7 @@ pub(crate) const ARGS: &[&str] = &["path", "content", "encoding"];
 /// The tool as models and hooks see it.
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
-    dialect: Dialect::Sandbox,
+    vocabulary: Vocabulary::Sandbox,
     description: "Create or replace a file under /workspace.",
     parameters,
     arguments: ARGS,

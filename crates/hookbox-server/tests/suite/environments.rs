@@ -186,7 +186,7 @@ async fn unknown_ids_are_404_and_bad_page_tokens_400() {
 
 #[tokio::test]
 async fn oversized_bodies_get_413_in_the_error_shape() {
-    let api = Api::start_with(|config| config.max_body_bytes = 64 * 1024).await;
+    let api = Api::start_with(|config| config.server.max_body_bytes = Some(64 * 1024)).await;
     let big = json!({"sources": [inline("workspace/big", &"x".repeat(100 * 1024))]});
     let reply = api.post_json("/v1/environments", &big).await;
     assert_eq!(reply.status, 413);

@@ -589,7 +589,7 @@ async fn an_interaction_past_max_turns_ends_incomplete() {
         let mut model = ModelConfig::new(ProviderKind::Scripted, "");
         model.script = Some(path);
         config.agents.insert(AGENT.to_owned(), model);
-        config.max_turns = 2;
+        config.server.max_turns = Some(2);
     })
     .await;
     let body = json!({"agent": AGENT, "input": "look around", "environment": {"type": "remote", "sources": []}});

@@ -326,7 +326,7 @@ async fn an_interaction_past_its_token_budget_ends_incomplete_before_more_tool_c
         model.max_attempts = Some(1);
         config.agents.insert(AGENT.to_owned(), model);
         // The fake reports a few tokens per call: one call is within budget, the next is not.
-        config.max_tokens = Some(1);
+        config.server.max_tokens = Some(1);
     })
     .await;
     let reply = api

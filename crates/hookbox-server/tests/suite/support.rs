@@ -2,8 +2,9 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use hookbox_server::ServerConfig;
+use hookbox_runtime::{Config, Runtime};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::{HeaderMap, Request};
@@ -17,7 +18,7 @@ pub(crate) struct Api {
     /// An API key created for the tests (`hookbox api-keys create`'s library call).
     pub(crate) key: String,
     home: tempfile::TempDir,
-    config: ServerConfig,
+    config: Config,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -72,10 +73,10 @@ impl Api {
         Self::start_with(|_| {}).await
     }
 
-    /// A server whose config `tweak` adjusts.
-    pub(crate) async fn start_with(tweak: impl FnOnce(&mut ServerConfig)) -> Self {
+    /// A server whose hookbox.toml `tweak` adjusts.
+    pub(crate) async fn start_with(tweak: impl FnOnce(&mut Config)) -> Self {
         let home = tempfile::tempdir().unwrap();
-        let mut config = ServerConfig::new(home.path());
+        let mut config = Config::new(home.path());
         tweak(&mut config);
         let (_, key) = hookbox_server::ApiKeys::open(home.path())
             .unwrap()
@@ -91,9 +92,10 @@ impl Api {
         }
     }
 
-    /// Starts a router for `config` on a free port.
-    async fn listen(config: &ServerConfig) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
-        let app = hookbox_server::router(config.clone()).unwrap();
+    /// Starts a router for the runtime of `config` on a free port.
+    async fn listen(config: &Config) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        let runtime = Arc::new(Runtime::from_config(config).unwrap());
+        let app = hookbox_server::router(runtime, hookbox_server::Auth::ApiKeys).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();

@@ -184,7 +184,7 @@ async fn existing_files_are_replaced_only_with_overwrite() {
 
 #[tokio::test]
 async fn bad_starts_are_refused() {
-    let api = Api::start_with(|config| config.max_upload_bytes = 1000).await;
+    let api = Api::start_with(|config| config.server.max_upload_bytes = Some(1000)).await;
     let id = empty(&api).await;
     let too_big = start(&api, &id, "workspace/big", 1001, "").await;
     assert_eq!(
@@ -239,7 +239,7 @@ async fn uploads_never_follow_a_link_out_of_the_environment() {
 
 #[tokio::test]
 async fn chunks_larger_than_the_body_limit_get_413() {
-    let api = Api::start_with(|config| config.max_body_bytes = 1024).await;
+    let api = Api::start_with(|config| config.server.max_body_bytes = Some(1024)).await;
     let id = empty(&api).await;
     let url = session_path(&api, &start(&api, &id, "workspace/f", 4096, "").await);
     let reply = chunk(&api, &url, "upload", 0, &[7; 2048]).await;

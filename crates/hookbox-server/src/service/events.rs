@@ -1,4 +1,4 @@
-//! The server-sent events of an interaction (`spec/interactions-api.md` §7), derived from what
+//! The server-sent events of an interaction (`docs/wire/interactions-api.md` §7), derived from what
 //! the store holds, so a live stream and a replay (`GET …?stream=true&last_event_id=`) give the
 //! same events with the same ids.
 //!
@@ -10,6 +10,10 @@
 //! interaction (`outputs.deltas["<step index>"]`), so a replay cuts the stored text the same way;
 //! while the step is still being streamed its pieces come from the run ([`Partial`]). Without
 //! streamed text step `i` has ids `3i+1` to `3i+3`.
+//!
+//! A running interaction's events are also published as they happen (`super::runs`), numbered
+//! by the same functions ([`step_events`], [`streamed_start`], [`streamed_delta`]), so a stream
+//! that catches up from the store and then follows the run sees one sequence.
 
 use hookbox_store::InteractionWithSteps;
 use serde_json::{Value, json};
@@ -21,30 +25,37 @@ pub(crate) struct Partial {
     pub(crate) index: usize,
     /// The pieces so far.
     pub(crate) pieces: Vec<String>,
+    /// The id of its `step.start`.
+    pub(crate) first_event: u64,
 }
 
 /// One event: its id, its `event_type`, and the `data` JSON (with `event_type` and `event_id`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Event {
+pub(crate) struct Event {
     /// The position in the sequence.
-    pub id: u64,
+    pub(crate) id: u64,
     /// The `event_type`.
-    pub event_type: &'static str,
+    pub(crate) event_type: &'static str,
     /// The JSON payload.
-    pub data: Value,
+    pub(crate) data: Value,
 }
 
-/// The events of `stored` after `last_event_id` (all when `None`), and whether the sequence is
-/// complete (the interaction has stopped).
-pub fn events_after(
-    stored: &InteractionWithSteps,
-    last_event_id: Option<u64>,
-) -> (Vec<Event>, bool) {
-    events_live(stored, None, last_event_id)
+impl Event {
+    /// Event `id` of `event_type` with `data`, which gains `event_type` and `event_id`.
+    pub(crate) fn new(id: u64, (event_type, mut data): (&'static str, Value)) -> Self {
+        data["event_type"] = event_type.into();
+        data["event_id"] = id.to_string().into();
+        Self {
+            id,
+            event_type,
+            data,
+        }
+    }
 }
 
-/// Like [`events_after`], followed by the events of `partial` when the interaction is running
-/// and `partial` is the step after the stored ones.
+/// The events of `stored` after `last_event_id` (all when `None`), followed by the events of
+/// `partial` when the interaction is running and `partial` is the step after the stored ones,
+/// and whether the sequence is complete (the interaction has stopped).
 pub(crate) fn events_live(
     stored: &InteractionWithSteps,
     partial: Option<&Partial>,
@@ -53,28 +64,23 @@ pub(crate) fn events_live(
     let interaction = &stored.interaction;
     let finished = !interaction.status.is_running();
     let mut events = Vec::new();
-    let mut push = |id: u64, event_type: &'static str, mut data: Value| {
-        if last_event_id.is_some_and(|last| id <= last) {
-            return;
+    let mut push = |id: u64, event: (&'static str, Value)| {
+        if last_event_id.is_none_or(|last| id > last) {
+            events.push(Event::new(id, event));
         }
-        data["event_type"] = event_type.into();
-        data["event_id"] = id.to_string().into();
-        events.push(Event {
-            id,
-            event_type,
-            data,
-        });
     };
     push(
         0,
-        "interaction.created",
-        json!({"interaction": {
-            "id": interaction.id,
-            "status": "in_progress",
-            super::name_field(stored): interaction.agent,
-            "created": interaction.created.to_string(),
-            "updated": interaction.created.to_string(),
-        }}),
+        (
+            "interaction.created",
+            json!({"interaction": {
+                "id": interaction.id,
+                "status": "in_progress",
+                super::view::name_field(stored): interaction.agent,
+                "created": interaction.created.to_string(),
+                "updated": interaction.created.to_string(),
+            }}),
+        ),
     );
     let mut next = 1u64;
     let lengths = interaction
@@ -82,43 +88,20 @@ pub(crate) fn events_live(
         .as_ref()
         .and_then(|outputs| outputs.get("deltas"));
     for (index, step) in stored.steps.iter().enumerate() {
-        let (start, delta) = split(&step.body);
-        push(next, "step.start", json!({"index": index, "step": start}));
-        next += 1;
-        let streamed = lengths
-            .and_then(|lengths| lengths.get(index.to_string()))
-            .filter(|_| step.body["type"] == "model_output");
-        let deltas = match (streamed, delta["text"].as_str()) {
-            (Some(lengths), Some(text)) => cut(text, lengths)
-                .into_iter()
-                .map(|piece| json!({"type": "text", "text": piece}))
-                .collect(),
-            _ => vec![delta],
-        };
-        for delta in deltas {
-            push(next, "step.delta", json!({"index": index, "delta": delta}));
+        let streamed = lengths.and_then(|lengths| lengths.get(index.to_string()));
+        for event in step_events(index, &step.body, streamed) {
+            push(next, event);
             next += 1;
         }
-        push(next, "step.stop", json!({"index": index}));
-        next += 1;
     }
     if let Some(partial) = partial
         && !finished
         && partial.index == stored.steps.len()
     {
-        let index = partial.index;
-        push(
-            next,
-            "step.start",
-            json!({"index": index, "step": {"type": "model_output", "content": []}}),
-        );
+        push(next, streamed_start(partial.index));
         next += 1;
         for piece in &partial.pieces {
-            push(
-                next,
-                "step.delta",
-                json!({"index": index, "delta": {"type": "text", "text": piece}}),
-            );
+            push(next, streamed_delta(partial.index, piece));
             next += 1;
         }
     }
@@ -128,14 +111,56 @@ pub(crate) fn events_live(
         if let Some(usage) = &interaction.usage {
             update["usage"] = usage.clone();
         }
-        push(next, "interaction.status_update", update);
+        push(next, ("interaction.status_update", update));
         push(
             next + 1,
-            "interaction.completed",
-            json!({"interaction": super::view(stored)}),
+            (
+                "interaction.completed",
+                json!({"interaction": super::view::view(stored)}),
+            ),
         );
     }
     (events, finished)
+}
+
+/// The events of step `index` (`step.start`, its deltas, `step.stop`), without ids. `lengths`
+/// are the byte lengths of the pieces its text was streamed in, if it was.
+pub(crate) fn step_events(
+    index: usize,
+    body: &Value,
+    lengths: Option<&Value>,
+) -> Vec<(&'static str, Value)> {
+    let (start, delta) = split(body);
+    let mut events = vec![("step.start", json!({"index": index, "step": start}))];
+    let streamed = lengths.filter(|_| body["type"] == "model_output");
+    let deltas = match (streamed, delta["text"].as_str()) {
+        (Some(lengths), Some(text)) => cut(text, lengths)
+            .into_iter()
+            .map(|piece| json!({"type": "text", "text": piece}))
+            .collect(),
+        _ => vec![delta],
+    };
+    for delta in deltas {
+        events.push(("step.delta", json!({"index": index, "delta": delta})));
+    }
+    events.push(("step.stop", json!({"index": index})));
+    events
+}
+
+/// The `step.start` of `model_output` step `index` while its text is being streamed.
+pub(crate) fn streamed_start(index: usize) -> (&'static str, Value) {
+    (
+        "step.start",
+        json!({"index": index, "step": {"type": "model_output", "content": []}}),
+    )
+}
+
+/// The `step.delta` of one streamed text `piece` of step `index`.
+pub(crate) fn streamed_delta(index: usize, piece: &str) -> (&'static str, Value) {
+    (
+        "step.delta",
+        json!({"index": index, "delta": {"type": "text", "text": piece}}),
+    )
 }
 
 /// `text` cut into pieces of the byte `lengths` (a JSON list) the model streamed; what the
@@ -213,6 +238,15 @@ mod tests {
 
     use super::*;
 
+    /// The events of `stored` after `last_event_id` (all when `None`), and whether the sequence is
+    /// complete (the interaction has stopped).
+    fn events_after(
+        stored: &InteractionWithSteps,
+        last_event_id: Option<u64>,
+    ) -> (Vec<Event>, bool) {
+        events_live(stored, None, last_event_id)
+    }
+
     fn stored(status: Status, steps: &[Value], outputs: Option<Value>) -> InteractionWithSteps {
         InteractionWithSteps {
             interaction: Interaction {
@@ -248,6 +282,7 @@ mod tests {
         let partial = Partial {
             index: 1,
             pieces: vec!["Hé".to_owned(), "llo".to_owned()],
+            first_event: 4,
         };
         let running = stored(Status::InProgress, std::slice::from_ref(&input), None);
         let (live, finished) = events_live(&running, Some(&partial), None);

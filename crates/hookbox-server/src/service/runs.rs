@@ -1,0 +1,416 @@
+//! The run registry: each run on its own task, its steps recorded as they are made, the text
+//! it streams held live ([`Partial`]) until its step is stored, every change published as
+//! events on the run's own broadcast channel ([`LiveRun`]), and cleanup however it ends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use hookbox_agent::interaction::{Agent, RunEvent, RunStatus};
+use hookbox_store::{Append, Error as StoreFailure, NewStep, NewTrace, Status, Store, Update};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, watch};
+
+use super::events::{Event, Partial, step_events, streamed_delta, streamed_start};
+use super::{InteractionService, blocking};
+
+/// Events a run's channel holds for a stream that has not read them yet; one that falls
+/// further behind catches up from the store.
+const LIVE_EVENTS: usize = 1024;
+
+/// What a running interaction shows beyond its stored steps, and where its events go.
+pub(super) struct LiveRun {
+    /// The text of the step being streamed, not stored yet.
+    pub(super) partial: Option<Partial>,
+    /// The id the next event gets.
+    next_event: u64,
+    /// The run's events as they happen; dropped (closing every receiver) when the run ends.
+    pub(super) events: broadcast::Sender<Event>,
+}
+
+impl LiveRun {
+    /// Gives `event` the next id and publishes it (nobody may be listening).
+    fn publish(&mut self, event: (&'static str, Value)) {
+        let _ = self.events.send(Event::new(self.next_event, event));
+        self.next_event += 1;
+    }
+}
+
+/// What the run reports to its recorder, in order.
+enum Progress {
+    /// A piece of the text of step `0`, streamed.
+    Text(usize, String),
+    /// Step `0` (`1`), with the byte lengths of its streamed pieces (`2`).
+    Step(usize, Value, Option<Vec<usize>>),
+}
+
+/// A run in progress: how to stop it and how to wait for it.
+pub(super) struct RunHandle {
+    pub(super) abort: tokio::task::AbortHandle,
+    pub(super) done: watch::Receiver<bool>,
+}
+
+impl InteractionService {
+    pub(super) fn runs_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RunHandle>> {
+        self.runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts the run of `id` on a task; the receiver turns `true` when it is over.
+    pub(super) fn spawn_run(
+        self: &Arc<Self>,
+        id: &str,
+        agent: Agent,
+        stream_text: bool,
+        history: Vec<Value>,
+        input: Vec<Value>,
+    ) -> watch::Receiver<bool> {
+        let (done_tx, done_rx) = watch::channel(false);
+        let service = Arc::clone(self);
+        let run_id = id.to_owned();
+        let guard = RunGuard {
+            service: Arc::clone(self),
+            id: id.to_owned(),
+            done: done_tx,
+        };
+        // Only `interaction.created` (id 0) precedes the run's first step.
+        lock(&self.live).insert(
+            id.to_owned(),
+            LiveRun {
+                partial: None,
+                next_event: 1,
+                events: broadcast::channel(LIVE_EVENTS).0,
+            },
+        );
+        // Hold the lock while spawning so the task cannot finish before it is registered.
+        let mut runs = self.runs_lock();
+        let task = tokio::spawn(async move {
+            let _guard = guard;
+            service
+                .run(&run_id, agent, stream_text, history, input)
+                .await;
+        });
+        runs.insert(
+            id.to_owned(),
+            RunHandle {
+                abort: task.abort_handle(),
+                done: done_rx.clone(),
+            },
+        );
+        done_rx
+    }
+
+    /// Runs the agent, storing each step as it is made, then the traces and the outcome. With
+    /// `stream_text` the model's text is streamed: its pieces are published as they arrive,
+    /// and their lengths are stored with the step. Steps and pieces go through one recorder,
+    /// so they are published in order.
+    async fn run(
+        &self,
+        id: &str,
+        agent: Agent,
+        stream_text: bool,
+        history: Vec<Value>,
+        input: Vec<Value>,
+    ) {
+        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        let store = Arc::clone(self.runtime.store());
+        let live = Arc::clone(&self.live);
+        let recorder_id = id.to_owned();
+        let recorder = tokio::spawn(async move {
+            while let Some(progress) = progress_rx.recv().await {
+                match progress {
+                    Progress::Text(index, piece) => {
+                        publish_text(&live, &recorder_id, index, piece);
+                    }
+                    Progress::Step(index, step, lengths) => {
+                        let store = Arc::clone(&store);
+                        let live = Arc::clone(&live);
+                        let id = recorder_id.clone();
+                        let stored = blocking(move || {
+                            record_step(store.as_ref(), &live, &id, index, step, lengths)
+                        })
+                        .await;
+                        if stored.is_err() {
+                            // Cancelled or deleted: nothing more to record.
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        let mut index = 0usize;
+        let mut lengths: Vec<usize> = Vec::new();
+        let mut on_event = move |event: RunEvent<'_>| match event {
+            // An empty piece shows nothing, and a replay could not cut it out again.
+            RunEvent::Text("") => {}
+            RunEvent::Text(piece) => {
+                lengths.push(piece.len());
+                let _ = progress_tx.send(Progress::Text(index, piece.to_owned()));
+            }
+            RunEvent::Step(step) => {
+                let streamed = std::mem::take(&mut lengths);
+                let streamed =
+                    (!streamed.is_empty() && step["type"] == "model_output").then_some(streamed);
+                let _ = progress_tx.send(Progress::Step(index, step.clone(), streamed));
+                index += 1;
+            }
+        };
+        let outcome = if stream_text {
+            agent
+                .run_streaming(&history, input, Some(id), &mut on_event)
+                .await
+        } else {
+            let mut on_step = |step: &Value| on_event(RunEvent::Step(step));
+            agent.run(&history, input, Some(id), &mut on_step).await
+        };
+        drop(on_event);
+        let _ = recorder.await;
+        let status = match outcome.status {
+            RunStatus::Completed => Status::Completed,
+            RunStatus::RequiresAction => Status::RequiresAction,
+            RunStatus::Incomplete => Status::Incomplete,
+            RunStatus::Failed => Status::Failed,
+        };
+        let append = Append {
+            steps: Vec::new(),
+            traces: outcome
+                .traces
+                .into_iter()
+                .map(|(index, entry)| NewTrace {
+                    step_index: u32::try_from(index).ok(),
+                    entry,
+                })
+                .collect(),
+            update: Some(Update {
+                status: Some(status),
+                usage: Some(outcome.usage),
+                error: outcome.error,
+                ..Update::default()
+            }),
+        };
+        let store = Arc::clone(self.runtime.store());
+        let owned = id.to_owned();
+        let _ = blocking(move || store.append(&owned, append)).await;
+        // Closes the run's channel: its streams read the end from the store.
+        lock(&self.live).remove(id);
+    }
+}
+
+/// Locks `mutex`, whether or not a holder panicked.
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Adds streamed `piece` to step `index` of running interaction `id` and publishes it (after
+/// the step's `step.start` when it is the first piece).
+fn publish_text(live: &Mutex<HashMap<String, LiveRun>>, id: &str, index: usize, piece: String) {
+    let mut live = lock(live);
+    let Some(run) = live.get_mut(id) else {
+        return;
+    };
+    if run.partial.is_none() {
+        run.partial = Some(Partial {
+            index,
+            pieces: Vec::new(),
+            first_event: run.next_event,
+        });
+        run.publish(streamed_start(index));
+    }
+    run.publish(streamed_delta(index, &piece));
+    if let Some(partial) = &mut run.partial {
+        partial.pieces.push(piece);
+    }
+}
+
+/// Stores step `index` of `id`, with the byte lengths of its streamed pieces, retires the
+/// streamed text it completes and publishes its events (those of its streamed text were
+/// published already), under the lock of `live` (so [`settle`] cannot store it twice).
+fn record_step(
+    store: &dyn Store,
+    live: &Mutex<HashMap<String, LiveRun>>,
+    id: &str,
+    index: usize,
+    step: Value,
+    lengths: Option<Vec<usize>>,
+) -> Result<(), StoreFailure> {
+    let mut live = lock(live);
+    let mut append = Append {
+        steps: vec![NewStep::new(step)],
+        ..Append::default()
+    };
+    let lengths = lengths.map(|lengths| json!(lengths));
+    if let Some(lengths) = &lengths {
+        let current = store.get_interaction(id)?;
+        let mut outputs = current.outputs.unwrap_or_else(|| json!({}));
+        outputs["deltas"][index.to_string()] = lengths.clone();
+        append.update = Some(Update {
+            outputs: Some(outputs),
+            ..Update::default()
+        });
+    }
+    let body = append.steps[0].body.clone();
+    store.append(id, append)?;
+    if let Some(run) = live.get_mut(id) {
+        let streamed = run
+            .partial
+            .take_if(|partial| partial.index <= index)
+            .map(|partial| partial.first_event);
+        let first = streamed.unwrap_or(run.next_event);
+        for (offset, event) in (0u64..).zip(step_events(index, &body, lengths.as_ref())) {
+            if first + offset >= run.next_event {
+                run.publish(event);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies `update` to `id`, which ends its run. Text the run was still streaming becomes its
+/// last `model_output` step first, so what a stream showed stays a prefix of what a replay
+/// shows. The run's channel closes once the store has the end (its streams then read it there),
+/// and nothing the run still reports is published.
+pub(super) fn settle(
+    store: &dyn Store,
+    live: &Mutex<HashMap<String, LiveRun>>,
+    id: &str,
+    mut update: Update,
+) -> Result<hookbox_store::Interaction, StoreFailure> {
+    let mut live = lock(live);
+    let mut append = Append::default();
+    // Dropped, closing the channel, when this returns.
+    let ended = live.remove(id);
+    if let Some(partial) = ended.as_ref().and_then(|run| run.partial.as_ref()) {
+        let current = store.get_interaction_with_steps(id)?;
+        if current.steps.len() == partial.index && current.interaction.status.is_running() {
+            let text = partial.pieces.concat();
+            append
+                .steps
+                .push(NewStep::new(hookbox_agent::interaction::model_output(
+                    &text,
+                )));
+            let mut outputs = current.interaction.outputs.unwrap_or_else(|| json!({}));
+            outputs["deltas"][partial.index.to_string()] =
+                json!(partial.pieces.iter().map(String::len).collect::<Vec<_>>());
+            update.outputs = Some(outputs);
+        }
+    }
+    append.update = Some(update);
+    Ok(store.append(id, append)?.interaction)
+}
+
+/// Cleans up after a run however it ends (finished, aborted, panicked), off the async threads:
+/// an interaction still marked running is marked failed, its channel is closed, the run is
+/// unregistered and waiters are woken.
+struct RunGuard {
+    service: Arc<InteractionService>,
+    id: String,
+    done: watch::Sender<bool>,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        let service = Arc::clone(&self.service);
+        let id = std::mem::take(&mut self.id);
+        let (replacement, _) = watch::channel(true);
+        let done = std::mem::replace(&mut self.done, replacement);
+        let clean_up = move || {
+            let store = service.runtime.store();
+            if let Ok(current) = store.get_interaction(&id)
+                && current.status.is_running()
+            {
+                let update = Update {
+                    status: Some(Status::Failed),
+                    error: Some(
+                        json!({"code": "internal", "message": "the run stopped unexpectedly"}),
+                    ),
+                    ..Update::default()
+                };
+                let _ = settle(store.as_ref(), &service.live, &id, update);
+            }
+            lock(&service.live).remove(&id);
+            service.runs_lock().remove(&id);
+            let _ = done.send(true);
+        };
+        // Outside a runtime (it is shutting down) there is no async thread to keep free.
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(clean_up)),
+            Err(_) => clean_up(),
+        }
+    }
+}
+
+/// Waits until `done` is `true` (or its sender is gone).
+pub(super) async fn wait(mut done: watch::Receiver<bool>) {
+    let _ = done.wait_for(|finished| *finished).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use hookbox_agent::interaction::{model_output, user_input};
+    use hookbox_store::{NewInteraction, SqliteStore};
+
+    use super::super::events::events_live;
+    use super::*;
+
+    #[test]
+    fn what_a_run_publishes_is_what_the_store_replays_and_a_late_joiner_sees_a_prefix() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let id = store
+            .create_interaction(NewInteraction::new("a", json!({"agent": "a"})))
+            .unwrap()
+            .interaction
+            .id;
+        let live = Mutex::new(HashMap::new());
+        let (events, mut published) = broadcast::channel(64);
+        lock(&live).insert(
+            id.clone(),
+            LiveRun {
+                partial: None,
+                next_event: 1,
+                events,
+            },
+        );
+        record_step(&store, &live, &id, 0, user_input("hi"), None).unwrap();
+        publish_text(&live, &id, 1, "Hé".to_owned());
+        publish_text(&live, &id, 1, "llo".to_owned());
+        // A stream joining now catches up from the store and the live text.
+        let stored = store.get_interaction_with_steps(&id).unwrap();
+        let partial = lock(&live).get(&id).and_then(|run| run.partial.clone());
+        let (caught_up, finished) = events_live(&stored, partial.as_ref(), None);
+        assert!(!finished);
+        record_step(
+            &store,
+            &live,
+            &id,
+            1,
+            model_output("Héllo world"),
+            Some(vec![3, 3, 6]),
+        )
+        .unwrap();
+        let published: Vec<Event> = std::iter::from_fn(|| published.try_recv().ok()).collect();
+        let (replay, _) = events_live(&store.get_interaction_with_steps(&id).unwrap(), None, None);
+        // Everything but `interaction.created` is published, with the replay's ids; the
+        // text's last piece, not streamed, comes with the stored step.
+        assert_eq!(published[..], replay[1..]);
+        assert_eq!(caught_up[..], replay[..caught_up.len()]);
+        assert_eq!(
+            replay
+                .iter()
+                .map(|event| event.event_type)
+                .collect::<Vec<_>>(),
+            [
+                "interaction.created",
+                "step.start",
+                "step.delta",
+                "step.stop",
+                "step.start",
+                "step.delta",
+                "step.delta",
+                "step.delta",
+                "step.stop"
+            ]
+        );
+    }
+}
