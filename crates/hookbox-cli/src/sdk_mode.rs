@@ -8,8 +8,8 @@ use std::sync::Arc;
 use hookbox_llm::Model;
 use hookbox_stream_json::{AgentCatalog, Setup};
 
-use crate::config::{self, ConfigFile};
 use crate::render;
+use hookbox_runtime::Config;
 
 /// Answers the cortex SDK's version probe (`-v`): `x.y.z` on stdout, stdin never read.
 pub(crate) fn print_version() -> ExitCode {
@@ -32,10 +32,10 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let args = hookbox_stream_json::parse_args(args);
     let home = hookbox_env::Environments::default_home().ok();
     let config = match &home {
-        Some(home) => config::read(args.config.as_deref(), home),
+        Some(home) => Config::read(args.config.as_deref(), home),
         None => match &args.config {
-            Some(path) => config::read(Some(path), Path::new("/nonexistent")),
-            None => Ok(ConfigFile::default()),
+            Some(path) => Config::read(Some(path), Path::new("/nonexistent")),
+            None => Ok(Config::default()),
         },
     };
     let agents = config.map(|config| Arc::new(ConfiguredAgents(config)) as Arc<dyn AgentCatalog>);
@@ -62,7 +62,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
 
 /// `hookbox.toml`'s `[agents]` and `[sdk] default_agent`: the agents an SDK may select, each
 /// checked and built by `hookbox-runtime` as every other interface does.
-struct ConfiguredAgents(ConfigFile);
+struct ConfiguredAgents(Config);
 
 impl AgentCatalog for ConfiguredAgents {
     fn default_agent(&self) -> Option<String> {

@@ -9,11 +9,12 @@ use std::time::Duration;
 use anyhow::Context;
 use hookbox_agent::OwnerHookFiles;
 use hookbox_env::{EnvironmentSpec, Environments, Progress, ProgressReport};
+use hookbox_runtime::Config;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
 use crate::cli::EnvCommand;
-use crate::{config, render};
+use crate::render;
 
 /// The environment store under `$HOOKBOX_HOME` (or the XDG data directory), fetching `gs://`
 /// sources and cloning repositories under hookbox.toml's `[network]` settings (local
@@ -21,7 +22,7 @@ use crate::{config, render};
 /// budget.
 pub(crate) fn store() -> anyhow::Result<Environments> {
     let home = Environments::default_home()?;
-    let file = config::read(None, &home)?;
+    let file = Config::read(None, &home)?;
     let network = file.network.hook_client_options()?;
     let store = Environments::open_with_network(&home, &network)
         .with_context(|| format!("cannot open the environments in {}", home.display()))?

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use hookbox_env::Isolation;
-use hookbox_runtime::Runtime;
+use hookbox_runtime::{Config, Runtime};
 use serde_json::Value;
 
 use crate::cli::ExecArgs;
@@ -29,7 +29,7 @@ pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
         Isolation::Sandboxed
     };
     let home = hookbox_env::Environments::default_home()?;
-    let config = config::read(args.config.as_deref(), &home)?;
+    let config = Config::read(args.config.as_deref(), &home)?;
     config::warn_if_loopback_hooks(&config);
     let runtime = Runtime::from_config(&config)?;
     super::env::warn_without_disk_budget();

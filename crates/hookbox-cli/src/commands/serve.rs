@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use hookbox_env::Environments;
-use hookbox_runtime::{Runtime, ServerSection};
+use hookbox_runtime::{Config, Runtime, ServerSection};
 use hookbox_server::{ApiKeys, Auth, Limits, ServeOptions};
 
 use crate::cli::ServeArgs;
@@ -18,7 +18,7 @@ const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let home = Environments::default_home()?;
-    let file = config::read(args.config.as_deref(), &home)?;
+    let file = Config::read(args.config.as_deref(), &home)?;
     config::warn_if_loopback_hooks(&file);
     let runtime = Arc::new(Runtime::from_config(&file)?);
     let listen = args

@@ -9,7 +9,7 @@ use anyhow::Context;
 use hookbox_agent::interaction::{Agent, RunOutcome, RunStatus, user_input};
 use hookbox_env::{Environment, EnvironmentSpec, Environments, Isolation};
 use hookbox_llm::{Model, ScriptedModel};
-use hookbox_runtime::Runtime;
+use hookbox_runtime::{Config, Runtime};
 use serde_json::{Value, json};
 
 mod receiver;
@@ -42,7 +42,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let user_home = Environments::default_home()?;
     // The user's hookbox.toml, over the scratch home (whose credential store is empty: the
     // demo's environments name no credentials).
-    let mut config = config::read(args.config.as_deref(), &user_home)?;
+    let mut config = Config::read(args.config.as_deref(), &user_home)?;
     config.home = home.path().to_path_buf();
     config::warn_if_loopback_hooks(&config);
     let runtime = Runtime::from_config(&config)?;
