@@ -56,6 +56,9 @@ mod decode;
 mod diagnostic;
 mod dispatch;
 mod event;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handler;
 mod hookset;
 mod input;

@@ -54,5 +54,8 @@ pub use get::GetRequest;
 pub use ipnet::IpNet;
 pub use options::ClientOptions;
 pub use policy::{EgressDecision, EgressPolicy, PolicyError};
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use proxy::fuzzing;
 pub use proxy::{DecisionLog, EgressProxy, ProxyCa, ProxyDecision, ProxyListener, ProxyOptions};
 pub use stream::StreamingReply;

@@ -36,7 +36,7 @@ pub(super) async fn read<S: AsyncRead + Unpin>(
     }
 }
 
-async fn read_whole<S: AsyncRead + Unpin>(client: &mut S) -> Result<Hello, String> {
+pub(super) async fn read_whole<S: AsyncRead + Unpin>(client: &mut S) -> Result<Hello, String> {
     let mut acceptor = Acceptor::default();
     let mut bytes = Vec::new();
     let mut buffer = [0_u8; 4096];

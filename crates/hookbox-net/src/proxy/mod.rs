@@ -71,6 +71,8 @@
 //! opened in the sandbox's network namespace).
 
 mod ca;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod handler;
 mod hello;
 mod intercept;
