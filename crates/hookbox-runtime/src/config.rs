@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
-use hookbox_env::DiskBudget;
+use hookbox_env::{DEFAULT_CODE_TIMEOUT, DiskBudget};
 use hookbox_llm::{Model, ModelConfig};
 use hookbox_net::{ClientOptions, IpNet, ProxyOptions};
 use serde::Deserialize;
@@ -50,6 +51,9 @@ pub struct SandboxSection {
     /// Inodes (files, directories, links) of each new environment's file system (default
     /// 100,000, or one per KiB of `disk_bytes` if that is fewer).
     pub disk_inodes: Option<u64>,
+    /// The time limit of one `code_execution` in seconds (default 300); the model may ask for
+    /// less with the tool's `timeout` argument, never for more.
+    pub code_timeout_secs: Option<u64>,
 }
 
 impl SandboxSection {
@@ -66,7 +70,23 @@ impl SandboxSection {
             .map_err(|problem| anyhow::anyhow!("invalid `[sandbox]` in hookbox.toml: {problem}"))?;
         Ok(budget)
     }
+
+    /// The time limit of one `code_execution`: `code_timeout_secs`, checked (1 second to one
+    /// day), else [`DEFAULT_CODE_TIMEOUT`].
+    pub fn code_timeout(&self) -> anyhow::Result<Duration> {
+        match self.code_timeout_secs {
+            None => Ok(DEFAULT_CODE_TIMEOUT),
+            Some(seconds @ 1..=MAX_CODE_TIMEOUT_SECS) => Ok(Duration::from_secs(seconds)),
+            Some(seconds) => bail!(
+                "invalid `[sandbox] code_timeout_secs` in hookbox.toml: {seconds}; give a whole \
+                 number of seconds from 1 to {MAX_CODE_TIMEOUT_SECS} (one day)"
+            ),
+        }
+    }
 }
+
+/// The longest `[sandbox] code_timeout_secs` accepted: one day.
+const MAX_CODE_TIMEOUT_SECS: u64 = 24 * 60 * 60;
 
 /// `[sdk]`.
 #[derive(Debug, Clone, Default, Deserialize)]

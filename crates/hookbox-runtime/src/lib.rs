@@ -15,6 +15,7 @@ mod config;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use hookbox_agent::{OwnerHookFiles, SandboxTools, ToolCallError};
@@ -36,6 +37,7 @@ pub struct Runtime {
     egress: EgressProxy,
     agents: Agents,
     max_turns: u32,
+    code_timeout: Duration,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -57,6 +59,7 @@ impl Runtime {
     pub fn from_config(config: &Config) -> anyhow::Result<Self> {
         let home = &config.home;
         let max_turns = config.max_turns()?;
+        let code_timeout = config.sandbox.code_timeout()?;
         let credentials = CredentialStore::open(home)
             .with_context(|| format!("cannot open the credentials in {}", home.display()))?;
         let hook_options = ClientOptions {
@@ -87,6 +90,7 @@ impl Runtime {
             egress,
             agents,
             max_turns,
+            code_timeout,
         })
     }
 
@@ -147,14 +151,17 @@ impl Runtime {
 
     /// The sandboxed tools of `environment` with HTTP hooks sent through `hook_clients`: the
     /// sandbox reaches the network through the runtime's egress proxy, under the environment's
-    /// `network`, with `credential`s from the credential store.
+    /// `network`, with `credential`s from the credential store; `code_execution` runs for at
+    /// most `[sandbox] code_timeout_secs`.
     pub fn sandbox_tools_with_hooks(
         &self,
         environment: &Environment,
         isolation: Isolation,
         hook_clients: HookClients,
     ) -> Result<SandboxTools, ToolCallError> {
-        SandboxTools::with_hook_clients(environment.clone(), isolation, hook_clients)?.with_egress(
+        let tools = SandboxTools::with_hook_clients(environment.clone(), isolation, hook_clients)?
+            .with_code_timeout(self.code_timeout);
+        tools.with_egress(
             self.egress.clone(),
             self.hook_options
                 .credentials

@@ -8,7 +8,9 @@
 
 use std::path::Path;
 
+use hookbox_env::{EnvironmentSpec, Isolation};
 use hookbox_runtime::{Config, Runtime};
+use serde_json::json;
 
 /// A scratch directory holding `hookbox.toml` with `text` (and whatever the test adds).
 fn write(dir: &Path, text: &str) -> std::path::PathBuf {
@@ -136,4 +138,37 @@ fn no_file_gives_the_defaults_for_the_home() {
     let runtime = Runtime::from_config(&config).unwrap();
     assert_eq!(runtime.agents().iter().count(), 0);
     assert!(dir.path().join("hookbox.db").exists());
+}
+
+#[test]
+fn a_code_timeout_outside_one_second_to_a_day_is_an_error_at_start() {
+    for bad in ["0", "86401"] {
+        let (error, _) = start_error(&format!("[sandbox]\ncode_timeout_secs = {bad}\n"));
+        assert_eq!(
+            error,
+            format!(
+                "invalid `[sandbox] code_timeout_secs` in hookbox.toml: {bad}; give a whole \
+                 number of seconds from 1 to 86400 (one day)"
+            )
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_sandboxs_code_timeout_comes_from_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "[sandbox]\ncode_timeout_secs = 1\n");
+    let config = Config::read(Some(&path), &dir.path().join("home")).unwrap();
+    let runtime = Runtime::from_config(&config).unwrap();
+    let spec = EnvironmentSpec::from_json(&json!({"sources": []})).unwrap();
+    let environment = runtime.environments().create(&spec).await.unwrap();
+    let tools = runtime
+        .sandbox_tools(&environment, Isolation::Unsandboxed)
+        .unwrap();
+    let report = tools
+        .call("code_execution", json!({"code": "sleep 10"}), None)
+        .await
+        .unwrap();
+    assert_eq!(report.error.as_deref(), Some("timed out after 1 s"));
+    runtime.environments().delete(environment.id()).unwrap();
 }
