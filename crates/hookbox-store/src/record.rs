@@ -108,7 +108,8 @@ pub struct Interaction {
     pub error: Option<Value>,
 }
 
-/// One step of an interaction (a wire §5 step object) and its position.
+/// One step of an interaction (a step object of `docs/wire/interactions-api.md` §5) and its
+/// position.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// Position in the interaction, from 0, without gaps.
