@@ -1,8 +1,8 @@
-//! Interactions: the Interactions agent on the agent loop, and the Interactions API steps it
-//! produces.
+//! Interactions: the Interactions agent on the agent loop, and the typed steps it takes and
+//! makes.
 
 mod run;
 mod steps;
 
 pub use run::{Agent, RunEvent, RunOutcome, RunStatus};
-pub use steps::{model_output, parse_data_uri, user_input};
+pub use steps::Step;

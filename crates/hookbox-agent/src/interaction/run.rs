@@ -1,26 +1,26 @@
 //! The Interactions agent on the agent loop ([`crate::agent_loop`]): the model proposes tool
 //! calls, each goes through the hooks and the sandbox, the results go back to the model, until
 //! it answers, asks for a client-side function, runs out of turns or over its token budget.
-//! Each point of the loop adds the Interactions steps it makes.
+//! Each point of the loop adds the steps it makes.
 
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::steps::{Step, extend_conversation, render};
+use super::steps::{Step, extend_conversation};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
 use crate::declarations::builtin_declarations;
 use crate::tool_call::SandboxTools;
 use hookbox_env::CODE_EXECUTION;
 use hookbox_env::Vocabulary;
-use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration};
+use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration, ToolResult};
 
 /// What a streaming run reports as it goes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RunEvent<'a> {
     /// A new step, complete.
-    Step(&'a Value),
+    Step(&'a Step),
     /// A piece of the text of the `model_output` step being produced; the step follows as a
     /// [`RunEvent::Step`] whose text is the pieces joined.
     Text(&'a str),
@@ -61,12 +61,12 @@ pub struct Agent {
 
 /// The result of one run: its new steps (from the input on), status, token use, hook traces
 /// (`(step index, entry)`) and, when it failed, why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct RunOutcome {
     /// How it ended.
     pub status: RunStatus,
     /// The steps of this interaction, input first.
-    pub steps: Vec<Value>,
+    pub steps: Vec<Step>,
     /// Tokens used, summed over the model calls.
     pub usage: Value,
     /// Hook trace entries, each with the index of the step (in `steps`) it belongs to.
@@ -80,10 +80,10 @@ impl Agent {
     /// `input` (this interaction's input steps). `on_step` sees each new step as it is made.
     pub async fn run(
         &self,
-        history: &[Value],
-        input: Vec<Value>,
+        history: &[Step],
+        input: Vec<Step>,
         interaction_id: Option<&str>,
-        on_step: &mut (dyn FnMut(&Value) + Send),
+        on_step: &mut (dyn FnMut(&Step) + Send),
     ) -> RunOutcome {
         let mut on_event = |event: RunEvent<'_>| {
             if let RunEvent::Step(step) = event {
@@ -100,8 +100,8 @@ impl Agent {
     /// becomes a `model_output` step.
     pub async fn run_streaming(
         &self,
-        history: &[Value],
-        input: Vec<Value>,
+        history: &[Step],
+        input: Vec<Step>,
         interaction_id: Option<&str>,
         on_event: &mut (dyn FnMut(RunEvent<'_>) + Send),
     ) -> RunOutcome {
@@ -111,8 +111,8 @@ impl Agent {
 
     async fn run_with(
         &self,
-        history: &[Value],
-        input: Vec<Value>,
+        history: &[Step],
+        input: Vec<Step>,
         interaction_id: Option<&str>,
         stream: bool,
         on_event: &mut (dyn FnMut(RunEvent<'_>) + Send),
@@ -144,7 +144,7 @@ impl Agent {
             output_tokens: 0,
         };
         for step in input {
-            run.push_rendered(step);
+            run.push(step);
         }
         run.outcome.status = agent_loop::run(&mut run, &mut conversation).await;
         let (input_tokens, output_tokens) = (run.input_tokens, run.output_tokens);
@@ -287,14 +287,8 @@ struct InteractionRun<'a> {
 }
 
 impl InteractionRun<'_> {
-    /// Adds `step`, rendered, to the interaction and reports it.
-    fn push(&mut self, step: Step<'_>) {
-        self.push_rendered(render(step));
-    }
-
-    /// Adds `step` (Interactions JSON: an input step, or one [`render`] made) to the
-    /// interaction and reports it.
-    fn push_rendered(&mut self, step: Value) {
+    /// Adds `step` to the interaction and reports it.
+    fn push(&mut self, step: Step) {
         (self.on_event)(RunEvent::Step(&step));
         self.outcome.steps.push(step);
     }
@@ -337,7 +331,7 @@ impl LoopPoints for InteractionRun<'_> {
                 (self.on_event)(RunEvent::Text(rest));
             }
             if answer.is_err() && !streamed.is_empty() {
-                self.push(Step::ModelOutput(&streamed));
+                self.push(Step::ModelOutput(streamed));
             }
             answer
         } else {
@@ -354,7 +348,7 @@ impl LoopPoints for InteractionRun<'_> {
         self.input_tokens += reply.usage.input_tokens.unwrap_or(0);
         self.output_tokens += reply.usage.output_tokens.unwrap_or(0);
         if !reply.text.is_empty() {
-            self.push(Step::ModelOutput(&reply.text));
+            self.push(Step::ModelOutput(reply.text.clone()));
         }
         Ok(reply)
     }
@@ -377,7 +371,7 @@ impl LoopPoints for InteractionRun<'_> {
     }
 
     async fn call(&mut self, call: &ToolCall) -> Called<RunStatus> {
-        self.push(Step::Call(call));
+        self.push(Step::Call(call.clone()));
         if self
             .agent
             .functions
@@ -390,11 +384,12 @@ impl LoopPoints for InteractionRun<'_> {
             .agent
             .call_tool(call, self.interaction_id, &mut self.outcome)
             .await;
-        self.push(Step::Result {
-            call,
-            content: &content,
+        self.push(Step::Result(ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: content.clone(),
             is_error,
-        });
+        }));
         Called::Done {
             content,
             is_error,

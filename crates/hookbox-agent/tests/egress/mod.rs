@@ -790,7 +790,7 @@ async fn the_agent_loop_keeps_the_proxy_decisions_in_the_traces_without_secrets(
     let outcome = agent
         .run(
             &[],
-            vec![hookbox_agent::interaction::user_input("fetch it")],
+            vec![hookbox_agent::interaction::Step::user_text("fetch it")],
             None,
             &mut |_| {},
         )

@@ -3,12 +3,14 @@
 use std::sync::Arc;
 
 use hookbox_agent::SandboxTools;
-use hookbox_agent::interaction::{Agent, RunStatus, user_input};
+use hookbox_agent::interaction::{Agent, RunStatus, Step};
 use hookbox_env::{EnvironmentSpec, Environments, Isolation};
-use hookbox_llm::{ModelConfig, ProviderKind, ToolDeclaration, build_with_env, client_options};
+use hookbox_llm::{
+    ModelConfig, ProviderKind, ToolDeclaration, ToolResult, build_with_env, client_options,
+};
 use hookbox_net::{ClientOptions, GuardedClient};
 use hookbox_test_support::{FakeModelServer, FakeTurn};
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn seed(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -64,11 +66,25 @@ async fn agent(server: &FakeModelServer, environment: Option<hookbox_env::Enviro
     }
 }
 
-fn types(steps: &[Value]) -> Vec<&str> {
+/// Each step's kind, calls and results with their tool: `call read_file`, `result read_file`.
+fn kinds(steps: &[Step]) -> Vec<String> {
     steps
         .iter()
-        .map(|step| step["type"].as_str().unwrap_or("?"))
+        .map(|step| match step {
+            Step::UserInput { .. } => "user_input".to_owned(),
+            Step::ModelOutput(_) => "model_output".to_owned(),
+            Step::Call(call) => format!("call {}", call.name),
+            Step::Result(result) => format!("result {}", result.name),
+        })
         .collect()
+}
+
+/// Step `index` of `steps`, which must be a result.
+fn result_at(steps: &[Step], index: usize) -> &ToolResult {
+    match &steps[index] {
+        Step::Result(result) => result,
+        other => panic!("step {index} is not a result: {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -106,30 +122,31 @@ async fn the_privacy_gate_denies_the_model_sees_why_and_the_second_turn_recovers
     let first = agent
         .run(
             &[],
-            vec![user_input("Read /workspace/private/employees.json")],
+            vec![Step::user_text("Read /workspace/private/employees.json")],
             Some("int_1"),
             &mut |step| seen.push(step.clone()),
         )
         .await;
     assert_eq!(first.status, RunStatus::Completed, "{:?}", first.error);
     assert_eq!(
-        types(&first.steps),
+        kinds(&first.steps),
         [
             "user_input",
-            "function_call",
-            "function_result",
+            "call read_file",
+            "result read_file",
             "model_output"
         ]
     );
     assert_eq!(seen, first.steps, "every step is reported as it is made");
-    let denied = &first.steps[2];
-    assert_eq!(denied["is_error"], true);
+    let denied = result_at(&first.steps, 2);
+    assert!(denied.is_error);
     assert!(
-        denied["result"]
+        denied
+            .content
             .as_str()
             .expect("text")
             .contains("PII compliance policy"),
-        "{denied}"
+        "{denied:?}"
     );
     // The model received the deny reason as the tool result.
     let tool_message = server.bodies()[1]["messages"]
@@ -152,15 +169,16 @@ async fn the_privacy_gate_denies_the_model_sees_why_and_the_second_turn_recovers
     let second = agent
         .run(
             &first.steps,
-            vec![user_input("Read the public summary instead")],
+            vec![Step::user_text("Read the public summary instead")],
             Some("int_2"),
             &mut |_| {},
         )
         .await;
     assert_eq!(second.status, RunStatus::Completed);
-    assert_eq!(second.steps[2]["is_error"], false);
+    let read = result_at(&second.steps, 2);
+    assert!(!read.is_error);
     assert_eq!(
-        second.steps[2]["result"]["content"],
+        read.content["content"],
         "{\"department\": \"Engineering\", \"team_size\": 42, \"status\": \"active\"}"
     );
     // The model saw the first interaction's history.
@@ -196,24 +214,28 @@ async fn code_execution_runs_in_the_sandbox_and_uses_code_steps() {
     .expect("server");
     let outcome = agent(&server, Some(environment))
         .await
-        .run(&[], vec![user_input("6*7?")], None, &mut |_| {})
+        .run(&[], vec![Step::user_text("6*7?")], None, &mut |_| {})
         .await;
     assert_eq!(
-        types(&outcome.steps),
+        kinds(&outcome.steps),
         [
             "user_input",
             "model_output",
-            "code_execution_call",
-            "code_execution_result",
+            "call code_execution",
+            "result code_execution",
             "model_output"
         ]
     );
+    let Step::Call(call) = &outcome.steps[2] else {
+        panic!("step 2 is not a call: {:?}", outcome.steps[2]);
+    };
     assert_eq!(
-        outcome.steps[2]["arguments"],
+        call.args,
         json!({"code": "echo $((6*7))", "language": "bash"})
     );
-    assert_eq!(outcome.steps[3]["result"], "42\n");
-    assert_eq!(outcome.steps[3]["is_error"], false);
+    let result = result_at(&outcome.steps, 3);
+    assert_eq!(result.content, "42\n");
+    assert!(!result.is_error);
     assert!(outcome.usage["total_tokens"].as_u64().expect("tokens") > 0);
     // The five built-in tools were offered with exactly their names.
     let offered: Vec<String> = server.bodies()[0]["tools"]
@@ -255,11 +277,10 @@ async fn a_function_tool_stops_with_requires_action() {
         parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
     });
     let outcome = agent
-        .run(&[], vec![user_input("Weather?")], None, &mut |_| {})
+        .run(&[], vec![Step::user_text("Weather?")], None, &mut |_| {})
         .await;
     assert_eq!(outcome.status, RunStatus::RequiresAction);
-    assert_eq!(types(&outcome.steps), ["user_input", "function_call"]);
-    assert_eq!(outcome.steps[1]["name"], "get_weather");
+    assert_eq!(kinds(&outcome.steps), ["user_input", "call get_weather"]);
 }
 
 #[tokio::test]
@@ -277,7 +298,7 @@ async fn the_turn_limit_ends_incomplete_and_model_errors_fail() {
     let mut looping = agent(&server, Some(environment)).await;
     looping.max_turns = 2;
     let outcome = looping
-        .run(&[], vec![user_input("loop")], None, &mut |_| {})
+        .run(&[], vec![Step::user_text("loop")], None, &mut |_| {})
         .await;
     assert_eq!(outcome.status, RunStatus::Incomplete);
     assert_eq!(outcome.error.expect("error")["code"], "max_turns");
@@ -287,7 +308,7 @@ async fn the_turn_limit_ends_incomplete_and_model_errors_fail() {
         .expect("server");
     let outcome = agent(&failing, None)
         .await
-        .run(&[], vec![user_input("hi")], None, &mut |_| {})
+        .run(&[], vec![Step::user_text("hi")], None, &mut |_| {})
         .await;
     assert_eq!(outcome.status, RunStatus::Failed);
     assert!(

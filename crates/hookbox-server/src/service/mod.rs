@@ -24,7 +24,8 @@
 //! * Cancel stops a running interaction (status `cancelled`, the task is aborted); a finished one
 //!   is returned unchanged. Delete cancels first.
 //!
-//! The parts: [`request`] parses a create body, [`view`] renders the interaction object,
+//! The parts: [`request`] parses a create body, [`steps`] translates the agent's steps to and
+//! from their JSON, [`view`] renders the interaction object,
 //! [`events`] derives its server-sent events, [`idempotency`] recognises retries, [`runs`]
 //! registers runs and records what they make, [`error`] says what failed.
 
@@ -33,6 +34,7 @@ mod events;
 mod idempotency;
 mod request;
 mod runs;
+mod steps;
 mod view;
 
 use std::collections::HashMap;
@@ -216,6 +218,7 @@ impl InteractionService {
             max_turns: self.runtime.max_turns(),
             max_tokens: self.runtime.max_tokens(),
         };
+        let history = history.iter().filter_map(steps::parse).collect();
         let done = self.spawn_run(&id, agent, stream_text, history, input);
         if !request.background && !request.stream {
             wait(done).await;

@@ -5,12 +5,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use hookbox_agent::interaction::{Agent, RunEvent, RunStatus};
+use hookbox_agent::interaction::{Agent, RunEvent, RunStatus, Step};
 use hookbox_store::{Append, Error as StoreFailure, NewStep, NewTrace, Status, Store, Update};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
 use super::events::{Event, Partial, step_events, streamed_delta, streamed_start};
+use super::steps::{parse, render};
 use super::{InteractionService, blocking};
 
 /// Events a run's channel holds for a stream that has not read them yet; one that falls
@@ -62,7 +63,7 @@ impl InteractionService {
         id: &str,
         agent: Agent,
         stream_text: bool,
-        history: Vec<Value>,
+        history: Vec<Step>,
         input: Vec<Value>,
     ) -> watch::Receiver<bool> {
         let (done_tx, done_rx) = watch::channel(false);
@@ -103,15 +104,19 @@ impl InteractionService {
     /// Runs the agent, storing each step as it is made, then the traces and the outcome. With
     /// `stream_text` the model's text is streamed: its pieces are published as they arrive,
     /// and their lengths are stored with the step. Steps and pieces go through one recorder,
-    /// so they are published in order.
+    /// so they are published in order. The input steps (checked request JSON) are stored as
+    /// given; the steps the agent makes, rendered.
     async fn run(
         &self,
         id: &str,
         agent: Agent,
         stream_text: bool,
-        history: Vec<Value>,
+        history: Vec<Step>,
         input: Vec<Value>,
     ) {
+        // Every checked input step (`user_input`, `function_result`) parses, so the agent's
+        // first steps, its input echoed, are these in order.
+        let input_steps: Vec<Step> = input.iter().filter_map(parse).collect();
         let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
         let store = Arc::clone(self.runtime.store());
         let live = Arc::clone(&self.live);
@@ -149,19 +154,22 @@ impl InteractionService {
             }
             RunEvent::Step(step) => {
                 let streamed = std::mem::take(&mut lengths);
-                let streamed =
-                    (!streamed.is_empty() && step["type"] == "model_output").then_some(streamed);
-                let _ = progress_tx.send(Progress::Step(index, step.clone(), streamed));
+                let streamed = (!streamed.is_empty() && matches!(step, Step::ModelOutput(_)))
+                    .then_some(streamed);
+                let body = input.get(index).cloned().unwrap_or_else(|| render(step));
+                let _ = progress_tx.send(Progress::Step(index, body, streamed));
                 index += 1;
             }
         };
         let outcome = if stream_text {
             agent
-                .run_streaming(&history, input, Some(id), &mut on_event)
+                .run_streaming(&history, input_steps, Some(id), &mut on_event)
                 .await
         } else {
-            let mut on_step = |step: &Value| on_event(RunEvent::Step(step));
-            agent.run(&history, input, Some(id), &mut on_step).await
+            let mut on_step = |step: &Step| on_event(RunEvent::Step(step));
+            agent
+                .run(&history, input_steps, Some(id), &mut on_step)
+                .await
         };
         drop(on_event);
         let _ = recorder.await;
@@ -287,9 +295,7 @@ pub(super) fn settle(
             let text = partial.pieces.concat();
             append
                 .steps
-                .push(NewStep::new(hookbox_agent::interaction::model_output(
-                    &text,
-                )));
+                .push(NewStep::new(render(&Step::ModelOutput(text))));
             let mut outputs = current.interaction.outputs.unwrap_or_else(|| json!({}));
             outputs["deltas"][partial.index.to_string()] =
                 json!(partial.pieces.iter().map(String::len).collect::<Vec<_>>());
@@ -348,7 +354,7 @@ pub(super) async fn wait(mut done: watch::Receiver<bool>) {
 
 #[cfg(test)]
 mod tests {
-    use hookbox_agent::interaction::{model_output, user_input};
+    use hookbox_agent::interaction::Step;
     use hookbox_store::{NewInteraction, SqliteStore};
 
     use super::super::events::events_live;
@@ -372,7 +378,7 @@ mod tests {
                 events,
             },
         );
-        record_step(&store, &live, &id, 0, user_input("hi"), None).unwrap();
+        record_step(&store, &live, &id, 0, render(&Step::user_text("hi")), None).unwrap();
         publish_text(&live, &id, 1, "Hé".to_owned());
         publish_text(&live, &id, 1, "llo".to_owned());
         // A stream joining now catches up from the store and the live text.
@@ -385,7 +391,7 @@ mod tests {
             &live,
             &id,
             1,
-            model_output("Héllo world"),
+            render(&Step::ModelOutput("Héllo world".into())),
             Some(vec![3, 3, 6]),
         )
         .unwrap();

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use hookbox_agent::interaction::{Agent, RunOutcome, RunStatus, user_input};
+use hookbox_agent::interaction::{Agent, RunOutcome, RunStatus, Step};
 use hookbox_env::{Environment, EnvironmentSpec, Environments, Isolation};
 use hookbox_llm::{Model, ScriptedModel};
 use hookbox_runtime::{Config, Runtime};
@@ -92,7 +92,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     )?;
     let prompt = "Run `rm -rf /tmp/forbidden` using code_execution.";
     let security =
-        async_runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
+        async_runtime.block_on(agent.run(&[], vec![Step::user_text(prompt)], None, &mut |_| {}));
     describe(&mut text, &security);
 
     text.push_str("\n2. Privacy gate, then a second turn in the same environment\n");
@@ -104,12 +104,13 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         runtime.hook_clients().clone(),
     )?;
     let prompt = "Use your filesystem tool to read `/workspace/private/employees.json` and summarize the employee details.";
-    let first = async_runtime.block_on(agent.run(&[], vec![user_input(prompt)], None, &mut |_| {}));
+    let first =
+        async_runtime.block_on(agent.run(&[], vec![Step::user_text(prompt)], None, &mut |_| {}));
     describe(&mut text, &first);
     let prompt = "Understood. Please read the approved `/workspace/public/summary.json` file instead and provide the summary.";
     let second = async_runtime.block_on(agent.run(
         &first.steps,
-        vec![user_input(prompt)],
+        vec![Step::user_text(prompt)],
         None,
         &mut |_| {},
     ));
@@ -187,7 +188,7 @@ async fn audit_example(
     )?;
     let prompt = "Write a line to /workspace/audit.log, then read it back.";
     let outcome = agent
-        .run(&[], vec![user_input(prompt)], None, &mut |_| {})
+        .run(&[], vec![Step::user_text(prompt)], None, &mut |_| {})
         .await;
     describe(text, &outcome);
     text.push_str(&format!(
@@ -264,28 +265,18 @@ fn describe(text: &mut String, outcome: &RunOutcome) {
         for (_, entry) in outcome.traces.iter().filter(|(at, _)| *at == index) {
             text.push_str(&format!("     {}\n", hook_line(entry)));
         }
-        let line = match step["type"].as_str().unwrap_or_default() {
-            "user_input" => format!("   user: {}", content(step)),
-            "model_output" => format!("   model: {}", content(step)),
-            "code_execution_call" => format!("   model calls code_execution {}", step["arguments"]),
-            "function_call" => format!(
-                "   model calls {} {}",
-                step["name"].as_str().unwrap_or("?"),
-                step["arguments"]
-            ),
-            "code_execution_result" | "function_result" => {
-                let verdict = if step["is_error"] == true {
-                    "error"
-                } else {
-                    "ok"
-                };
-                let result = match &step["result"] {
-                    Value::String(result) => result.trim().to_owned(),
+        let line = match step {
+            Step::UserInput { text, .. } => format!("   user: {text}"),
+            Step::ModelOutput(text) => format!("   model: {text}"),
+            Step::Call(call) => format!("   model calls {} {}", call.name, call.args),
+            Step::Result(result) => {
+                let verdict = if result.is_error { "error" } else { "ok" };
+                let content = match &result.content {
+                    Value::String(content) => content.trim().to_owned(),
                     other => other.to_string(),
                 };
-                format!("   tool result ({verdict}): {result}")
+                format!("   tool result ({verdict}): {content}")
             }
-            other => format!("   {other}"),
         };
         text.push_str(&line);
         text.push('\n');
@@ -325,16 +316,4 @@ fn hook_line(entry: &Value) -> String {
         entry["label"].as_str().unwrap_or("?"),
         entry["duration_ms"].as_f64().unwrap_or_default()
     )
-}
-
-fn content(step: &Value) -> String {
-    step["content"]
-        .as_array()
-        .map(|parts| {
-            parts
-                .iter()
-                .filter_map(|part| part["text"].as_str())
-                .collect()
-        })
-        .unwrap_or_default()
 }

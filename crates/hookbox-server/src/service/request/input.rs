@@ -7,11 +7,15 @@ use hookbox_store::json_kind;
 
 use super::{boolean, invalid, object, string};
 use crate::service::ServiceError;
+use crate::service::steps::parse_data_uri;
 
 /// `input`: a string, one content object, a list of content objects, or a list of steps.
 pub(super) fn parse_input(value: &Value) -> Result<Vec<Value>, ServiceError> {
     match value {
-        Value::String(text) => Ok(vec![hookbox_agent::interaction::user_input(text)]),
+        Value::String(text) => Ok(vec![json!({
+            "type": "user_input",
+            "content": [{"type": "text", "text": text}],
+        })]),
         Value::Object(map) if is_step_type(map) => Ok(vec![parse_step(value, "$.input")?]),
         Value::Object(_) => Ok(vec![json!({
             "type": "user_input",
@@ -183,7 +187,7 @@ fn check_media(map: &Map<String, Value>, kind: &str, path: &str) -> Result<(), S
                      a `data:<mime type>;base64,<data>` URI; hookbox does not fetch URLs or files",
                 ));
             }
-            let Some((uri_type, data)) = hookbox_agent::interaction::parse_data_uri(&uri) else {
+            let Some((uri_type, data)) = parse_data_uri(&uri) else {
                 return Err(invalid(
                     &uri_path,
                     "a `data:` URI must be `data:<mime type>;base64,<data>`",
