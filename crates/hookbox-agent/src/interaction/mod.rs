@@ -4,5 +4,5 @@
 mod run;
 mod steps;
 
-pub use run::{Agent, RunEvent, RunOutcome, RunStatus};
+pub use run::{Agent, RunError, RunErrorCode, RunEvent, RunOutcome, RunStatus, Usage};
 pub use steps::Step;

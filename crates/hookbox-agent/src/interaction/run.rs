@@ -59,6 +59,53 @@ pub struct Agent {
     pub max_tokens: Option<u64>,
 }
 
+/// Tokens a run used, summed over its model calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Tokens of the model's input.
+    pub input_tokens: u64,
+    /// Tokens of the model's output.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Input and output tokens together.
+    pub fn total(self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// Why a run failed or is incomplete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunError {
+    /// What kind of end it was.
+    pub code: RunErrorCode,
+    /// What happened, for people.
+    pub message: String,
+}
+
+/// The kinds of [`RunError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunErrorCode {
+    /// The turn limit was reached before the model answered.
+    MaxTurns,
+    /// The model could not be reached or answered badly.
+    ModelError,
+    /// The token budget was used up before the model's next tool calls.
+    BudgetExceeded,
+}
+
+impl RunErrorCode {
+    /// The code's name: `max_turns`, `model_error`, `budget_exceeded`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MaxTurns => "max_turns",
+            Self::ModelError => "model_error",
+            Self::BudgetExceeded => "budget_exceeded",
+        }
+    }
+}
+
 /// The result of one run: its new steps (from the input on), status, token use, hook traces
 /// (`(step index, entry)`) and, when it failed, why.
 #[derive(Debug, Clone)]
@@ -68,11 +115,11 @@ pub struct RunOutcome {
     /// The steps of this interaction, input first.
     pub steps: Vec<Step>,
     /// Tokens used, summed over the model calls.
-    pub usage: Value,
+    pub usage: Usage,
     /// Hook trace entries, each with the index of the step (in `steps`) it belongs to.
     pub traces: Vec<(usize, Value)>,
-    /// Why it failed or is incomplete: `{code, message}`.
-    pub error: Option<Value>,
+    /// Why it failed or is incomplete.
+    pub error: Option<RunError>,
 }
 
 impl Agent {
@@ -135,26 +182,17 @@ impl Agent {
             outcome: RunOutcome {
                 status: RunStatus::Incomplete,
                 steps: Vec::new(),
-                usage: json!({}),
+                usage: Usage::default(),
                 traces: Vec::new(),
                 error: None,
             },
             turns: 0,
-            input_tokens: 0,
-            output_tokens: 0,
         };
         for step in input {
             run.push(step);
         }
         run.outcome.status = agent_loop::run(&mut run, &mut conversation).await;
-        let (input_tokens, output_tokens) = (run.input_tokens, run.output_tokens);
-        let mut outcome = run.outcome;
-        outcome.usage = json!({
-            "total_input_tokens": input_tokens,
-            "total_output_tokens": output_tokens,
-            "total_tokens": input_tokens + output_tokens,
-        });
-        outcome
+        run.outcome
     }
 
     /// Runs one built-in tool call through the hooks; returns what the model gets back.
@@ -282,8 +320,6 @@ struct InteractionRun<'a> {
     declarations: Vec<ToolDeclaration>,
     outcome: RunOutcome,
     turns: u32,
-    input_tokens: u64,
-    output_tokens: u64,
 }
 
 impl InteractionRun<'_> {
@@ -299,10 +335,13 @@ impl LoopPoints for InteractionRun<'_> {
 
     async fn before_turn(&mut self, _conversation: &mut Conversation) -> Option<RunStatus> {
         if self.turns >= self.agent.max_turns {
-            self.outcome.error = Some(json!({
-                "code": "max_turns",
-                "message": format!("the model did not answer within {} turns", self.agent.max_turns),
-            }));
+            self.outcome.error = Some(RunError {
+                code: RunErrorCode::MaxTurns,
+                message: format!(
+                    "the model did not answer within {} turns",
+                    self.agent.max_turns
+                ),
+            });
             return Some(RunStatus::Incomplete);
         }
         self.turns += 1;
@@ -340,13 +379,16 @@ impl LoopPoints for InteractionRun<'_> {
         let reply = match answer {
             Ok(reply) => reply,
             Err(err) => {
-                self.outcome.error =
-                    Some(json!({"code": "model_error", "message": err.to_string()}));
+                self.outcome.error = Some(RunError {
+                    code: RunErrorCode::ModelError,
+                    message: err.to_string(),
+                });
                 return Err(RunStatus::Failed);
             }
         };
-        self.input_tokens += reply.usage.input_tokens.unwrap_or(0);
-        self.output_tokens += reply.usage.output_tokens.unwrap_or(0);
+        let usage = &mut self.outcome.usage;
+        usage.input_tokens += reply.usage.input_tokens.unwrap_or(0);
+        usage.output_tokens += reply.usage.output_tokens.unwrap_or(0);
         if !reply.text.is_empty() {
             self.push(Step::ModelOutput(reply.text.clone()));
         }
@@ -358,15 +400,15 @@ impl LoopPoints for InteractionRun<'_> {
     }
 
     fn before_calls(&mut self) -> Option<RunStatus> {
-        let used = self.input_tokens + self.output_tokens;
+        let used = self.outcome.usage.total();
         let budget = self.agent.max_tokens.filter(|&budget| used > budget)?;
-        self.outcome.error = Some(json!({
-            "code": "budget_exceeded",
-            "message": format!(
+        self.outcome.error = Some(RunError {
+            code: RunErrorCode::BudgetExceeded,
+            message: format!(
                 "the interaction used {used} tokens, more than its budget of {budget}; \
                  the model's next tool calls were not run"
             ),
-        }));
+        });
         Some(RunStatus::Incomplete)
     }
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use hookbox_agent::SandboxTools;
-use hookbox_agent::interaction::{Agent, RunStatus, Step};
+use hookbox_agent::interaction::{Agent, RunErrorCode, RunStatus, Step};
 use hookbox_env::{EnvironmentSpec, Environments, Isolation};
 use hookbox_llm::{
     ModelConfig, ProviderKind, ToolDeclaration, ToolResult, build_with_env, client_options,
@@ -236,7 +236,7 @@ async fn code_execution_runs_in_the_sandbox_and_uses_code_steps() {
     let result = result_at(&outcome.steps, 3);
     assert_eq!(result.content, "42\n");
     assert!(!result.is_error);
-    assert!(outcome.usage["total_tokens"].as_u64().expect("tokens") > 0);
+    assert!(outcome.usage.total() > 0);
     // The five built-in tools were offered with exactly their names.
     let offered: Vec<String> = server.bodies()[0]["tools"]
         .as_array()
@@ -301,7 +301,7 @@ async fn the_turn_limit_ends_incomplete_and_model_errors_fail() {
         .run(&[], vec![Step::user_text("loop")], None, &mut |_| {})
         .await;
     assert_eq!(outcome.status, RunStatus::Incomplete);
-    assert_eq!(outcome.error.expect("error")["code"], "max_turns");
+    assert_eq!(outcome.error.expect("error").code, RunErrorCode::MaxTurns);
 
     let failing = FakeModelServer::openai("gpt-test", None, vec![FakeTurn::error(500, "boom")])
         .await
@@ -311,10 +311,7 @@ async fn the_turn_limit_ends_incomplete_and_model_errors_fail() {
         .run(&[], vec![Step::user_text("hi")], None, &mut |_| {})
         .await;
     assert_eq!(outcome.status, RunStatus::Failed);
-    assert!(
-        outcome.error.expect("error")["message"]
-            .as_str()
-            .expect("message")
-            .contains("boom")
-    );
+    let error = outcome.error.expect("error");
+    assert_eq!(error.code, RunErrorCode::ModelError);
+    assert!(error.message.contains("boom"), "{error:?}");
 }

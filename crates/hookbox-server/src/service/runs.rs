@@ -191,8 +191,14 @@ impl InteractionService {
                 .collect(),
             update: Some(Update {
                 status: Some(status),
-                usage: Some(outcome.usage),
-                error: outcome.error,
+                usage: Some(json!({
+                    "total_input_tokens": outcome.usage.input_tokens,
+                    "total_output_tokens": outcome.usage.output_tokens,
+                    "total_tokens": outcome.usage.total(),
+                })),
+                error: outcome
+                    .error
+                    .map(|error| json!({"code": error.code.as_str(), "message": error.message})),
                 ..Update::default()
             }),
         };

@@ -285,7 +285,7 @@ fn describe(text: &mut String, outcome: &RunOutcome) {
         text.push_str(&format!(
             "   interaction {}: {}\n",
             json!(outcome.status).as_str().unwrap_or("?"),
-            error["message"].as_str().unwrap_or("?")
+            error.message
         ));
     }
 }
