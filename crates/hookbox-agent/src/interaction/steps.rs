@@ -67,3 +67,67 @@ fn close_assistant(
             .push(Message::Assistant { text, tool_calls });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use hookbox_llm::Attachment;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn output_and_calls_form_one_assistant_message_that_results_and_input_close() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            args: json!({"path": "a"}),
+        };
+        let result = ToolResult {
+            call_id: "c1".into(),
+            name: "read_file".into(),
+            content: json!("x"),
+            is_error: false,
+        };
+        let image = Media {
+            mime_type: "image/png".into(),
+            data: "iVBO".into(),
+        };
+        let steps = [
+            Step::UserInput {
+                text: "look".into(),
+                media: vec![image.clone()],
+            },
+            Step::ModelOutput("Let me ".into()),
+            Step::ModelOutput("read it.".into()),
+            Step::Call(call.clone()),
+            Step::Result(result.clone()),
+            Step::ModelOutput("Done.".into()),
+        ];
+        let mut conversation = Conversation::new(None);
+        extend_conversation(&mut conversation, &steps);
+        assert_eq!(
+            conversation.messages,
+            [
+                Message::User {
+                    text: "look".into()
+                },
+                Message::Assistant {
+                    text: "Let me read it.".into(),
+                    tool_calls: vec![call],
+                },
+                Message::ToolResult(result),
+                Message::Assistant {
+                    text: "Done.".into(),
+                    tool_calls: Vec::new(),
+                },
+            ]
+        );
+        assert_eq!(
+            conversation.attachments,
+            [Attachment {
+                message: 0,
+                media: image
+            }]
+        );
+    }
+}

@@ -18,7 +18,7 @@ pub(crate) fn render(step: &Step) -> Value {
         Step::UserInput { text, media } => {
             let mut content = vec![json!({"type": "text", "text": text})];
             content.extend(media.iter().map(|media| {
-                let kind = if media.mime_type == "application/pdf" {
+                let kind = if media.is_document() {
                     "document"
                 } else {
                     "image"
