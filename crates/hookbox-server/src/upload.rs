@@ -28,6 +28,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hookbox_env::EnvironmentFiles;
+use hookbox_store::random_token;
 use serde_json::json;
 
 use crate::auth::Caller;
@@ -141,7 +142,7 @@ pub(crate) async fn start(
         .and_then(|value| value.to_str().ok())
         .ok_or_else(|| ApiError::invalid("the request has no `Host` header"))?;
     let upload_id =
-        random_id().map_err(|err| ApiError::internal("cannot draw an upload id", &err))?;
+        random_token().map_err(|err| ApiError::internal("cannot draw an upload id", &err))?;
     let staging = state.uploads.dir.join(&upload_id);
     File::create(&staging)
         .map_err(|err| ApiError::internal("cannot create the upload's staging file", &err))?;
@@ -422,13 +423,6 @@ fn flag(query: &HashMap<String, String>, name: &str) -> Result<bool, ApiError> {
             "`{name}` must be true or false, got `{other}`"
         ))),
     }
-}
-
-/// A random upload id: 32 hex digits.
-fn random_id() -> std::io::Result<String> {
-    let mut bytes = [0u8; 16];
-    File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
 /// Percent-encodes a path for a URL, keeping `/` and unreserved characters.
