@@ -244,10 +244,13 @@ impl Environments {
         }
     }
 
-    /// Stores the changed metadata of an existing environment: its secrets, then its record.
+    /// Stores the changed metadata of an existing environment: its secrets, then its record,
+    /// then removes secrets a network without them left behind.
     fn save(&self, meta: &Metadata) -> Result<(), StoreError> {
-        Records::write_secrets(&self.dir.join(&meta.id), meta)?;
-        self.records.put(meta)
+        let dir = self.dir.join(&meta.id);
+        Records::write_secrets(&dir, meta)?;
+        self.records.put(meta)?;
+        Records::remove_stale_secrets(&dir, meta)
     }
 }
 

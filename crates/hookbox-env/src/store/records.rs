@@ -82,6 +82,22 @@ impl Records {
         }
     }
 
+    /// Removes the secrets file from `dir` when `meta`'s network has no secrets (an update
+    /// replaced a network that had them), so no copy of the old values stays on disk. Called
+    /// once the record without them is stored: until then the old record needs the file.
+    pub(crate) fn remove_stale_secrets(dir: &Path, meta: &Metadata) -> Result<(), StoreError> {
+        if meta.network.as_ref().is_some_and(has_secrets) {
+            return Ok(());
+        }
+        let path = dir.join(SECRETS);
+        match fs::remove_file(&path) {
+            Err(err) if err.kind() != io::ErrorKind::NotFound => {
+                Err(io_error("remove", &path)(err))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Stores (creates or replaces) the record of `meta`, its secrets redacted.
     pub(crate) fn put(&self, meta: &Metadata) -> Result<(), StoreError> {
         self.store

@@ -343,3 +343,24 @@ async fn open_removes_an_environment_a_crash_left_without_its_record() {
     assert_eq!(ids, [kept.id().to_owned()]);
     assert_eq!(beside_root(&home, kept.id()), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn an_update_to_a_network_without_secrets_leaves_no_copy_of_the_old_ones() {
+    let home = Home::new();
+    let network = json!({"allowlist": [{"domain": "api.example.com", "transform": {"Authorization": "Bearer old-secret-5e1c"}}]});
+    let env = home.create(json!({ "network": network })).await;
+    assert_eq!(beside_root(&home, env.id()), ["network.json"]);
+    let plain = EnvironmentSpec::from_json(
+        &json!({"network": {"allowlist": [{"domain": "api.example.com"}]}}),
+    )
+    .unwrap();
+    let updated = home.envs.update(env.id(), &plain).await.unwrap();
+    assert!(beside_root(&home, env.id()).is_empty());
+    let plain_network = json!({"allowlist": [{"domain": "api.example.com"}]});
+    assert_eq!(updated.network(), Some(&plain_network));
+    // It still loads, from its record alone.
+    assert_eq!(
+        home.envs.get(env.id()).unwrap().network(),
+        Some(&plain_network)
+    );
+}
