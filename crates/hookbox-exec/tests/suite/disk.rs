@@ -107,7 +107,17 @@ async fn a_file_that_is_not_an_image_is_refused_and_leaves_no_device() {
     let err = disk::mount_image(&image, &mount).unwrap_err();
     assert!(err.to_string().contains("mount the disk image"), "{err}");
     assert!(!disk::is_mounted(&mount).unwrap());
-    assert_eq!(loops_backed_by(&image), 0);
+    // The device is detached at once (LOOP_CLR_FD), but the kernel lets go of it
+    // asynchronously once the last descriptor closes: wait for that, as for autoclear.
+    let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while loops_backed_by(&image) > 0 {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "a loop device still holds {}",
+            image.display()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// Waits (up to 10 s) until the loop device whose `backing_file` is `status` has detached.
