@@ -17,23 +17,11 @@ pub(crate) fn print_error(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
-/// A failed command's message for stderr: `error: ` and the error with each of its causes once.
-///
-/// Many error types already write their source into their own message (`cannot read X:
-/// {source}`) and also return it as their `source()`, so `anyhow`'s `{:#}` would print that
-/// cause twice; a cause whose text is already in the message is skipped. A message that
-/// already starts with `error: ` (a hook config diagnostic) gets no second one.
+/// A failed command's message for stderr: `error: ` and the error with each of its causes once
+/// ([`hookbox_stream_json::error_message`], which SDK mode's error results use too). A message
+/// that already starts with `error: ` (a hook config diagnostic) gets no second one.
 pub(crate) fn error_text(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let cause = cause.to_string();
-        if text.is_empty() {
-            text = cause;
-        } else if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-    }
+    let mut text = hookbox_stream_json::error_message(err);
     if !text.starts_with("error: ") {
         text.insert_str(0, "error: ");
     }

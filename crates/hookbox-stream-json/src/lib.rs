@@ -119,7 +119,7 @@ pub(crate) fn warn(message: &str) {
 
 /// `err` and its causes joined with `: `, each cause once: many error types write their source
 /// into their own message and also return it as `source()`, which `{:#}` would repeat.
-pub(crate) fn error_message(err: &anyhow::Error) -> String {
+pub fn error_message(err: &anyhow::Error) -> String {
     let mut message = String::new();
     for cause in err.chain() {
         let cause = cause.to_string();
