@@ -249,8 +249,12 @@ impl InteractionService {
         id: &str,
         last_event_id: Option<u64>,
     ) -> Result<(Vec<Event>, bool), ServiceError> {
-        let stored = self.load(id).await?;
+        // The live text first, the store second: a step stored in between is then read whole
+        // from the store (its streamed text is ignored as not the next step). In the other order
+        // a step stored in between would be in neither, and its `step.start` and first deltas,
+        // published before the caller subscribed, would be lost.
         let partial = lock(&self.live).get(id).and_then(|run| run.partial.clone());
+        let stored = self.load(id).await?;
         Ok(events::events_live(
             &stored,
             partial.as_ref(),

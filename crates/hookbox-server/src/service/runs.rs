@@ -425,4 +425,45 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn a_step_stored_while_a_stream_catches_up_is_not_lost() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let id = store
+            .create_interaction(NewInteraction::new("a", json!({"agent": "a"})))
+            .unwrap()
+            .interaction
+            .id;
+        let live = Mutex::new(HashMap::new());
+        let (events, _) = broadcast::channel(64);
+        lock(&live).insert(
+            id.clone(),
+            LiveRun {
+                partial: None,
+                next_event: 1,
+                events,
+            },
+        );
+        record_step(&store, &live, &id, 0, render(&Step::user_text("hi")), None).unwrap();
+        publish_text(&live, &id, 1, "Hé".to_owned());
+        // A stream joins: it subscribes, reads the live text, then (as `events` does) the store;
+        // the step is stored between the two reads.
+        let mut joined = lock(&live).get(&id).unwrap().events.subscribe();
+        let partial = lock(&live).get(&id).and_then(|run| run.partial.clone());
+        record_step(
+            &store,
+            &live,
+            &id,
+            1,
+            render(&Step::ModelOutput("Héllo".into())),
+            Some(vec![3, 3]),
+        )
+        .unwrap();
+        let stored = store.get_interaction_with_steps(&id).unwrap();
+        let (mut seen, _) = events_live(&stored, partial.as_ref(), None);
+        let last = seen.last().unwrap().id;
+        seen.extend(std::iter::from_fn(|| joined.try_recv().ok()).filter(|event| event.id > last));
+        let (replay, _) = events_live(&stored, None, None);
+        assert_eq!(seen, replay);
+    }
 }
