@@ -72,21 +72,21 @@ pub(super) fn list(connection: &Connection) -> Result<Vec<ApiKey>, Error> {
 /// The key with public id `id` and its digest, if there is one.
 pub(super) fn find(connection: &Connection, id: &str) -> Result<Option<(ApiKey, Vec<u8>)>, Error> {
     Ok(connection
-        .query_row(
-            &format!("SELECT {COLUMNS}, hash FROM api_keys WHERE id = ?1"),
-            params![id],
-            |row| Ok((read(row)?, row.get(4)?)),
-        )
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS}, hash FROM api_keys WHERE id = ?1"
+        ))?
+        .query_row(params![id], |row| Ok((read(row)?, row.get(4)?)))
         .optional()?)
 }
 
 /// Records a use of key `id` now, unless one was recorded within the last minute.
 pub(super) fn touch(connection: &Connection, id: &str) -> Result<(), Error> {
     let now = Timestamp::now().unix_millis();
-    connection.execute(
-        "UPDATE api_keys SET last_used = ?2 WHERE id = ?1 AND (last_used IS NULL OR last_used < ?3)",
-        params![id, now, now.saturating_sub(LAST_USED_GRANULARITY_MS)],
-    )?;
+    connection
+        .prepare_cached(
+            "UPDATE api_keys SET last_used = ?2 WHERE id = ?1 AND (last_used IS NULL OR last_used < ?3)",
+        )?
+        .execute(params![id, now, now.saturating_sub(LAST_USED_GRANULARITY_MS)])?;
     Ok(())
 }
 

@@ -13,10 +13,9 @@ pub(super) fn claim(
     id: &str,
     owner: &str,
 ) -> Result<(), Error> {
-    connection.execute(
-        "INSERT OR IGNORE INTO owners (kind, id, owner) VALUES (?1, ?2, ?3)",
-        params![resource.kind(), id, owner],
-    )?;
+    connection
+        .prepare_cached("INSERT OR IGNORE INTO owners (kind, id, owner) VALUES (?1, ?2, ?3)")?
+        .execute(params![resource.kind(), id, owner])?;
     Ok(())
 }
 
@@ -27,19 +26,15 @@ pub(super) fn get(
     id: &str,
 ) -> Result<Option<String>, Error> {
     Ok(connection
-        .query_row(
-            "SELECT owner FROM owners WHERE kind = ?1 AND id = ?2",
-            params![resource.kind(), id],
-            |row| row.get(0),
-        )
+        .prepare_cached("SELECT owner FROM owners WHERE kind = ?1 AND id = ?2")?
+        .query_row(params![resource.kind(), id], |row| row.get(0))
         .optional()?)
 }
 
 /// Forgets the owner of `resource` `id` (it was deleted).
 pub(super) fn forget(connection: &Connection, resource: Resource, id: &str) -> Result<(), Error> {
-    connection.execute(
-        "DELETE FROM owners WHERE kind = ?1 AND id = ?2",
-        params![resource.kind(), id],
-    )?;
+    connection
+        .prepare_cached("DELETE FROM owners WHERE kind = ?1 AND id = ?2")?
+        .execute(params![resource.kind(), id])?;
     Ok(())
 }

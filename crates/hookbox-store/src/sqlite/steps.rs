@@ -12,6 +12,29 @@ use crate::record::{
 };
 use crate::time::Timestamp;
 
+// The statements below are written so that their query plan does not depend on the bound id.
+// A cached statement has its bindings cleared when it goes back to rusqlite's cache, and SQLite
+// re-prepares at its next use any statement whose plan looked at a bound value: `WHERE key = ?1`
+// with `ORDER BY` or `MAX` on the next column of the same index is such a statement. Written the
+// plain way, these were parsed again at every use, a third of the store's work per interaction
+// (BENCHMARKS.md). Reaching the id through the interaction's row, or through `(SELECT ?1)`, keeps
+// the same index search without the dependency; `statements_are_never_prepared_again` checks it.
+
+/// The next step index and the next trace sequence number of interaction `?1`.
+const NEXT_INDEXES: &str = "
+    SELECT (SELECT COALESCE(MAX(idx) + 1, 0) FROM steps WHERE interaction_id = i.id),
+           (SELECT COALESCE(MAX(seq) + 1, 0) FROM hook_traces WHERE interaction_id = i.id)
+    FROM interactions i WHERE i.id = ?1";
+
+/// The steps of interaction `?1`, by index.
+const LIST_STEPS: &str = "
+    SELECT idx, created, body FROM steps WHERE interaction_id = (SELECT ?1) ORDER BY idx";
+
+/// The hook traces of interaction `?1`, by sequence number.
+const LIST_TRACES: &str = "
+    SELECT seq, step_index, created, entry FROM hook_traces
+    WHERE interaction_id = (SELECT ?1) ORDER BY seq";
+
 /// Appends steps, then traces, then applies the update; the caller's transaction makes it atomic.
 pub(super) fn append(connection: &Connection, id: &str, append: Append) -> Result<Appended, Error> {
     let current = interactions::get(connection, id)?;
@@ -22,14 +45,9 @@ pub(super) fn append(connection: &Connection, id: &str, append: Append) -> Resul
         });
     }
     let now = Timestamp::now().unix_millis();
-    let first: u32 = connection
-        .prepare_cached("SELECT COALESCE(MAX(idx) + 1, 0) FROM steps WHERE interaction_id = ?1")?
-        .query_row([id], |row| row.get(0))?;
-    let mut seq: i64 = connection
-        .prepare_cached(
-            "SELECT COALESCE(MAX(seq) + 1, 0) FROM hook_traces WHERE interaction_id = ?1",
-        )?
-        .query_row([id], |row| row.get(0))?;
+    let (first, mut seq): (u32, i64) = connection
+        .prepare_cached(NEXT_INDEXES)?
+        .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))?;
     let end = u32::try_from(append.steps.len())
         .ok()
         .and_then(|count| first.checked_add(count))
@@ -97,9 +115,7 @@ pub(super) fn append(connection: &Connection, id: &str, append: Append) -> Resul
 /// The interaction's steps, by index.
 pub(super) fn list(connection: &Connection, id: &str) -> Result<Vec<Step>, Error> {
     let rows = connection
-        .prepare_cached(
-            "SELECT idx, created, body FROM steps WHERE interaction_id = ?1 ORDER BY idx",
-        )?
+        .prepare_cached(LIST_STEPS)?
         .query_map([id], |row| {
             Ok((
                 row.get::<_, u32>(0)?,
@@ -122,10 +138,7 @@ pub(super) fn list(connection: &Connection, id: &str) -> Result<Vec<Step>, Error
 /// The interaction's hook traces, by sequence number.
 pub(super) fn traces(connection: &Connection, id: &str) -> Result<Vec<HookTrace>, Error> {
     let rows = connection
-        .prepare_cached(
-            "SELECT seq, step_index, created, entry FROM hook_traces
-             WHERE interaction_id = ?1 ORDER BY seq",
-        )?
+        .prepare_cached(LIST_TRACES)?
         .query_map([id], |row| {
             Ok((
                 row.get::<_, u32>(0)?,
@@ -189,4 +202,52 @@ pub(super) fn history(
         })
         .collect::<Result<Vec<_>, Error>>()?;
     Ok(History { interactions, end })
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::StatementStatus;
+    use serde_json::json;
+
+    use super::{LIST_STEPS, LIST_TRACES, NEXT_INDEXES, append, list, traces};
+    use crate::record::{Append, NewInteraction, NewStep};
+    use crate::sqlite::{SqliteStore, interactions};
+
+    #[test]
+    fn statements_are_never_prepared_again() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let connection = store.lock();
+        for run in 0..3 {
+            let id =
+                interactions::create(&connection, NewInteraction::new("a", json!({ "run": run })))
+                    .unwrap()
+                    .interaction
+                    .id;
+            for _ in 0..2 {
+                let step = NewStep {
+                    body: json!({"type": "text"}),
+                    traces: vec![json!({"decision": "allow"})],
+                };
+                append(
+                    &connection,
+                    &id,
+                    Append {
+                        steps: vec![step],
+                        ..Append::default()
+                    },
+                )
+                .unwrap();
+            }
+            assert_eq!(list(&connection, &id).unwrap().len(), 2);
+            assert_eq!(traces(&connection, &id).unwrap().len(), 2);
+        }
+        for sql in [NEXT_INDEXES, LIST_STEPS, LIST_TRACES] {
+            let statement = connection.prepare_cached(sql).unwrap();
+            assert_eq!(
+                statement.get_status(StatementStatus::RePrepare),
+                0,
+                "parsed again after its first use: {sql}"
+            );
+        }
+    }
 }
