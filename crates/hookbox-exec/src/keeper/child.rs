@@ -60,7 +60,9 @@ pub(crate) fn run(plan: &KeeperPlan) -> io::Result<()> {
 /// until `execve` (this thread is suspended meanwhile), so nothing is copied.
 #[expect(unsafe_code, reason = "raw system calls between fork and exec")]
 fn start(plan: &KeeperPlan) -> io::Result<libc::pid_t> {
-    let mut stack = [0_u128; LAUNCH_STACK_WORDS];
+    // Left uninitialised: the program's side touches only the top of it (zeroing it all would
+    // fault in every page of this copy of the caller's stack).
+    let mut stack = std::mem::MaybeUninit::<[u128; LAUNCH_STACK_WORDS]>::uninit();
     let launch = Launch {
         plan,
         // SAFETY: plain system call.
@@ -71,7 +73,11 @@ fn start(plan: &KeeperPlan) -> io::Result<libc::pid_t> {
     // every ABI requires) with a pointer to `launch`; with CLONE_VFORK this thread resumes only
     // once it has executed the program or exited, so both outlive its use of them.
     let program = unsafe {
-        let top = stack.as_mut_ptr().add(stack.len()).cast::<c_void>();
+        let top = stack
+            .as_mut_ptr()
+            .cast::<u128>()
+            .add(LAUNCH_STACK_WORDS)
+            .cast::<c_void>();
         libc::clone(
             launch_program,
             top,
