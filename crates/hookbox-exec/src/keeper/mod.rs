@@ -17,10 +17,13 @@
 //! So the caller sees the keeper exit as soon as the program has exited and its descendants
 //! are gone; no grandchild can hold the output pipes open past that.
 //!
+//! [`child`] sets the keeper up and starts the program; [`watch`] waits and kills.
+//!
 //! Everything the keeper needs (paths to try, argument and environment arrays) is prepared here
 //! by the parent; [`child`] only makes raw system calls on it.
 
 mod child;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
