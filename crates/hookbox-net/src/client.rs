@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use reqwest::redirect;
 
 use crate::address::AddressRules;
@@ -67,6 +67,9 @@ pub struct HttpReply {
     /// How many body bytes arrived past the limit and were discarded (0 if the body fit). The body
     /// is read to its end within the timeout, so this is exact.
     pub body_dropped: u64,
+    /// The `Retry-After` header in delta-seconds form, when the reply has a valid one (an
+    /// HTTP-date is not read).
+    pub retry_after: Option<Duration>,
 }
 
 impl GuardedClient {
@@ -102,11 +105,18 @@ impl GuardedClient {
                 .await
                 .map_err(|error| NetError::from_transport(request.url, &error))?;
             let status = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
             let body = body::read_capped(request.url, response, request.body_limit).await?;
             Ok(HttpReply {
                 status,
                 body: body.kept,
                 body_dropped: body.dropped,
+                retry_after,
             })
         };
         tokio::time::timeout(request.timeout, exchange)

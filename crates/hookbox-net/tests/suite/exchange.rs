@@ -20,6 +20,7 @@ async fn body_and_headers_arrive_and_the_reply_comes_back() {
             status: 200,
             body: br#"{"decision":"deny"}"#.to_vec(),
             body_dropped: 0,
+            retry_after: None,
         }
     );
     let requests = server.requests();
@@ -53,6 +54,38 @@ async fn success_client_error_and_server_error_statuses_are_returned() {
         let reply = client.post_json(post(&url, &[])).await.unwrap();
         assert_eq!(reply.status, status);
     }
+}
+
+#[tokio::test]
+async fn a_retry_after_in_seconds_is_returned_and_a_date_is_not() {
+    let server = TestHttpServer::start(|request| {
+        let mut reply = Reply::text(503, "busy");
+        let value = if request.path == "/seconds" {
+            " 7 "
+        } else {
+            "Wed, 21 Oct 2015 07:28:00 GMT"
+        };
+        reply
+            .headers
+            .push(("retry-after".to_owned(), value.to_owned()));
+        reply
+    })
+    .await
+    .unwrap();
+    let none = headers(&[]);
+    let reply = client()
+        .post_json(post(&server.url("/seconds"), &none))
+        .await
+        .unwrap();
+    assert_eq!(
+        (reply.status, reply.retry_after),
+        (503, Some(std::time::Duration::from_secs(7)))
+    );
+    let reply = client()
+        .post_json(post(&server.url("/date"), &none))
+        .await
+        .unwrap();
+    assert_eq!(reply.retry_after, None);
 }
 
 #[tokio::test]
