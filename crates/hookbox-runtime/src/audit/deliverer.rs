@@ -25,6 +25,9 @@ const IDLE_WAIT: Duration = Duration::from_secs(1);
 const STORE_RETRY: Duration = Duration::from_secs(1);
 /// How often it sheds a too-full outbox and prunes settled events.
 const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(5);
+/// How long an environment's egress policy is reused before it is read again (reading it
+/// opens the environment, which costs milliseconds; an update applies within this time).
+const POLICY_TTL: Duration = Duration::from_secs(5);
 
 /// Sends the outbox's events; see the module documentation. Run it with [`run`](Self::run)
 /// on the server's async runtime; pending events left by an earlier process are picked up at
@@ -33,6 +36,8 @@ pub struct AuditDeliverer {
     runtime: Arc<Runtime>,
     /// Consecutive failed attempts per destination URL (absent: not failing).
     failing: HashMap<String, u32>,
+    /// Each environment's egress policy (or why it has none), and when it was read.
+    policies: HashMap<String, (tokio::time::Instant, Result<EgressPolicy, Failure>)>,
 }
 
 /// What one attempt came to.
@@ -51,6 +56,7 @@ impl AuditDeliverer {
         Self {
             runtime,
             failing: HashMap::new(),
+            policies: HashMap::new(),
         }
     }
 
@@ -100,7 +106,7 @@ impl AuditDeliverer {
     /// Starts an attempt on every due head whose environment has none in flight; returns how
     /// long until the next head not yet due is.
     async fn start_due(
-        &self,
+        &mut self,
         attempts: &mut JoinSet<Result<Attempt, String>>,
         in_flight: &mut HashMap<tokio::task::Id, String>,
     ) -> Result<Duration, String> {
@@ -122,10 +128,49 @@ impl AuditDeliverer {
                 continue;
             }
             let environment = head.event.environment.clone();
-            let task = attempts.spawn(attempt(Arc::clone(&self.runtime), head));
+            let policy = self.policy(&environment).await;
+            let task = attempts.spawn(attempt(Arc::clone(&self.runtime), head, policy));
             in_flight.insert(task.id(), environment);
         }
         Ok(wait)
+    }
+
+    /// The egress policy of `environment`, read at most every [`POLICY_TTL`]; a deleted
+    /// environment's events cannot be sent (permanently).
+    async fn policy(&mut self, environment: &str) -> Result<EgressPolicy, Failure> {
+        if let Some((read, policy)) = self.policies.get(environment)
+            && read.elapsed() < POLICY_TTL
+        {
+            return policy.clone();
+        }
+        let runtime = Arc::clone(&self.runtime);
+        let id = environment.to_owned();
+        let opened = tokio::task::spawn_blocking(move || runtime.environments().get(&id)).await;
+        let policy = match opened {
+            Err(error) => Err(Failure::retry(format!(
+                "the environment lookup failed: {error}"
+            ))),
+            Ok(Err(hookbox_env::StoreError::NotFound { id })) => Err(Failure {
+                error: format!(
+                    "environment `{id}` no longer exists, so its network policy cannot be applied"
+                ),
+                retry_after: None,
+                permanent: true,
+            }),
+            Ok(Err(error)) => Err(Failure::retry(format!("cannot open environment: {error}"))),
+            Ok(Ok(environment)) => {
+                EgressPolicy::from_network(environment.network()).map_err(|error| {
+                    Failure::retry(format!(
+                        "the environment's network policy is not valid: {error}"
+                    ))
+                })
+            }
+        };
+        self.policies.insert(
+            environment.to_owned(),
+            (tokio::time::Instant::now(), policy.clone()),
+        );
+        policy
     }
 
     /// Sheds the oldest pending events past `[audit] max_pending` and prunes settled ones.
@@ -187,9 +232,17 @@ impl AuditDeliverer {
     }
 }
 
-/// Makes one attempt on `head` and records what came of it.
-async fn attempt(runtime: Arc<Runtime>, head: OutboxEvent) -> Result<Attempt, String> {
-    let settlement = match send(&runtime, &head.event).await {
+/// Makes one attempt on `head` under its environment's `policy` and records what came of it.
+async fn attempt(
+    runtime: Arc<Runtime>,
+    head: OutboxEvent,
+    policy: Result<EgressPolicy, Failure>,
+) -> Result<Attempt, String> {
+    let sent = match policy {
+        Ok(policy) => send(&runtime, &head.event, policy).await,
+        Err(failure) => Err(failure),
+    };
+    let settlement = match sent {
         Ok(()) => Settlement::Delivered,
         Err(failure) => settle_failure(&runtime.audit, &head, failure),
     };
@@ -208,6 +261,7 @@ async fn attempt(runtime: Arc<Runtime>, head: OutboxEvent) -> Result<Attempt, St
 }
 
 /// Why an attempt failed.
+#[derive(Debug, Clone)]
 struct Failure {
     /// What went wrong, for `last_error`.
     error: String,
@@ -215,6 +269,17 @@ struct Failure {
     retry_after: Option<Duration>,
     /// Whether trying again cannot help (the environment is gone).
     permanent: bool,
+}
+
+impl Failure {
+    /// A failure that trying again may cure.
+    fn retry(error: String) -> Self {
+        Self {
+            error,
+            retry_after: None,
+            permanent: false,
+        }
+    }
 }
 
 /// What a failed attempt on `head` leads to: a retry after the backoff (at least what the
@@ -275,38 +340,13 @@ fn backoff(attempts: u32, max: Duration) -> Duration {
     cap.mul_f64(0.5 + fraction / 2.0)
 }
 
-/// POSTs `event` through the environment's egress policy and the hook client of its trust,
-/// with the `webhook-*` headers.
-async fn send(runtime: &Arc<Runtime>, event: &NewOutboxEvent) -> Result<(), Failure> {
-    let failure = |error: String| Failure {
-        error,
-        retry_after: None,
-        permanent: false,
-    };
-    let lookup = Arc::clone(runtime);
-    let environment_id = event.environment.clone();
-    let environment =
-        tokio::task::spawn_blocking(move || lookup.environments().get(&environment_id))
-            .await
-            .map_err(|error| failure(format!("the environment lookup failed: {error}")))?;
-    let environment = match environment {
-        Ok(environment) => environment,
-        Err(hookbox_env::StoreError::NotFound { id }) => {
-            return Err(Failure {
-                error: format!(
-                    "environment `{id}` no longer exists, so its network policy cannot be applied"
-                ),
-                retry_after: None,
-                permanent: true,
-            });
-        }
-        Err(error) => return Err(failure(format!("cannot open environment: {error}"))),
-    };
-    let policy = EgressPolicy::from_network(environment.network()).map_err(|error| {
-        failure(format!(
-            "the environment's network policy is not valid: {error}"
-        ))
-    })?;
+/// POSTs `event` under `policy` through the hook client of its trust, with the `webhook-*`
+/// headers.
+async fn send(
+    runtime: &Runtime,
+    event: &NewOutboxEvent,
+    policy: EgressPolicy,
+) -> Result<(), Failure> {
     let runner = PolicyHttpRunner {
         clients: runtime.hook_clients().clone(),
         policy,
@@ -339,7 +379,7 @@ async fn send(runtime: &Arc<Runtime>, event: &NewOutboxEvent) -> Result<(), Fail
             retry_after: reply.retry_after,
             permanent: false,
         }),
-        Err(error) => Err(failure(error.to_string())),
+        Err(error) => Err(Failure::retry(error.to_string())),
     }
 }
 

@@ -94,12 +94,23 @@ pub(super) fn enqueue(connection: &Connection, event: &NewOutboxEvent) -> Result
     Ok(())
 }
 
-/// The oldest pending event of every environment, oldest first (due or not).
+/// The oldest pending event of every environment, oldest first (due or not). A skip scan of
+/// the `outbox_pending` index: one seek per environment, however long the backlog (the
+/// deliverer asks after every event stored, while tool calls wait for the same connection).
 pub(super) fn heads(connection: &Connection) -> Result<Vec<OutboxEvent>, Error> {
-    let mut statement = connection.prepare(&format!(
-        "SELECT {COLUMNS} FROM outbox
-         WHERE seq IN (SELECT MIN(seq) FROM outbox WHERE state = 'pending' GROUP BY environment)
-         ORDER BY seq"
+    let mut statement = connection.prepare_cached(&format!(
+        "WITH RECURSIVE waiting(name) AS (
+             SELECT (SELECT environment FROM outbox INDEXED BY outbox_pending
+                     WHERE state = 'pending' ORDER BY environment LIMIT 1)
+             UNION ALL
+             SELECT (SELECT environment FROM outbox INDEXED BY outbox_pending
+                     WHERE state = 'pending' AND environment > name ORDER BY environment LIMIT 1)
+             FROM waiting WHERE name IS NOT NULL
+         )
+         SELECT {COLUMNS} FROM waiting JOIN outbox ON outbox.seq = (
+             SELECT seq FROM outbox INDEXED BY outbox_pending
+             WHERE state = 'pending' AND environment = waiting.name ORDER BY seq LIMIT 1)
+         ORDER BY outbox.seq"
     ))?;
     let raws = statement
         .query_map([], read)?
