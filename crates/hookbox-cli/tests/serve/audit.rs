@@ -227,6 +227,16 @@ fn a_receiver_down_for_the_first_20_calls_gets_every_event_once_in_order_and_sig
     assert!(receiver.taken().is_empty());
     let backlog = status(home.path());
     assert_eq!(backlog[0]["pending"], 20, "{backlog}");
+    let interaction = first.json()["id"].as_str().unwrap().to_owned();
+    let traces = super::super::hookbox_in(home.path(), &["traces", &interaction], b"");
+    let traces = String::from_utf8_lossy(&traces.stdout);
+    assert_eq!(
+        traces
+            .matches("queued for delivery as webhook-id msg_")
+            .count(),
+        20,
+        "{traces}"
+    );
     assert_eq!(backlog[0]["last_error"], "HTTP status 503", "{backlog}");
 
     // The receiver comes back; 20 more calls in the same environment.
