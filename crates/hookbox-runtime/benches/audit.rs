@@ -107,6 +107,33 @@ fn audited_calls(c: &mut Criterion) {
     group.bench_function("at_least_once", |b| b.iter(|| call(&durable)));
     group.finish();
 
+    // The store's part: one event of the size the at_least_once calls store, committed
+    // (its environment does not exist: the deliverer marks these dead at once).
+    let body = rt
+        .block_on(durable.call("write_file", args.clone(), None))
+        .map(|report| serde_json::to_vec(&json!({"args": args, "result": report.result})))
+        .expect("call")
+        .expect("json");
+    let mut sequence = 0_u64;
+    c.bench_function("outbox_enqueue_8k_event", |b| {
+        b.iter(|| {
+            sequence += 1;
+            runtime
+                .store()
+                .enqueue_outbox(&hookbox_store::NewOutboxEvent {
+                    id: format!("msg_bench{sequence}"),
+                    environment: "env_bench".to_owned(),
+                    url: url.clone(),
+                    handler: "bench".to_owned(),
+                    headers: Vec::new(),
+                    body: body.clone(),
+                    timeout_ms: 10_000,
+                    model_writable: false,
+                })
+                .expect("enqueue");
+        })
+    });
+
     // Throughput: a backlog of one environment (sent one at a time, in order) drained.
     let before = receiver.requests().len();
     deliverer.abort();
