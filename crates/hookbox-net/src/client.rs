@@ -67,8 +67,8 @@ pub struct HttpReply {
     /// How many body bytes arrived past the limit and were discarded (0 if the body fit). The body
     /// is read to its end within the timeout, so this is exact.
     pub body_dropped: u64,
-    /// The `Retry-After` header in delta-seconds form, when the reply has a valid one (an
-    /// HTTP-date is not read).
+    /// How long the reply's `Retry-After` header asks to wait (delta seconds, or an HTTP date
+    /// from now; zero for a date past), when it has a valid one.
     pub retry_after: Option<Duration>,
 }
 
@@ -109,8 +109,7 @@ impl GuardedClient {
                 .headers()
                 .get(RETRY_AFTER)
                 .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
+                .and_then(retry_after);
             let body = body::read_capped(request.url, response, request.body_limit).await?;
             Ok(HttpReply {
                 status,
@@ -126,6 +125,19 @@ impl GuardedClient {
                 after: request.timeout,
             })?
     }
+}
+
+/// The wait a `Retry-After` value asks for: delta seconds, or an HTTP date from now.
+fn retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(
+        date.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
 }
 
 impl PostRequest<'_> {
