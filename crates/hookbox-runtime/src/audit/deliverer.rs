@@ -387,7 +387,86 @@ async fn send(
 mod tests {
     use std::time::Duration;
 
-    use super::backoff;
+    use hookbox_store::{NewOutboxEvent, OutboxEvent, OutboxState, Settlement, Timestamp};
+
+    use super::{Failure, backoff, settle_failure};
+    use crate::audit::AuditSettings;
+
+    /// A pending event stored `age` ago after `attempts` attempts.
+    fn head(age: Duration, attempts: u32) -> OutboxEvent {
+        let since = Timestamp::from_unix_millis(
+            Timestamp::now().unix_millis() - i64::try_from(age.as_millis()).unwrap(),
+        );
+        OutboxEvent {
+            event: NewOutboxEvent {
+                id: "msg_1".to_owned(),
+                environment: "env_1".to_owned(),
+                url: "https://t.example/e".to_owned(),
+                handler: "h".to_owned(),
+                headers: Vec::new(),
+                body: b"{}".to_vec(),
+                timeout_ms: 1000,
+                model_writable: false,
+            },
+            created: since,
+            since,
+            attempts,
+            next_attempt: since,
+            last_error: None,
+            state: OutboxState::Pending,
+        }
+    }
+
+    fn settings() -> AuditSettings {
+        AuditSettings {
+            max_age: Duration::from_secs(3600),
+            max_backoff: Duration::from_secs(300),
+            max_pending: 10,
+            signer: None,
+        }
+    }
+
+    #[test]
+    fn a_failure_is_retried_no_sooner_than_retry_after_until_max_age() {
+        let failure = |retry_after| Failure {
+            error: "HTTP status 503".to_owned(),
+            retry_after,
+            permanent: false,
+        };
+        let now = Timestamp::now().unix_millis();
+        let Settlement::Retry { error, at } = settle_failure(
+            &settings(),
+            &head(Duration::ZERO, 0),
+            failure(Some(Duration::from_secs(30))),
+        ) else {
+            panic!("not retried");
+        };
+        assert_eq!(error, "HTTP status 503");
+        assert!(at.unix_millis() >= now + 30_000, "{at:?}");
+        // A retry past the hour since the event was stored is not made: the event is dead.
+        let settled = settle_failure(
+            &settings(),
+            &head(Duration::from_secs(3599), 12),
+            failure(None),
+        );
+        let Settlement::Dead { error } = settled else {
+            panic!("{settled:?}");
+        };
+        assert!(
+            error.starts_with("HTTP status 503 (gave up after 13 attempts"),
+            "{error}"
+        );
+        assert!(error.contains("max_age is 3600 s"), "{error}");
+        let gone = Failure {
+            error: "environment `env_1` no longer exists".to_owned(),
+            retry_after: None,
+            permanent: true,
+        };
+        assert!(matches!(
+            settle_failure(&settings(), &head(Duration::ZERO, 0), gone),
+            Settlement::Dead { .. }
+        ));
+    }
 
     #[test]
     fn backoff_doubles_with_jitter_up_to_the_cap() {
