@@ -129,7 +129,8 @@ pub trait Store: Send + Sync {
     /// only ones that may be sent (events of one environment go in order).
     fn outbox_heads(&self) -> Result<Vec<OutboxEvent>, Error>;
 
-    /// Records what became of an attempt on pending outbox event `id`.
+    /// Records what became of an attempt on pending outbox event `id`; a delivered event's
+    /// body is not kept.
     fn settle_outbox(&self, id: &str, settlement: &Settlement) -> Result<(), Error>;
 
     /// The outbox backlog of each destination URL.

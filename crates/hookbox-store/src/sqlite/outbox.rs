@@ -118,7 +118,8 @@ pub(super) fn heads(connection: &Connection) -> Result<Vec<OutboxEvent>, Error> 
     raws.into_iter().map(Raw::decode).collect()
 }
 
-/// Records what became of an attempt on pending event `id` (a settled event is left alone).
+/// Records what became of an attempt on pending event `id` (a settled event is left alone). A
+/// delivered event's body is dropped: the receiver has it, and it may hold file contents.
 pub(super) fn settle(
     connection: &Connection,
     id: &str,
@@ -132,7 +133,8 @@ pub(super) fn settle(
     };
     connection.execute(
         "UPDATE outbox SET state = ?2, last_error = coalesce(?3, last_error), next_attempt = ?4,
-                           attempts = attempts + 1, updated = ?5
+                           attempts = attempts + 1, updated = ?5,
+                           body = CASE WHEN ?2 = 'delivered' THEN X'' ELSE body END
          WHERE id = ?1 AND state = 'pending'",
         params![id, state, error, next, now],
     )?;

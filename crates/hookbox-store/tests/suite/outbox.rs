@@ -204,3 +204,45 @@ fn pending_events_survive_a_reopen_and_ids_are_checked() {
         event("msg_kept", "env_a", "https://t.example/e")
     );
 }
+
+#[test]
+fn a_delivered_events_body_is_dropped_and_a_dead_ones_kept() {
+    let (_dir, path) = db_path();
+    let store = SqliteStore::open(&path).unwrap();
+    for id in ["msg_sent", "msg_dead"] {
+        store
+            .enqueue_outbox(&event(id, id, "https://t.example/e"))
+            .unwrap();
+    }
+    store
+        .settle_outbox("msg_sent", &Settlement::Delivered)
+        .unwrap();
+    store
+        .settle_outbox(
+            "msg_dead",
+            &Settlement::Dead {
+                error: "refused".to_owned(),
+            },
+        )
+        .unwrap();
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let length = |id: &str| -> i64 {
+        connection
+            .query_row(
+                "SELECT length(body) FROM outbox WHERE id = ?1",
+                [id],
+                |row| row.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(length("msg_sent"), 0);
+    assert_eq!(
+        length("msg_dead"),
+        i64::try_from(r#"{"n":"msg_dead"}"#.len()).unwrap()
+    );
+    store.retry_dead_outbox().unwrap();
+    assert_eq!(
+        store.outbox_heads().unwrap()[0].event.body,
+        br#"{"n":"msg_dead"}"#
+    );
+}
