@@ -237,6 +237,9 @@ fn a_receiver_down_for_the_first_20_calls_gets_every_event_once_in_order_and_sig
         20,
         "{traces}"
     );
+    // The first attempt's failure is recorded once the receiver has answered it.
+    wait_until(|| status(home.path())[0]["last_error"] == "HTTP status 503");
+    let backlog = status(home.path());
     assert_eq!(backlog[0]["last_error"], "HTTP status 503", "{backlog}");
 
     // The receiver comes back; 20 more calls in the same environment.
@@ -291,6 +294,8 @@ fn a_receiver_down_for_the_first_20_calls_gets_every_event_once_in_order_and_sig
             Some("Bearer telemetry_secret_token_123")
         );
     }
+    // The last delivery is recorded just after the receiver answered it.
+    wait_until(|| status(home.path())[0]["delivered"] == 40);
     let backlog = status(home.path());
     assert_eq!(
         (backlog[0]["pending"].clone(), backlog[0]["dead"].clone()),
