@@ -117,6 +117,7 @@ fn sandbox_tools(c: &mut Criterion) {
                 hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())
                     .expect("client"),
             ),
+            outbox: None,
         },
     );
     let host = Dispatcher::new(
@@ -127,6 +128,7 @@ fn sandbox_tools(c: &mut Criterion) {
                 hookbox_net::GuardedClient::new(&hookbox_net::ClientOptions::default())
                     .expect("client"),
             ),
+            outbox: None,
         },
     );
     let input =

@@ -9,8 +9,8 @@ use hookbox_env::{
     ToolError, ToolOutcome, Vocabulary, builtin_tool,
 };
 use hookbox_hooks::{
-    Decision, Diagnostic, Dispatcher, EventInput, HookClients, HookOutcome, PolicyHttpRunner,
-    Runners, TraceEntry,
+    Decision, Diagnostic, Dispatcher, EventInput, HookClients, HookOutcome, OutboxSink,
+    PolicyHttpRunner, Runners, TraceEntry,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -108,6 +108,7 @@ impl SandboxTools {
                 isolation,
             )),
             http: Arc::new(PolicyHttpRunner { clients, policy }),
+            outbox: None,
         };
         Ok(Self {
             isolation,
@@ -141,6 +142,13 @@ impl SandboxTools {
         self.tools = self.tools.with_egress(Some(Arc::clone(&egress)));
         self.egress = Some(egress);
         Ok(self)
+    }
+
+    /// These tools with the events of `"delivery": "at_least_once"` HTTP hooks stored in
+    /// `outbox` (before the call returns) instead of being posted.
+    pub fn with_outbox(mut self, outbox: Arc<dyn OutboxSink>) -> Self {
+        self.runners.outbox = Some(outbox);
+        self
     }
 
     /// These tools with `code_execution` running for at most `limit` (default

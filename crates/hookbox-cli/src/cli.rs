@@ -74,8 +74,10 @@ pub(crate) enum Command {
     /// "127.0.0.1:8080"`, `allowed_hosts`, `max_connections`, `header_read_timeout_secs`,
     /// `idle_timeout_secs`, `max_body_bytes`,
     /// `max_upload_bytes`, `allow_host_sources`, `max_turns`, `max_tokens`; `[network]` for HTTP hooks:
-    /// `permit_loopback_hooks`, `allow_private_cidrs`, `extra_ca_certs`, `resolve`). HTTP hooks
-    /// inject the credentials of `hookbox credentials`. Logs go to stderr (`RUST_LOG` filters
+    /// `permit_loopback_hooks`, `allow_private_cidrs`, `extra_ca_certs`, `resolve`; `[audit]`
+    /// for `at_least_once` HTTP hooks, see `hookbox audit`). HTTP hooks inject the credentials
+    /// of `hookbox credentials`; the events of `at_least_once` ones are delivered from the
+    /// outbox in the background, and the log says when a destination starts and stops failing. Logs go to stderr (`RUST_LOG` filters
     /// them); SIGINT or SIGTERM stops it after the requests in flight.
     Serve(ServeArgs),
     /// Manage the API keys `hookbox serve` accepts.
@@ -93,6 +95,31 @@ pub(crate) enum Command {
     /// Reads `$HOOKBOX_HOME/hookbox.db` (safe while `hookbox serve` runs). Over the API:
     /// `GET /{v}/interactions/{id}/hook_traces`.
     Traces(TracesArgs),
+    /// Inspect and retry the audit outbox: the events of `"delivery": "at_least_once"` HTTP
+    /// hooks that `hookbox serve` delivers.
+    ///
+    /// Reads `$HOOKBOX_HOME/hookbox.db` (safe while `hookbox serve` runs). Delivery is tuned
+    /// by hookbox.toml's `[audit]`: `max_age` (default "24h"), `max_backoff` (default "5m"),
+    /// `max_pending` (default 100000) and `signing_secret` (`whsec_…`, Standard Webhooks).
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuditCommand {
+    /// Per destination URL: events pending and the age of the oldest, dead events, delivered
+    /// events kept, and the last error.
+    Status {
+        /// Print JSON (`[{"url", "pending", "oldest_pending", "dead", "delivered",
+        /// "last_error"}]`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make every dead event pending again, with a fresh `max_age` window; a running `hookbox
+    /// serve` sends them within a second, a stopped one when it starts.
+    Retry,
 }
 
 #[derive(Debug, Subcommand)]

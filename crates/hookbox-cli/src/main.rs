@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => commands::serve::run(&args),
         Command::ApiKeys { command } => commands::api_keys::run(&command),
         Command::Traces(args) => commands::traces::run(&args),
+        Command::Audit { command } => commands::audit::run(&command),
         Command::Hooks {
             command: HooksCommand::Run(args),
         } => commands::hooks_run::run(&args),

@@ -49,13 +49,18 @@ pub(crate) fn binding_line(binding: &Binding) -> String {
         .map(|group| format!(" [{group}]"))
         .unwrap_or_default();
     format!(
-        "{}{group} {matcher}: {} `{}` (timeout {}s{})",
+        "{}{group} {matcher}: {} `{}` (timeout {}s{}{})",
         binding.event,
         binding.handler.kind(),
         binding.handler.label(),
         binding.handler.timeout().as_secs_f64(),
         if fails_closed(&binding.handler) {
             ", on_error deny"
+        } else {
+            ""
+        },
+        if durable(&binding.handler) {
+            ", delivered at least once"
         } else {
             ""
         },
@@ -71,6 +76,7 @@ pub(crate) fn binding_json(binding: &Binding) -> Value {
         "label": binding.handler.label(),
         "timeout_s": binding.handler.timeout().as_secs_f64(),
         "on_error": if fails_closed(&binding.handler) { "deny" } else { "allow" },
+        "at_least_once": durable(&binding.handler),
         "origin": binding.origin,
     })
 }
@@ -81,6 +87,11 @@ fn fails_closed(handler: &Handler) -> bool {
         Handler::Http(http) => http.on_error == hookbox_hooks::OnError::Deny,
         Handler::Callback(_) => false,
     }
+}
+
+/// Whether `handler` is an http handler with `"delivery": "at_least_once"`.
+fn durable(handler: &Handler) -> bool {
+    matches!(handler, Handler::Http(http) if http.delivery == hookbox_hooks::Delivery::AtLeastOnce)
 }
 
 /// A dispatch outcome for people: the decision, its reason, what changed, then the trace.
@@ -146,6 +157,9 @@ pub(crate) fn trace_line(entry: &TraceEntry) -> String {
     }
     if !entry.ignored_fields.is_empty() {
         line.push_str(&format!("; ignored: {}", entry.ignored_fields.join(", ")));
+    }
+    if let Some(id) = &entry.webhook_id {
+        line.push_str(&format!("; queued for delivery as webhook-id {id}"));
     }
     line
 }

@@ -26,6 +26,7 @@ pub(crate) fn absorb(
     entry.failed_closed = verdict.failed_closed;
     entry.ignored_fields = verdict.ignored_fields;
     entry.exit_code = verdict.exit_code;
+    entry.webhook_id = verdict.webhook_id;
     entry.reason.clone_from(&verdict.reason);
 
     if binding.shadow {

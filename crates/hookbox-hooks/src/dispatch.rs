@@ -11,11 +11,12 @@ use serde_json::Value;
 
 use crate::aggregate::{absorb, skipped};
 use crate::binding::Binding;
-use crate::decode::{RawReply, decode, timeout};
+use crate::decode::{RawReply, Verdict, decode, timeout};
 use crate::event::{Dialect, HookEvent};
-use crate::handler::{CallbackHandler, Handler};
+use crate::handler::{CallbackHandler, Delivery, Handler, HttpHandler};
 use crate::hookset::HookSet;
 use crate::input::EventInput;
+use crate::outbox::{OutboxEvent, OutboxSink};
 use crate::outcome::{Decision, HookOutcome};
 use crate::runner::{CommandRequest, HttpRequest, Runners};
 use crate::trace::Failure;
@@ -62,41 +63,47 @@ impl Dispatcher {
                         skipped(&mut outcome, binding);
                         continue;
                     }
-                    let (raw, duration) = self.run(binding, input, &payload).await;
-                    absorb(
-                        &mut outcome,
-                        binding,
-                        decode(input.event(), binding, raw),
-                        duration,
-                    );
+                    let (verdict, duration) = self.verdict(binding, input, &payload).await;
+                    absorb(&mut outcome, binding, verdict, duration);
                 }
             }
             Dialect::Sdk => {
                 let runs = bindings
                     .iter()
-                    .map(|binding| self.run(binding, input, &payload));
-                for (binding, (raw, duration)) in bindings.iter().zip(join_all(runs).await) {
-                    absorb(
-                        &mut outcome,
-                        binding,
-                        decode(input.event(), binding, raw),
-                        duration,
-                    );
+                    .map(|binding| self.verdict(binding, input, &payload));
+                for (binding, (verdict, duration)) in bindings.iter().zip(join_all(runs).await) {
+                    absorb(&mut outcome, binding, verdict, duration);
                 }
             }
         }
         outcome
     }
 
-    /// Runs one handler and returns its raw reply and how long it took.
-    async fn run(
+    /// Runs one handler (or stores its event in the outbox) and returns its verdict and how
+    /// long it took.
+    async fn verdict(
         &self,
         binding: &Binding,
         input: &EventInput,
         payload: &[u8],
-    ) -> (RawReply, Duration) {
+    ) -> (Verdict, Duration) {
         let started = Instant::now();
-        let raw = match &binding.handler {
+        let verdict = match (&binding.handler, &self.runners.outbox) {
+            (Handler::Http(http), Some(outbox)) if http.delivery == Delivery::AtLeastOnce => {
+                queue(outbox.as_ref(), binding, http, input, payload).await
+            }
+            _ => decode(
+                input.event(),
+                binding,
+                self.run(binding, input, payload).await,
+            ),
+        };
+        (verdict, started.elapsed())
+    }
+
+    /// Runs one handler and returns its raw reply.
+    async fn run(&self, binding: &Binding, input: &EventInput, payload: &[u8]) -> RawReply {
+        match &binding.handler {
             Handler::Command(command) => {
                 let request = CommandRequest {
                     command: command.command.clone(),
@@ -127,9 +134,53 @@ impl Dispatcher {
                 }
             }
             Handler::Callback(callback) => call(binding, callback, input).await,
-        };
-        (raw, started.elapsed())
+        }
     }
+}
+
+/// Stores an `at_least_once` event in `outbox`; its verdict carries the `webhook-id`, or the
+/// reason it could not be stored.
+async fn queue(
+    outbox: &dyn OutboxSink,
+    binding: &Binding,
+    http: &HttpHandler,
+    input: &EventInput,
+    payload: &[u8],
+) -> Verdict {
+    let id = match hookbox_store::new_id("msg_") {
+        Ok(id) => id,
+        Err(err) => {
+            return Verdict::failed(Failure::Outbox {
+                message: format!("no id for the event: {err}"),
+            });
+        }
+    };
+    let event = OutboxEvent {
+        id: id.clone(),
+        environment: environment_of(input),
+        url: http.url.clone(),
+        headers: http.headers.clone(),
+        body: payload.to_vec(),
+        timeout: http.timeout,
+        trust: binding.origin.trust,
+        handler: format!("{} {}", binding.origin.source, binding.origin.json_path),
+    };
+    match outbox.enqueue(event).await {
+        Ok(()) => Verdict {
+            webhook_id: Some(id),
+            ..Verdict::default()
+        },
+        Err(err) => Verdict::failed(Failure::Outbox { message: err.0 }),
+    }
+}
+
+/// The environment of `input`'s outbox event: its environment id, or its SDK session id.
+fn environment_of(input: &EventInput) -> String {
+    ["environment_id", "session_id"]
+        .iter()
+        .find_map(|key| input.payload().get(*key).and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Whether an earlier sandbox handler's deny means the remaining ones must not run.

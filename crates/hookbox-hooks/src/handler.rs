@@ -31,6 +31,19 @@ pub struct CommandHandler {
     pub on_error: OnError,
 }
 
+/// How an HTTP handler's event reaches its receiver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Delivery {
+    /// Posted once while the call waits; a failure is traced and the event is gone (the
+    /// default, and the right one for a gate).
+    #[default]
+    FireAndForget,
+    /// Written to the store's outbox before the model sees the result and sent by `hookbox
+    /// serve`'s deliverer until the receiver takes it (hookbox extension,
+    /// `"delivery": "at_least_once"`, for audit trails). The receiver's reply is never read.
+    AtLeastOnce,
+}
+
 /// An HTTP hook: a POST of the event JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpHandler {
@@ -42,6 +55,8 @@ pub struct HttpHandler {
     pub timeout: Duration,
     /// What a failure means.
     pub on_error: OnError,
+    /// Sent now, or queued in the outbox.
+    pub delivery: Delivery,
 }
 
 /// Why an in-process callback produced no reply.

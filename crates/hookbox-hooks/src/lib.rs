@@ -63,6 +63,7 @@ mod handler;
 mod hookset;
 mod input;
 mod matcher;
+mod outbox;
 mod outcome;
 mod runner;
 mod trace;
@@ -72,8 +73,8 @@ pub use diagnostic::{Diagnostic, Severity};
 pub use dispatch::Dispatcher;
 pub use event::{Dialect, HookEvent};
 pub use handler::{
-    CallbackError, CallbackFuture, CallbackHandler, CommandHandler, Handler, HookCallback,
-    HttpHandler, OnError,
+    CallbackError, CallbackFuture, CallbackHandler, CommandHandler, Delivery, Handler,
+    HookCallback, HttpHandler, OnError,
 };
 pub use hookset::{
     HookSet, HookSetBuilder, HookSourceSummary, LoadError, MODEL_FILE_MAX_BYTES,
@@ -81,6 +82,7 @@ pub use hookset::{
 };
 pub use input::{EventInput, SessionContext};
 pub use matcher::{MatcherKind, MatcherSet};
+pub use outbox::{OutboxError, OutboxEvent, OutboxSink};
 pub use outcome::{Decision, HookOutcome};
 pub use runner::{
     CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HookClients, HostCommandRunner,

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::binding::Trust;
+use crate::outbox::OutboxSink;
 use futures_util::future::BoxFuture;
 use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
 use hookbox_net::{ClientOptions, EgressPolicy, GuardedClient, HttpReply, NetError, PostRequest};
@@ -177,6 +178,9 @@ pub struct Runners {
     pub command: Arc<dyn CommandRunner>,
     /// For HTTP handlers.
     pub http: Arc<dyn HttpRunner>,
+    /// Where `"delivery": "at_least_once"` events are stored; without one (`hookbox hooks
+    /// run`, SDK sessions) they are posted once, like fire-and-forget ones.
+    pub outbox: Option<Arc<dyn OutboxSink>>,
 }
 
 impl Runners {
@@ -200,6 +204,7 @@ impl Runners {
                 env: Vec::new(),
             }),
             http: Arc::new(GuardedClient::new(http)?),
+            outbox: None,
         })
     }
 }

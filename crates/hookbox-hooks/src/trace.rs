@@ -75,6 +75,11 @@ pub enum Failure {
     },
     /// The callback panicked.
     CallbackPanicked,
+    /// An `at_least_once` event could not be stored in the outbox (it was not sent either).
+    Outbox {
+        /// The store's reason.
+        message: String,
+    },
 }
 
 impl fmt::Display for Failure {
@@ -101,6 +106,7 @@ impl fmt::Display for Failure {
             Self::Network { message } => write!(f, "request failed: {message}"),
             Self::CallbackError { message } => write!(f, "callback failed: {message}"),
             Self::CallbackPanicked => f.write_str("callback panicked"),
+            Self::Outbox { message } => write!(f, "could not queue the event: {message}"),
         }
     }
 }
@@ -151,6 +157,10 @@ pub struct TraceEntry {
     /// Exit status of a command handler that exited by itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// The outbox event's `webhook-id`, when an `at_least_once` handler's event was stored for
+    /// delivery instead of being posted now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_id: Option<String>,
     /// Wall-clock time of the run.
     #[serde(rename = "duration_ms", serialize_with = "millis")]
     pub duration: Duration,
@@ -172,6 +182,7 @@ impl TraceEntry {
             would_deny: false,
             ignored_fields: Vec::new(),
             exit_code: None,
+            webhook_id: None,
             duration: Duration::ZERO,
         }
     }

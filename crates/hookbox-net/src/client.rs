@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use reqwest::redirect;
 
 use crate::address::AddressRules;
@@ -67,6 +67,9 @@ pub struct HttpReply {
     /// How many body bytes arrived past the limit and were discarded (0 if the body fit). The body
     /// is read to its end within the timeout, so this is exact.
     pub body_dropped: u64,
+    /// How long the reply's `Retry-After` header asks to wait (delta seconds, or an HTTP date
+    /// from now; zero for a date past), when it has a valid one.
+    pub retry_after: Option<Duration>,
 }
 
 impl GuardedClient {
@@ -102,11 +105,17 @@ impl GuardedClient {
                 .await
                 .map_err(|error| NetError::from_transport(request.url, &error))?;
             let status = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|value| value.to_str().ok())
+                .and_then(retry_after);
             let body = body::read_capped(request.url, response, request.body_limit).await?;
             Ok(HttpReply {
                 status,
                 body: body.kept,
                 body_dropped: body.dropped,
+                retry_after,
             })
         };
         tokio::time::timeout(request.timeout, exchange)
@@ -116,6 +125,19 @@ impl GuardedClient {
                 after: request.timeout,
             })?
     }
+}
+
+/// The wait a `Retry-After` value asks for: delta seconds, or an HTTP date from now.
+fn retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(
+        date.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
 }
 
 impl PostRequest<'_> {

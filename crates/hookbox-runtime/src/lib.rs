@@ -11,6 +11,7 @@
 //! callers are start-up paths that print them; every problem names the file and the key.
 
 mod agents;
+mod audit;
 mod config;
 
 use std::path::Path;
@@ -24,7 +25,10 @@ use hookbox_hooks::HookClients;
 use hookbox_net::{ClientOptions, EgressProxy, GuardedClient, SharedCredentials};
 use hookbox_store::{SqliteStore, Store};
 
+use crate::audit::StoreOutbox;
+
 pub use agents::{Agents, NamedAgent};
+pub use audit::{AuditDeliverer, AuditSection, AuditSettings, DurationValue, WebhookSigner};
 pub use config::{Addresses, Config, NetworkSection, SandboxSection, SdkSection, ServerSection};
 
 /// Everything an interface serves from, built once from a [`Config`].
@@ -38,6 +42,8 @@ pub struct Runtime {
     agents: Agents,
     max_turns: u32,
     code_timeout: Duration,
+    audit: AuditSettings,
+    outbox: StoreOutbox,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -79,11 +85,18 @@ impl Runtime {
         let model_client = GuardedClient::new(&hookbox_llm::client_options())
             .context("cannot build the models' HTTP client")?;
         let agents = Agents::new(config, model_client)?;
-        let store = SqliteStore::open_without_recovery(home.join("hookbox.db"))
-            .with_context(|| format!("cannot open the store in {}", home.display()))?;
+        let audit = config.audit.settings(&config.name())?;
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::open_without_recovery(home.join("hookbox.db"))
+                .with_context(|| format!("cannot open the store in {}", home.display()))?,
+        );
+        let outbox = StoreOutbox {
+            store: Arc::clone(&store),
+            stored: Arc::default(),
+        };
         Ok(Self {
             config: config.clone(),
-            store: Arc::new(store),
+            store,
             environments,
             hook_options,
             hook_clients,
@@ -91,6 +104,8 @@ impl Runtime {
             agents,
             max_turns,
             code_timeout,
+            audit,
+            outbox,
         })
     }
 
@@ -135,6 +150,11 @@ impl Runtime {
         self.max_turns
     }
 
+    /// `[audit]`, checked.
+    pub fn audit(&self) -> &AuditSettings {
+        &self.audit
+    }
+
     /// Tokens per interaction, input plus output (`[server] max_tokens`; `None`: no limit).
     pub fn max_tokens(&self) -> Option<u64> {
         self.config.server.max_tokens
@@ -152,7 +172,8 @@ impl Runtime {
     /// The sandboxed tools of `environment` with HTTP hooks sent through `hook_clients`: the
     /// sandbox reaches the network through the runtime's egress proxy, under the environment's
     /// `network`, with `credential`s from the credential store; `code_execution` runs for at
-    /// most `[sandbox] code_timeout_secs`.
+    /// most `[sandbox] code_timeout_secs`; `at_least_once` HTTP hooks store their events in the
+    /// store's outbox, for [`AuditDeliverer`].
     pub fn sandbox_tools_with_hooks(
         &self,
         environment: &Environment,
@@ -160,7 +181,8 @@ impl Runtime {
         hook_clients: HookClients,
     ) -> Result<SandboxTools, ToolCallError> {
         let tools = SandboxTools::with_hook_clients(environment.clone(), isolation, hook_clients)?
-            .with_code_timeout(self.code_timeout);
+            .with_code_timeout(self.code_timeout)
+            .with_outbox(Arc::new(self.outbox.clone()));
         tools.with_egress(
             self.egress.clone(),
             self.hook_options

@@ -1,5 +1,6 @@
 //! hookbox's persistence: environments, interactions, their steps, every hook trace, API keys
-//! (hashed) and which key owns what.
+//! (hashed), which key owns what, and the audit outbox (events of `at_least_once` HTTP hooks
+//! waiting for delivery).
 //!
 //! Everything sits behind the [`Store`] trait, so a server database can come later; the embedded
 //! default is [`SqliteStore`] (bundled SQLite, WAL). No SQL leaves this crate: callers see plain
@@ -25,6 +26,7 @@
 mod error;
 mod id;
 mod json_kind;
+mod outbox;
 mod record;
 mod sqlite;
 mod store;
@@ -33,6 +35,7 @@ mod time;
 pub use error::{DatabaseError, Entity, Error};
 pub use id::{TOKEN_LEN, is_generated_id, new_id, new_uuid, random_token};
 pub use json_kind::json_kind;
+pub use outbox::{NewOutboxEvent, OutboxDestination, OutboxEvent, OutboxState, Settlement};
 pub use record::{
     ApiKey, Append, Appended, ChainEnd, Created, EnvironmentRecord, History, HookTrace,
     Interaction, InteractionWithSteps, NewApiKey, NewInteraction, NewStep, NewTrace, Page,

@@ -5,6 +5,7 @@ use std::ops::Range;
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::outbox::{NewOutboxEvent, OutboxDestination, OutboxEvent, Settlement};
 use crate::record::{
     ApiKey, Append, Appended, Created, EnvironmentRecord, History, HookTrace, Interaction,
     InteractionWithSteps, NewApiKey, NewInteraction, NewStep, Page, PageRequest, Resource, Step,
@@ -119,4 +120,31 @@ pub trait Store: Send + Sync {
 
     /// The owner of `resource` `id`, if one was recorded.
     fn owner(&self, resource: Resource, id: &str) -> Result<Option<String>, Error>;
+
+    /// Stores an audit event as pending, due now (durable once this returns). A taken id
+    /// fails.
+    fn enqueue_outbox(&self, event: &NewOutboxEvent) -> Result<(), Error>;
+
+    /// The oldest pending outbox event of every environment, oldest first, due or not: the
+    /// only ones that may be sent (events of one environment go in order).
+    fn outbox_heads(&self) -> Result<Vec<OutboxEvent>, Error>;
+
+    /// Records what became of an attempt on pending outbox event `id`; a delivered event's
+    /// body is not kept.
+    fn settle_outbox(&self, id: &str, settlement: &Settlement) -> Result<(), Error>;
+
+    /// The outbox backlog of each destination URL.
+    fn outbox_destinations(&self) -> Result<Vec<OutboxDestination>, Error>;
+
+    /// Makes every dead outbox event pending again, due now, with a new delivery window;
+    /// returns how many.
+    fn retry_dead_outbox(&self) -> Result<u64, Error>;
+
+    /// Marks the oldest pending outbox events dead (saying why) until at most `max_pending`
+    /// remain; returns how many.
+    fn shed_outbox(&self, max_pending: u64) -> Result<u64, Error>;
+
+    /// Deletes all but the newest `keep` delivered and the newest `keep` dead outbox events;
+    /// returns how many went.
+    fn prune_outbox(&self, keep: u64) -> Result<u64, Error>;
 }

@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub(crate) mod api_keys;
+pub(crate) mod audit;
 pub(crate) mod check;
 pub(crate) mod credentials;
 pub(crate) mod demo;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use hookbox_env::Environments;
-use hookbox_runtime::{Config, Runtime};
+use hookbox_runtime::{AuditDeliverer, Config, Runtime};
 use hookbox_server::{ApiKeys, Auth, Limits, ServeOptions};
 
 use crate::cli::ServeArgs;
@@ -78,6 +78,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             );
         }
         let shutdown = shutdown_signal()?;
+        // Events a previous process left pending are picked up first.
+        tokio::spawn(AuditDeliverer::new(Arc::clone(&runtime)).run());
         for (name, agent) in runtime.agents().iter() {
             tracing::info!(agent = name, model = agent.label, "serving agent");
         }

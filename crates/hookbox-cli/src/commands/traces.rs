@@ -82,6 +82,9 @@ fn line(trace: &Value) -> String {
     if let Some(reason) = trace["reason"].as_str() {
         line.push_str(&format!("; reason: {reason}"));
     }
+    if let Some(id) = trace["webhook_id"].as_str() {
+        line.push_str(&format!("; queued for delivery as webhook-id {id}"));
+    }
     line.push('\n');
     line
 }

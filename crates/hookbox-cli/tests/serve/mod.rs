@@ -1,3 +1,5 @@
+/// Durable audit delivery: an outage, restarts and kills lose no event.
+mod audit;
 /// Attacks on authentication and ownership.
 mod auth;
 /// Browsers turned against a local server.

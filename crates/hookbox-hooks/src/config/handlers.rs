@@ -15,7 +15,7 @@ use super::report::{Report, quoted_list};
 use super::suggest::did_you_mean;
 use super::{headers, timeout};
 use crate::event::{Dialect, HookEvent};
-use crate::handler::{CommandHandler, Handler, HttpHandler, OnError};
+use crate::handler::{CommandHandler, Delivery, Handler, HttpHandler, OnError};
 
 /// Claude Code handler types that hookbox cannot run.
 const UNSUPPORTED_TYPES: [&str; 3] = ["prompt", "agent", "mcp_tool"];
@@ -61,11 +61,16 @@ pub(super) fn read(
                 .get("headers")
                 .map(|value| headers::read(report, value, &path.key("headers")))
                 .unwrap_or_default();
+            let delivery = handler
+                .get("delivery")
+                .map(|value| read_delivery(report, value, &path.key("delivery"), context.event))
+                .unwrap_or_default();
             Some(Handler::Http(HttpHandler {
                 url: url?,
                 headers,
                 timeout: timeout?,
                 on_error,
+                delivery,
             }))
         }
     }
@@ -101,7 +106,7 @@ impl Kind {
     fn fields(self) -> &'static [&'static str] {
         match self {
             Self::Command => &["type", "command", "timeout", "on_error"],
-            Self::Http => &["type", "url", "headers", "timeout", "on_error"],
+            Self::Http => &["type", "url", "headers", "timeout", "on_error", "delivery"],
         }
     }
 
@@ -342,6 +347,59 @@ fn warn_if_cannot_block(report: &mut Report, path: &JsonPath, set: bool, event: 
     }
 }
 
+/// The events whose http handlers may ask for `"delivery": "at_least_once"`: the ones that
+/// report what happened (nothing waits for their reply).
+const DURABLE_EVENTS: [HookEvent; 5] = [
+    HookEvent::PostToolExecution,
+    HookEvent::PostToolUse,
+    HookEvent::PostToolUseFailure,
+    HookEvent::Stop,
+    HookEvent::SessionEnd,
+];
+
+/// An http handler's `delivery` (hookbox extension): `fire_and_forget` (the default) or
+/// `at_least_once` on the [`DURABLE_EVENTS`]; anything else is an error and the default.
+fn read_delivery(
+    report: &mut Report,
+    value: &Value,
+    path: &JsonPath,
+    event: HookEvent,
+) -> Delivery {
+    let delivery = match report.string(value, path) {
+        Some("fire_and_forget") => Delivery::FireAndForget,
+        Some("at_least_once") => Delivery::AtLeastOnce,
+        Some(other) => {
+            report.error(
+                path,
+                format!("unknown `delivery` value `{other}`; `fire_and_forget` is used"),
+                Some(
+                    "`delivery` is `fire_and_forget` (posted once, the default) or \
+                     `at_least_once` (stored in the outbox and retried until delivered)"
+                        .to_owned(),
+                ),
+            );
+            return Delivery::FireAndForget;
+        }
+        None => return Delivery::FireAndForget,
+    };
+    if delivery == Delivery::AtLeastOnce && !DURABLE_EVENTS.contains(&event) {
+        let allowed: Vec<&str> = DURABLE_EVENTS.iter().map(|event| event.name()).collect();
+        report.error(
+            path,
+            format!(
+                "`\"delivery\": \"at_least_once\"` is not allowed on {event} hooks: their reply \
+                 is waited for; the handler is posted once (fire-and-forget)"
+            ),
+            Some(format!(
+                "use `at_least_once` only on http handlers of {}, or remove `delivery`",
+                quoted_list(&allowed)
+            )),
+        );
+        return Delivery::FireAndForget;
+    }
+    delivery
+}
+
 /// A command handler's `command`, or `None` with an error.
 fn read_command(
     report: &mut Report,
@@ -545,6 +603,76 @@ mod tests {
             context(Dialect::Sandbox, HookEvent::PreToolExecution),
         );
         assert_eq!(diagnostics.len(), 1);
+        assert!(
+            diagnostics[0]
+                .hint
+                .as_deref()
+                .unwrap_or_default()
+                .contains("belongs to `http`")
+        );
+    }
+
+    #[test]
+    fn at_least_once_is_read_on_post_events_only() {
+        let http =
+            json!({"type": "http", "url": "https://x.example/a", "delivery": "at_least_once"});
+        for event in DURABLE_EVENTS {
+            let (handler, diagnostics) = read_one(http.clone(), context(event.dialect(), event));
+            assert!(diagnostics.is_empty(), "{event}: {diagnostics:#?}");
+            let Some(Handler::Http(read)) = handler else {
+                panic!("{handler:?}");
+            };
+            assert_eq!(read.delivery, Delivery::AtLeastOnce, "{event}");
+        }
+        for event in [
+            HookEvent::PreToolExecution,
+            HookEvent::PreToolUse,
+            HookEvent::UserPromptSubmit,
+        ] {
+            let (handler, diagnostics) = read_one(http.clone(), context(event.dialect(), event));
+            let Some(Handler::Http(read)) = handler else {
+                panic!("{handler:?}");
+            };
+            assert_eq!(read.delivery, Delivery::FireAndForget, "{event}");
+            assert_eq!(diagnostics.len(), 1, "{diagnostics:#?}");
+            let diagnostic = &diagnostics[0];
+            assert_eq!(diagnostic.severity, Severity::Error);
+            assert_eq!(diagnostic.json_path, "$.delivery");
+            assert!(diagnostic.message.contains(event.name()), "{diagnostic:?}");
+            let hint = diagnostic.hint.as_deref().unwrap_or_default();
+            assert!(
+                hint.contains("`post_tool_execution`") && hint.contains("`SessionEnd`"),
+                "{hint}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_delivery_values_and_places_are_errors() {
+        let post = context(Dialect::Sandbox, HookEvent::PostToolExecution);
+        let (handler, diagnostics) = read_one(
+            json!({"type": "http", "url": "https://x.example/a", "delivery": "exactly_once"}),
+            post,
+        );
+        assert!(matches!(
+            handler,
+            Some(Handler::Http(HttpHandler {
+                delivery: Delivery::FireAndForget,
+                ..
+            }))
+        ));
+        assert_eq!(diagnostics.len(), 1);
+        assert!(
+            diagnostics[0]
+                .message
+                .contains("unknown `delivery` value `exactly_once`")
+        );
+        let (_, diagnostics) = read_one(
+            json!({"type": "command", "command": "x", "delivery": "at_least_once"}),
+            post,
+        );
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(diagnostics[0].severity, Severity::Error);
         assert!(
             diagnostics[0]
                 .hint

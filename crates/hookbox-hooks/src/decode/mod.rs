@@ -40,10 +40,13 @@ pub(crate) struct Verdict {
     pub(crate) stop: Option<Option<String>>,
     pub(crate) ignored_fields: Vec<String>,
     pub(crate) exit_code: Option<i32>,
+    /// The `webhook-id` of an event stored in the outbox.
+    pub(crate) webhook_id: Option<String>,
 }
 
 impl Verdict {
-    fn failed(failure: Failure) -> Self {
+    /// The verdict of a handler that produced no usable reply.
+    pub(crate) fn failed(failure: Failure) -> Self {
         Self {
             failure: Some(failure),
             ..Self::default()
@@ -302,8 +305,14 @@ mod tests {
                 headers: Vec::new(),
                 timeout: Duration::from_secs(1),
                 on_error,
+                delivery: crate::handler::Delivery::FireAndForget,
             }));
-            let reply = HttpReply { status: 200, body: stdout.clone(), body_dropped: dropped };
+            let reply = HttpReply {
+                status: 200,
+                body: stdout.clone(),
+                body_dropped: dropped,
+                retry_after: None,
+            };
             decode(event, &http, RawReply::Http(reply));
             if let Ok(value) = serde_json::from_slice::<Value>(&stdout) {
                 decode(event, &bound, RawReply::Callback(value));

@@ -15,6 +15,8 @@ mod fail_open;
 mod http;
 /// The matcher rules of `docs/hook-engine.md` ("Matchers") and the seeds.
 mod matchers;
+/// `"delivery": "at_least_once"`: events go to the outbox sink, not the network.
+mod outbox;
 /// The policy the model cannot change (issue 10): precedence, cut answers, bounds, shadow.
 mod policy;
 /// Floods, hangs, grandchildren, and 1,000 misbehaving dispatches without leaks.

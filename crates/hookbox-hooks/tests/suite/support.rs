@@ -13,14 +13,17 @@ pub(super) fn seeds_dir() -> PathBuf {
 /// A dispatcher over config documents given as JSON values, with host runners in `cwd`. The HTTP
 /// client may post to the tests' plain-HTTP loopback receivers.
 pub(super) fn dispatcher(configs: &[Value], cwd: Option<&Path>) -> Dispatcher {
+    Dispatcher::new(hookset(configs), local_runners(cwd))
+}
+
+/// Host runners in `cwd` whose HTTP client may post to plain-HTTP loopback receivers.
+pub(super) fn local_runners(cwd: Option<&Path>) -> Runners {
     let local_receivers = ClientOptions {
         permit_loopback: true,
         https_only: false,
         ..ClientOptions::default()
     };
-    let runners = Runners::host_with_http_options(cwd.map(Path::to_path_buf), &local_receivers)
-        .expect("runners");
-    Dispatcher::new(hookset(configs), runners)
+    Runners::host_with_http_options(cwd.map(Path::to_path_buf), &local_receivers).expect("runners")
 }
 
 /// A dispatcher like [`dispatcher`] with the strict default runners ([`Runners::host`]).
@@ -28,7 +31,8 @@ pub(super) fn strict_dispatcher(configs: &[Value]) -> Dispatcher {
     Dispatcher::new(hookset(configs), Runners::host(None).expect("runners"))
 }
 
-fn hookset(configs: &[Value]) -> Arc<HookSet> {
+/// The hooks of config documents given as JSON values (`config0.json`, …).
+pub(super) fn hookset(configs: &[Value]) -> Arc<HookSet> {
     let mut builder = HookSet::builder();
     for (index, config) in configs.iter().enumerate() {
         builder

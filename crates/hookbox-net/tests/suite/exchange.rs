@@ -20,6 +20,7 @@ async fn body_and_headers_arrive_and_the_reply_comes_back() {
             status: 200,
             body: br#"{"decision":"deny"}"#.to_vec(),
             body_dropped: 0,
+            retry_after: None,
         }
     );
     let requests = server.requests();
@@ -53,6 +54,49 @@ async fn success_client_error_and_server_error_statuses_are_returned() {
         let reply = client.post_json(post(&url, &[])).await.unwrap();
         assert_eq!(reply.status, status);
     }
+}
+
+#[tokio::test]
+async fn a_retry_after_in_seconds_or_as_a_date_is_returned() {
+    let server = TestHttpServer::start(|request| {
+        let mut reply = Reply::text(503, "busy");
+        let value = match request.path.as_str() {
+            "/seconds" => " 7 ".to_owned(),
+            "/past" => "Wed, 21 Oct 2015 07:28:00 GMT".to_owned(),
+            "/future" => httpdate::fmt_http_date(
+                std::time::SystemTime::now() + std::time::Duration::from_secs(3600),
+            ),
+            _ => "soon".to_owned(),
+        };
+        reply.headers.push(("retry-after".to_owned(), value));
+        reply
+    })
+    .await
+    .unwrap();
+    let none = headers(&[]);
+    let wait = |path: &'static str| {
+        let url = server.url(path);
+        let none = none.clone();
+        async move {
+            client()
+                .post_json(post(&url, &none))
+                .await
+                .unwrap()
+                .retry_after
+        }
+    };
+    assert_eq!(
+        wait("/seconds").await,
+        Some(std::time::Duration::from_secs(7))
+    );
+    assert_eq!(wait("/past").await, Some(std::time::Duration::ZERO));
+    let future = wait("/future").await.unwrap();
+    assert!(
+        future > std::time::Duration::from_secs(3500)
+            && future <= std::time::Duration::from_secs(3600),
+        "{future:?}"
+    );
+    assert_eq!(wait("/bad").await, None);
 }
 
 #[tokio::test]

@@ -47,6 +47,9 @@ pub struct Config {
     /// `[sandbox]`: what each environment's sandbox may use.
     #[serde(default)]
     pub sandbox: SandboxSection,
+    /// `[audit]`: durable delivery of `at_least_once` HTTP hooks.
+    #[serde(default)]
+    pub audit: crate::audit::AuditSection,
 }
 
 /// `[sandbox]`.

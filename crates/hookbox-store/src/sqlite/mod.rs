@@ -4,6 +4,7 @@ mod environments;
 mod interactions;
 mod json;
 mod keys;
+mod outbox;
 mod owners;
 mod schema;
 mod steps;
@@ -17,6 +18,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::outbox::{NewOutboxEvent, OutboxDestination, OutboxEvent, Settlement};
 use crate::record::{
     ApiKey, Append, Appended, Created, EnvironmentRecord, History, HookTrace, Interaction,
     InteractionWithSteps, NewApiKey, NewInteraction, Page, PageRequest, Resource, Step,
@@ -215,5 +217,33 @@ impl Store for SqliteStore {
 
     fn owner(&self, resource: Resource, id: &str) -> Result<Option<String>, Error> {
         self.read(|tx| owners::get(tx, resource, id))
+    }
+
+    fn enqueue_outbox(&self, event: &NewOutboxEvent) -> Result<(), Error> {
+        self.write(|tx| outbox::enqueue(tx, event))
+    }
+
+    fn outbox_heads(&self) -> Result<Vec<OutboxEvent>, Error> {
+        self.read(|tx| outbox::heads(tx))
+    }
+
+    fn settle_outbox(&self, id: &str, settlement: &Settlement) -> Result<(), Error> {
+        self.write(|tx| outbox::settle(tx, id, settlement))
+    }
+
+    fn outbox_destinations(&self) -> Result<Vec<OutboxDestination>, Error> {
+        self.read(|tx| outbox::destinations(tx))
+    }
+
+    fn retry_dead_outbox(&self) -> Result<u64, Error> {
+        self.write(|tx| outbox::retry_dead(tx))
+    }
+
+    fn shed_outbox(&self, max_pending: u64) -> Result<u64, Error> {
+        self.write(|tx| outbox::shed(tx, max_pending))
+    }
+
+    fn prune_outbox(&self, keep: u64) -> Result<u64, Error> {
+        self.write(|tx| outbox::prune(tx, keep))
     }
 }

@@ -90,6 +90,34 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, id)
     ) STRICT, WITHOUT ROWID;
     ",
+    // 3: the audit outbox: events of `"delivery": "at_least_once"` HTTP hooks, stored before
+    // the model sees the tool's result, sent in `seq` order per environment. `id` is the
+    // `webhook-id`; `since` starts the `[audit] max_age` window (reset by `audit retry`).
+    // Secrets are never stored: `transform` headers are injected at each attempt. `body` comes
+    // last so reading the other columns never walks its overflow pages; `seq` is a plain rowid
+    // (new rows get more than any row kept; pruning never deletes the newest row).
+    "
+    CREATE TABLE outbox (
+        seq            INTEGER PRIMARY KEY,
+        id             TEXT NOT NULL UNIQUE,
+        environment    TEXT NOT NULL,
+        url            TEXT NOT NULL,
+        handler        TEXT NOT NULL,
+        headers        TEXT NOT NULL,
+        timeout_ms     INTEGER NOT NULL CHECK (timeout_ms >= 0),
+        model_writable INTEGER NOT NULL CHECK (model_writable IN (0, 1)),
+        created        INTEGER NOT NULL,
+        since          INTEGER NOT NULL,
+        updated        INTEGER NOT NULL,
+        attempts       INTEGER NOT NULL CHECK (attempts >= 0),
+        next_attempt   INTEGER NOT NULL,
+        last_error     TEXT,
+        state          TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+        body           BLOB NOT NULL
+    ) STRICT;
+    CREATE INDEX outbox_pending ON outbox (environment, seq) WHERE state = 'pending';
+    CREATE INDEX outbox_by_state ON outbox (state, seq);
+    ",
 ];
 
 /// Why a connection could not be prepared.

@@ -12,6 +12,8 @@ mod history;
 mod idempotency;
 /// API keys and resource owners.
 mod keys;
+/// The audit outbox.
+mod outbox;
 /// Closing and reopening a database file.
 mod persistence;
 /// Writing records and reading them back.

@@ -133,7 +133,7 @@ fn a_newer_schema_is_refused() {
             error,
             hookbox_store::Error::SchemaTooNew {
                 found: 99,
-                supported: 2
+                supported: 3
             }
         ),
         "{error}"

@@ -1,0 +1,482 @@
+//! The audit deliverer: sends the outbox's events, oldest first and one at a time per
+//! environment, through the same guarded client and egress policy as every other HTTP hook,
+//! retrying with exponential backoff and jitter (at least what `Retry-After` asks) until the
+//! receiver takes them or `[audit] max_age` has passed.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hookbox_hooks::{HttpRequest, HttpRunner, PolicyHttpRunner, Trust};
+use hookbox_net::EgressPolicy;
+use hookbox_store::{NewOutboxEvent, OutboxEvent, Settlement, Timestamp};
+use tokio::task::JoinSet;
+
+use super::settings::AuditSettings;
+use crate::Runtime;
+
+/// The first retry waits about this long; each further one twice as long, up to
+/// `[audit] max_backoff`.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// How long the deliverer sleeps when nothing is due and nothing wakes it: events other
+/// processes store (`hookbox exec`) wake no one.
+const IDLE_WAIT: Duration = Duration::from_secs(1);
+/// How long it waits after the store failed before trying again.
+const STORE_RETRY: Duration = Duration::from_secs(1);
+/// How often it sheds a too-full outbox and prunes settled events.
+const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(5);
+/// How long an environment's egress policy is reused before it is read again (reading it
+/// opens the environment, which costs milliseconds; an update applies within this time).
+const POLICY_TTL: Duration = Duration::from_secs(5);
+
+/// Sends the outbox's events; see the module documentation. Run it with [`run`](Self::run)
+/// on the server's async runtime; pending events left by an earlier process are picked up at
+/// start.
+pub struct AuditDeliverer {
+    runtime: Arc<Runtime>,
+    /// Consecutive failed attempts per destination URL (absent: not failing).
+    failing: HashMap<String, u32>,
+    /// Each environment's egress policy (or why it has none), and when it was read.
+    policies: HashMap<String, (tokio::time::Instant, Result<EgressPolicy, Failure>)>,
+}
+
+/// What one attempt came to.
+struct Attempt {
+    /// The event's destination.
+    url: String,
+    /// The event's `webhook-id`.
+    id: String,
+    /// What was recorded.
+    settlement: Settlement,
+}
+
+impl AuditDeliverer {
+    /// The deliverer of `runtime`'s outbox under its `[audit]` settings.
+    pub fn new(runtime: Arc<Runtime>) -> Self {
+        Self {
+            runtime,
+            failing: HashMap::new(),
+            policies: HashMap::new(),
+        }
+    }
+
+    /// Delivers until the task is dropped.
+    pub async fn run(mut self) {
+        let mut attempts: JoinSet<Result<Attempt, String>> = JoinSet::new();
+        // The environment of each attempt in flight: its next event waits.
+        let mut in_flight: HashMap<tokio::task::Id, String> = HashMap::new();
+        let mut housekept: Option<tokio::time::Instant> = None;
+        loop {
+            if housekept.is_none_or(|at| at.elapsed() >= HOUSEKEEPING_EVERY) {
+                housekept = Some(tokio::time::Instant::now());
+                self.housekeep().await;
+            }
+            let wait = match self.start_due(&mut attempts, &mut in_flight).await {
+                Ok(wait) => wait,
+                Err(error) => {
+                    tracing::error!(error, "audit outbox: cannot read the pending events");
+                    STORE_RETRY
+                }
+            };
+            let stored = Arc::clone(&self.runtime.outbox.stored);
+            tokio::select! {
+                Some(joined) = attempts.join_next_with_id() => {
+                    let id = match &joined {
+                        Ok((id, _)) => *id,
+                        Err(error) => error.id(),
+                    };
+                    in_flight.remove(&id);
+                    match joined {
+                        Ok((_, Ok(attempt))) => self.report(&attempt),
+                        Ok((_, Err(error))) => {
+                            tracing::error!(error, "audit outbox: cannot record an attempt");
+                            tokio::time::sleep(STORE_RETRY).await;
+                        }
+                        Err(error) => {
+                            tracing::error!(%error, "audit outbox: a delivery task failed");
+                        }
+                    }
+                },
+                () = stored.notified() => {}
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Starts an attempt on every due head whose environment has none in flight; returns how
+    /// long until the next head not yet due is.
+    async fn start_due(
+        &mut self,
+        attempts: &mut JoinSet<Result<Attempt, String>>,
+        in_flight: &mut HashMap<tokio::task::Id, String>,
+    ) -> Result<Duration, String> {
+        let store = Arc::clone(self.runtime.store());
+        let heads = tokio::task::spawn_blocking(move || store.outbox_heads())
+            .await
+            .map_err(|error| error.to_string())?
+            .map_err(|error| error.to_string())?;
+        let busy: HashSet<String> = in_flight.values().cloned().collect();
+        let now = Timestamp::now().unix_millis();
+        let mut wait = IDLE_WAIT;
+        for head in heads {
+            if busy.contains(&head.event.environment) {
+                continue;
+            }
+            let due_in = head.next_attempt.unix_millis().saturating_sub(now);
+            if due_in > 0 {
+                wait = wait.min(Duration::from_millis(due_in.unsigned_abs()));
+                continue;
+            }
+            let environment = head.event.environment.clone();
+            let policy = self.policy(&environment).await;
+            let task = attempts.spawn(attempt(Arc::clone(&self.runtime), head, policy));
+            in_flight.insert(task.id(), environment);
+        }
+        Ok(wait)
+    }
+
+    /// The egress policy of `environment`, read at most every [`POLICY_TTL`]; a deleted
+    /// environment's events cannot be sent (permanently).
+    async fn policy(&mut self, environment: &str) -> Result<EgressPolicy, Failure> {
+        if let Some((read, policy)) = self.policies.get(environment)
+            && read.elapsed() < POLICY_TTL
+        {
+            return policy.clone();
+        }
+        let runtime = Arc::clone(&self.runtime);
+        let id = environment.to_owned();
+        let opened = tokio::task::spawn_blocking(move || runtime.environments().get(&id)).await;
+        let policy = match opened {
+            Err(error) => Err(Failure::retry(format!(
+                "the environment lookup failed: {error}"
+            ))),
+            Ok(Err(hookbox_env::StoreError::NotFound { id })) => Err(Failure {
+                error: format!(
+                    "environment `{id}` no longer exists, so its network policy cannot be applied"
+                ),
+                retry_after: None,
+                permanent: true,
+            }),
+            Ok(Err(error)) => Err(Failure::retry(format!("cannot open environment: {error}"))),
+            Ok(Ok(environment)) => {
+                EgressPolicy::from_network(environment.network()).map_err(|error| {
+                    Failure::retry(format!(
+                        "the environment's network policy is not valid: {error}"
+                    ))
+                })
+            }
+        };
+        self.policies.insert(
+            environment.to_owned(),
+            (tokio::time::Instant::now(), policy.clone()),
+        );
+        policy
+    }
+
+    /// Sheds the oldest pending events past `[audit] max_pending` and prunes settled ones.
+    async fn housekeep(&self) {
+        let store = Arc::clone(self.runtime.store());
+        let max_pending = self.runtime.audit.max_pending;
+        let done = tokio::task::spawn_blocking(move || {
+            let shed = store.shed_outbox(max_pending)?;
+            store.prune_outbox(max_pending)?;
+            Ok::<_, hookbox_store::Error>(shed)
+        })
+        .await;
+        match done {
+            Ok(Ok(0)) => {}
+            Ok(Ok(shed)) => tracing::warn!(
+                shed,
+                max_pending,
+                "audit outbox full: the oldest pending events were dropped unsent and kept as \
+                 dead (`hookbox audit status`, `hookbox audit retry`)"
+            ),
+            Ok(Err(error)) => tracing::error!(%error, "audit outbox: housekeeping failed"),
+            Err(error) => tracing::error!(%error, "audit outbox: housekeeping task failed"),
+        }
+    }
+
+    /// Logs when a destination starts and stops failing, and each event given up on.
+    fn report(&mut self, attempt: &Attempt) {
+        let url = &attempt.url;
+        match &attempt.settlement {
+            Settlement::Delivered => {
+                if let Some(failed) = self.failing.remove(url) {
+                    tracing::info!(
+                        destination = %url,
+                        failed_attempts = failed,
+                        "audit destination delivers again"
+                    );
+                }
+            }
+            Settlement::Retry { error, .. } | Settlement::Dead { error } => {
+                let failed = self.failing.entry(url.clone()).or_insert(0);
+                if *failed == 0 {
+                    tracing::warn!(
+                        destination = %url,
+                        error = %error,
+                        "audit destination started failing; its events wait in the outbox"
+                    );
+                }
+                *failed += 1;
+                if matches!(attempt.settlement, Settlement::Dead { .. }) {
+                    tracing::warn!(
+                        destination = %url,
+                        webhook_id = %attempt.id,
+                        error = %error,
+                        "audit event given up and kept as dead (`hookbox audit retry` sends it again)"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Makes one attempt on `head` under its environment's `policy` and records what came of it.
+async fn attempt(
+    runtime: Arc<Runtime>,
+    head: OutboxEvent,
+    policy: Result<EgressPolicy, Failure>,
+) -> Result<Attempt, String> {
+    let sent = match policy {
+        Ok(policy) => send(&runtime, &head.event, policy).await,
+        Err(failure) => Err(failure),
+    };
+    let settlement = match sent {
+        Ok(()) => Settlement::Delivered,
+        Err(failure) => settle_failure(&runtime.audit, &head, failure),
+    };
+    let store = Arc::clone(runtime.store());
+    let id = head.event.id.clone();
+    let recorded = settlement.clone();
+    tokio::task::spawn_blocking(move || store.settle_outbox(&id, &recorded))
+        .await
+        .map_err(|error| error.to_string())?
+        .map_err(|error| error.to_string())?;
+    Ok(Attempt {
+        url: head.event.url,
+        id: head.event.id,
+        settlement,
+    })
+}
+
+/// Why an attempt failed.
+#[derive(Debug, Clone)]
+struct Failure {
+    /// What went wrong, for `last_error`.
+    error: String,
+    /// The receiver's `Retry-After`.
+    retry_after: Option<Duration>,
+    /// Whether trying again cannot help (the environment is gone).
+    permanent: bool,
+}
+
+impl Failure {
+    /// A failure that trying again may cure.
+    fn retry(error: String) -> Self {
+        Self {
+            error,
+            retry_after: None,
+            permanent: false,
+        }
+    }
+}
+
+/// What a failed attempt on `head` leads to: a retry after the backoff (at least what the
+/// receiver asked), or death once `[audit] max_age` would pass.
+fn settle_failure(settings: &AuditSettings, head: &OutboxEvent, failure: Failure) -> Settlement {
+    let attempts = head.attempts.saturating_add(1);
+    if failure.permanent {
+        return Settlement::Dead {
+            error: failure.error,
+        };
+    }
+    let wait = backoff(attempts, settings.max_backoff).max(failure.retry_after.unwrap_or_default());
+    let now = Timestamp::now().unix_millis();
+    let at = now.saturating_add(millis(wait));
+    let deadline = head
+        .since
+        .unix_millis()
+        .saturating_add(millis(settings.max_age));
+    if at > deadline {
+        let age =
+            Duration::from_millis(now.saturating_sub(head.since.unix_millis()).unsigned_abs());
+        return Settlement::Dead {
+            error: format!(
+                "{} (gave up after {attempts} attempts over {} s: [audit] max_age is {} s)",
+                failure.error,
+                age.as_secs(),
+                settings.max_age.as_secs()
+            ),
+        };
+    }
+    Settlement::Retry {
+        error: failure.error,
+        at: Timestamp::from_unix_millis(at),
+    }
+}
+
+/// `duration` in whole milliseconds, saturating.
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The wait before attempt `attempts + 1`: [`FIRST_BACKOFF`] doubled per failed attempt, capped
+/// at `max`, of which a random half is taken off (jitter, so receivers coming back are not hit
+/// by every sender at once).
+fn backoff(attempts: u32, max: Duration) -> Duration {
+    let doubled = FIRST_BACKOFF.saturating_mul(1 << attempts.saturating_sub(1).min(20));
+    let cap = doubled.min(max);
+    let mut random = [0u8; 8];
+    // Without randomness the wait is the whole cap: later, never sooner.
+    let fraction = match getrandom::fill(&mut random) {
+        Ok(()) => {
+            f64::from(u32::from_le_bytes([
+                random[0], random[1], random[2], random[3],
+            ])) / f64::from(u32::MAX)
+        }
+        Err(_) => 1.0,
+    };
+    cap.mul_f64(0.5 + fraction / 2.0)
+}
+
+/// POSTs `event` under `policy` through the hook client of its trust, with the `webhook-*`
+/// headers.
+async fn send(
+    runtime: &Runtime,
+    event: &NewOutboxEvent,
+    policy: EgressPolicy,
+) -> Result<(), Failure> {
+    let runner = PolicyHttpRunner {
+        clients: runtime.hook_clients().clone(),
+        policy,
+    };
+    let timestamp = Timestamp::now().unix_millis().div_euclid(1000);
+    let mut headers = event.headers.clone();
+    headers.push(("webhook-id".to_owned(), event.id.clone()));
+    headers.push(("webhook-timestamp".to_owned(), timestamp.to_string()));
+    if let Some(signer) = &runtime.audit.signer {
+        headers.push((
+            "webhook-signature".to_owned(),
+            signer.sign(&event.id, timestamp, &event.body),
+        ));
+    }
+    let request = HttpRequest {
+        url: event.url.clone(),
+        headers,
+        body: event.body.clone(),
+        timeout: Duration::from_millis(event.timeout_ms),
+        trust: if event.model_writable {
+            Trust::ModelWritable
+        } else {
+            Trust::Owner
+        },
+    };
+    match runner.post(request).await {
+        Ok(reply) if (200..300).contains(&reply.status) => Ok(()),
+        Ok(reply) => Err(Failure {
+            error: format!("HTTP status {}", reply.status),
+            retry_after: reply.retry_after,
+            permanent: false,
+        }),
+        Err(error) => Err(Failure::retry(error.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use hookbox_store::{NewOutboxEvent, OutboxEvent, OutboxState, Settlement, Timestamp};
+
+    use super::{Failure, backoff, settle_failure};
+    use crate::audit::AuditSettings;
+
+    /// A pending event stored `age` ago after `attempts` attempts.
+    fn head(age: Duration, attempts: u32) -> OutboxEvent {
+        let since = Timestamp::from_unix_millis(
+            Timestamp::now().unix_millis() - i64::try_from(age.as_millis()).unwrap(),
+        );
+        OutboxEvent {
+            event: NewOutboxEvent {
+                id: "msg_1".to_owned(),
+                environment: "env_1".to_owned(),
+                url: "https://t.example/e".to_owned(),
+                handler: "h".to_owned(),
+                headers: Vec::new(),
+                body: b"{}".to_vec(),
+                timeout_ms: 1000,
+                model_writable: false,
+            },
+            created: since,
+            since,
+            attempts,
+            next_attempt: since,
+            last_error: None,
+            state: OutboxState::Pending,
+        }
+    }
+
+    fn settings() -> AuditSettings {
+        AuditSettings {
+            max_age: Duration::from_secs(3600),
+            max_backoff: Duration::from_secs(300),
+            max_pending: 10,
+            signer: None,
+        }
+    }
+
+    #[test]
+    fn a_failure_is_retried_no_sooner_than_retry_after_until_max_age() {
+        let failure = |retry_after| Failure {
+            error: "HTTP status 503".to_owned(),
+            retry_after,
+            permanent: false,
+        };
+        let now = Timestamp::now().unix_millis();
+        let Settlement::Retry { error, at } = settle_failure(
+            &settings(),
+            &head(Duration::ZERO, 0),
+            failure(Some(Duration::from_secs(30))),
+        ) else {
+            panic!("not retried");
+        };
+        assert_eq!(error, "HTTP status 503");
+        assert!(at.unix_millis() >= now + 30_000, "{at:?}");
+        // A retry past the hour since the event was stored is not made: the event is dead.
+        let settled = settle_failure(
+            &settings(),
+            &head(Duration::from_secs(3599), 12),
+            failure(None),
+        );
+        let Settlement::Dead { error } = settled else {
+            panic!("{settled:?}");
+        };
+        assert!(
+            error.starts_with("HTTP status 503 (gave up after 13 attempts"),
+            "{error}"
+        );
+        assert!(error.contains("max_age is 3600 s"), "{error}");
+        let gone = Failure {
+            error: "environment `env_1` no longer exists".to_owned(),
+            retry_after: None,
+            permanent: true,
+        };
+        assert!(matches!(
+            settle_failure(&settings(), &head(Duration::ZERO, 0), gone),
+            Settlement::Dead { .. }
+        ));
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter_up_to_the_cap() {
+        let max = Duration::from_secs(300);
+        for (attempts, full) in [(1, 1), (2, 2), (3, 4), (10, 300), (u32::MAX, 300)] {
+            let full = Duration::from_secs(full);
+            for _ in 0..20 {
+                let wait = backoff(attempts, max);
+                assert!(wait >= full / 2 && wait <= full, "{attempts}: {wait:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The audit outbox's records: events of `"delivery": "at_least_once"` HTTP hooks, stored
+//! before the model sees the tool's result and sent later by the deliverer.
+
+use crate::time::Timestamp;
+
+/// An event to store in the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewOutboxEvent {
+    /// Its stable id, sent as `webhook-id` (1 to 128 of `A-Z a-z 0-9 _ -`).
+    pub id: String,
+    /// The environment id (the session id for SDK-dialect events): events of one environment
+    /// are delivered one after another, in the order stored.
+    pub environment: String,
+    /// Where to POST it.
+    pub url: String,
+    /// Which handler produced it (its file and JSON path).
+    pub handler: String,
+    /// The handler's configured, non-secret headers.
+    pub headers: Vec<(String, String)>,
+    /// The event JSON.
+    pub body: Vec<u8>,
+    /// Limit for one attempt, in milliseconds.
+    pub timeout_ms: u64,
+    /// Whether the handler was declared in a file the model can write (it is then sent
+    /// through the strict client).
+    pub model_writable: bool,
+}
+
+/// Where an outbox event stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutboxState {
+    /// Waiting for its (next) attempt.
+    Pending,
+    /// The receiver answered 2xx.
+    Delivered,
+    /// Given up on (too old, or shed from a full outbox); `hookbox audit retry` revives it.
+    Dead,
+}
+
+impl OutboxState {
+    /// The stored spelling: `pending`, `delivered` or `dead`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Delivered => "delivered",
+            Self::Dead => "dead",
+        }
+    }
+}
+
+/// A stored outbox event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxEvent {
+    /// What was stored.
+    pub event: NewOutboxEvent,
+    /// When it was stored.
+    pub created: Timestamp,
+    /// When its current delivery window began: `created`, or the last `hookbox audit retry`
+    /// (`[audit] max_age` counts from here).
+    pub since: Timestamp,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// When the next attempt may be made.
+    pub next_attempt: Timestamp,
+    /// Why the last attempt failed, if it did.
+    pub last_error: Option<String>,
+    /// Where it stands.
+    pub state: OutboxState,
+}
+
+/// What became of one delivery attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settlement {
+    /// The receiver took it.
+    Delivered,
+    /// It failed and is tried again at `at`.
+    Retry {
+        /// Why it failed.
+        error: String,
+        /// When to try again.
+        at: Timestamp,
+    },
+    /// It failed for the last time.
+    Dead {
+        /// Why it failed.
+        error: String,
+    },
+}
+
+/// The backlog of one destination URL, for `hookbox audit status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxDestination {
+    /// The URL.
+    pub url: String,
+    /// Events waiting to be sent.
+    pub pending: u64,
+    /// When the oldest waiting event was stored.
+    pub oldest_pending: Option<Timestamp>,
+    /// Events given up on.
+    pub dead: u64,
+    /// Events the receiver took (kept ones; old ones are pruned).
+    pub delivered: u64,
+    /// The most recent failure of an event still pending or dead.
+    pub last_error: Option<String>,
+}
