@@ -218,7 +218,8 @@ async fn curl_through_the_proxy_reaches_an_allowed_host_with_the_headers_injecte
         "{:?}",
         report.network
     );
-    let serialized = serde_json::to_string(&report).unwrap();
+    // Every field of the report, as any interface could write it.
+    let serialized = format!("{report:?}");
     assert!(!serialized.contains(TRANSFORM_SECRET), "{serialized}");
     assert!(!serialized.contains("cred-secret"), "{serialized}");
 
@@ -843,6 +844,7 @@ async fn a_command_hooks_own_requests_are_decided_and_reported_with_the_call() {
         "{:?}",
         report.network
     );
-    let serialized = serde_json::to_string(&report).unwrap();
+    // Every field of the report, as any interface could write it.
+    let serialized = format!("{report:?}");
     assert!(!serialized.contains(TRANSFORM_SECRET), "{serialized}");
 }
