@@ -73,9 +73,6 @@ impl CommandRunner for EnvironmentCommandRunner {
         let mut spec = ProcessSpec::shell(&request.command, request.timeout);
         spec.stdin = request.stdin;
         spec.output_limit = HANDLER_OUTPUT_LIMIT;
-        // The sandbox's pid namespace (or the hook's timeout, unsandboxed) bounds the hook;
-        // the parent-death signal would double its spawn cost.
-        spec.die_with_parent = false;
         spec.env_clear = true;
         spec.env = HOOK_ENV
             .iter()

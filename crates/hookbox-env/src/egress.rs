@@ -100,7 +100,8 @@ pub struct SandboxEgress {
     proxy: EgressProxy,
     policy: Arc<EgressPolicy>,
     ca: Arc<ProxyCa>,
-    /// The bundle on the host (a private temporary file, removed on drop).
+    /// The bundle on the host (a private temporary file in this process's directory under the
+    /// hookbox home, removed on drop).
     bundle: tempfile::TempPath,
 }
 
@@ -132,7 +133,7 @@ impl SandboxEgress {
             None => parsed,
         };
         let ca = ProxyCa::generate(environment.id())?;
-        let bundle = write_bundle(ca.certificate_pem().as_bytes())?;
+        let bundle = write_bundle(environment.run_dir(), ca.certificate_pem().as_bytes())?;
         Ok(Some(Self {
             proxy,
             policy: Arc::new(policy),
@@ -255,12 +256,13 @@ fn proxy_variables() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
 }
 
 /// Writes the system roots (when the host has a bundle) and `extra_pem` (more trusted
-/// certificates) to a private temporary file.
-pub(crate) fn write_bundle(extra_pem: &[u8]) -> std::io::Result<tempfile::TempPath> {
+/// certificates) to a private temporary file in `dir` (this process's directory under the
+/// hookbox home, swept after a crash; never `$TMPDIR`).
+pub(crate) fn write_bundle(dir: &Path, extra_pem: &[u8]) -> std::io::Result<tempfile::TempPath> {
     let mut file = tempfile::Builder::new()
         .prefix("hookbox-ca-")
         .suffix(".crt")
-        .tempfile()?;
+        .tempfile_in(dir)?;
     if let Some(system) = hookbox_exec::SYSTEM_TRUST_BUNDLES
         .iter()
         .find_map(|path| std::fs::read(path).ok())

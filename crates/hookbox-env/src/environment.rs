@@ -151,12 +151,26 @@ impl From<DiskBudget> for DiskLimits {
 pub struct Environment {
     meta: Metadata,
     root: PathBuf,
+    /// The directory of this process under the hookbox home, where its runs' host-side files
+    /// (CA bundles) are written.
+    run_dir: PathBuf,
 }
 
 impl Environment {
-    /// Pairs metadata with the root directory it describes.
-    pub(crate) fn new(meta: Metadata, root: PathBuf) -> Self {
-        Self { meta, root }
+    /// Pairs metadata with the root directory it describes; `run_dir` is this process's
+    /// directory under the hookbox home.
+    pub(crate) fn new(meta: Metadata, root: PathBuf, run_dir: PathBuf) -> Self {
+        Self {
+            meta,
+            root,
+            run_dir,
+        }
+    }
+
+    /// This process's directory under the hookbox home (`<home>/run/<pid>-<start>/`), where
+    /// the files its sandboxes need on the host are written.
+    pub(crate) fn run_dir(&self) -> &Path {
+        &self.run_dir
     }
 
     /// The id, `env_…`.

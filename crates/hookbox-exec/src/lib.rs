@@ -2,9 +2,21 @@
 //!
 //! Every child runs in its own process group with its stdin fed from memory, its stdout and
 //! stderr read concurrently and capped, a deadline after which the **whole group** is killed
-//! (grandchildren included), and optionally a parent-death signal. The group is
-//! also killed when the direct child exits, so a background grandchild that keeps a pipe open
-//! cannot stall the caller. Children are always reaped: no zombies, no leaked descriptors.
+//! (grandchildren included). The group is also killed when the direct child exits, so a
+//! background grandchild that keeps a pipe open cannot stall the caller. Children are always
+//! reaped: no zombies, no leaked descriptors.
+//!
+//! # The keeper
+//!
+//! With [`ProcessSpec::die_with_parent`] (the default of [`ProcessSpec::shell`]), a host run goes
+//! further: the direct child is a **keeper**, a child subreaper bound to hookbox by a
+//! parent-death signal, which starts the program (without copying hookbox's memory a second
+//! time) and, when the program exits, the deadline passes, the run is dropped or hookbox dies
+//! (even by `kill -9`), kills every descendant of the program, including those that called
+//! `setsid` and left the group, before it exits itself. So the run returns as soon as the
+//! program has exited, and nothing it started survives it. This needs
+//! `/proc/thread-self/children` (Linux built with `CONFIG_PROC_CHILDREN`, as distributions'
+//! kernels are); without it, descendants outside the group are only reaped as they exit.
 //!
 //! This crate knows nothing about hooks or agents; it runs a [`ProcessSpec`] and reports a
 //! [`ProcessOutput`].
@@ -28,8 +40,8 @@
 //! and pid 1 joins it before it sets anything else up; it is owned by the sandbox's user
 //! namespace like the others). The intermediate closes every other
 //! descriptor, waits for pid 1 and exits the same way (re-raising its signal); pid 1 marks
-//! every descriptor from 3 up close-on-exec, so the program gets only its stdio. Both have
-//! `PR_SET_PDEATHSIG(SIGKILL)` (pid 1 always; the intermediate with `die_with_parent`), so
+//! every descriptor from 3 up close-on-exec, so the program gets only its stdio. Both always
+//! have `PR_SET_PDEATHSIG(SIGKILL)` (whatever [`ProcessSpec::die_with_parent`] says), so
 //! killing the intermediate (timeout, exit, cancellation, or hookbox dying) kills pid 1, and
 //! the kernel then kills everything in the namespace, including `setsid` double forks. `run`
 //! returns only after pid 1 is gone, which the kernel completes once the namespace is empty
@@ -97,9 +109,11 @@
 //! not reap orphans it did not start (they are zombies until the run ends). Everything between
 //! fork and exec is async-signal-safe: the parent prepares every path, map, rule and filter.
 
+mod after_fork;
 mod capture;
 pub mod disk;
 mod group;
+mod keeper;
 mod sandbox;
 mod spawn;
 

@@ -7,14 +7,13 @@ use std::pin::pin;
 use std::process::Stdio;
 use std::time::Duration;
 
-use rustix::io::Errno;
-use rustix::process::{Signal, getpid, getppid, set_parent_process_death_signal};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::time::{Instant, timeout_at};
 
 use crate::capture::{self, CapturedOutput};
 use crate::group::ProcessGroup;
+use crate::keeper::{self, KeeperPlan};
 use crate::sandbox::{self, IsolationError, Prepared, Sandbox};
 
 /// `PATH` inside a sandbox.
@@ -49,13 +48,19 @@ pub struct ProcessSpec {
     pub timeout: Duration,
     /// Bytes kept from each of stdout and stderr; the rest is read and dropped.
     pub output_limit: usize,
-    /// Give the child `PR_SET_PDEATHSIG(SIGKILL)`, so it dies even if hookbox is killed outright
-    /// (every other exit path of hookbox already kills the group).
+    /// Make sure nothing the program starts outlives its run, nor hookbox, even when hookbox is
+    /// killed outright (every other exit path of hookbox already kills the process group).
     ///
-    /// This costs about 0.8 ms per spawn in a large process: setting it needs a step between
-    /// fork and exec, which makes the standard library fork the whole address space instead of
-    /// using its `posix_spawn` fast path. Leave it off on latency-critical paths whose children
-    /// are bounded otherwise (a timeout, a pid namespace).
+    /// On the host the program then runs under a keeper (see [`crate`]'s documentation): a
+    /// child subreaper that dies with hookbox and kills every descendant of the program, even
+    /// those that called `setsid`, when the program exits, the timeout passes or the run is
+    /// dropped. Without it, only the program's process group is killed, so a descendant that
+    /// left the group may outlive the run (and keep the output pipes open until the timeout).
+    /// It costs a fork of hookbox (about 0.5 ms in a large process) instead of the standard
+    /// library's `posix_spawn` fast path.
+    ///
+    /// A sandbox always dies with hookbox (its processes are bound to it and to their pid
+    /// namespace), whatever this says.
     pub die_with_parent: bool,
     /// Run the program inside this sandbox (see the crate documentation). hookbox never falls
     /// back to running it unsandboxed: when isolation fails, [`run`] returns
@@ -155,24 +160,24 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
     let started = Instant::now();
     let deadline = started + spec.timeout.min(MAX_TIMEOUT);
 
-    let prepared = match &spec.sandbox {
-        Some(sandbox) => {
-            let (prepared, child_end) =
-                sandbox::prepare(sandbox, spec.cwd.as_deref(), spec.die_with_parent).map_err(
-                    |source| ExecError::Isolation {
+    let prepared =
+        match &spec.sandbox {
+            Some(sandbox) => {
+                let (prepared, child_end) = sandbox::prepare(sandbox, spec.cwd.as_deref())
+                    .map_err(|source| ExecError::Isolation {
                         program: program(),
                         source,
-                    },
-                )?;
-            Some((prepared, child_end))
-        }
-        None => None,
-    };
+                    })?;
+                Some((prepared, child_end))
+            }
+            None => None,
+        };
     let (prepared, child_end) = match prepared {
         Some((prepared, child_end)) => (Some(prepared), Some(child_end)),
         None => (None, None),
     };
-    let spawned = command(spec, prepared.as_ref()).spawn();
+    let kept = prepared.is_none() && spec.die_with_parent;
+    let spawned = command(spec, prepared.as_ref()).and_then(|mut command| command.spawn());
     // The children hold their own copies; ours would keep the status socket from ending.
     drop(child_end);
     let mut child =
@@ -189,7 +194,7 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
             },
         )?;
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-    let mut group = ProcessGroup::new(child).map_err(|source| ExecError::Wait {
+    let mut group = ProcessGroup::new(child, kept).map_err(|source| ExecError::Wait {
         program: program(),
         source,
     })?;
@@ -299,20 +304,21 @@ impl Drop for StopListening {
 
 /// The command for `spec`: its own process group, piped stdio, killed with the caller.
 ///
-/// With `die_with_parent`, the child gets `PR_SET_PDEATHSIG(SIGKILL)`, so it dies with the
-/// thread that spawned it if hookbox dies first (its grandchildren are only reached by the group
-/// kill). That thread is a tokio worker (or the thread blocking on the runtime), which lives as
-/// long as the runtime. In a sandbox, the pre-exec step builds the sandbox instead (see
-/// [`crate::sandbox`]), setting the parent-death signal the same way.
+/// With `die_with_parent`, the child becomes the program's keeper (see [`crate::keeper`]),
+/// which dies with the thread that spawned it, killing everything the program started. That
+/// thread is a tokio worker (or the thread blocking on the runtime), which lives as long as
+/// the runtime. In a sandbox, the pre-exec step builds the sandbox instead (see
+/// [`crate::sandbox`]), bound to that thread the same way. Fails only on a NUL byte in the
+/// program, an argument or the environment of a kept run.
 #[expect(
     clippy::disallowed_methods,
     reason = "hookbox-exec is the one place that builds commands"
 )]
 #[expect(
     unsafe_code,
-    reason = "pre_exec sets the parent-death signal or builds the sandbox in the child"
+    reason = "pre_exec becomes the keeper or builds the sandbox in the child"
 )]
-fn command(spec: &ProcessSpec, sandboxed: Option<&Prepared>) -> Command {
+fn command(spec: &ProcessSpec, sandboxed: Option<&Prepared>) -> std::io::Result<Command> {
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -340,32 +346,27 @@ fn command(spec: &ProcessSpec, sandboxed: Option<&Prepared>) -> Command {
         unsafe {
             command.pre_exec(move || sandbox::enter(&plan));
         }
-        return command;
+        return Ok(command);
     }
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
+    }
+    if spec.die_with_parent {
+        let plan = KeeperPlan::new(spec)?;
+        // Killing the keeper outright would orphan what it keeps: the run's group tells it to
+        // stop instead (see `ProcessGroup`), and tokio reaps it once it has.
+        command.kill_on_drop(false);
+        // SAFETY: the closure runs in the forked child between fork and exec, and never
+        // returns there unless a step failed. `keeper::run` only makes raw system calls on
+        // data the parent prepared (no allocation, no lock); see that module.
+        unsafe {
+            command.pre_exec(move || keeper::run(&plan));
+        }
+        return Ok(command);
     }
     if spec.env_clear {
         command.env_clear();
     }
     command.envs(spec.env.iter().map(|(key, value)| (key, value)));
-    if !spec.die_with_parent {
-        return command;
-    }
-    let parent = getpid();
-    // SAFETY: the closure runs in the forked child between fork and exec, where only
-    // async-signal-safe operations are allowed. It makes two raw system calls through rustix
-    // (prctl and getppid), which neither allocate nor take locks, and builds an io::Error from a
-    // raw errno, which does not allocate either.
-    unsafe {
-        command.pre_exec(move || {
-            set_parent_process_death_signal(Some(Signal::KILL))?;
-            // If hookbox died before prctl, the signal will never come: give up on the exec.
-            if getppid() != Some(parent) {
-                return Err(Errno::SRCH.into());
-            }
-            Ok(())
-        });
-    }
-    command
+    Ok(command)
 }

@@ -72,9 +72,6 @@ impl CommandRunner for HostCommandRunner {
         spec.env.clone_from(&self.env);
         spec.stdin = request.stdin;
         spec.output_limit = HANDLER_OUTPUT_LIMIT;
-        // Hooks are the hot path and always run under a timeout; the parent-death signal would
-        // double their spawn cost (see `ProcessSpec::die_with_parent`).
-        spec.die_with_parent = false;
         Box::pin(async move { hookbox_exec::run(&spec).await })
     }
 }

@@ -51,6 +51,7 @@ pub use client::{GuardedClient, HttpReply, PostRequest};
 pub use credentials::{Credential, CredentialSource, SharedCredentials, parse_credential_domain};
 pub use error::NetError;
 pub use get::GetRequest;
+pub use host::is_host_name;
 pub use ipnet::IpNet;
 pub use options::ClientOptions;
 pub use policy::{EgressDecision, EgressPolicy, PolicyError};

@@ -9,6 +9,7 @@ use hookbox_llm::{Model, ModelConfig, ModelError};
 use hookbox_net::GuardedClient;
 
 use crate::Config;
+use crate::config::{key_error, toml_key};
 
 /// One checked agent: its configuration and its model's label (e.g. `gemini:gemini-2.5-flash`).
 #[derive(Debug, Clone)]
@@ -29,9 +30,10 @@ pub struct Agents {
 
 impl Agents {
     /// Checks every agent of `config` (a model name where the provider needs one, a `script`
-    /// file that exists and parses for `scripted`); the first problem is an error naming the
-    /// file and the key, e.g. `hookbox.toml: agents."x".script: /abs/path: no such file`.
-    /// API keys are read when a model is built, not here.
+    /// file that exists and parses for `scripted`) and that `[sdk] default_agent` names one;
+    /// the first problem is an error naming the file and the key, e.g.
+    /// `hookbox.toml: [agents.x] script: /abs/path: no such file`. API keys are read when a
+    /// model is built, not here.
     pub fn new(config: &Config, client: GuardedClient) -> anyhow::Result<Self> {
         let mut agents = BTreeMap::new();
         for (name, model) in &config.agents {
@@ -43,6 +45,24 @@ impl Agents {
                     label,
                 },
             );
+        }
+        if let Some(name) = &config.sdk.default_agent
+            && !agents.contains_key(name)
+        {
+            let known: Vec<&str> = agents.keys().map(String::as_str).collect();
+            return Err(key_error(
+                &config.name(),
+                "[sdk] default_agent",
+                &format!("no agent is named {name:?}"),
+                &format!(
+                    "write the name of one of the file's [agents.NAME] tables (configured: {})",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
         }
         Ok(Self { agents, client })
     }
@@ -93,11 +113,16 @@ fn check(
     model: &ModelConfig,
     client: &GuardedClient,
 ) -> anyhow::Result<String> {
-    let key = |field: &str| format!("{}: agents.\"{name}\".{field}", config.name());
+    let key = |field: &str| format!("{}: [agents.{}] {field}", config.name(), toml_key(name));
     if let Some(script) = &model.script
         && !script.is_file()
     {
-        bail!("{}: {}: no such file", key("script"), script.display());
+        bail!(
+            "{}: {}: no such file; give the path of a JSON file of turns (relative paths are \
+             relative to this file)",
+            key("script"),
+            script.display()
+        );
     }
     match hookbox_llm::build_with_env(model, client.clone(), |_| {
         Some("checked-at-start".to_owned())

@@ -59,22 +59,22 @@ impl Runtime {
     pub fn from_config(config: &Config) -> anyhow::Result<Self> {
         let home = &config.home;
         let max_turns = config.max_turns()?;
-        let code_timeout = config.sandbox.code_timeout()?;
+        let code_timeout = config.code_timeout()?;
         let credentials = CredentialStore::open(home)
             .with_context(|| format!("cannot open the credentials in {}", home.display()))?;
         let hook_options = ClientOptions {
             credentials: Some(SharedCredentials::new(credentials)),
-            ..config.network.hook_client_options()?
+            ..config.hook_client_options()?
         };
         let environments = Environments::open_with_network(home, &hook_options)
             .with_context(|| format!("cannot open the environments in {}", home.display()))?
             .with_host_sources(config.server.allow_host_sources.unwrap_or(false))
-            .with_disk_budget(config.sandbox.disk_budget()?)
+            .with_disk_budget(config.disk_budget()?)
             .with_hook_file_check(Arc::new(OwnerHookFiles))
             .with_progress(hookbox_env::logged_progress());
         let hook_clients =
             HookClients::new(&hook_options).context("cannot build the HTTP hooks' clients")?;
-        let egress = EgressProxy::new(config.network.egress_proxy_options()?)
+        let egress = EgressProxy::new(config.egress_proxy_options()?)
             .context("cannot build the sandboxes' egress proxy")?;
         let model_client = GuardedClient::new(&hookbox_llm::client_options())
             .context("cannot build the models' HTTP client")?;

@@ -67,7 +67,8 @@ fn a_missing_script_file_is_an_error_naming_file_key_and_path() {
     assert_eq!(
         error,
         format!(
-            "{}: agents.\"x\".script: {}: no such file",
+            "{}: [agents.x] script: {}: no such file; give the path of a JSON file of turns \
+             (relative paths are relative to this file)",
             path.display(),
             script.display()
         )
@@ -78,11 +79,11 @@ fn a_missing_script_file_is_an_error_naming_file_key_and_path() {
 fn a_missing_model_or_script_or_a_bad_script_is_an_error_at_start() {
     let (error, path) = start_error("[agents.g]\nprovider = \"gemini\"\n");
     assert!(
-        error.starts_with(&format!("{}: agents.\"g\".model: ", path.display())),
+        error.starts_with(&format!("{}: [agents.g] model: ", path.display())),
         "{error}"
     );
     let (error, _) = start_error("[agents.s]\nprovider = \"scripted\"\n");
-    assert!(error.contains("agents.\"s\".script: "), "{error}");
+    assert!(error.contains("[agents.s] script: "), "{error}");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bad.json"), "not json").unwrap();
     let path = write(
@@ -91,7 +92,7 @@ fn a_missing_model_or_script_or_a_bad_script_is_an_error_at_start() {
     );
     let error = Runtime::from_config(&Config::read(Some(&path), dir.path()).unwrap()).unwrap_err();
     assert!(
-        format!("{error:#}").contains("agents.\"b\".script: "),
+        format!("{error:#}").contains("[agents.b] script: "),
         "{error:#}"
     );
 }
@@ -124,6 +125,48 @@ fn an_agent_without_its_api_key_still_starts() {
 }
 
 #[test]
+fn a_bad_resolve_host_is_an_error_naming_the_file_and_the_key_once() {
+    let (error, path) = start_error("[network]\nresolve = { \"a b\" = \"10.77.0.2\" }\n");
+    assert_eq!(
+        error,
+        format!(
+            "{}: [network] resolve.\"a b\": not a domain name; write a domain name such as \
+             \"telemetry.example.com\"",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn a_default_agent_that_is_not_configured_is_an_error_at_start() {
+    let (error, path) = start_error(
+        "[sdk]\ndefault_agent = \"nope\"\n\n[agents.echo]\nprovider = \"scripted\"\n\
+         script = \"echo.json\"\n",
+    );
+    let script = path.parent().unwrap().join("echo.json");
+    assert!(
+        error.contains(&format!("[agents.echo] script: {}", script.display())),
+        "the agents are checked first: {error}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("echo.json"), SCRIPT).unwrap();
+    let path = write(
+        dir.path(),
+        "[sdk]\ndefault_agent = \"nope\"\n\n[agents.echo]\nprovider = \"scripted\"\n\
+         script = \"echo.json\"\n",
+    );
+    let error = Runtime::from_config(&Config::read(Some(&path), dir.path()).unwrap()).unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        format!(
+            "{}: [sdk] default_agent: no agent is named \"nope\"; write the name of one of the \
+             file's [agents.NAME] tables (configured: echo)",
+            path.display()
+        )
+    );
+}
+
+#[test]
 fn zero_max_turns_is_refused() {
     let (error, _) = start_error("[server]\nmax_turns = 0\n");
     assert!(error.contains("max_turns"), "{error}");
@@ -143,12 +186,13 @@ fn no_file_gives_the_defaults_for_the_home() {
 #[test]
 fn a_code_timeout_outside_one_second_to_a_day_is_an_error_at_start() {
     for bad in ["0", "86401"] {
-        let (error, _) = start_error(&format!("[sandbox]\ncode_timeout_secs = {bad}\n"));
+        let (error, path) = start_error(&format!("[sandbox]\ncode_timeout_secs = {bad}\n"));
         assert_eq!(
             error,
             format!(
-                "invalid `[sandbox] code_timeout_secs` in hookbox.toml: {bad}; give a whole \
-                 number of seconds from 1 to 86400 (one day)"
+                "{}: [sandbox] code_timeout_secs: {bad} is out of range; write a whole number of \
+                 seconds from 1 to 86400 (one day)",
+                path.display()
             )
         );
     }

@@ -16,14 +16,18 @@ use hookbox_env::CODE_EXECUTION;
 use hookbox_env::Vocabulary;
 use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration, ToolResult};
 
-/// What a streaming run reports as it goes.
+/// What a run reports as it goes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RunEvent<'a> {
     /// A new step, complete.
     Step(&'a Step),
-    /// A piece of the text of the `model_output` step being produced; the step follows as a
-    /// [`RunEvent::Step`] whose text is the pieces joined.
+    /// A piece of the text of the `model_output` step being produced (streaming runs only);
+    /// the step follows as a [`RunEvent::Step`] whose text is the pieces joined.
     Text(&'a str),
+    /// The hook trace entries of the step reported next (a tool call's result step), as they
+    /// are also kept in [`RunOutcome::traces`]: reported before that step so that the two can
+    /// be stored together, as the call completes.
+    Traces(&'a [Value]),
 }
 
 /// How an interaction ended.
@@ -156,7 +160,10 @@ impl Agent {
             .await
     }
 
-    async fn run_with(
+    /// Like [`run`](Self::run) (or [`run_streaming`](Self::run_streaming) with `stream`),
+    /// reporting every [`RunEvent`]: the steps, the streamed text and the hook traces of each
+    /// tool call as it completes.
+    pub async fn run_with(
         &self,
         history: &[Step],
         input: Vec<Step>,
@@ -195,12 +202,13 @@ impl Agent {
         run.outcome
     }
 
-    /// Runs one built-in tool call through the hooks; returns what the model gets back.
+    /// Runs one built-in tool call through the hooks; returns what the model gets back. Its
+    /// hook traces go to `traces`.
     async fn call_tool(
         &self,
         call: &ToolCall,
         interaction_id: Option<&str>,
-        outcome: &mut RunOutcome,
+        traces: &mut Vec<Value>,
     ) -> (Value, bool) {
         let Some(tools) = &self.tools else {
             return (
@@ -230,14 +238,11 @@ impl Agent {
                 );
             }
         }
-        // The traces belong to the result step about to be pushed.
-        let step_index = outcome.steps.len();
-        outcome.traces.extend(
+        traces.extend(
             report
                 .trace
                 .iter()
-                .filter_map(|entry| serde_json::to_value(entry).ok())
-                .map(|entry| (step_index, entry)),
+                .filter_map(|entry| serde_json::to_value(entry).ok()),
         );
         // Problems with the hook files (a group a later file may not replace, a model-written
         // file over its bounds or unparsable) are logged and kept with the call's traces, one
@@ -252,19 +257,19 @@ impl Agent {
                 diagnostic.message
             );
         }
-        outcome.traces.extend(
+        traces.extend(
             report
                 .diagnostics
                 .iter()
-                .map(|diagnostic| (step_index, json!({ "diagnostic": diagnostic }))),
+                .map(|diagnostic| json!({ "diagnostic": diagnostic })),
         );
         // The egress proxy's decisions for this call (never header values) go to the same
         // audit trail, one `{"network": …}` entry each.
-        outcome.traces.extend(
+        traces.extend(
             report
                 .network
                 .iter()
-                .map(|decision| (step_index, json!({ "network": decision }))),
+                .map(|decision| json!({ "network": decision })),
         );
         if report.denied {
             let reason = report
@@ -422,10 +427,17 @@ impl LoopPoints for InteractionRun<'_> {
         {
             return Called::ByClient(RunStatus::RequiresAction);
         }
+        let mut traces = Vec::new();
         let (content, is_error) = self
             .agent
-            .call_tool(call, self.interaction_id, &mut self.outcome)
+            .call_tool(call, self.interaction_id, &mut traces)
             .await;
+        // The traces belong to the result step about to be pushed.
+        (self.on_event)(RunEvent::Traces(&traces));
+        let step_index = self.outcome.steps.len();
+        self.outcome
+            .traces
+            .extend(traces.into_iter().map(|entry| (step_index, entry)));
         self.push(Step::Result(ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),

@@ -23,11 +23,11 @@ use crate::render;
 pub(crate) fn store() -> anyhow::Result<Environments> {
     let home = Environments::default_home()?;
     let file = Config::read(None, &home)?;
-    let network = file.network.hook_client_options()?;
+    let network = file.hook_client_options()?;
     let store = Environments::open_with_network(&home, &network)
         .with_context(|| format!("cannot open the environments in {}", home.display()))?
         .with_host_sources(file.network.allow_host_sources)
-        .with_disk_budget(file.sandbox.disk_budget()?)
+        .with_disk_budget(file.disk_budget()?)
         .with_hook_file_check(Arc::new(OwnerHookFiles));
     let store = match terminal_progress() {
         Some(report) => store.with_progress(report),

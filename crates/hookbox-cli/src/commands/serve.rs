@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use hookbox_env::Environments;
-use hookbox_runtime::{Config, Runtime, ServerSection};
+use hookbox_runtime::{Config, Runtime};
 use hookbox_server::{ApiKeys, Auth, Limits, ServeOptions};
 
 use crate::cli::ServeArgs;
@@ -31,7 +31,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         Auth::ApiKeys
     };
-    let options = serve_options(&file.server)?;
+    let options = serve_options(&file)?;
     if !args.no_auth {
         let keys = ApiKeys::open(&home)
             .with_context(|| format!("cannot open the key store in {}", home.display()))?;
@@ -53,7 +53,14 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     async_runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&listen)
             .await
-            .with_context(|| format!("cannot listen on {listen}"))?;
+            .map_err(|error| match (&args.listen, &file.server.listen) {
+                (None, Some(_)) => anyhow::anyhow!(
+                    "{}: [server] listen: cannot listen on {listen} ({error}); write a free \
+                     address and port such as \"127.0.0.1:8080\"",
+                    file.name()
+                ),
+                _ => anyhow::Error::new(error).context(format!("cannot listen on {listen}")),
+            })?;
         let address = listener
             .local_addr()
             .context("cannot read the bound address")?;
@@ -86,12 +93,19 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The connection limits and allowed hosts of `[server]`, defaults where unset.
-fn serve_options(server: &ServerSection) -> anyhow::Result<ServeOptions> {
+/// The connection limits and allowed hosts of `[server]` of `file`, defaults where unset.
+fn serve_options(file: &Config) -> anyhow::Result<ServeOptions> {
+    let server = &file.server;
+    let at_least_one = |key: &str, unit: &str| {
+        anyhow::anyhow!(
+            "{}: [server] {key}: 0 is not allowed; write a whole number of {unit}, at least 1",
+            file.name()
+        )
+    };
     let mut limits = Limits::default();
     if let Some(cap) = server.max_connections {
         if cap == 0 {
-            anyhow::bail!("invalid config: `[server] max_connections` must be at least 1");
+            return Err(at_least_one("max_connections", "connections"));
         }
         limits.max_connections = cap;
     }
@@ -109,7 +123,7 @@ fn serve_options(server: &ServerSection) -> anyhow::Result<ServeOptions> {
     ] {
         if let Some(secs) = value {
             if secs == 0 {
-                anyhow::bail!("invalid config: `[server] {field}` must be at least 1 (seconds)");
+                return Err(at_least_one(field, "seconds"));
             }
             *slot = std::time::Duration::from_secs(secs);
         }

@@ -150,7 +150,7 @@ fn serve_checks_every_agent_at_start_and_logs_the_agents_it_serves() {
     assert_eq!(super::code(&output), 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let expected = format!(
-        "{}: agents.\"good\".script: {}: no such file",
+        "{}: [agents.good] script: {}: no such file",
         config.display(),
         etc.join("scripts/good.json").display()
     );
@@ -186,7 +186,45 @@ fn serve_checks_every_agent_at_start_and_logs_the_agents_it_serves() {
     );
     assert_eq!(super::code(&output), 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("agents.\"g\".model"), "{stderr}");
+    assert!(stderr.contains("[agents.g] model"), "{stderr}");
+}
+
+#[test]
+fn serve_names_the_file_and_the_key_of_a_bad_value_once() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("hookbox.toml");
+    for (text, expected) in [
+        (
+            "[network]\nresolve = { \"a b\" = \"10.77.0.2\" }\n",
+            "[network] resolve.\"a b\": not a domain name; write a domain name such as \
+             \"telemetry.example.com\"",
+        ),
+        (
+            "[server]\nmax_connections = 0\n",
+            "[server] max_connections: 0 is not allowed; write a whole number of connections, \
+             at least 1",
+        ),
+        (
+            "[server]\nlisten = \"nowhere\"\n",
+            "[server] listen: cannot listen on nowhere",
+        ),
+    ] {
+        std::fs::write(&config, text).unwrap();
+        let output = super::hookbox_in(
+            home.path(),
+            &["serve", "--no-auth", "--config", config.to_str().unwrap()],
+            b"",
+        );
+        assert_eq!(super::code(&output), 1);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let expected = format!("{}: {expected}", config.display());
+        assert_eq!(stderr.matches(&expected).count(), 1, "{stderr}");
+        assert_eq!(
+            stderr.matches("[server]").count() + stderr.matches("[network]").count(),
+            1,
+            "{stderr}"
+        );
+    }
 }
 
 #[test]

@@ -41,6 +41,8 @@ pub(crate) struct CloneRules<'a> {
     pub(crate) network: &'a ClientOptions,
     /// Whether `file://` URLs and local paths may be cloned.
     pub(crate) allow_host_sources: bool,
+    /// Where the clone's trusted roots are written (this process's directory under the home).
+    pub(crate) run_dir: &'a Path,
 }
 
 /// Clones `url` at `git_ref` (branch or tag; the default branch when `None`) into `dest`, which
@@ -76,7 +78,7 @@ pub(crate) async fn clone(
         },
         RepositoryUrl::Http { scheme, host, port } => {
             let git = Git::new(url, git_ref, dest, scheme);
-            match clone_through_proxy(&git, &host, port, rules.network).await {
+            match clone_through_proxy(&git, &host, port, rules).await {
                 Ok(()) => Ok(()),
                 Err(Failure::NotRun(problem)) => Err(problem),
                 // git's own words would tell a refused host from a closed or filtered port.
@@ -107,9 +109,10 @@ async fn clone_through_proxy(
     git: &Git<'_>,
     host: &str,
     port: u16,
-    network: &ClientOptions,
+    rules: CloneRules<'_>,
 ) -> Result<(), Failure> {
     let not_run = Failure::NotRun;
+    let network = rules.network;
     let proxy = EgressProxy::new(ProxyOptions {
         allow_private_cidrs: network.allow_private_cidrs.clone(),
         resolve: network.resolve.clone(),
@@ -126,11 +129,13 @@ async fn clone_through_proxy(
         .map_err(|err| not_run(format!("cannot open the proxy for the clone: {err}")))?;
     let bundle = match network.extra_root_certs_pem.as_slice() {
         [] => None,
-        roots => Some(crate::egress::write_bundle(&roots.concat()).map_err(|err| {
-            not_run(format!(
-                "cannot write the trusted roots for the clone: {err}"
-            ))
-        })?),
+        roots => Some(
+            crate::egress::write_bundle(rules.run_dir, &roots.concat()).map_err(|err| {
+                not_run(format!(
+                    "cannot write the trusted roots for the clone: {err}"
+                ))
+            })?,
+        ),
     };
     let mut config = vec![format!("http.proxy=http://{address}")];
     if let Some(bundle) = &bundle {

@@ -93,7 +93,7 @@ impl Environments {
         let marker = final_dir.join(UNCOMMITTED);
         fs::remove_file(&marker).map_err(io_error("remove", &marker))?;
         let root = root_of(&meta, &final_dir)?;
-        Ok(Environment::new(meta, root))
+        Ok(Environment::new(meta, root, self.run_dir.clone()))
     }
 
     /// The budget of the environment `spec` creates: the server's, lowered by `spec.limits`;
@@ -183,7 +183,11 @@ impl Environments {
             meta.agents_writable = agents_writable;
         }
         self.save(&meta)?;
-        Ok(Environment::new(meta, current.root().to_path_buf()))
+        Ok(Environment::new(
+            meta,
+            current.root().to_path_buf(),
+            self.run_dir.clone(),
+        ))
     }
 
     /// Records that the owner wrote `path` (a sandbox path, e.g. by an upload): when it lies in
@@ -203,7 +207,11 @@ impl Environments {
         let mut meta = current.metadata().clone();
         add_owner_agents(&mut meta, dirs);
         self.save(&meta)?;
-        Ok(Environment::new(meta, current.root().to_path_buf()))
+        Ok(Environment::new(
+            meta,
+            current.root().to_path_buf(),
+            self.run_dir.clone(),
+        ))
     }
 
     /// Checks a file the owner is about to write at `path` (a sandbox path) with `content`, as

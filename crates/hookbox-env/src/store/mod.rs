@@ -2,12 +2,14 @@
 //! `<home>/environments/<id>/root/` (or on the file system of `<id>/disk.img`).
 //!
 //! [`Environments`] is opened and read here; creating and updating them is in `build`, the
-//! credentials a spec names are checked in `spec_credentials`, and the staging, crash
-//! recovery and removal of their directories is in `staging`.
+//! credentials a spec names are checked in `spec_credentials`, the staging, crash recovery and
+//! removal of their directories is in `staging`, and this process's directory under the home
+//! (swept of dead processes' ones) in `run_dir`.
 
 mod build;
 mod error;
 mod records;
+mod run_dir;
 mod spec_credentials;
 mod staging;
 
@@ -48,6 +50,8 @@ pub struct Environments {
     progress: Option<ProgressReport>,
     /// The check of the hook files owners supply; none checks nothing.
     hook_files: Option<Arc<dyn HookFileCheck>>,
+    /// This process's directory under the home (see [`run_dir`]).
+    run_dir: PathBuf,
 }
 
 impl std::fmt::Debug for Environments {
@@ -94,8 +98,10 @@ impl Environments {
         if disk.is_some() {
             disk::sweep_orphans()?;
         }
+        let run_dir = run_dir::open(home)?;
         Ok(Self {
             dir,
+            run_dir,
             http: None,
             network: ClientOptions::default(),
             allow_host_sources: false,
@@ -204,7 +210,7 @@ impl Environments {
             disk::mount(&dir.join(IMAGE))?;
         }
         let root = root_of(&meta, &dir)?;
-        Ok(Environment::new(meta, root))
+        Ok(Environment::new(meta, root, self.run_dir.clone()))
     }
 
     /// The metadata of environment `id`.
@@ -230,7 +236,7 @@ impl Environments {
                 Err(err) => return Err(err),
             };
             match root_of(&meta, &self.dir.join(&id)) {
-                Ok(root) => all.push(Environment::new(meta, root)),
+                Ok(root) => all.push(Environment::new(meta, root, self.run_dir.clone())),
                 Err(StoreError::NotFound { .. }) => {}
                 Err(err) => return Err(err),
             }
@@ -258,6 +264,7 @@ impl Environments {
             home: self.home(),
             clones: git::CloneRules {
                 network: &self.network,
+                run_dir: &self.run_dir,
                 allow_host_sources: self.allow_host_sources,
             },
             progress: self.progress.as_deref(),

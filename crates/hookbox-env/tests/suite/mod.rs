@@ -20,6 +20,8 @@ mod protect;
 mod races;
 /// Repository sources cloned from a local git repository.
 mod repository;
+/// Each process's directory under the home, and the sweep of dead processes' ones.
+mod run_dir;
 /// Building environments from the seeds' inline sources.
 mod seeds;
 /// Persistence, update, delete and id handling.

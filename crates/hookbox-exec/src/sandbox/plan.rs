@@ -94,7 +94,6 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(
     sandbox: &Sandbox,
     cwd: Option<&Path>,
-    die_with_parent: bool,
 ) -> Result<(Prepared, OwnedFd), IsolationError> {
     let (root, entries) = match &sandbox.root {
         Some(root) => {
@@ -349,7 +348,7 @@ pub(crate) fn prepare(
 
     let (status, child_end) = super::status::socket_pair()?;
     let plan = Plan {
-        parent: die_with_parent.then(|| rustix::process::getpid().as_raw_nonzero().get()),
+        parent: rustix::process::getpid().as_raw_nonzero().get(),
         cgroup_procs: cgroups.procs.clone(),
         uid_map: format!("0 {uid} 1\n").into_bytes(),
         gid_map: format!("0 {gid} 1\n").into_bytes(),

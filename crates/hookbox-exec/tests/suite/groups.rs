@@ -81,16 +81,20 @@ async fn deep_descendants_are_killed_too() {
     }
 }
 
-/// A process that leaves the group (here with `setsid`) escapes the group kill; it can hold the
-/// pipes open only until the deadline.
+/// Without the keeper (`die_with_parent` off), a process that leaves the group (here with
+/// `setsid`) escapes the group kill; it can hold the pipes open only until the deadline.
 #[tokio::test]
 async fn an_escaped_grandchild_holds_the_pipes_only_until_the_deadline() {
     let _guard = shared().await;
     let (_dir, pidfile) = temp_file("pids");
     let timeout = Duration::from_secs(1);
     let command = format!("setsid sleep 60 & echo $! > {}; echo hi", pidfile.display());
+    let spec = ProcessSpec {
+        die_with_parent: false,
+        ..ProcessSpec::shell(&command, timeout)
+    };
     let started = Instant::now();
-    let out = run(&ProcessSpec::shell(&command, timeout)).await.unwrap();
+    let out = run(&spec).await.unwrap();
     let elapsed = started.elapsed();
     let pids = read_pids(&pidfile, 1).await;
     for &pid in &pids {

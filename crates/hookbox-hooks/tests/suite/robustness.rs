@@ -221,3 +221,59 @@ async fn thousand_dispatches() {
     }
     assert_eq!(child_count(), children, "child processes leaked");
 }
+
+#[tokio::test]
+async fn a_setsid_grandchild_holding_stdout_neither_stalls_dispatch_nor_survives_it() {
+    // The grandchild leaves the hook's process group (and session) and keeps stdout open.
+    let script = r#"setsid sleep 4848 & echo '{"decision":"deny","reason":"gc"}'"#;
+    let hooks = dispatcher(&[pre_rule(".*", json!([command(script, 300)]))], None);
+    let outcome = pre(&hooks, "code_execution", json!({})).await;
+    assert_eq!(outcome.decision, Decision::Deny);
+    assert_eq!(outcome.reason.as_deref(), Some("gc"));
+    // Killed and reaped before the hook's run returned (had it held stdout open, the run
+    // would have waited for the 300 s timeout and found it still running).
+    assert_eq!(processes_with("sleep 4848"), Vec::<u32>::new());
+}
+
+/// Set in the process [`a_killed_hookbox_leaves_no_hook_process`] starts and kills.
+const KILLED_PARENT: &str = "HOOKBOX_HOOKS_KILLED_PARENT";
+
+/// Not a test on its own: dispatches a host hook that leaves a `setsid` grandchild and then
+/// sleeps, in a process of its own, which [`a_killed_hookbox_leaves_no_hook_process`] kills.
+#[tokio::test]
+#[ignore = "started by a_killed_hookbox_leaves_no_hook_process"]
+async fn dispatches_until_killed() {
+    if std::env::var_os(KILLED_PARENT).is_none() {
+        return;
+    }
+    let script = "setsid sleep 4949 & sleep 4950";
+    let hooks = dispatcher(&[pre_rule(".*", json!([command(script, 300)]))], None);
+    let outcome = pre(&hooks, "code_execution", json!({})).await;
+    panic!("the hook ended before this process was killed: {outcome:?}");
+}
+
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "runs this test binary as the hookbox process to kill"
+)]
+fn a_killed_hookbox_leaves_no_hook_process() {
+    let mut parent = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "suite::robustness::dispatches_until_killed",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(KILLED_PARENT, "1")
+        .spawn()
+        .expect("start the hookbox stand-in");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_with("sleep 49").len() < 2 {
+        assert!(Instant::now() < deadline, "the hook never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    parent.kill().expect("SIGKILL the hookbox stand-in");
+    parent.wait().expect("reap it");
+    assert_no_survivors("sleep 49");
+}

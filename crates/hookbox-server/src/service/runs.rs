@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use hookbox_agent::interaction::{Agent, RunEvent, RunStatus, Step};
-use hookbox_store::{Append, Error as StoreFailure, NewStep, NewTrace, Status, Store, Update};
+use hookbox_store::{Append, Error as StoreFailure, NewStep, Status, Store, Update};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
@@ -40,8 +40,20 @@ impl LiveRun {
 enum Progress {
     /// A piece of the text of step `0`, streamed.
     Text(usize, String),
-    /// Step `0` (`1`), with the byte lengths of its streamed pieces (`2`).
-    Step(usize, Value, Option<Vec<usize>>),
+    /// A step as it is made.
+    Step(MadeStep),
+}
+
+/// One step of the run, as the recorder stores it.
+struct MadeStep {
+    /// Its index in the interaction.
+    index: usize,
+    /// The step's JSON.
+    body: Value,
+    /// The byte lengths of its streamed pieces, when it was streamed.
+    lengths: Option<Vec<usize>>,
+    /// The hook traces of the tool call whose result it is (stored with it).
+    traces: Vec<Value>,
 }
 
 /// A run in progress: how to stop it and how to wait for it.
@@ -101,11 +113,12 @@ impl InteractionService {
         done_rx
     }
 
-    /// Runs the agent, storing each step as it is made, then the traces and the outcome. With
-    /// `stream_text` the model's text is streamed: its pieces are published as they arrive,
-    /// and their lengths are stored with the step. Steps and pieces go through one recorder,
-    /// so they are published in order. The input steps (checked request JSON) are stored as
-    /// given; the steps the agent makes, rendered.
+    /// Runs the agent, storing each step as it is made (a tool call's result with its hook
+    /// traces, so a run cut short keeps the traces of the calls it made), then the outcome.
+    /// With `stream_text` the model's text is streamed: its pieces are published as they
+    /// arrive, and their lengths are stored with the step. Steps and pieces go through one
+    /// recorder, so they are published in order. The input steps (checked request JSON) are
+    /// stored as given; the steps the agent makes, rendered.
     async fn run(
         &self,
         id: &str,
@@ -127,14 +140,12 @@ impl InteractionService {
                     Progress::Text(index, piece) => {
                         publish_text(&live, &recorder_id, index, piece);
                     }
-                    Progress::Step(index, step, lengths) => {
+                    Progress::Step(made) => {
                         let store = Arc::clone(&store);
                         let live = Arc::clone(&live);
                         let id = recorder_id.clone();
-                        let stored = blocking(move || {
-                            record_step(store.as_ref(), &live, &id, index, step, lengths)
-                        })
-                        .await;
+                        let stored =
+                            blocking(move || record_step(store.as_ref(), &live, &id, made)).await;
                         if stored.is_err() {
                             // Cancelled or deleted: nothing more to record.
                             break;
@@ -145,6 +156,7 @@ impl InteractionService {
         });
         let mut index = 0usize;
         let mut lengths: Vec<usize> = Vec::new();
+        let mut traces: Vec<Value> = Vec::new();
         let mut on_event = move |event: RunEvent<'_>| match event {
             // An empty piece shows nothing, and a replay could not cut it out again.
             RunEvent::Text("") => {}
@@ -152,25 +164,24 @@ impl InteractionService {
                 lengths.push(piece.len());
                 let _ = progress_tx.send(Progress::Text(index, piece.to_owned()));
             }
+            RunEvent::Traces(entries) => traces.extend_from_slice(entries),
             RunEvent::Step(step) => {
                 let streamed = std::mem::take(&mut lengths);
                 let streamed = (!streamed.is_empty() && matches!(step, Step::ModelOutput(_)))
                     .then_some(streamed);
                 let body = input.get(index).cloned().unwrap_or_else(|| render(step));
-                let _ = progress_tx.send(Progress::Step(index, body, streamed));
+                let _ = progress_tx.send(Progress::Step(MadeStep {
+                    index,
+                    body,
+                    lengths: streamed,
+                    traces: std::mem::take(&mut traces),
+                }));
                 index += 1;
             }
         };
-        let outcome = if stream_text {
-            agent
-                .run_streaming(&history, input_steps, Some(id), &mut on_event)
-                .await
-        } else {
-            let mut on_step = |step: &Step| on_event(RunEvent::Step(step));
-            agent
-                .run(&history, input_steps, Some(id), &mut on_step)
-                .await
-        };
+        let outcome = agent
+            .run_with(&history, input_steps, Some(id), stream_text, &mut on_event)
+            .await;
         drop(on_event);
         let _ = recorder.await;
         let status = match outcome.status {
@@ -179,16 +190,10 @@ impl InteractionService {
             RunStatus::Incomplete => Status::Incomplete,
             RunStatus::Failed => Status::Failed,
         };
+        // The traces were stored with their steps.
         let append = Append {
             steps: Vec::new(),
-            traces: outcome
-                .traces
-                .into_iter()
-                .map(|(index, entry)| NewTrace {
-                    step_index: u32::try_from(index).ok(),
-                    entry,
-                })
-                .collect(),
+            traces: Vec::new(),
             update: Some(Update {
                 status: Some(status),
                 usage: Some(json!({
@@ -238,20 +243,25 @@ fn publish_text(live: &Mutex<HashMap<String, LiveRun>>, id: &str, index: usize, 
     }
 }
 
-/// Stores step `index` of `id`, with the byte lengths of its streamed pieces, retires the
-/// streamed text it completes and publishes its events (those of its streamed text were
-/// published already), under the lock of `live` (so [`settle`] cannot store it twice).
+/// Stores step `made` of `id` with its hook traces and the byte lengths of its streamed
+/// pieces, retires the streamed text it completes and publishes its events (those of its
+/// streamed text were published already), under the lock of `live` (so [`settle`] cannot
+/// store it twice).
 fn record_step(
     store: &dyn Store,
     live: &Mutex<HashMap<String, LiveRun>>,
     id: &str,
-    index: usize,
-    step: Value,
-    lengths: Option<Vec<usize>>,
+    made: MadeStep,
 ) -> Result<(), StoreFailure> {
+    let MadeStep {
+        index,
+        body: step,
+        lengths,
+        traces,
+    } = made;
     let mut live = lock(live);
     let mut append = Append {
-        steps: vec![NewStep::new(step)],
+        steps: vec![NewStep { body: step, traces }],
         ..Append::default()
     };
     let lengths = lengths.map(|lengths| json!(lengths));
@@ -366,6 +376,16 @@ mod tests {
     use super::super::events::events_live;
     use super::*;
 
+    /// Step `index` of a run: `step` rendered, streamed in pieces of `lengths`, without traces.
+    fn made(index: usize, step: &Step, lengths: Option<Vec<usize>>) -> MadeStep {
+        MadeStep {
+            index,
+            body: render(step),
+            lengths,
+            traces: Vec::new(),
+        }
+    }
+
     #[test]
     fn what_a_run_publishes_is_what_the_store_replays_and_a_late_joiner_sees_a_prefix() {
         let store = SqliteStore::open_in_memory().unwrap();
@@ -384,7 +404,7 @@ mod tests {
                 events,
             },
         );
-        record_step(&store, &live, &id, 0, render(&Step::user_text("hi")), None).unwrap();
+        record_step(&store, &live, &id, made(0, &Step::user_text("hi"), None)).unwrap();
         publish_text(&live, &id, 1, "Hé".to_owned());
         publish_text(&live, &id, 1, "llo".to_owned());
         // A stream joining now catches up from the store and the live text.
@@ -392,15 +412,8 @@ mod tests {
         let partial = lock(&live).get(&id).and_then(|run| run.partial.clone());
         let (caught_up, finished) = events_live(&stored, partial.as_ref(), None);
         assert!(!finished);
-        record_step(
-            &store,
-            &live,
-            &id,
-            1,
-            render(&Step::ModelOutput("Héllo world".into())),
-            Some(vec![3, 3, 6]),
-        )
-        .unwrap();
+        let step = Step::ModelOutput("Héllo world".into());
+        record_step(&store, &live, &id, made(1, &step, Some(vec![3, 3, 6]))).unwrap();
         let published: Vec<Event> = std::iter::from_fn(|| published.try_recv().ok()).collect();
         let (replay, _) = events_live(&store.get_interaction_with_steps(&id).unwrap(), None, None);
         // Everything but `interaction.created` is published, with the replay's ids; the
@@ -444,21 +457,14 @@ mod tests {
                 events,
             },
         );
-        record_step(&store, &live, &id, 0, render(&Step::user_text("hi")), None).unwrap();
+        record_step(&store, &live, &id, made(0, &Step::user_text("hi"), None)).unwrap();
         publish_text(&live, &id, 1, "Hé".to_owned());
         // A stream joins: it subscribes, reads the live text, then (as `events` does) the store;
         // the step is stored between the two reads.
         let mut joined = lock(&live).get(&id).unwrap().events.subscribe();
         let partial = lock(&live).get(&id).and_then(|run| run.partial.clone());
-        record_step(
-            &store,
-            &live,
-            &id,
-            1,
-            render(&Step::ModelOutput("Héllo".into())),
-            Some(vec![3, 3]),
-        )
-        .unwrap();
+        let step = Step::ModelOutput("Héllo".into());
+        record_step(&store, &live, &id, made(1, &step, Some(vec![3, 3]))).unwrap();
         let stored = store.get_interaction_with_steps(&id).unwrap();
         let (mut seen, _) = events_live(&stored, partial.as_ref(), None);
         let last = seen.last().unwrap().id;

@@ -395,6 +395,67 @@ async fn a_background_run_is_polled_and_cancelled_and_deleted() {
     assert_eq!(api.get(&path).await.status, 404);
 }
 
+#[tokio::test]
+async fn a_cancelled_run_keeps_the_hook_traces_of_the_calls_it_made() {
+    let (api, _dir) = start(&json!([
+        {"tool_calls": [{"name": "code_execution", "args": {"code": "echo first", "language": "bash"}}]},
+        {"tool_calls": [{"name": "code_execution", "args": {"code": "sleep 20", "language": "bash"}}]},
+        {"text": "done"}
+    ]))
+    .await;
+    let hooks = json!({"audit": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+        {"type": "command", "command": "cat > /dev/null; echo '{\"decision\":\"allow\"}'", "timeout": 10}
+    ]}]}});
+    let reply = api
+        .post_json(
+            "/v1/interactions",
+            &json!({
+                "agent": AGENT,
+                "input": "twice",
+                "tools": [{"type": "code_execution"}],
+                "background": true,
+                "environment": {"type": "remote", "sources": [
+                    {"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()},
+                ]},
+            }),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let id = reply.json()["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/interactions/{id}");
+    // Wait for the second call (the first one's result, and its traces, are stored by then).
+    for _ in 0..200 {
+        let calls = types(&api.get(&path).await.json())
+            .iter()
+            .filter(|kind| *kind == "code_execution_call")
+            .count();
+        if calls == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cancelled = api.send("POST", &format!("{path}/cancel"), &[], "").await;
+    assert_eq!(cancelled.json()["status"], "cancelled");
+    assert_eq!(
+        types(&cancelled.json()),
+        [
+            "user_input",
+            "code_execution_call",
+            "code_execution_result",
+            "code_execution_call"
+        ]
+    );
+
+    use hookbox_store::Store;
+    let store =
+        hookbox_store::SqliteStore::open_without_recovery(api.home().join("hookbox.db")).unwrap();
+    let traces = store.list_traces(&id).unwrap();
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    // The first call's hook, on its result step.
+    assert_eq!(traces[0].step_index, Some(2));
+    assert_eq!(traces[0].entry["result"], json!({"decided": "allow"}));
+}
+
 /// Parses an SSE body into its `data` JSON objects, checking it ends with `[DONE]`.
 fn sse_events(body: &[u8]) -> Vec<Value> {
     let text = String::from_utf8_lossy(body);

@@ -27,6 +27,7 @@ use std::ptr;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
+use crate::after_fork::{errno, exit_like};
 use init::init_process;
 use network::NetHandoff;
 
@@ -137,7 +138,8 @@ pub(crate) struct LandlockPlan {
 /// Everything the children need, prepared by the parent.
 #[derive(Debug)]
 pub(crate) struct Plan {
-    pub(crate) parent: Option<libc::pid_t>,
+    /// The process that spawns the intermediate, which dies with it.
+    pub(crate) parent: libc::pid_t,
     pub(crate) cgroup_procs: Vec<CString>,
     pub(crate) uid_map: Vec<u8>,
     pub(crate) gid_map: Vec<u8>,
@@ -153,12 +155,6 @@ pub(crate) struct Plan {
     /// The port of a TCP listener the init opens on 127.0.0.1 inside the new network
     /// namespace and sends to the parent ([`RECORD_LISTENER`]), if any.
     pub(crate) listen_port: Option<u16>,
-}
-
-fn errno() -> i32 {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EINVAL)
 }
 
 /// Turns a -1 return into the errno.
@@ -258,11 +254,9 @@ fn intermediate(plan: &Plan) -> Result<(), Failed> {
     // SAFETY (whole function): raw system calls with valid, NUL-terminated or sized arguments
     // prepared by the parent; none allocates.
     unsafe {
-        if let Some(parent) = plan.parent {
-            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
-            if libc::getppid() != parent {
-                return Err(libc::ESRCH).at(STEP_DEATH);
-            }
+        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
+        if libc::getppid() != plan.parent {
+            return Err(libc::ESRCH).at(STEP_DEATH);
         }
         let no_core = libc::rlimit {
             rlim_cur: 0,
@@ -368,16 +362,6 @@ fn intermediate(plan: &Plan) -> Result<(), Failed> {
                 libc::_exit(127);
             }
         }
-        if libc::WIFSIGNALED(status) {
-            let signal = libc::WTERMSIG(status);
-            libc::signal(signal, libc::SIG_DFL);
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&raw mut set);
-            libc::sigaddset(&raw mut set, signal);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, ptr::null_mut());
-            libc::kill(libc::getpid(), signal);
-            libc::_exit(128 + signal);
-        }
-        libc::_exit(libc::WEXITSTATUS(status));
+        exit_like(status)
     }
 }

@@ -1,0 +1,199 @@
+//! The keeper: what a host run with [`crate::ProcessSpec::die_with_parent`] runs under, so
+//! that nothing it starts outlives the run, nor hookbox.
+//!
+//! The spawned child (the one watched through its pidfd, leading the process group) does not
+//! execute the program itself. Between fork and exec it becomes the keeper: it blocks every
+//! signal, takes `PR_SET_PDEATHSIG(SIGTERM)` (checking that its parent is still the caller),
+//! makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`: every orphaned descendant, even
+//! one that called `setsid`, becomes its child), and starts the program with
+//! `clone(CLONE_VM | CLONE_VFORK)` (no copy of hookbox's address space, unlike a fork; the
+//! program gets `PR_SET_PDEATHSIG(SIGKILL)` bound to the keeper). It then closes every
+//! descriptor and waits for `SIGCHLD` or `SIGTERM`. When the program exits, or when it is told
+//! to stop (`SIGTERM`: the caller's timeout, cancellation, or the caller's death), it SIGKILLs
+//! every child it has (listed in `/proc/thread-self/children`), reaps one, and repeats until it
+//! has none left (each killed process's children are reparented to it), then exits the way
+//! the program did (or dies by `SIGTERM` when told to stop).
+//!
+//! So the caller sees the keeper exit as soon as the program has exited and its descendants
+//! are gone; no grandchild can hold the output pipes open past that.
+//!
+//! Everything the keeper needs (paths to try, argument and environment arrays) is prepared here
+//! by the parent; [`child`] only makes raw system calls on it.
+
+mod child;
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+pub(crate) use child::run;
+
+use crate::ProcessSpec;
+
+/// Search path used when the environment has no `PATH` (the C library's default).
+const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
+
+/// Everything the keeper needs to start the program, prepared before the fork.
+#[derive(Debug)]
+pub(crate) struct KeeperPlan {
+    /// The process that spawns the keeper: the keeper gives up if its parent is another one.
+    caller: libc::pid_t,
+    /// The paths to execute, tried in order while they are missing: the program itself, or
+    /// the program in each directory of the environment's `PATH`.
+    candidates: Vec<CString>,
+    /// The program's arguments, its name first (owned here; `argv` points into them).
+    _args: Vec<CString>,
+    /// The program's environment as `NAME=value` (owned here; `envp` points into them).
+    _vars: Vec<CString>,
+    /// Null-terminated pointers to `_args`.
+    argv: CPointers,
+    /// Null-terminated pointers to `_vars`.
+    envp: CPointers,
+}
+
+/// A null-terminated array of pointers to C strings owned by the same [`KeeperPlan`].
+#[derive(Debug)]
+struct CPointers(Vec<*const libc::c_char>);
+
+// SAFETY: the pointers refer to the heap buffers of `CString`s owned by the same plan, which
+// never change or move while the plan exists; they are only read (by `execve`).
+#[expect(unsafe_code, reason = "raw pointers into the plan's own strings")]
+unsafe impl Send for CPointers {}
+// SAFETY: as above; nothing writes through them.
+#[expect(unsafe_code, reason = "raw pointers into the plan's own strings")]
+unsafe impl Sync for CPointers {}
+
+impl CPointers {
+    fn new(strings: &[CString]) -> Self {
+        Self(
+            strings
+                .iter()
+                .map(|string| string.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect(),
+        )
+    }
+}
+
+impl KeeperPlan {
+    /// The plan for running `spec`'s program (its working directory is set by the standard
+    /// library before the keeper starts). Fails, as the standard library would, on a NUL
+    /// byte in the program, an argument or a variable.
+    pub(crate) fn new(spec: &ProcessSpec) -> io::Result<Self> {
+        let environment = environment(spec);
+        let search = environment
+            .get(OsStr::new("PATH"))
+            .map_or(DEFAULT_PATH, |path| path.as_bytes());
+        let candidates = candidates(spec.program.as_bytes(), search)?;
+        let args = std::iter::once(&spec.program)
+            .chain(&spec.args)
+            .map(|arg| c_string(arg.as_bytes().to_vec()))
+            .collect::<io::Result<Vec<_>>>()?;
+        let vars = environment
+            .into_iter()
+            .map(|(name, value)| {
+                let mut var = name.into_vec();
+                var.push(b'=');
+                var.extend_from_slice(value.as_bytes());
+                c_string(var)
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Self {
+            caller: rustix::process::getpid().as_raw_nonzero().get(),
+            candidates,
+            argv: CPointers::new(&args),
+            envp: CPointers::new(&vars),
+            _args: args,
+            _vars: vars,
+        })
+    }
+}
+
+/// The program's environment: the caller's (unless cleared) with `spec.env` on top.
+fn environment(spec: &ProcessSpec) -> BTreeMap<OsString, OsString> {
+    let mut vars: BTreeMap<OsString, OsString> = if spec.env_clear {
+        BTreeMap::new()
+    } else {
+        std::env::vars_os().collect()
+    };
+    vars.extend(spec.env.iter().cloned());
+    vars
+}
+
+/// The paths `execvp` would try for `program` along `search` (a `PATH` value; an empty
+/// directory is the working directory).
+fn candidates(program: &[u8], search: &[u8]) -> io::Result<Vec<CString>> {
+    if program.contains(&b'/') {
+        return Ok(vec![c_string(program.to_vec())?]);
+    }
+    search
+        .split(|&byte| byte == b':')
+        .map(|dir| {
+            let mut path = if dir.is_empty() {
+                b".".to_vec()
+            } else {
+                dir.to_vec()
+            };
+            path.push(b'/');
+            path.extend_from_slice(program);
+            c_string(path)
+        })
+        .collect()
+}
+
+fn c_string(bytes: Vec<u8>) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "nul byte found in the program, an argument or the environment",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(paths: &[CString]) -> Vec<&str> {
+        paths.iter().map(|path| path.to_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_program_with_a_slash_is_tried_alone() {
+        let paths = candidates(b"./run.sh", b"/bin").unwrap();
+        assert_eq!(texts(&paths), ["./run.sh"]);
+    }
+
+    #[test]
+    fn a_bare_name_is_tried_in_each_directory_of_the_path() {
+        let paths = candidates(b"sh", b"/usr/bin::/bin").unwrap();
+        assert_eq!(texts(&paths), ["/usr/bin/sh", "./sh", "/bin/sh"]);
+    }
+
+    #[test]
+    fn the_spec_environment_overrides_the_inherited_one() {
+        let spec = ProcessSpec {
+            env_clear: true,
+            env: vec![
+                ("A".into(), "1".into()),
+                ("B".into(), "2".into()),
+                ("A".into(), "3".into()),
+            ],
+            ..ProcessSpec::shell("true", std::time::Duration::from_secs(1))
+        };
+        let vars = environment(&spec);
+        assert_eq!(vars.len(), 2);
+        assert_eq!(vars.get(OsStr::new("A")), Some(&OsString::from("3")));
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused() {
+        let spec = ProcessSpec {
+            args: vec!["a\0b".into()],
+            ..ProcessSpec::shell("true", std::time::Duration::from_secs(1))
+        };
+        let error = KeeperPlan::new(&spec).err().map(|error| error.kind());
+        assert_eq!(error, Some(io::ErrorKind::InvalidInput));
+    }
+}
