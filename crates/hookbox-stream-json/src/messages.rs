@@ -2,7 +2,7 @@
 //! lines the Python agent SDKs parse (`docs/wire/sdk-control-protocol.md`), written from the
 //! agent's typed [`SessionMessage`]s. The same lines make a session's transcript.
 
-use hookbox_agent::session::{ContentBlock, HookFailure, QueryResult, SessionMessage, new_uuid};
+use hookbox_agent::session::{ContentBlock, SessionMessage, new_uuid};
 use serde_json::{Value, json};
 
 /// `message` as one stream-json line object, stamped with `session_id` and `uuid`.
@@ -49,7 +49,31 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
             }
             line
         }
-        SessionMessage::HookFailed(failure) => hook_response(failure, session_id, uuid),
+        // Field names follow Claude Code's `hook_response` (`hook_event`, `hook_name`,
+        // `outcome`, `exit_code`, `output`); `outcome` is `error` when the call went on anyway
+        // (fail-open) and `blocked` when the failure blocked it; `cause` says what went wrong,
+        // `handler` and `source` which hook it was.
+        SessionMessage::HookFailed(failure) => {
+            let event = failure.event.name();
+            let outcome = if failure.failed_closed {
+                "blocked"
+            } else {
+                "error"
+            };
+            json!({
+                "type": "system", "subtype": "hook_response", "uuid": uuid,
+                "session_id": session_id,
+                "hook_event": event,
+                "hook_name": format!("{event}:{}", failure.matcher.as_deref().unwrap_or("*")),
+                "outcome": outcome,
+                "fail_open": !failure.failed_closed,
+                "cause": failure.cause,
+                "output": failure.cause,
+                "exit_code": failure.exit_code,
+                "handler": {"type": failure.handler, "label": failure.label},
+                "source": {"file": failure.origin.source, "json_path": failure.origin.json_path},
+            })
+        }
         SessionMessage::HookSystemMessage { event, message } => json!({
             "type": "system", "subtype": "hook_system_message", "uuid": uuid,
             "session_id": session_id, "message": message, "hook_event_name": event.name(),
@@ -62,7 +86,27 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
             "session_id": session_id,
             "compact_metadata": {"trigger": trigger.as_str(), "pre_tokens": pre_tokens},
         }),
-        SessionMessage::Result(result) => result_line(result, session_id, uuid),
+        SessionMessage::Result(result) => {
+            let denials: Vec<Value> = result
+                .permission_denials
+                .iter()
+                .map(|denial| {
+                    json!({
+                        "tool_name": denial.tool_name, "tool_use_id": denial.tool_use_id,
+                        "tool_input": denial.tool_input,
+                    })
+                })
+                .collect();
+            json!({
+                "type": "result", "subtype": result.subtype.as_str(), "is_error": result.is_error,
+                "duration_ms": result.duration_ms, "duration_api_ms": result.duration_api_ms,
+                "num_turns": result.num_turns, "result": result.result,
+                "stop_reason": result.stop_reason, "session_id": session_id, "uuid": uuid,
+                "total_cost_usd": 0.0,
+                "usage": {"input_tokens": result.usage.0, "output_tokens": result.usage.1},
+                "errors": result.errors, "permission_denials": denials,
+            })
+        }
     }
 }
 
@@ -70,54 +114,6 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
 /// fresh `uuid`): the format `hookbox-stream-json` sessions write their transcripts in.
 pub fn transcript_line(message: &SessionMessage, session_id: &str) -> String {
     to_wire(message, session_id, &new_uuid()).to_string()
-}
-
-/// The `system` / `hook_response` line of a hook run that failed. Field names follow Claude
-/// Code's `hook_response` (`hook_event`, `hook_name`, `outcome`, `exit_code`, `output`);
-/// `outcome` is `error` when the call went on anyway (fail-open) and `blocked` when the failure
-/// blocked it; `cause` says what went wrong, `handler` and `source` which hook it was.
-fn hook_response(failure: &HookFailure, session_id: &str, uuid: &str) -> Value {
-    let event = failure.event.name();
-    let outcome = if failure.failed_closed {
-        "blocked"
-    } else {
-        "error"
-    };
-    json!({
-        "type": "system", "subtype": "hook_response", "uuid": uuid, "session_id": session_id,
-        "hook_event": event,
-        "hook_name": format!("{event}:{}", failure.matcher.as_deref().unwrap_or("*")),
-        "outcome": outcome,
-        "fail_open": !failure.failed_closed,
-        "cause": failure.cause,
-        "output": failure.cause,
-        "exit_code": failure.exit_code,
-        "handler": {"type": failure.handler, "label": failure.label},
-        "source": {"file": failure.origin.source, "json_path": failure.origin.json_path},
-    })
-}
-
-/// The `result` line that ends every query.
-fn result_line(result: &QueryResult, session_id: &str, uuid: &str) -> Value {
-    let denials: Vec<Value> = result
-        .permission_denials
-        .iter()
-        .map(|denial| {
-            json!({
-                "tool_name": denial.tool_name, "tool_use_id": denial.tool_use_id,
-                "tool_input": denial.tool_input,
-            })
-        })
-        .collect();
-    json!({
-        "type": "result", "subtype": result.subtype.as_str(), "is_error": result.is_error,
-        "duration_ms": result.duration_ms, "duration_api_ms": result.duration_api_ms,
-        "num_turns": result.num_turns, "result": result.result,
-        "stop_reason": result.stop_reason, "session_id": session_id, "uuid": uuid,
-        "total_cost_usd": 0.0,
-        "usage": {"input_tokens": result.usage.0, "output_tokens": result.usage.1},
-        "errors": result.errors, "permission_denials": denials,
-    })
 }
 
 /// The `content` array of an assistant or user message.
@@ -143,7 +139,7 @@ fn blocks(content: &[ContentBlock]) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
-    use hookbox_agent::session::{CompactTrigger, ResultSubtype};
+    use hookbox_agent::session::{CompactTrigger, HookFailure, QueryResult, ResultSubtype};
     use hookbox_hooks::{HookEvent, Origin, Trust};
 
     use super::*;

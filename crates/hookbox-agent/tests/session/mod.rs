@@ -507,11 +507,6 @@ async fn compact_manual_and_auto_fire_pre_compact_and_summarise_the_history() {
     assert_eq!(result(&messages).result.as_deref(), Some("plain answer"));
 }
 
-/// A transcript line: the session id and the message's `Debug` (one line per message).
-fn debug_line(message: &SessionMessage, session_id: &str) -> String {
-    format!("{session_id} {message:?}")
-}
-
 #[tokio::test]
 async fn notifications_session_start_and_the_message_stream_shape() {
     let f = fixture(vec![FakeTurn::text("hi")]).await;
@@ -522,7 +517,10 @@ async fn notifications_session_start_and_the_message_stream_shape() {
     let transcripts = tempfile::tempdir().expect("transcripts");
     let session = f
         .session()
-        .transcript_dir(transcripts.path(), debug_line)
+        // One line per message: the session id and the message's `Debug`.
+        .transcript_dir(transcripts.path(), |message, session_id| {
+            format!("{session_id} {message:?}")
+        })
         .hook(HookEvent::Notification, idle_matcher)
         .hook(HookEvent::SessionStart, start_matcher)
         .build()
