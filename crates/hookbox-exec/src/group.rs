@@ -82,6 +82,14 @@ impl ProcessGroup {
         }
     }
 
+    /// SIGKILLs the whole group, a keeper included: for a keeper that did not exit when told to
+    /// stop (a process it keeps froze it with SIGSTOP). What left the group with `setsid` is
+    /// then out of reach. Call it only before the child is reaped (its id is the group's).
+    pub(crate) fn kill_group(&mut self) {
+        self.killed = true;
+        let _ignored = kill_process_group(self.pgid, Signal::KILL);
+    }
+
     /// Kills the group if that was not done yet, then waits for the child and reaps it.
     pub(crate) async fn reap(&mut self) -> io::Result<ExitStatus> {
         self.kill();
@@ -96,14 +104,16 @@ impl Drop for ProcessGroup {
 }
 
 /// Sends SIGKILL to every process in group `pgid`, or SIGTERM to its leader when that is a
-/// keeper (which then kills everything it keeps and exits).
+/// keeper (which then kills everything it keeps and exits), with SIGCONT in case a process it
+/// keeps stopped it.
 ///
 /// Errors are ignored: ESRCH means the group is already empty, and nothing else can be done
 /// about a group we may not signal.
 fn end(pgid: Pid, kept: bool) {
-    let _ignored = if kept {
-        kill_process(pgid, Signal::TERM)
+    if kept {
+        let _ignored = kill_process(pgid, Signal::TERM);
+        let _ignored = kill_process(pgid, Signal::CONT);
     } else {
-        kill_process_group(pgid, Signal::KILL)
-    };
+        let _ignored = kill_process_group(pgid, Signal::KILL);
+    }
 }

@@ -258,8 +258,13 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
         group.kill();
         let drain_until = deadline.max(Instant::now() + KILL_GRACE);
         let exit = if timed_out {
+            // A keeper that is still there when the grace ends was frozen by what it keeps:
+            // the whole group goes instead.
+            if timeout_at(drain_until, group.exited()).await.is_err() {
+                group.kill_group();
+            }
             // Normally immediate; a child stuck in the kernel is left to tokio's reaping.
-            let _reaped = timeout_at(drain_until, group.reap()).await;
+            let _reaped = timeout_at(Instant::now() + KILL_GRACE, group.reap()).await;
             ExitKind::TimedOut
         } else {
             // Already a zombie: reaping does not block.

@@ -17,6 +17,13 @@
 //! So the caller sees the keeper exit as soon as the program has exited and its descendants
 //! are gone; no grandchild can hold the output pipes open past that.
 //!
+//! The keeper runs as the program's user, so the program can signal it. SIGSTOP cannot be
+//! blocked: the caller sends SIGCONT with every SIGTERM, and a keeper still there when the
+//! grace after a timeout ends is killed with its whole process group. A host program that
+//! keeps freezing its keeper from outside that group (after `setsid`) can therefore leave
+//! processes behind: the keeper bounds what a hook or a command leaks by accident, and the
+//! sandbox, not the keeper, is the boundary against a hostile program.
+//!
 //! Everything the keeper needs (paths to try, argument and environment arrays) is prepared here
 //! by the parent; [`child`] only makes raw system calls on it.
 

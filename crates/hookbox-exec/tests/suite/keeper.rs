@@ -113,3 +113,44 @@ async fn a_missing_program_is_a_spawn_error() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_program_that_stops_its_keeper_still_loses_everything_at_the_timeout() {
+    let _guard = shared().await;
+    let (_dir, pidfile) = temp_file("pids");
+    let (_dir2, keeperfile) = temp_file("keeper");
+    // The program freezes its keeper (its parent) with SIGSTOP, which no process can block,
+    // then starts a setsid grandchild and waits past the timeout.
+    let command = with_setsid_grandchild(
+        &pidfile,
+        &format!(
+            "echo $PPID > {}; kill -STOP $PPID; sleep 100",
+            keeperfile.display()
+        ),
+    );
+    let out = run(&ProcessSpec::shell(&command, Duration::from_secs(2)))
+        .await
+        .unwrap();
+    assert_eq!(out.exit, ExitKind::TimedOut);
+    assert_dead(read_pids(&pidfile, 1).await[0]).await;
+    assert_dead(read_pids(&keeperfile, 1).await[0]).await;
+}
+
+#[tokio::test]
+async fn a_program_that_keeps_stopping_its_keeper_loses_its_group_at_the_timeout() {
+    let _guard = shared().await;
+    let (_dir, pidfile) = temp_file("pids");
+    // A loop in the program's group freezes the keeper again as soon as it resumes.
+    let command = format!(
+        "echo $PPID > {0}; (echo $(exec sh -c 'echo $PPID') >> {0}; \
+         while :; do kill -STOP $PPID 2>/dev/null; done) & sleep 100",
+        pidfile.display()
+    );
+    let out = run(&ProcessSpec::shell(&command, Duration::from_secs(2)))
+        .await
+        .unwrap();
+    assert_eq!(out.exit, ExitKind::TimedOut);
+    for pid in read_pids(&pidfile, 2).await {
+        assert_dead(pid).await;
+    }
+}
