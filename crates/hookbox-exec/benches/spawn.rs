@@ -1,8 +1,8 @@
 //! Cost of `hookbox_exec::run` against a bare `std::process::Command` in the same run.
 //!
 //! `run` adds a process group, three pipes read through tokio, a pidfd and the group kill, and,
-//! with `die_with_parent`, a parent-death signal (which makes std fork instead of using
-//! `posix_spawn`).
+//! with `die_with_parent`, the keeper (set up between fork and exec, which makes std fork the
+//! whole process instead of using `posix_spawn`; the cost grows with the process's memory).
 
 #![expect(clippy::unwrap_used, reason = "a failing benchmark should stop")]
 
@@ -104,6 +104,29 @@ fn spawn(c: &mut Criterion) {
         });
     });
     group.finish();
+
+    // The same in a larger process (64 MiB written, like a server's heap): forking copies its
+    // page tables, posix_spawn does not. Last, so the groups above run in the small process.
+    let ballast = vec![1_u8; 64 << 20];
+    let mut group = c.benchmark_group("sh -c true, 64 MiB process");
+    group.bench_function("hookbox_exec::run", |b| {
+        b.iter(|| {
+            assert_eq!(
+                runtime.block_on(run(black_box(&shell))).unwrap().exit,
+                ExitKind::Exited(0)
+            )
+        });
+    });
+    group.bench_function("hookbox_exec::run without die_with_parent", |b| {
+        b.iter(|| {
+            assert_eq!(
+                runtime.block_on(run(black_box(&shell_fast))).unwrap().exit,
+                ExitKind::Exited(0)
+            )
+        });
+    });
+    group.finish();
+    black_box(ballast);
 }
 
 criterion_group!(benches, spawn);

@@ -46,15 +46,18 @@ impl CapturedOutput {
 ///
 /// Everything read so far is already in `into`, so the caller may stop waiting (drop this
 /// future) at any point without losing it. A read error ends the stream like end-of-file does:
-/// a pipe only fails when the other side is gone.
+/// a pipe only fails when the other side is gone. The buffer is not zeroed first: only the
+/// pages a read fills are touched (each touched page may be a copy-on-write fault while a
+/// keeper, forked from this process, is alive).
 pub(crate) async fn drain(
     mut stream: impl AsyncRead + Unpin,
     into: &mut CapturedOutput,
     limit: usize,
 ) {
-    let mut buf = vec![0; CHUNK];
-    while let Ok(read @ 1..) = stream.read(&mut buf).await {
+    let mut buf = Vec::with_capacity(CHUNK);
+    while let Ok(read @ 1..) = stream.read_buf(&mut buf).await {
         into.keep(&buf[..read], limit);
+        buf.clear();
     }
 }
 

@@ -56,8 +56,9 @@ pub struct ProcessSpec {
     /// those that called `setsid`, when the program exits, the timeout passes or the run is
     /// dropped. Without it, only the program's process group is killed, so a descendant that
     /// left the group may outlive the run (and keep the output pipes open until the timeout).
-    /// It costs a fork of hookbox (about 0.5 ms in a large process) instead of the standard
-    /// library's `posix_spawn` fast path.
+    /// It costs a fork of the calling process instead of the standard library's `posix_spawn`
+    /// fast path: about 0.7 ms more in a small process, and more as the caller's memory grows
+    /// (about 10 ms more with 64 MiB written; see BENCHMARKS.md).
     ///
     /// A sandbox always dies with hookbox (its processes are bound to it and to their pid
     /// namespace), whatever this says.

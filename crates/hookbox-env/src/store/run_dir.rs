@@ -6,7 +6,8 @@
 //! Opening the home removes the directories of processes that are gone: the pid is not alive,
 //! or is alive with another start time (a reused pid). `<start>` is the process's start time
 //! in clock ticks since boot (`/proc/<pid>/stat`, field 22), which a reused pid never shares.
-//! Names that are not `<pid>-<start>` are left alone.
+//! Names that are not `<pid>-<start>` are left alone. Processes sharing a home must share a pid
+//! namespace (and a boot): another namespace's live process would look gone.
 
 use std::fs;
 use std::os::unix::fs::DirBuilderExt;

@@ -7,8 +7,8 @@ use std::io;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::KeeperPlan;
-use crate::after_fork::{die_by, errno, exit_like};
+use super::{KeeperPlan, watch};
+use crate::after_fork::errno;
 
 /// Size of the stack the program starts on (in 16-byte words): it only resets its signals
 /// and calls `execve`.
@@ -47,12 +47,7 @@ pub(crate) fn run(plan: &KeeperPlan) -> io::Result<()> {
         // The program holds the stdio pipes; the exec-error channel closes here, which tells
         // the caller the spawn succeeded.
         libc::syscall(libc::SYS_close_range, 0_u32, u32::MAX, 0_u32);
-        let status = wait_for(program);
-        kill_descendants();
-        match status {
-            Some(status) => exit_like(status),
-            None => die_by(libc::SIGTERM),
-        }
+        watch::keep(program)
     }
 }
 
@@ -153,88 +148,5 @@ fn exec(launch: &Launch<'_>) -> i32 {
             }
         }
         failure
-    }
-}
-
-/// Waits until the program exits (its wait status) or the keeper is told to stop (`None`).
-/// Orphans reparented to the keeper meanwhile are reaped as they exit.
-#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn wait_for(program: libc::pid_t) -> Option<libc::c_int> {
-    // SAFETY (whole function): raw system calls on valid arguments.
-    unsafe {
-        let mut wanted: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&raw mut wanted);
-        libc::sigaddset(&raw mut wanted, libc::SIGCHLD);
-        libc::sigaddset(&raw mut wanted, libc::SIGTERM);
-        loop {
-            if libc::sigwaitinfo(&raw const wanted, ptr::null_mut()) == libc::SIGTERM {
-                return None;
-            }
-            loop {
-                let mut status = 0;
-                let reaped = libc::waitpid(-1, &raw mut status, libc::WNOHANG | libc::__WALL);
-                if reaped == program {
-                    return Some(status);
-                }
-                if reaped <= 0 {
-                    break;
-                }
-            }
-        }
-    }
-}
-
-/// SIGKILLs every child of the keeper and reaps them until none is left: the children of each
-/// killed one are reparented to the keeper (a subreaper) and killed in the next round.
-#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn kill_descendants() {
-    loop {
-        signal_children(libc::SIGKILL);
-        // SAFETY: plain system call.
-        let reaped = unsafe { libc::waitpid(-1, ptr::null_mut(), libc::__WALL) };
-        if reaped < 0 && errno() != libc::EINTR {
-            // ECHILD: nothing left.
-            return;
-        }
-    }
-}
-
-/// Sends `signal` to every child listed in `/proc/thread-self/children` (the keeper has one
-/// thread).
-#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn signal_children(signal: libc::c_int) {
-    // SAFETY (whole function): raw system calls on a valid path and a local buffer.
-    unsafe {
-        let fd = libc::open(
-            c"/proc/thread-self/children".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        );
-        if fd < 0 {
-            return;
-        }
-        let mut buf = [0_u8; 512];
-        let mut pid: libc::pid_t = 0;
-        loop {
-            let read = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-            let Ok(read @ 1..) = usize::try_from(read) else {
-                break;
-            };
-            for &byte in &buf[..read] {
-                if byte.is_ascii_digit() {
-                    pid = pid
-                        .saturating_mul(10)
-                        .saturating_add(i32::from(byte - b'0'));
-                } else {
-                    if pid > 0 {
-                        libc::kill(pid, signal);
-                    }
-                    pid = 0;
-                }
-            }
-        }
-        if pid > 0 {
-            libc::kill(pid, signal);
-        }
-        libc::close(fd);
     }
 }

@@ -24,10 +24,13 @@
 //! processes behind: the keeper bounds what a hook or a command leaks by accident, and the
 //! sandbox, not the keeper, is the boundary against a hostile program.
 //!
+//! [`child`] sets the keeper up and starts the program; [`watch`] waits and kills.
+//!
 //! Everything the keeper needs (paths to try, argument and environment arrays) is prepared here
 //! by the parent; [`child`] only makes raw system calls on it.
 
 mod child;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};

@@ -89,8 +89,9 @@ const RUNS_DIR: &str = "HOOKBOX_EXEC_TEST_RUNS_DIR";
 
 /// Not a test on its own: run in a process of its own by
 /// [`a_killed_parent_leaves_no_process_of_its_runs`], which then kills it with SIGKILL. Starts a
-/// host run whose command leaves a `setsid` grandchild, and a sandboxed run with a background
-/// process, in the directory named by `HOOKBOX_EXEC_TEST_RUNS_DIR`, then waits.
+/// host run whose command leaves a `setsid` grandchild, and a sandboxed run (without
+/// `die_with_parent`) with a background process, in the directory named by
+/// `HOOKBOX_EXEC_TEST_RUNS_DIR`, then waits.
 #[tokio::test]
 #[ignore = "started by a_killed_parent_leaves_no_process_of_its_runs"]
 async fn runs_until_killed() {
@@ -104,7 +105,9 @@ async fn runs_until_killed() {
         ),
         Duration::from_secs(100),
     );
+    // A sandbox dies with its caller whatever `die_with_parent` says (hooks used to turn it off).
     let sandboxed = ProcessSpec {
+        die_with_parent: false,
         sandbox: Some(hookbox_exec::Sandbox::over_directory(&dir).unwrap()),
         ..ProcessSpec::shell(
             &format!(
