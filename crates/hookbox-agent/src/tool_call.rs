@@ -12,7 +12,6 @@ use hookbox_hooks::{
     Decision, Diagnostic, Dispatcher, EventInput, HookClients, HookOutcome, OutboxSink,
     PolicyHttpRunner, Runners, TraceEntry,
 };
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::discovery::HookDiscovery;
@@ -21,8 +20,9 @@ use crate::runner::EnvironmentCommandRunner;
 /// Largest tool result, serialized, sent to post hooks as `result`; larger ones are cut.
 const POST_RESULT_LIMIT: usize = 64 * 1024;
 
-/// What happened to one tool call.
-#[derive(Debug, Clone, Serialize)]
+/// What happened to one tool call (its JSON is each interface's: `hookbox exec --json` writes
+/// it in `hookbox-cli`).
+#[derive(Debug, Clone)]
 pub struct ToolCallReport {
     /// The tool called.
     pub tool: String,
@@ -38,7 +38,6 @@ pub struct ToolCallReport {
     pub trace: Vec<TraceEntry>,
     /// What the egress proxy decided on the requests made by the call's sandboxed programs:
     /// the pre hooks', the tool's, then the post hooks' (never header values).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<NetworkDecision>,
     /// Problems with the environment's hook files.
     pub diagnostics: Vec<Diagnostic>,

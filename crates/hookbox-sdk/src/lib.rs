@@ -61,9 +61,10 @@
 //! `bash_timeout` and `audit_log` (`cargo run -p hookbox-sdk --example audit_log`).
 
 pub use hookbox_agent::session::{
-    ContentBlock, HookMatcher, MessageStream, PermissionAnswer, PermissionDenial, PermissionMode,
-    PermissionPrompt, PermissionQuery, QueryResult, ResultSubtype, Session, SessionBuilder,
-    SessionControl, SessionError, SessionMessage, SubagentDefinition, UnknownPermissionMode,
+    CompactTrigger, ContentBlock, HookFailure, HookMatcher, MessageStream, PermissionAnswer,
+    PermissionDenial, PermissionMode, PermissionPrompt, PermissionQuery, QueryResult,
+    ResultSubtype, Session, SessionBuilder, SessionControl, SessionError, SessionMessage,
+    SubagentDefinition, TranscriptFormat, UnknownPermissionMode,
 };
 pub use hookbox_hooks::{CallbackError, HookCallback, HookEvent};
 pub use hookbox_llm::{

@@ -35,11 +35,13 @@
 //! Three tasks: a reader on the input (responses go straight to their waiting requests,
 //! everything else to the driver), the driver (SDK requests, the prompt queue, the running
 //! query), and a writer that alone owns the output. The output carries only JSON lines
-//! ([`frame`]); diagnostics go to the process's stderr, each line starting `hookbox: `.
-//! The session is built on the first prompt, after `initialize`, by [`Setup`]; a session that
-//! cannot be built ends every prompt with an error result. The input ending ends the run
-//! once the current query has finished (at once when SDK callbacks are involved: they can no
-//! longer be answered, so pending ones fail and block, and the query is interrupted).
+//! ([`frame`]; a session's messages as [`messages`] writes them, which is also how the
+//! session's transcript in `<home>/sessions/` is written); diagnostics go to the process's
+//! stderr, each line starting `hookbox: `. The session is built on the first prompt, after
+//! `initialize`, by [`Setup`]; a session that cannot be built ends every prompt with an error
+//! result. The input ending ends the run once the current query has finished (at once when
+//! SDK callbacks are involved: they can no longer be answered, so pending ones fail and
+//! block, and the query is interrupted).
 //!
 //! This crate is an interface over `hookbox-agent` sessions: it knows nothing of
 //! `hookbox.toml`, the terminal or the REST server; the program embedding it supplies the
@@ -50,6 +52,7 @@ mod bridge;
 mod control;
 pub mod frame;
 mod init;
+pub mod messages;
 mod setup;
 
 use std::collections::VecDeque;
@@ -100,7 +103,7 @@ where
             if let Some(warning) = message.hook_failure_warning() {
                 warn(&warning);
             }
-            let _ = outbox.send(message.to_wire(&session_id, &new_uuid()));
+            let _ = outbox.send(messages::to_wire(&message, &session_id, &new_uuid()));
         }
     }
     drop(driver);
@@ -325,7 +328,7 @@ impl Driver {
         if let Some(warning) = message.hook_failure_warning() {
             warn(&warning);
         }
-        self.send(message.to_wire(self.session_id(), &new_uuid()));
+        self.send(messages::to_wire(message, self.session_id(), &new_uuid()));
     }
 
     fn handle(&mut self, line: Incoming) {

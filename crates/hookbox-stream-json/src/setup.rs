@@ -13,6 +13,7 @@ use crate::argv::SdkArgs;
 use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
 use crate::control::ControlClient;
 use crate::init::InitOptions;
+use crate::messages;
 
 /// The agents an SDK may select with its `model` option (`--model NAME`): in the binary,
 /// `hookbox.toml`'s `[agents]` tables and `[sdk] default_agent`.
@@ -131,7 +132,7 @@ impl Setup {
             builder = builder.agent(name.clone(), definition.clone());
         }
         if let Some(home) = &self.home {
-            builder = builder.transcript_dir(home.join("sessions"));
+            builder = builder.transcript_dir(home.join("sessions"), messages::transcript_line);
         }
         for hook in &init.hooks {
             let mut matcher = HookMatcher::new(hook.matcher.as_deref()).timeout(hook.timeout);

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::call_record::CallRecord;
 use super::steps::{Step, extend_conversation};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
 use crate::declarations::builtin_declarations;
@@ -17,22 +17,22 @@ use hookbox_env::Vocabulary;
 use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration, ToolResult};
 
 /// What a run reports as it goes.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub enum RunEvent<'a> {
     /// A new step, complete.
     Step(&'a Step),
     /// A piece of the text of the `model_output` step being produced (streaming runs only);
     /// the step follows as a [`RunEvent::Step`] whose text is the pieces joined.
     Text(&'a str),
-    /// The hook trace entries of the step reported next (a tool call's result step), as they
-    /// are also kept in [`RunOutcome::traces`]: reported before that step so that the two can
-    /// be stored together, as the call completes.
-    Traces(&'a [Value]),
+    /// The audit record (hook traces, hook file problems, network decisions) of the step
+    /// reported next (a built-in tool call's result step), as it is also kept in
+    /// [`RunOutcome::records`]: reported before that step so that the two can be stored
+    /// together, as the call completes.
+    Record(&'a CallRecord),
 }
 
 /// How an interaction ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunStatus {
     /// The model answered.
     Completed,
@@ -42,6 +42,18 @@ pub enum RunStatus {
     Incomplete,
     /// The model could not be reached or answered badly.
     Failed,
+}
+
+impl RunStatus {
+    /// The status's name: `completed`, `requires_action`, `incomplete`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::RequiresAction => "requires_action",
+            Self::Incomplete => "incomplete",
+            Self::Failed => "failed",
+        }
+    }
 }
 
 /// What to run: the model, the sandbox tools (when an environment is attached), client-side
@@ -110,8 +122,8 @@ impl RunErrorCode {
     }
 }
 
-/// The result of one run: its new steps (from the input on), status, token use, hook traces
-/// (`(step index, entry)`) and, when it failed, why.
+/// The result of one run: its new steps (from the input on), status, token use, the audit
+/// records of its built-in tool calls (`(step index, record)`) and, when it failed, why.
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     /// How it ended.
@@ -120,8 +132,9 @@ pub struct RunOutcome {
     pub steps: Vec<Step>,
     /// Tokens used, summed over the model calls.
     pub usage: Usage,
-    /// Hook trace entries, each with the index of the step (in `steps`) it belongs to.
-    pub traces: Vec<(usize, Value)>,
+    /// The record of each built-in tool call, with the index of its result step (in
+    /// `steps`).
+    pub records: Vec<(usize, CallRecord)>,
     /// Why it failed or is incomplete.
     pub error: Option<RunError>,
 }
@@ -161,8 +174,8 @@ impl Agent {
     }
 
     /// Like [`run`](Self::run) (or [`run_streaming`](Self::run_streaming) with `stream`),
-    /// reporting every [`RunEvent`]: the steps, the streamed text and the hook traces of each
-    /// tool call as it completes.
+    /// reporting every [`RunEvent`]: the steps, the streamed text and the record of each
+    /// built-in tool call as it completes.
     pub async fn run_with(
         &self,
         history: &[Step],
@@ -190,7 +203,7 @@ impl Agent {
                 status: RunStatus::Incomplete,
                 steps: Vec::new(),
                 usage: Usage::default(),
-                traces: Vec::new(),
+                records: Vec::new(),
                 error: None,
             },
             turns: 0,
@@ -202,13 +215,13 @@ impl Agent {
         run.outcome
     }
 
-    /// Runs one built-in tool call through the hooks; returns what the model gets back. Its
-    /// hook traces go to `traces`.
+    /// Runs one built-in tool call through the hooks; returns what the model gets back. What
+    /// the hooks and the egress proxy did goes to `record`.
     async fn call_tool(
         &self,
         call: &ToolCall,
         interaction_id: Option<&str>,
-        traces: &mut Vec<Value>,
+        record: &mut CallRecord,
     ) -> (Value, bool) {
         let Some(tools) = &self.tools else {
             return (
@@ -219,7 +232,7 @@ impl Agent {
                 true,
             );
         };
-        let report = match tools
+        let mut report = match tools
             .call(&call.name, call.args.clone(), interaction_id)
             .await
         {
@@ -238,15 +251,8 @@ impl Agent {
                 );
             }
         }
-        traces.extend(
-            report
-                .trace
-                .iter()
-                .filter_map(|entry| serde_json::to_value(entry).ok()),
-        );
         // Problems with the hook files (a group a later file may not replace, a model-written
-        // file over its bounds or unparsable) are logged and kept with the call's traces, one
-        // `{"diagnostic": …}` entry each.
+        // file over its bounds or unparsable) are logged and kept in the call's record.
         for diagnostic in &report.diagnostics {
             tracing::warn!(
                 interaction = interaction_id.unwrap_or("-"),
@@ -257,20 +263,13 @@ impl Agent {
                 diagnostic.message
             );
         }
-        traces.extend(
-            report
-                .diagnostics
-                .iter()
-                .map(|diagnostic| json!({ "diagnostic": diagnostic })),
-        );
         // The egress proxy's decisions for this call (never header values) go to the same
-        // audit trail, one `{"network": …}` entry each.
-        traces.extend(
-            report
-                .network
-                .iter()
-                .map(|decision| json!({ "network": decision })),
-        );
+        // record.
+        *record = CallRecord {
+            trace: std::mem::take(&mut report.trace),
+            diagnostics: std::mem::take(&mut report.diagnostics),
+            network: std::mem::take(&mut report.network),
+        };
         if report.denied {
             let reason = report
                 .reason
@@ -427,17 +426,15 @@ impl LoopPoints for InteractionRun<'_> {
         {
             return Called::ByClient(RunStatus::RequiresAction);
         }
-        let mut traces = Vec::new();
+        let mut record = CallRecord::default();
         let (content, is_error) = self
             .agent
-            .call_tool(call, self.interaction_id, &mut traces)
+            .call_tool(call, self.interaction_id, &mut record)
             .await;
-        // The traces belong to the result step about to be pushed.
-        (self.on_event)(RunEvent::Traces(&traces));
+        // The record belongs to the result step about to be pushed.
+        (self.on_event)(RunEvent::Record(&record));
         let step_index = self.outcome.steps.len();
-        self.outcome
-            .traces
-            .extend(traces.into_iter().map(|entry| (step_index, entry)));
+        self.outcome.records.push((step_index, record));
         self.push(Step::Result(ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),

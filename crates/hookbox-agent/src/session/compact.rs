@@ -5,11 +5,11 @@ use std::time::Instant;
 
 use hookbox_hooks::HookEvent;
 use hookbox_llm::{Conversation, Message, content_text};
-use serde_json::{Map, json};
+use serde_json::Map;
 
 use super::core::Core;
 use super::emit::Emitter;
-use super::messages::SessionMessage;
+use super::messages::{CompactTrigger, SessionMessage};
 use super::outcome::{End, Stats, millis, stop_reason};
 
 /// The instruction the summarising request runs with.
@@ -83,13 +83,13 @@ impl Core {
     pub(super) async fn compact(
         &self,
         conversation: &mut Conversation,
-        trigger: &str,
+        trigger: CompactTrigger,
         instructions: &str,
         out: &mut Emitter<'_>,
         stats: &mut Stats,
     ) -> Result<String, End> {
         let mut fields = Map::new();
-        fields.insert("trigger".into(), trigger.into());
+        fields.insert("trigger".into(), trigger.as_str().into());
         fields.insert("custom_instructions".into(), instructions.into());
         let pre = self.fire(HookEvent::PreCompact, fields, out).await;
         if !pre.continue_ {
@@ -121,12 +121,13 @@ impl Core {
         let mut compacted = Conversation::new(conversation.system.clone());
         compacted.push_user(format!("{SUMMARY_PREFIX}\n\n{}", summary.text));
         *conversation = compacted;
-        out.emit(SessionMessage::System {
-            subtype: "compact_boundary".into(),
-            data: json!({"compact_metadata": {"trigger": trigger, "pre_tokens": pre_tokens}}),
+        out.emit(SessionMessage::CompactBoundary {
+            trigger,
+            pre_tokens,
         });
         Ok(format!(
-            "Conversation compacted ({trigger}); about {pre_tokens} tokens summarised"
+            "Conversation compacted ({}); about {pre_tokens} tokens summarised",
+            trigger.as_str()
         ))
     }
 }

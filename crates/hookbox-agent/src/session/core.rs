@@ -4,7 +4,6 @@
 //! compaction ([`compact`](super::compact)) are steps of this loop kept in their own files.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -12,13 +11,13 @@ use std::time::Instant;
 
 use hookbox_env::CodingTools;
 use hookbox_hooks::{Dispatcher, EventInput, HookEvent, HookOutcome, SessionContext};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use super::SubagentDefinition;
 use super::compact::{compact_command, estimate_tokens};
-use super::emit::Emitter;
-use super::messages::{ContentBlock, SessionMessage};
+use super::emit::{Emitter, Transcript};
+use super::messages::{CompactTrigger, ContentBlock, HookFailure, SessionMessage};
 use super::outcome::{End, Stats, denial, millis, result, stop_reason};
 use super::permissions::{PermissionMode, PermissionPrompt};
 use super::permit::Permit;
@@ -53,7 +52,7 @@ pub(crate) struct Core {
     pub(crate) session_id: String,
     pub(crate) cwd: String,
     pub(crate) transcript_path: String,
-    pub(crate) transcript: Option<File>,
+    pub(crate) transcript: Option<Transcript>,
     pub(crate) dispatcher: Dispatcher,
     pub(crate) tools: CodingTools,
     pub(crate) tool_names: Vec<&'static str>,
@@ -206,7 +205,13 @@ impl Core {
         }
         if let Some(instructions) = compact_command(prompt) {
             return match self
-                .compact(conversation, "manual", instructions, out, stats)
+                .compact(
+                    conversation,
+                    CompactTrigger::Manual,
+                    instructions,
+                    out,
+                    stats,
+                )
                 .await
             {
                 Ok(note) => End::Compacted(note),
@@ -267,14 +272,14 @@ impl Core {
             .dispatch(&EventInput::sdk(event, &context, fields))
             .await;
         for entry in &outcome.trace {
-            if let Some(message) = SessionMessage::hook_failure(entry) {
-                out.emit(message);
+            if let Some(failure) = HookFailure::from_trace(entry) {
+                out.emit(SessionMessage::HookFailed(failure));
             }
         }
         if let Some(message) = &outcome.system_message {
-            out.emit(SessionMessage::System {
-                subtype: "hook_system_message".into(),
-                data: json!({"message": message, "hook_event_name": event.name()}),
+            out.emit(SessionMessage::HookSystemMessage {
+                event,
+                message: message.clone(),
             });
         }
         outcome
@@ -458,7 +463,7 @@ impl LoopPoints for SessionRun<'_, '_> {
         {
             return self
                 .core
-                .compact(conversation, "auto", "", self.out, self.stats)
+                .compact(conversation, CompactTrigger::Auto, "", self.out, self.stats)
                 .await
                 .err();
         }
@@ -540,7 +545,7 @@ impl LoopPoints for SessionRun<'_, '_> {
             .core
             .tool_call(self.runner, call, self.out, self.stats)
             .await;
-        let content = json!(done.text);
+        let content = Value::String(done.text.clone());
         self.out.emit(SessionMessage::User {
             content: vec![ContentBlock::ToolResult {
                 tool_use_id: call.id.clone(),

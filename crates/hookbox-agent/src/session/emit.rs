@@ -1,5 +1,5 @@
 //! Where a query's messages go: the caller's stream and, when the session has one, its
-//! transcript file (one stream-json line per message).
+//! transcript file (one line per message, in the format its caller chose).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -8,22 +8,31 @@ use std::path::Path;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::messages::SessionMessage;
-use hookbox_store::new_uuid;
+
+/// How a transcript writes one message of session `session_id`: one line, without its
+/// newline (e.g. `hookbox-stream-json`'s stream-json line).
+pub type TranscriptFormat = fn(&SessionMessage, &str) -> String;
+
+/// A session's transcript: the file and the format of its lines.
+pub(crate) struct Transcript {
+    pub(crate) file: File,
+    pub(crate) format: TranscriptFormat,
+}
 
 /// Sends messages to the stream and appends them to the transcript.
 pub(crate) struct Emitter<'a> {
     pub(crate) session_id: &'a str,
     pub(crate) stream: UnboundedSender<SessionMessage>,
-    pub(crate) transcript: Option<&'a mut File>,
+    pub(crate) transcript: Option<&'a mut Transcript>,
 }
 
 impl Emitter<'_> {
     /// Emits one message. A reader that went away or a full disk does not stop the session:
     /// the stream is best-effort once its reader is gone, and the transcript is a record.
     pub(crate) fn emit(&mut self, message: SessionMessage) {
-        if let Some(file) = self.transcript.as_deref_mut() {
-            let line = message.to_wire(self.session_id, &new_uuid());
-            let _ = writeln!(file, "{line}");
+        if let Some(transcript) = self.transcript.as_deref_mut() {
+            let line = (transcript.format)(&message, self.session_id);
+            let _ = writeln!(transcript.file, "{line}");
         }
         let _ = self.stream.send(message);
     }

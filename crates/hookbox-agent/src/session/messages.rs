@@ -1,16 +1,12 @@
-//! What a session tells its user: the messages of the SDK message stream, in the shapes the
-//! Python agent SDKs parse (`system`, `assistant`, `user`, `result`).
+//! What a session tells its user: the messages of a session's stream, as typed values. Their
+//! JSON is the interface's: `hookbox-stream-json` writes them in the shapes the Python agent
+//! SDKs parse.
 
-use hookbox_hooks::TraceEntry;
-use serde::Serialize;
-use serde_json::{Value, json};
-
-/// The `system` subtype of a hook failure.
-const HOOK_RESPONSE: &str = "hook_response";
+use hookbox_hooks::{HookEvent, Origin, TraceEntry};
+use serde_json::Value;
 
 /// One block of an assistant or user message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ContentBlock {
     /// Text from the model.
     Text {
@@ -38,8 +34,7 @@ pub enum ContentBlock {
 }
 
 /// How a query ended, as the `result` message's `subtype`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResultSubtype {
     /// The model answered, or a hook stopped the session on purpose (`continue: false`).
     Success,
@@ -49,8 +44,19 @@ pub enum ResultSubtype {
     ErrorDuringExecution,
 }
 
+impl ResultSubtype {
+    /// The subtype's name: `success`, `error_max_turns`, `error_during_execution`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::ErrorMaxTurns => "error_max_turns",
+            Self::ErrorDuringExecution => "error_during_execution",
+        }
+    }
+}
+
 /// A tool call that was not allowed to run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PermissionDenial {
     /// The tool's name.
     pub tool_name: String,
@@ -121,136 +127,109 @@ pub enum SessionMessage {
         /// The tool's structured response (Claude Code's `tool_use_result`).
         tool_use_result: Option<Value>,
     },
-    /// A note for the user: a hook's `systemMessage`, a hook that failed
-    /// ([`SessionMessage::hook_failure`]), a notification, a compaction.
-    System {
-        /// `hook_system_message`, `hook_response`, `notification` or `compact_boundary`.
-        subtype: String,
-        /// The details.
-        data: Value,
+    /// A hook run that failed, so that no failure goes unseen.
+    HookFailed(HookFailure),
+    /// A hook's `systemMessage` for the user.
+    HookSystemMessage {
+        /// The event whose hook said it.
+        event: HookEvent,
+        /// What it said.
+        message: String,
+    },
+    /// The conversation was compacted: a summary replaced the history.
+    CompactBoundary {
+        /// What started it.
+        trigger: CompactTrigger,
+        /// The estimated size of the history replaced, in tokens.
+        pre_tokens: u64,
     },
     /// How the query ended.
     Result(QueryResult),
 }
 
 impl SessionMessage {
-    /// The `system` / `hook_response` message for a hook run that failed (crash, timeout,
-    /// bad output, spawn failure…), so that no failure goes unseen; `None` for a run that did
-    /// not fail. Field names follow Claude Code's `hook_response` (`hook_event`, `hook_name`,
-    /// `outcome`, `exit_code`, `output`); `outcome` is `error` when the call went on anyway
-    /// (fail-open) and `blocked` when the failure blocked it; `cause` says what went wrong,
-    /// `handler` and `source` which hook it was.
-    pub fn hook_failure(entry: &TraceEntry) -> Option<Self> {
+    /// The warning line for a [`HookFailed`](Self::HookFailed) message (for stderr); `None`
+    /// for any other message.
+    pub fn hook_failure_warning(&self) -> Option<String> {
+        match self {
+            Self::HookFailed(failure) => Some(failure.warning()),
+            _ => None,
+        }
+    }
+}
+
+/// What starts a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactTrigger {
+    /// The user's `/compact`.
+    Manual,
+    /// The conversation grew over the session's threshold.
+    Auto,
+}
+
+impl CompactTrigger {
+    /// The trigger's name, as hooks receive it: `manual` or `auto`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Manual => "manual",
+            Self::Auto => "auto",
+        }
+    }
+}
+
+/// A hook run that failed (crash, timeout, bad output, spawn failure…): which hook, what went
+/// wrong, and whether the call went on anyway (fail-open) or was blocked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookFailure {
+    /// The event it ran on.
+    pub event: HookEvent,
+    /// The binding's matcher as written (`None`: every value).
+    pub matcher: Option<String>,
+    /// `command`, `http` or `callback`.
+    pub handler: &'static str,
+    /// The command line, URL or callback name.
+    pub label: String,
+    /// Where it was declared.
+    pub origin: Origin,
+    /// What went wrong, for people.
+    pub cause: String,
+    /// The exit status of a command that exited by itself.
+    pub exit_code: Option<i32>,
+    /// Whether the failure blocked the call (`on_error: "deny"`, or an event that fails
+    /// closed) rather than letting it go on.
+    pub failed_closed: bool,
+}
+
+impl HookFailure {
+    /// The failure `entry` records; `None` for a run that did not fail.
+    pub fn from_trace(entry: &TraceEntry) -> Option<Self> {
         let failure = entry.failure.as_ref()?;
-        let event = entry.event.name();
-        let outcome = if entry.failed_closed {
-            "blocked"
-        } else {
-            "error"
-        };
-        let cause = failure.to_string();
-        Some(Self::System {
-            subtype: HOOK_RESPONSE.into(),
-            data: json!({
-                "hook_event": event,
-                "hook_name": format!("{event}:{}", entry.matcher.as_deref().unwrap_or("*")),
-                "outcome": outcome,
-                "fail_open": !entry.failed_closed,
-                "cause": cause,
-                "output": cause,
-                "exit_code": entry.exit_code,
-                "handler": {"type": entry.handler, "label": entry.label},
-                "source": {"file": entry.origin.source, "json_path": entry.origin.json_path},
-            }),
+        Some(Self {
+            event: entry.event,
+            matcher: entry.matcher.clone(),
+            handler: entry.handler,
+            label: entry.label.clone(),
+            origin: entry.origin.clone(),
+            cause: failure.to_string(),
+            exit_code: entry.exit_code,
+            failed_closed: entry.failed_closed,
         })
     }
 
-    /// The warning line for a [`hook_failure`](Self::hook_failure) message (for stderr);
-    /// `None` for any other message.
-    pub fn hook_failure_warning(&self) -> Option<String> {
-        let Self::System { subtype, data } = self else {
-            return None;
-        };
-        if subtype != HOOK_RESPONSE {
-            return None;
-        }
-        let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default();
-        let handler = data.pointer("/handler/label").and_then(Value::as_str);
-        let source = data.pointer("/source/file").and_then(Value::as_str);
-        let consequence = if data.get("fail_open") == Some(&Value::Bool(true)) {
-            "failed open: the call went on as if it had not run"
-        } else {
+    /// One warning line for people (for stderr).
+    pub fn warning(&self) -> String {
+        let consequence = if self.failed_closed {
             "failed closed: the call was blocked"
+        } else {
+            "failed open: the call went on as if it had not run"
         };
-        Some(format!(
+        format!(
             "warning: {} hook `{}` ({}) {consequence}: {}",
-            text("hook_event"),
-            handler.unwrap_or_default(),
-            source.unwrap_or_default(),
-            text("cause"),
-        ))
-    }
-
-    /// The message as one stream-json line object, stamped with `session_id` and `uuid`.
-    pub fn to_wire(&self, session_id: &str, uuid: &str) -> Value {
-        match self {
-            Self::Init {
-                cwd,
-                model,
-                tools,
-                permission_mode,
-                agents,
-            } => json!({
-                "type": "system", "subtype": "init", "uuid": uuid, "session_id": session_id,
-                "cwd": cwd, "model": model, "tools": tools, "mcp_servers": [],
-                "permissionMode": permission_mode, "agents": agents, "apiKeySource": "none",
-                "slash_commands": ["compact"], "output_style": "default",
-                "claude_code_version": env!("CARGO_PKG_VERSION"),
-            }),
-            Self::Assistant {
-                id,
-                model,
-                content,
-                parent_tool_use_id,
-            } => json!({
-                "type": "assistant",
-                "message": {"id": id, "type": "message", "role": "assistant", "model": model, "content": content},
-                "parent_tool_use_id": parent_tool_use_id, "session_id": session_id, "uuid": uuid,
-            }),
-            Self::User {
-                content,
-                parent_tool_use_id,
-                tool_use_result,
-            } => {
-                let mut message = json!({
-                    "type": "user",
-                    "message": {"role": "user", "content": content},
-                    "parent_tool_use_id": parent_tool_use_id, "session_id": session_id, "uuid": uuid,
-                });
-                if let Some(result) = tool_use_result {
-                    message["tool_use_result"] = result.clone();
-                }
-                message
-            }
-            Self::System { subtype, data } => {
-                let mut message = json!({"type": "system", "subtype": subtype, "uuid": uuid, "session_id": session_id});
-                if let (Value::Object(message), Value::Object(data)) = (&mut message, data) {
-                    for (key, value) in data {
-                        message.entry(key.clone()).or_insert_with(|| value.clone());
-                    }
-                }
-                message
-            }
-            Self::Result(result) => json!({
-                "type": "result", "subtype": result.subtype, "is_error": result.is_error,
-                "duration_ms": result.duration_ms, "duration_api_ms": result.duration_api_ms,
-                "num_turns": result.num_turns, "result": result.result,
-                "stop_reason": result.stop_reason, "session_id": session_id, "uuid": uuid,
-                "total_cost_usd": 0.0,
-                "usage": {"input_tokens": result.usage.0, "output_tokens": result.usage.1},
-                "errors": result.errors, "permission_denials": result.permission_denials,
-            }),
-        }
+            self.event.name(),
+            self.label,
+            self.origin.source,
+            self.cause,
+        )
     }
 }
 
@@ -280,7 +259,18 @@ impl std::fmt::Display for SessionMessage {
                     .collect();
                 f.write_str(&parts.join("\n"))
             }
-            Self::System { subtype, data } => write!(f, "[{subtype}] {data}"),
+            Self::HookFailed(failure) => write!(f, "[hook failed] {}", failure.warning()),
+            Self::HookSystemMessage { event, message } => {
+                write!(f, "[{} hook] {message}", event.name())
+            }
+            Self::CompactBoundary {
+                trigger,
+                pre_tokens,
+            } => write!(
+                f,
+                "[compacted] {} compaction of about {pre_tokens} tokens",
+                trigger.as_str()
+            ),
             Self::Result(result) => write!(
                 f,
                 "[result] {:?}{} after {} turn(s): {}",

@@ -39,8 +39,12 @@ use hookbox_hooks::{
 };
 use tokio::sync::mpsc;
 
+pub use emit::TranscriptFormat;
 pub use hookbox_store::new_uuid;
-pub use messages::{ContentBlock, PermissionDenial, QueryResult, ResultSubtype, SessionMessage};
+pub use messages::{
+    CompactTrigger, ContentBlock, HookFailure, PermissionDenial, QueryResult, ResultSubtype,
+    SessionMessage,
+};
 pub use permissions::{
     PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, UnknownPermissionMode,
 };
@@ -144,7 +148,7 @@ pub struct SessionBuilder {
     agents: BTreeMap<String, SubagentDefinition>,
     isolation: Isolation,
     compact_threshold: u64,
-    transcript_dir: Option<PathBuf>,
+    transcript_dir: Option<(PathBuf, TranscriptFormat)>,
     hooks: HookSetBuilder,
     hook_errors: Vec<String>,
     settings_files: Vec<PathBuf>,
@@ -215,10 +219,10 @@ impl SessionBuilder {
         self
     }
 
-    /// Writes the transcript (one stream-json line per message) to `DIR/<session_id>.jsonl`,
-    /// whose path hooks receive as `transcript_path`.
-    pub fn transcript_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.transcript_dir = Some(dir.into());
+    /// Writes the transcript (one line per message, written by `format`) to
+    /// `DIR/<session_id>.jsonl`, whose path hooks receive as `transcript_path`.
+    pub fn transcript_dir(mut self, dir: impl Into<PathBuf>, format: TranscriptFormat) -> Self {
+        self.transcript_dir = Some((dir.into(), format));
         self
     }
 
@@ -305,14 +309,15 @@ impl SessionBuilder {
             None => new_uuid(),
         };
         let (transcript, transcript_path) = match &self.transcript_dir {
-            Some(dir) => {
+            Some((dir, format)) => {
                 let (file, path) = emit::open_transcript(dir, &session_id).map_err(|source| {
                     SessionError::Transcript {
                         dir: dir.clone(),
                         source,
                     }
                 })?;
-                (Some(file), path)
+                let format = *format;
+                (Some(emit::Transcript { file, format }), path)
             }
             None => (None, String::new()),
         };

@@ -162,8 +162,12 @@ async fn the_privacy_gate_denies_the_model_sees_why_and_the_second_turn_recovers
             .expect("content")
             .contains("PII compliance policy")
     );
-    assert_eq!(first.traces.len(), 1);
-    assert_eq!(first.traces[0].0, 2, "the trace belongs to the result step");
+    assert_eq!(first.records.len(), 1);
+    assert_eq!(first.records[0].1.trace.len(), 1);
+    assert_eq!(
+        first.records[0].0, 2,
+        "the trace belongs to the result step"
+    );
 
     // Second turn: history plus the new input; the public summary is read.
     let second = agent

@@ -220,14 +220,12 @@ async fn settings_hooks_get_claude_project_dir() {
     );
 }
 
-/// The `hook_response` messages of `messages`.
-fn hook_responses(messages: &[SessionMessage]) -> Vec<Value> {
+/// The hook failures reported in `messages`.
+fn hook_responses(messages: &[SessionMessage]) -> Vec<HookFailure> {
     messages
         .iter()
         .filter_map(|message| match message {
-            SessionMessage::System { subtype, data } if subtype == "hook_response" => {
-                Some(data.clone())
-            }
+            SessionMessage::HookFailed(failure) => Some(failure.clone()),
             _ => None,
         })
         .collect()
@@ -257,37 +255,19 @@ async fn every_failed_hook_is_reported_with_its_outcome_and_cause() {
     let responses = hook_responses(&messages);
     assert_eq!(responses.len(), 3, "{responses:?}");
     for response in &responses {
-        assert_eq!(response["hook_event"], "PreToolUse");
-        assert_eq!(response["hook_name"], "PreToolUse:Bash");
-        assert_eq!(response["outcome"], "error");
-        assert_eq!(response["fail_open"], true);
-        assert_eq!(response["handler"]["type"], "command");
+        assert_eq!(response.event, HookEvent::PreToolUse);
+        assert_eq!(response.matcher.as_deref(), Some("Bash"));
+        assert!(!response.failed_closed, "{response:?}");
+        assert_eq!(response.handler, "command");
         assert!(
-            response["source"]["file"]
-                .as_str()
-                .is_some_and(|file| file.ends_with("settings.json")),
-            "{response}"
+            response.origin.source.ends_with("settings.json"),
+            "{response:?}"
         );
     }
-    assert!(
-        responses[0]["cause"]
-            .as_str()
-            .unwrap_or("")
-            .contains("broken")
-    );
-    assert_eq!(responses[0]["exit_code"], 1);
-    assert!(
-        responses[1]["cause"]
-            .as_str()
-            .unwrap_or("")
-            .contains("timed out")
-    );
-    assert!(
-        responses[2]["cause"]
-            .as_str()
-            .unwrap_or("")
-            .contains("not found")
-    );
+    assert!(responses[0].cause.contains("broken"));
+    assert_eq!(responses[0].exit_code, Some(1));
+    assert!(responses[1].cause.contains("timed out"));
+    assert!(responses[2].cause.contains("not found"));
     assert!(
         messages[..]
             .iter()
@@ -310,13 +290,8 @@ async fn every_failed_hook_is_reported_with_its_outcome_and_cause() {
     assert!(tool_results(&messages)[0].1);
     let responses = hook_responses(&messages);
     assert_eq!(responses.len(), 1, "{responses:?}");
-    assert_eq!(responses[0]["outcome"], "blocked");
-    assert!(
-        responses[0]["cause"]
-            .as_str()
-            .unwrap_or("")
-            .contains("gate crashed")
-    );
+    assert!(responses[0].failed_closed, "{responses:?}");
+    assert!(responses[0].cause.contains("gate crashed"));
 }
 
 #[tokio::test]
@@ -361,7 +336,7 @@ async fn a_session_end_hook_that_fails_is_reported_by_close() {
     let produced = session.close("prompt_input_exit").await;
     let responses = hook_responses(&produced);
     assert_eq!(responses.len(), 1, "{produced:?}");
-    assert_eq!(responses[0]["hook_event"], "SessionEnd");
-    assert_eq!(responses[0]["exit_code"], 7);
-    assert_eq!(responses[0]["outcome"], "error");
+    assert_eq!(responses[0].event, HookEvent::SessionEnd);
+    assert_eq!(responses[0].exit_code, Some(7));
+    assert!(!responses[0].failed_closed, "{responses:?}");
 }

@@ -3,9 +3,10 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use hookbox_agent::ToolCallReport;
 use hookbox_env::Isolation;
 use hookbox_runtime::{Config, Runtime};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::cli::ExecArgs;
 use crate::{config, render};
@@ -46,7 +47,7 @@ pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
         render::print_error(&format!("{diagnostic}\n"));
     }
     if args.json {
-        render::print_json(&serde_json::to_value(&report)?)?;
+        render::print_json(&report_json(&report)?)?;
     } else {
         render::print_text(&text(&report))?;
     }
@@ -57,8 +58,27 @@ pub(crate) fn run(args: &ExecArgs) -> anyhow::Result<ExitCode> {
     }))
 }
 
+/// The report for machines (`--json`): the verdict, the tool's result or error, every hook run
+/// (`trace`), the egress proxy's decisions (`network`, left out when there were none) and the
+/// problems with the environment's hook files (`diagnostics`).
+fn report_json(report: &ToolCallReport) -> serde_json::Result<Value> {
+    let mut json = json!({
+        "tool": report.tool,
+        "denied": report.denied,
+        "reason": report.reason,
+        "result": report.result,
+        "error": report.error,
+        "trace": serde_json::to_value(&report.trace)?,
+    });
+    if !report.network.is_empty() {
+        json["network"] = serde_json::to_value(&report.network)?;
+    }
+    json["diagnostics"] = serde_json::to_value(&report.diagnostics)?;
+    Ok(json)
+}
+
 /// The report for people: verdict, result or error, then one line per hook run.
-fn text(report: &hookbox_agent::ToolCallReport) -> String {
+fn text(report: &ToolCallReport) -> String {
     let mut text = if report.denied {
         format!(
             "denied: {}\n",

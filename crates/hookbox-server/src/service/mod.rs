@@ -29,6 +29,7 @@
 //! [`events`] derives its server-sent events, [`idempotency`] recognises retries, [`runs`]
 //! registers runs and records what they make, [`error`] says what failed.
 
+mod call_records;
 mod error;
 mod events;
 mod idempotency;

@@ -10,6 +10,7 @@ use hookbox_store::{Append, Error as StoreFailure, NewStep, Status, Store, Updat
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
+use super::call_records::trace_entries;
 use super::events::{Event, Partial, step_events, streamed_delta, streamed_start};
 use super::steps::{parse, render};
 use super::{InteractionService, blocking};
@@ -164,7 +165,7 @@ impl InteractionService {
                 lengths.push(piece.len());
                 let _ = progress_tx.send(Progress::Text(index, piece.to_owned()));
             }
-            RunEvent::Traces(entries) => traces.extend_from_slice(entries),
+            RunEvent::Record(record) => traces.extend(trace_entries(record)),
             RunEvent::Step(step) => {
                 let streamed = std::mem::take(&mut lengths);
                 let streamed = (!streamed.is_empty() && matches!(step, Step::ModelOutput(_)))

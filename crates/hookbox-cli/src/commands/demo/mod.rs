@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use hookbox_agent::interaction::{Agent, RunOutcome, RunStatus, Step};
 use hookbox_env::{Environment, EnvironmentSpec, Environments, Isolation};
+use hookbox_hooks::{HandlerResult, TraceEntry};
 use hookbox_llm::{Model, ScriptedModel};
 use hookbox_runtime::{Config, Runtime};
 use serde_json::{Value, json};
@@ -262,7 +263,8 @@ fn agent_over(
 /// A few lines per step: the prompt, each tool call, each hook decision, each result, the answer.
 fn describe(text: &mut String, outcome: &RunOutcome) {
     for (index, step) in outcome.steps.iter().enumerate() {
-        for (_, entry) in outcome.traces.iter().filter(|(at, _)| *at == index) {
+        let records = outcome.records.iter().filter(|(at, _)| *at == index);
+        for entry in records.flat_map(|(_, record)| &record.trace) {
             text.push_str(&format!("     {}\n", hook_line(entry)));
         }
         let line = match step {
@@ -284,36 +286,34 @@ fn describe(text: &mut String, outcome: &RunOutcome) {
     if let Some(error) = &outcome.error {
         text.push_str(&format!(
             "   interaction {}: {}\n",
-            json!(outcome.status).as_str().unwrap_or("?"),
+            outcome.status.as_str(),
             error.message
         ));
     }
 }
 
-fn hook_line(entry: &Value) -> String {
-    let decision = match &entry["result"] {
-        Value::Object(decided) => decided
-            .get("decided")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_uppercase(),
-        Value::String(result) => result.replace('_', " "),
-        _ => String::from("?"),
+/// One hook run: event, handler, where it ran, its decision and reason, and how long it took.
+fn hook_line(entry: &TraceEntry) -> String {
+    let decision = match entry.result {
+        HandlerResult::Decided(decision) => format!("{decision:?}").to_uppercase(),
+        HandlerResult::NoDecision => "no decision".to_owned(),
+        HandlerResult::Skipped => "skipped".to_owned(),
     };
-    let reason = entry["reason"]
-        .as_str()
+    let reason = entry
+        .reason
+        .as_deref()
         .map(|reason| format!(": {reason}"))
         .unwrap_or_default();
     // Command hooks run in the environment's sandbox; HTTP hooks are posted by hookbox under
     // the environment's network policy.
-    let place = match entry["handler"].as_str() {
-        Some("http") => "posted by hookbox",
+    let place = match entry.handler {
+        "http" => "posted by hookbox",
         _ => "in the sandbox",
     };
     format!(
         "hook {} `{}` ({place}) → {decision}{reason} ({:.0} ms)",
-        entry["event"].as_str().unwrap_or("?"),
-        entry["label"].as_str().unwrap_or("?"),
-        entry["duration_ms"].as_f64().unwrap_or_default()
+        entry.event.name(),
+        entry.label,
+        entry.duration.as_secs_f64() * 1000.0
     )
 }
