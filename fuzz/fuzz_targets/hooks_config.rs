@@ -12,5 +12,5 @@ fuzz_target!(|input: (u8, &str)| {
         1 => Some(Dialect::Sandbox),
         _ => Some(Dialect::Sdk),
     };
-    let _ = hookbox_hooks::config::parse("fuzz.json", text, dialect);
+    let _ = hookbox_hooks::config::parse("fuzz.json", text, dialect, &[]);
 });

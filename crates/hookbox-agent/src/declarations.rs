@@ -3,7 +3,16 @@
 //! and hooks vocabulary are defined beside its argument parser.
 
 use hookbox_env::{ToolDefinition, Vocabulary, builtin_tools};
+use hookbox_hooks::{HookSet, HookSetBuilder};
 use hookbox_llm::ToolDeclaration;
+
+/// A builder of hooks for the sandbox tools: sandbox-dialect matchers that match none of the
+/// registry's sandbox tools are warned about.
+pub fn sandbox_hooks_builder() -> HookSetBuilder {
+    let mut builder = HookSet::builder();
+    builder.sandbox_tools(builtin_tools(Vocabulary::Sandbox).map(|tool| tool.name));
+    builder
+}
 
 /// The declarations of the built-in tools of `vocabulary`, in the registry's order.
 pub(crate) fn builtin_declarations(vocabulary: Vocabulary) -> Vec<ToolDeclaration> {
@@ -22,6 +31,26 @@ pub(crate) fn declaration(definition: &ToolDefinition) -> ToolDeclaration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sandbox_matchers_are_checked_against_the_registry() {
+        let warnings = |matcher: &str| {
+            let config = format!(
+                r#"{{"g": {{"pre_tool_execution": [{{"matcher": "{matcher}",
+                    "hooks": [{{"type": "command", "command": "true"}}]}}]}}}}"#
+            );
+            let mut builder = sandbox_hooks_builder();
+            builder
+                .load_str("hooks.json", &config, None)
+                .expect("usable config");
+            builder.build().diagnostics().len()
+        };
+        for tool in builtin_tools(Vocabulary::Sandbox) {
+            assert_eq!(warnings(tool.name), 0, "{}", tool.name);
+        }
+        assert_eq!(warnings("Bash"), 1);
+        assert_eq!(warnings("read_file|Bash"), 0);
+    }
 
     #[test]
     fn the_interactions_agent_offers_the_five_sandbox_tools() {

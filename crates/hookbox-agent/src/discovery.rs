@@ -13,6 +13,8 @@ use hookbox_env::{FileTools, ToolError};
 use hookbox_hooks::{Diagnostic, Dialect, HookSet, LoadError, Severity};
 use serde_json::{Value, json};
 
+use crate::sandbox_hooks_builder;
+
 /// Where hook configuration is discovered inside an environment, root first.
 pub const HOOK_FILES: [&str; 2] = ["/.agents/hooks.json", "/workspace/.agents/hooks.json"];
 
@@ -105,7 +107,7 @@ impl HookDiscovery {
         if let Some(found) = cached.as_ref().filter(|found| found.contents == contents) {
             return found.clone();
         }
-        let mut builder = HookSet::builder();
+        let mut builder = sandbox_hooks_builder();
         let mut problems = Vec::new();
         for ((path, text), owner) in HOOK_FILES.iter().zip(&contents).zip(self.owner_files) {
             let Some(text) = text else { continue };

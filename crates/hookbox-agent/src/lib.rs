@@ -29,6 +29,7 @@ mod runner;
 pub mod session;
 mod tool_call;
 
+pub use declarations::sandbox_hooks_builder;
 pub use discovery::{Discovered, HOOK_FILES, HookDiscovery};
 pub use owner_hook_files::OwnerHookFiles;
 pub use runner::EnvironmentCommandRunner;

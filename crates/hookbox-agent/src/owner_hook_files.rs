@@ -3,7 +3,9 @@
 //! on hookbox-hooks.
 
 use hookbox_env::{HookCommand, HookFileCheck};
-use hookbox_hooks::{Diagnostic, Dialect, Handler, HookSet, LoadError, Severity};
+use hookbox_hooks::{Diagnostic, Dialect, Handler, LoadError, Severity};
+
+use crate::sandbox_hooks_builder;
 
 /// Checks owners' hook files with hookbox-hooks: give it to
 /// [`Environments::with_hook_file_check`](hookbox_env::Environments::with_hook_file_check).
@@ -12,7 +14,7 @@ pub struct OwnerHookFiles;
 
 impl HookFileCheck for OwnerHookFiles {
     fn commands(&self, file: &str, text: &str) -> Result<Vec<HookCommand>, String> {
-        let mut builder = HookSet::builder();
+        let mut builder = sandbox_hooks_builder();
         if let Err(err) = builder.load_str(file, text, Some(Dialect::Sandbox)) {
             return Err(match err {
                 LoadError::Invalid(diagnostic) => located(&diagnostic),

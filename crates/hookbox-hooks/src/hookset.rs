@@ -135,9 +135,23 @@ pub struct HookSetBuilder {
     bindings: Vec<Binding>,
     diagnostics: Vec<Diagnostic>,
     sources: Vec<HookSourceSummary>,
+    /// The tools sandbox-dialect matchers are checked against (see [`config::parse`]).
+    sandbox_tools: Vec<String>,
 }
 
 impl HookSetBuilder {
+    /// Names the tools sandbox-dialect hooks can fire for (the sandbox vocabulary of the
+    /// caller's tool registry), so that documents loaded afterwards get a warning for a
+    /// matcher that matches none of them. Without it, matchers are not checked.
+    pub fn sandbox_tools<I, S>(&mut self, tools: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.sandbox_tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Loads a config file, detecting its dialect unless `dialect` forces one.
     pub fn load_file(
         &mut self,
@@ -202,8 +216,8 @@ impl HookSetBuilder {
         dialect: Option<Dialect>,
         trust: Trust,
     ) -> Result<&mut Self, LoadError> {
-        let mut parsed =
-            config::parse(source, text, dialect).map_err(|d| LoadError::Invalid(Box::new(d)))?;
+        let mut parsed = config::parse(source, text, dialect, &self.sandbox_tools)
+            .map_err(|d| LoadError::Invalid(Box::new(d)))?;
         if trust == Trust::ModelWritable && parsed.bindings.len() > MODEL_FILE_MAX_HANDLERS {
             self.diagnostics.push(over_bound(
                 source,

@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use hookbox_agent::sandbox_hooks_builder;
 use hookbox_hooks::{Diagnostic, Dialect, HookSet, LoadError, Severity};
 use serde_json::{Value, json};
 
@@ -30,7 +31,7 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         .paths
         .iter()
         .map(|path| {
-            let mut builder = HookSet::builder();
+            let mut builder = sandbox_hooks_builder();
             let loaded = builder
                 .load_file(path, args.dialect.map(Into::into))
                 .map(|_| ());
@@ -93,7 +94,7 @@ fn add_precedence(reports: &mut [FileReport], args: &CheckArgs) {
     if sandbox.len() < 2 {
         return;
     }
-    let mut together = HookSet::builder();
+    let mut together = sandbox_hooks_builder();
     for &index in &sandbox {
         // Each loaded alone a moment ago; a failure now only means no precedence report.
         let _ = together.load_file(&args.paths[index], Some(Dialect::Sandbox));

@@ -4,7 +4,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use hookbox_hooks::{Dialect, Dispatcher, EventInput, HookEvent, HookSet, Runners, SessionContext};
+use hookbox_agent::sandbox_hooks_builder;
+use hookbox_hooks::{Dialect, Dispatcher, EventInput, HookEvent, Runners, SessionContext};
 use serde_json::{Map, Value, json};
 
 use crate::cli::RunArgs;
@@ -38,7 +39,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
 
-    let mut builder = HookSet::builder();
+    let mut builder = sandbox_hooks_builder();
     for path in &args.configs {
         builder.load_file(path, args.dialect.map(Into::into))?;
     }

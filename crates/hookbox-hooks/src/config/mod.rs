@@ -68,12 +68,16 @@ pub struct ParsedConfig {
 
 /// Parses one configuration document named `source` (a path or other label for messages).
 ///
-/// The dialect is detected from the document's shape unless `dialect` forces it. `Err` means
-/// the document as a whole is unusable (not JSON, not an object, dialect not recognisable).
+/// The dialect is detected from the document's shape unless `dialect` forces it. A
+/// sandbox-dialect matcher that matches none of `sandbox_tools` (the tools its hooks can fire
+/// for, from the caller's tool registry) is warned about; with no tools given, none is. `Err`
+/// means the document as a whole is unusable (not JSON, not an object, dialect not
+/// recognisable).
 pub fn parse(
     source: &str,
     text: &str,
     dialect: Option<Dialect>,
+    sandbox_tools: &[String],
 ) -> Result<ParsedConfig, Diagnostic> {
     let unusable = |message: String| Diagnostic {
         severity: Severity::Error,
@@ -104,7 +108,7 @@ pub fn parse(
         );
     }
     let (groups, bindings) = match dialect {
-        Dialect::Sandbox => sandbox::read(map, &mut report),
+        Dialect::Sandbox => sandbox::read(map, &mut report, sandbox_tools),
         Dialect::Sdk => (Vec::new(), sdk::read(map, &mut report)),
     };
     Ok(ParsedConfig {
@@ -139,6 +143,7 @@ mod tests {
             r#"{"gate": {"pre_tool_execution": [{"matcher": "code_execution",
                 "hooks": [{"type": "command", "command": "x", "timeout": 10}]}]}}"#,
             None,
+            &[],
         )
         .unwrap();
         assert_eq!(sandbox.dialect, Dialect::Sandbox);
@@ -150,6 +155,7 @@ mod tests {
             "settings.json",
             r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}}"#,
             None,
+            &[],
         )
         .unwrap();
         assert_eq!(sdk.dialect, Dialect::Sdk);
@@ -168,7 +174,7 @@ mod tests {
             ("[]", "the top level must be an object, found an array"),
             (r#"{"permissions": {}}"#, "cannot tell"),
         ] {
-            let err = parse("x.json", text, None).unwrap_err();
+            let err = parse("x.json", text, None, &[]).unwrap_err();
             assert_eq!(err.json_path, "$");
             assert_eq!(err.severity, Severity::Error);
             assert!(err.message.contains(phrase), "{}", err.message);
@@ -180,14 +186,14 @@ mod tests {
     fn forcing_a_dialect_reports_mismatches_as_element_errors() {
         let text =
             r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x"}]}]}}"#;
-        let parsed = parse("settings.json", text, Some(Dialect::Sandbox)).unwrap();
+        let parsed = parse("settings.json", text, Some(Dialect::Sandbox), &[]).unwrap();
         assert_eq!(parsed.dialect, Dialect::Sandbox);
         assert!(parsed.bindings.is_empty());
         assert_eq!(parsed.diagnostics.len(), 1);
         assert_eq!(parsed.diagnostics[0].json_path, "$.hooks.PreToolUse");
 
         let text = r#"{"gate": {"pre_tool_execution": []}}"#;
-        let parsed = parse("hooks.json", text, Some(Dialect::Sdk)).unwrap();
+        let parsed = parse("hooks.json", text, Some(Dialect::Sdk), &[]).unwrap();
         assert_eq!(parsed.diagnostics.len(), 1);
         assert_eq!(parsed.diagnostics[0].json_path, "$.gate");
         assert!(
@@ -202,7 +208,7 @@ mod tests {
     #[test]
     fn duplicate_groups_warn() {
         let text = r#"{"g": {"enabled": true}, "g": {"enabled": false}}"#;
-        let parsed = parse("hooks.json", text, None).unwrap();
+        let parsed = parse("hooks.json", text, None, &[]).unwrap();
         assert_eq!(
             parsed.groups,
             [GroupInfo {

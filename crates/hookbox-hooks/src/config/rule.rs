@@ -20,14 +20,6 @@ use crate::handler::Handler;
 use crate::matcher::{MatcherKind, MatcherSet, compile};
 
 /// The sandbox tools hooks can fire on.
-const SANDBOX_TOOLS: [&str; 5] = [
-    "code_execution",
-    "read_file",
-    "write_file",
-    "list_files",
-    "delete_file",
-];
-
 /// A sandbox handler's timeout when it sets none (the seed's default).
 const SANDBOX_DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// An SDK handler's timeout when neither it nor its matcher group sets one (the SDKs' default).
@@ -42,6 +34,8 @@ pub(super) struct Scope<'a> {
     pub(super) event: HookEvent,
     /// The sandbox group, if any.
     pub(super) group: Option<&'a str>,
+    /// The tools a sandbox-dialect matcher can match (empty: not known, nothing is checked).
+    pub(super) tools: &'a [String],
 }
 
 /// The bindings of the list of rules at `path`, in order.
@@ -173,20 +167,19 @@ fn read_matcher(
                     .to_owned(),
             ),
         ),
-        MatcherKind::Pattern(_) if scope.dialect == Dialect::Sandbox => {
+        MatcherKind::Pattern(_) if scope.dialect == Dialect::Sandbox && !scope.tools.is_empty() => {
             let set = MatcherSet::new([&kind]);
-            if SANDBOX_TOOLS.iter().all(|tool| set.select(tool).is_empty()) {
+            if scope.tools.iter().all(|tool| set.select(tool).is_empty()) {
                 report.warning(
                     &at,
                     format!(
                         "matcher `{pattern}` matches none of the sandbox's built-in tools, so \
                          these hooks never run"
                     ),
-                    Some(
-                        "sandbox hooks fire only for code_execution, read_file, write_file, \
-                         list_files and delete_file"
-                            .to_owned(),
-                    ),
+                    Some(format!(
+                        "sandbox hooks fire only for {}",
+                        scope.tools.join(", ")
+                    )),
                 );
             }
         }

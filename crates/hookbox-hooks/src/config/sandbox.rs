@@ -24,10 +24,12 @@ pub(super) const GROUP_KEYS: [&str; 4] = [
     "mode",
 ];
 
-/// The groups and the enabled groups' bindings of a sandbox-dialect document.
+/// The groups and the enabled groups' bindings of a sandbox-dialect document whose matchers
+/// can match `tools`.
 pub(super) fn read(
     document: &Map<String, Value>,
     report: &mut Report,
+    tools: &[String],
 ) -> (Vec<GroupInfo>, Vec<Binding>) {
     let mut groups = Vec::new();
     let mut bindings = Vec::new();
@@ -36,7 +38,7 @@ pub(super) fn read(
         let Some(group) = report.object(value, &path) else {
             continue;
         };
-        let (enabled, group_bindings) = read_group(report, name, group, &path);
+        let (enabled, group_bindings) = read_group(report, name, group, &path, tools);
         groups.push(GroupInfo {
             name: name.clone(),
             enabled,
@@ -54,6 +56,7 @@ fn read_group(
     name: &str,
     group: &Map<String, Value>,
     path: &JsonPath,
+    tools: &[String],
 ) -> (bool, Vec<Binding>) {
     let mut enabled = true;
     let mut shadow = false;
@@ -84,6 +87,7 @@ fn read_group(
             dialect: Dialect::Sandbox,
             event,
             group: Some(name),
+            tools,
         };
         bindings.extend(rule::read_list(report, value, &at, scope));
     }
@@ -123,7 +127,7 @@ mod tests {
             "on": {"post_tool_execution": [{"hooks": [{"type": "command", "command": "x"}]}]},
         });
         let mut report = Report::new("hooks.json");
-        let (groups, bindings) = read(document.as_object().unwrap(), &mut report);
+        let (groups, bindings) = read(document.as_object().unwrap(), &mut report, &[]);
         assert_eq!(
             groups,
             [
@@ -151,7 +155,7 @@ mod tests {
     fn claude_event_in_a_group_points_at_the_sandbox_names() {
         let document = json!({"gate": {"PreToolUse": []}});
         let mut report = Report::new("hooks.json");
-        read(document.as_object().unwrap(), &mut report);
+        read(document.as_object().unwrap(), &mut report, &[]);
         let diagnostics = report.into_diagnostics();
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].severity, Severity::Error);

@@ -59,6 +59,7 @@ pub(super) fn read(document: &Map<String, Value>, report: &mut Report) -> Vec<Bi
             dialect: Dialect::Sdk,
             event,
             group: None,
+            tools: &[],
         };
         bindings.extend(rule::read_list(report, value, &at, scope));
     }

@@ -8,6 +8,19 @@ use hookbox_hooks::config::{GroupInfo, ParsedConfig, parse};
 use hookbox_hooks::{Binding, Dialect, Handler, HookEvent, MatcherKind, OnError, Severity};
 use serde_json::json;
 
+/// The sandbox tools of the seeds, the vocabulary matchers are checked against.
+fn seed_tools() -> Vec<String> {
+    [
+        "code_execution",
+        "read_file",
+        "write_file",
+        "list_files",
+        "delete_file",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// The schema example of the sandbox seed ("Schéma hooks.json"), verbatim.
 const SCHEMA_EXAMPLE: &str = r#"{
   "security-gate": {
@@ -98,7 +111,7 @@ const CLAUDE_SETTINGS: &str = r#"{
 
 /// Parses `text` and asserts it is clean.
 fn parse_clean(source: &str, text: &str) -> ParsedConfig {
-    let parsed = match parse(source, text, None) {
+    let parsed = match parse(source, text, None, &seed_tools()) {
         Ok(parsed) => parsed,
         Err(err) => panic!("{source}: {err}"),
     };
@@ -364,7 +377,7 @@ fn bare_sdk_options_and_plugin_files_parse() {
 #[test]
 fn an_invalid_matcher_is_reported_and_kept_matching_nothing() {
     let text = json!({"g": {"pre_tool_execution": [{"matcher": "*_file", "hooks": [{"type": "command", "command": "x"}]}]}});
-    let Ok(parsed) = parse("hooks.json", &text.to_string(), None) else {
+    let Ok(parsed) = parse("hooks.json", &text.to_string(), None, &seed_tools()) else {
         panic!("parses");
     };
     assert_eq!(parsed.bindings.len(), 1);
@@ -401,7 +414,7 @@ fn unusable_documents_are_errors_at_the_root() {
         (r#"{"gate": {"hooks": []}}"#, "cannot tell"),
     ] {
         for dialect in [None, Some(Dialect::Sandbox), Some(Dialect::Sdk)] {
-            match parse("x.json", text, dialect) {
+            match parse("x.json", text, dialect, &seed_tools()) {
                 Err(err) => {
                     assert_eq!(err.json_path, "$");
                     assert_eq!(err.severity, Severity::Error);
@@ -819,7 +832,7 @@ fn bad_configs() -> Vec<(&'static str, String, Option<Dialect>, Vec<Expected>)> 
 fn bad_configs_are_diagnosed_exactly() {
     let mut failures = Vec::new();
     for (name, text, dialect, expected) in bad_configs() {
-        let parsed = match parse("hooks.json", &text, dialect) {
+        let parsed = match parse("hooks.json", &text, dialect, &seed_tools()) {
             Ok(parsed) => parsed,
             Err(err) => {
                 failures.push(format!("{name}: unusable: {err}"));
@@ -859,7 +872,7 @@ fn elements_with_errors_are_left_out_and_the_rest_kept() {
         ]},
         {"matcher": 5, "hooks": [{"type": "command", "command": "dropped"}]},
     ]}});
-    let Ok(parsed) = parse("hooks.json", &text.to_string(), None) else {
+    let Ok(parsed) = parse("hooks.json", &text.to_string(), None, &seed_tools()) else {
         panic!("parses");
     };
     let labels: Vec<&str> = parsed.bindings.iter().map(|b| b.handler.label()).collect();

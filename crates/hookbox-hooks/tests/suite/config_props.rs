@@ -93,7 +93,7 @@ fn document() -> impl Strategy<Value = Value> {
 /// Parses `text` in every mode and checks what comes back points into the document.
 fn check(text: &str) -> Result<(), TestCaseError> {
     for dialect in [None, Some(Dialect::Sandbox), Some(Dialect::Sdk)] {
-        match parse("fuzz.json", text, dialect) {
+        match parse("fuzz.json", text, dialect, &[]) {
             Ok(parsed) => {
                 for diagnostic in &parsed.diagnostics {
                     prop_assert!(diagnostic.json_path.starts_with('$'), "{diagnostic:?}");
