@@ -70,7 +70,7 @@ pub use spec::EnvironmentSpec;
 pub use store::{Environments, StoreError};
 pub use target::Target;
 pub use tools::{
-    BUILTIN_TOOLS, BuiltinTools, CODE_EXECUTION, DEFAULT_CODE_TIMEOUT, EnvironmentFile,
+    BUILTIN_TOOLS, BuiltinTools, CODE_EXECUTION, DEFAULT_CODE_TIMEOUT, Effect, EnvironmentFile,
     EnvironmentFiles, FileTools, HOST_PATH, Isolation, MAX_LISTED, ToolDefinition, ToolError,
     ToolOutcome, Vocabulary, builtin_tool, builtin_tools, mime_type,
 };

@@ -6,6 +6,7 @@ use std::future::Future;
 use std::str::FromStr;
 
 use futures_util::future::BoxFuture;
+use hookbox_env::{Effect, Vocabulary, builtin_tool, builtin_tools};
 use serde_json::Value;
 
 /// How much a session may do without asking.
@@ -120,10 +121,11 @@ pub(crate) enum Rule {
     Ask(String),
 }
 
-/// The tools that only read.
-const READ_ONLY: [&str; 3] = ["Read", "Glob", "Grep"];
-/// The tools that edit files.
-pub(crate) const EDITS: [&str; 2] = ["Write", "Edit"];
+/// What the coding tool `tool` does, from the tool registry (`None` for any other tool:
+/// `Task`, MCP tools, client tools).
+pub(crate) fn effect(tool: &str) -> Option<Effect> {
+    builtin_tool(Vocabulary::Sdk, tool).map(|definition| definition.effect)
+}
 
 /// The allowed / disallowed lists and the mode, applied to one call. `hook_allowed` is an
 /// explicit `allow` from a `PreToolUse` hook; `hook_asked` an explicit `ask`.
@@ -144,10 +146,16 @@ impl Rules<'_> {
         if listed(self.disallowed, tool) {
             return Rule::Deny(format!("{tool} is in this session's disallowed tools"));
         }
-        let read_only = READ_ONLY.contains(&tool);
+        let effect = effect(tool);
+        let read_only = effect == Some(Effect::Reads);
         if self.mode == PermissionMode::Plan && !read_only {
+            let readers: Vec<&str> = builtin_tools(Vocabulary::Sdk)
+                .filter(|definition| definition.effect == Effect::Reads)
+                .map(|definition| definition.name)
+                .collect();
             return Rule::Deny(format!(
-                "the session is in plan mode, where {tool} may not run; only Read, Glob and Grep do"
+                "the session is in plan mode, where {tool} may not run; only {} do",
+                readers.join(", ")
             ));
         }
         if let Some(path) = self.protected
@@ -172,8 +180,9 @@ impl Rules<'_> {
             return Rule::Allow;
         }
         if listed(self.allowed, tool)
-            || (self.mode == PermissionMode::AcceptEdits && (read_only || EDITS.contains(&tool)))
-            || (tool == "Bash" && self.sandboxed)
+            || (self.mode == PermissionMode::AcceptEdits
+                && (read_only || effect == Some(Effect::Edits)))
+            || (effect == Some(Effect::Runs) && self.sandboxed)
         {
             return Rule::Allow;
         }

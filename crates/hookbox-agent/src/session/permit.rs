@@ -1,6 +1,7 @@
 //! The permission system of a tool call: the rules, then `PermissionRequest` hooks, then the
 //! session's `can_use_tool` prompt.
 
+use hookbox_env::Effect;
 use hookbox_hooks::{Decision, HookEvent, HookOutcome};
 use hookbox_llm::ToolCall;
 use serde_json::{Map, Value, json};
@@ -8,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::core::{Core, Runner};
 use super::emit::Emitter;
 use super::outcome::{End, stop_reason};
-use super::permissions::{EDITS, PermissionAnswer, PermissionQuery, Rule, Rules};
+use super::permissions::{PermissionAnswer, PermissionQuery, Rule, Rules, effect};
 
 /// The permission system's verdict on one call.
 pub(super) enum Permit {
@@ -27,8 +28,7 @@ impl Core {
         pre: &HookOutcome,
         out: &mut Emitter<'_>,
     ) -> Permit {
-        let protected = EDITS
-            .contains(&call.name.as_str())
+        let protected = (effect(&call.name) == Some(Effect::Edits))
             .then(|| input.get("file_path").and_then(Value::as_str))
             .flatten()
             .and_then(|path| self.tools.protected(path));

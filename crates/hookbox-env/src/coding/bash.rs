@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::Isolation;
 use crate::tools::args::Args;
-use crate::tools::definition::{Run, ToolDefinition};
+use crate::tools::definition::{Effect, Run, ToolDefinition};
 
 /// The tool's name.
 const TOOL: &str = "Bash";
@@ -21,6 +21,7 @@ const ARGS: &[&str] = &["command", "timeout", "description"];
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sdk,
+    effect: Effect::Runs,
     description: "Run a bash command in the working directory (inside the sandbox) and return its output.",
     parameters,
     arguments: ARGS,

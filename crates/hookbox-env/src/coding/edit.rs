@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::coding::write::store;
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::args::Args;
-use crate::tools::definition::{Run, ToolDefinition, session_path_schema};
+use crate::tools::definition::{Effect, Run, ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Edit";
@@ -18,6 +18,7 @@ const ARGS: &[&str] = &["file_path", "old_string", "new_string", "replace_all"];
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sdk,
+    effect: Effect::Edits,
     description: "Replace an exact string in a file (it must occur once unless replace_all is set).",
     parameters,
     arguments: ARGS,

@@ -10,7 +10,7 @@ use crate::coding::paths::Located;
 use crate::coding::pattern::Glob;
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid, walk};
 use crate::tools::args::Args;
-use crate::tools::definition::{Run, ToolDefinition, session_path_schema};
+use crate::tools::definition::{Effect, Run, ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Glob";
@@ -22,6 +22,7 @@ const ARGS: &[&str] = &["pattern", "path"];
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sdk,
+    effect: Effect::Reads,
     description: "Find files by glob pattern (`**` matches directories), newest first.",
     parameters,
     arguments: ARGS,

@@ -16,7 +16,7 @@ use crate::coding::read::cut;
 use crate::coding::walk::{self, Found, nanos};
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::args::Args;
-use crate::tools::definition::{Run, ToolDefinition, session_path_schema};
+use crate::tools::definition::{Effect, Run, ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Grep";
@@ -36,6 +36,7 @@ const ARGS: &[&str] = &[
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sdk,
+    effect: Effect::Reads,
     description: "Search file contents with a regular expression.",
     parameters,
     arguments: ARGS,

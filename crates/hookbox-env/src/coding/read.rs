@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::tools::args::Args;
-use crate::tools::definition::{Run, ToolDefinition, session_path_schema};
+use crate::tools::definition::{Effect, Run, ToolDefinition, session_path_schema};
 
 /// The tool's name.
 const TOOL: &str = "Read";
@@ -17,6 +17,7 @@ const ARGS: &[&str] = &["file_path", "offset", "limit"];
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sdk,
+    effect: Effect::Reads,
     description: "Read a text file, with line numbers.",
     parameters,
     arguments: ARGS,

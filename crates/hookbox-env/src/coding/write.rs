@@ -8,7 +8,7 @@ use crate::coding::paths::Located;
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
 use crate::confined;
 use crate::tools::args::Args;
-use crate::tools::definition::{Run, ToolDefinition, session_path_schema};
+use crate::tools::definition::{Effect, Run, ToolDefinition, session_path_schema};
 use crate::tools::write::{Replacement, replace_named};
 
 /// The tool's name.
@@ -21,6 +21,7 @@ const ARGS: &[&str] = &["file_path", "content"];
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sdk,
+    effect: Effect::Edits,
     description: "Create or overwrite a file.",
     parameters,
     arguments: ARGS,

@@ -12,7 +12,7 @@ use crate::egress::SandboxEgress;
 use crate::environment::Environment;
 use crate::tools::args::Args;
 use crate::tools::builtin::{Isolation, ToolOutcome};
-use crate::tools::definition::{Run, ToolDefinition};
+use crate::tools::definition::{Effect, Run, ToolDefinition};
 use crate::tools::error::ToolError;
 
 /// The tool's name: the Interactions API shows its calls as `code_execution_call` steps.
@@ -28,6 +28,7 @@ const ARGS: &[&str] = &["code", "language", "timeout"];
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sandbox,
+    effect: Effect::Runs,
     description: "Run a bash or python program in the sandbox (cwd /workspace) and return its stdout, stderr and exit code.",
     parameters,
     arguments: ARGS,

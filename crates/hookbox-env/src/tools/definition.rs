@@ -20,6 +20,17 @@ pub enum Vocabulary {
     Sdk,
 }
 
+/// What a built-in tool does to its environment: the SDK permission modes decide by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Only reads files (`plan` mode allows it).
+    Reads,
+    /// Changes files (`acceptEdits` mode allows it; protected paths ask).
+    Edits,
+    /// Runs commands (allowed without asking when they run in the sandbox).
+    Runs,
+}
+
 /// One built-in tool as models and hooks see it.
 #[derive(Debug, Clone, Copy)]
 pub struct ToolDefinition {
@@ -27,6 +38,8 @@ pub struct ToolDefinition {
     pub name: &'static str,
     /// The hooks vocabulary it appears under.
     pub vocabulary: Vocabulary,
+    /// What it does to the environment.
+    pub effect: Effect,
     /// What it does, for the model.
     pub description: &'static str,
     /// The JSON schema of its arguments (an `object` schema). Every model wire (Gemini,

@@ -6,7 +6,7 @@ use rustix::io::Errno;
 use serde_json::{Value, json};
 
 use crate::tools::args::Args;
-use crate::tools::definition::{FileTool, Run, ToolDefinition, sandbox_path_schema};
+use crate::tools::definition::{Effect, FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, sandbox_path};
 use crate::tools::resolve::Final;
@@ -21,6 +21,7 @@ pub(crate) const ARGS: &[&str] = &["path"];
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sandbox,
+    effect: Effect::Edits,
     description: "Delete a file under /workspace.",
     parameters,
     arguments: ARGS,

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::confined;
 use crate::sandbox_path::SandboxPath;
 use crate::tools::args::Args;
-use crate::tools::definition::{FileTool, Run, ToolDefinition, sandbox_path_schema};
+use crate::tools::definition::{Effect, FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::{ToolError, from_errno};
 use crate::tools::files::{FileTools, exact_errno, sandbox_path};
 use crate::tools::resolve::Final;
@@ -25,6 +25,7 @@ pub(crate) const ARGS: &[&str] = &["path", "recursive"];
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sandbox,
+    effect: Effect::Reads,
     description: "List a directory of the sandbox (default /workspace).",
     parameters,
     arguments: ARGS,

@@ -17,7 +17,9 @@ pub(crate) mod write;
 
 pub use builtin::{BuiltinTools, Isolation, ToolOutcome};
 pub use code::{CODE_EXECUTION, DEFAULT_CODE_TIMEOUT, HOST_PATH};
-pub use definition::{BUILTIN_TOOLS, ToolDefinition, Vocabulary, builtin_tool, builtin_tools};
+pub use definition::{
+    BUILTIN_TOOLS, Effect, ToolDefinition, Vocabulary, builtin_tool, builtin_tools,
+};
 pub use error::ToolError;
 pub use files::FileTools;
 pub use owner::{EnvironmentFile, EnvironmentFiles, MAX_LISTED, mime_type};

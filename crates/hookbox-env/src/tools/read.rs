@@ -9,7 +9,7 @@ use rustix::fs::{FileType, Mode, OFlags};
 use serde_json::{Value, json};
 
 use crate::tools::args::Args;
-use crate::tools::definition::{FileTool, Run, ToolDefinition, sandbox_path_schema};
+use crate::tools::definition::{Effect, FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, exact_errno, sandbox_path};
 use crate::tools::resolve::Final;
@@ -24,6 +24,7 @@ pub(crate) const ARGS: &[&str] = &["path"];
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sandbox,
+    effect: Effect::Reads,
     description: "Read a file of the sandbox.",
     parameters,
     arguments: ARGS,

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::confined;
 use crate::tools::args::Args;
-use crate::tools::definition::{FileTool, Run, ToolDefinition, sandbox_path_schema};
+use crate::tools::definition::{Effect, FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, Writable, sandbox_path};
 use crate::tools::resolve::Final;
@@ -26,6 +26,7 @@ pub(crate) const ARGS: &[&str] = &["path", "content", "encoding"];
 pub(crate) const DEFINITION: ToolDefinition = ToolDefinition {
     name: TOOL,
     vocabulary: Vocabulary::Sandbox,
+    effect: Effect::Edits,
     description: "Create or replace a file under /workspace.",
     parameters,
     arguments: ARGS,
