@@ -351,7 +351,7 @@ fn results_seen(interaction: &Value) -> Vec<(String, String)> {
 fn kill_9_of_serve_mid_calls_loses_no_event_whose_result_the_model_saw() {
     const TEST: &str =
         "serve::audit::kill_9_of_serve_mid_calls_loses_no_event_whose_result_the_model_saw";
-    const ROUNDS: u32 = 3;
+    const ROUNDS: u32 = 10;
     let Some((receiver, certificates)) = receiver_for(TEST, true, Duration::from_millis(100))
     else {
         return;
