@@ -2,6 +2,8 @@
 mod auth;
 /// Browsers turned against a local server.
 mod browsers;
+/// `kill -9` of a server in the middle of a hook, and its restart.
+mod crash;
 /// The raw HTTP client the attacks use.
 mod http;
 /// Half-sent requests and the connection cap.
