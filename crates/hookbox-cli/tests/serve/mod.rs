@@ -4,6 +4,8 @@ mod audit;
 mod auth;
 /// Browsers turned against a local server.
 mod browsers;
+/// `kill -9` of a server in the middle of a hook, and its restart.
+mod crash;
 /// The raw HTTP client the attacks use.
 mod http;
 /// Half-sent requests and the connection cap.

@@ -126,6 +126,15 @@ fn reply_body(
 ) -> (Result<Body, Failure>, Option<i32>) {
     match raw {
         RawReply::Process(output) => {
+            // A reply cut at the cap is never an allow, however the process ended: a gate that
+            // floods past the cap and is then killed at its timeout must not fail open.
+            if output.stdout.truncated() {
+                let code = match output.exit {
+                    ExitKind::Exited(code) => Some(code),
+                    ExitKind::TimedOut | ExitKind::Signaled(_) => None,
+                };
+                return (Err(Failure::OutputTruncated), code);
+            }
             let code = match output.exit {
                 ExitKind::TimedOut => return (Err(timeout(binding)), None),
                 ExitKind::Signaled(signal) => return (Err(Failure::Signaled { signal }), None),
@@ -137,9 +146,6 @@ fn reply_body(
                     stderr: first_line(&output.stderr.bytes),
                 };
                 return (Err(failure), Some(code));
-            }
-            if output.stdout.truncated() {
-                return (Err(Failure::OutputTruncated), Some(code));
             }
             let body = Body::Text {
                 bytes: output.stdout.bytes,
@@ -277,6 +283,37 @@ mod tests {
             value.prop_map(|value| value.to_string().into_bytes()),
             prop::collection::vec(any::<u8>(), 0..64),
         ]
+    }
+
+    #[test]
+    fn a_reply_cut_at_the_cap_denies_however_the_hook_ended() {
+        let bound = binding(HookEvent::PreToolExecution, command(OnError::Allow));
+        for exit in [
+            ExitKind::TimedOut,
+            ExitKind::Signaled(9),
+            ExitKind::Exited(1),
+            ExitKind::Exited(0),
+        ] {
+            let output = ProcessOutput {
+                exit,
+                stdout: CapturedOutput {
+                    bytes: b"aaaa".to_vec(),
+                    dropped: 4_000_000,
+                },
+                stderr: CapturedOutput {
+                    bytes: Vec::new(),
+                    dropped: 0,
+                },
+                duration: Duration::ZERO,
+            };
+            let verdict = decode(
+                HookEvent::PreToolExecution,
+                &bound,
+                RawReply::Process(output),
+            );
+            assert_eq!(verdict.decision, Some(Decision::Deny), "{exit:?}");
+            assert!(verdict.failed_closed, "{exit:?}");
+        }
     }
 
     proptest! {
