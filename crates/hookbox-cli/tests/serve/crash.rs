@@ -55,11 +55,18 @@ fn a_killed_server_leaves_nothing_running_and_its_restart_recovers_the_store() {
         assert_eq!(created.status, 200, "{created:?}");
         let created = created.json();
         environment = created["environment_id"].clone();
-        wait_until("the second call's hook to start both sleeps", || {
+        // The first call's result must be stored too: the server records steps in a task of
+        // their own, which can lag behind the run (a kill in between loses what the model saw;
+        // see the soak's report), so the kill waits for it.
+        let path = format!("/v1/interactions/{}", created["id"].as_str().expect("id"));
+        wait_until("the first call's result and the second call's hook", || {
             let tree = descendants(pid);
             markers
                 .iter()
                 .all(|marker| tree.keys().any(|&child| cmdline(child).contains(marker)))
+                && http::json(&served.base_url, &key, "GET", &path, &Value::Null)
+                    .body
+                    .contains("onedone")
         });
         assert!(
             !cgroups_named(&format!("hookbox-{pid}-")).is_empty(),

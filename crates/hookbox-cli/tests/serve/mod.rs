@@ -79,6 +79,16 @@ fn serve(home: &Path, extra: &[&str]) -> Served {
     }
 }
 
+/// A test that fails before stopping its server must not leave it running.
+impl Drop for Served {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 impl Served {
     /// Sends SIGTERM and waits for the exit status.
     fn terminate(mut self) -> (std::process::ExitStatus, String) {
