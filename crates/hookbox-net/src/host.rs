@@ -43,7 +43,7 @@ pub(crate) fn canonical(host: &str) -> Result<String, HostError> {
 }
 
 /// Whether `name` is a domain name (or an IP literal) that hookbox can match and resolve: one
-/// with a canonical form (see [`canonical`]).
+/// with a canonical form (see `canonical`).
 pub fn is_host_name(name: &str) -> bool {
     canonical(name).is_ok()
 }

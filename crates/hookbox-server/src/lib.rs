@@ -1,7 +1,8 @@
 //! hookbox's REST API, served with axum: the Environments API of the `google-genai` SDK
 //! (`docs/wire/interactions-api.md` §2, §9), so the official client works with only `base_url`
 //! changed, and the Interactions API (§2–§8): the wire format (requests, views, server-sent
-//! events, idempotency, error mapping) and the run registry are this crate's ([`service`]).
+//! events, idempotency, error mapping) and the run registry are this crate's (its `service`
+//! module).
 //!
 //! The server builds nothing of its own: [`router`] serves a [`Runtime`] (`hookbox-runtime`:
 //! the store, environments, agents, hook clients and egress proxy); environments, their files
