@@ -373,7 +373,7 @@ fn kill_9_of_serve_mid_calls_loses_no_event_whose_result_the_model_saw() {
         // up (and slow), one may be in flight.
         let down = round % 2 == 0;
         receiver.up.store(!down, Ordering::SeqCst);
-        let served = serve(home.path(), &[]);
+        let mut served = serve(home.path(), &[]);
         let before = stored(home.path());
         let created = http::json(
             &served.base_url,
@@ -388,13 +388,12 @@ fn kill_9_of_serve_mid_calls_loses_no_event_whose_result_the_model_saw() {
         environment = created["environment_id"].clone();
         // Five of the round's 20 calls are done (each takes 0.1 s or more): kill it mid-way.
         wait_until(|| stored(home.path()) >= before + 5);
-        let mut child = served.child;
         rustix::process::kill_process(
-            rustix::process::Pid::from_child(&child),
+            rustix::process::Pid::from_child(&served.child),
             rustix::process::Signal::KILL,
         )
         .expect("SIGKILL");
-        child.wait().expect("wait");
+        served.child.wait().expect("wait");
     }
     let left = status(home.path());
     assert!(
