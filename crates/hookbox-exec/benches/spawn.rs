@@ -41,18 +41,20 @@ fn spawn(c: &mut Criterion) {
         die_with_parent: false,
         ..shell.clone()
     };
+    // One run of `spec` on the runtime, which must exit 0.
+    let runs_to_zero = |spec: &ProcessSpec| {
+        assert_eq!(
+            runtime.block_on(run(black_box(spec))).unwrap().exit,
+            ExitKind::Exited(0)
+        );
+    };
 
     let mut group = c.benchmark_group("/bin/true");
     group.bench_function("std Command::status", |b| {
         b.iter(|| assert!(bare("/bin/true", &[]).success()))
     });
     group.bench_function("hookbox_exec::run", |b| {
-        b.iter(|| {
-            assert_eq!(
-                runtime.block_on(run(black_box(&direct))).unwrap().exit,
-                ExitKind::Exited(0)
-            )
-        });
+        b.iter(|| runs_to_zero(&direct));
     });
     group.finish();
 
@@ -66,20 +68,10 @@ fn spawn(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("/bin/true sandboxed");
     group.bench_function("hookbox_exec::run bare", |b| {
-        b.iter(|| {
-            assert_eq!(
-                runtime.block_on(run(black_box(&direct))).unwrap().exit,
-                ExitKind::Exited(0)
-            )
-        });
+        b.iter(|| runs_to_zero(&direct));
     });
     group.bench_function("hookbox_exec::run in a sandbox", |b| {
-        b.iter(|| {
-            assert_eq!(
-                runtime.block_on(run(black_box(&sandboxed))).unwrap().exit,
-                ExitKind::Exited(0)
-            )
-        });
+        b.iter(|| runs_to_zero(&sandboxed));
     });
     group.finish();
 
@@ -88,20 +80,10 @@ fn spawn(c: &mut Criterion) {
         b.iter(|| assert!(bare("/bin/sh", &["-c", "true"]).success()));
     });
     group.bench_function("hookbox_exec::run", |b| {
-        b.iter(|| {
-            assert_eq!(
-                runtime.block_on(run(black_box(&shell))).unwrap().exit,
-                ExitKind::Exited(0)
-            )
-        });
+        b.iter(|| runs_to_zero(&shell));
     });
     group.bench_function("hookbox_exec::run without die_with_parent", |b| {
-        b.iter(|| {
-            assert_eq!(
-                runtime.block_on(run(black_box(&shell_fast))).unwrap().exit,
-                ExitKind::Exited(0)
-            )
-        });
+        b.iter(|| runs_to_zero(&shell_fast));
     });
     group.finish();
 
@@ -110,20 +92,10 @@ fn spawn(c: &mut Criterion) {
     let ballast = vec![1_u8; 64 << 20];
     let mut group = c.benchmark_group("sh -c true, 64 MiB process");
     group.bench_function("hookbox_exec::run", |b| {
-        b.iter(|| {
-            assert_eq!(
-                runtime.block_on(run(black_box(&shell))).unwrap().exit,
-                ExitKind::Exited(0)
-            )
-        });
+        b.iter(|| runs_to_zero(&shell));
     });
     group.bench_function("hookbox_exec::run without die_with_parent", |b| {
-        b.iter(|| {
-            assert_eq!(
-                runtime.block_on(run(black_box(&shell_fast))).unwrap().exit,
-                ExitKind::Exited(0)
-            )
-        });
+        b.iter(|| runs_to_zero(&shell_fast));
     });
     group.finish();
     black_box(ballast);
