@@ -10,7 +10,7 @@ use hookbox_net::NetError;
 use serde_json::Value;
 
 use crate::aggregate::{absorb, skipped};
-use crate::binding::Binding;
+use crate::binding::{Binding, Trust};
 use crate::decode::{RawReply, Verdict, decode, timeout};
 use crate::event::{Dialect, HookEvent};
 use crate::handler::{CallbackHandler, Delivery, Handler, HttpHandler};
@@ -79,8 +79,9 @@ impl Dispatcher {
         outcome
     }
 
-    /// Runs one handler (or stores its event in the outbox) and returns its verdict and how
-    /// long it took.
+    /// Runs one handler (or stores its event in the outbox: only an owner's handler, so a hook
+    /// file the model writes cannot fill the owner's durable queue or get its events shed; its
+    /// `at_least_once` handlers are posted once) and returns its verdict and how long it took.
     async fn verdict(
         &self,
         binding: &Binding,
@@ -89,7 +90,10 @@ impl Dispatcher {
     ) -> (Verdict, Duration) {
         let started = Instant::now();
         let verdict = match (&binding.handler, &self.runners.outbox) {
-            (Handler::Http(http), Some(outbox)) if http.delivery == Delivery::AtLeastOnce => {
+            (Handler::Http(http), Some(outbox))
+                if http.delivery == Delivery::AtLeastOnce
+                    && binding.origin.trust == Trust::Owner =>
+            {
                 queue(outbox.as_ref(), binding, http, input, payload).await
             }
             _ => decode(

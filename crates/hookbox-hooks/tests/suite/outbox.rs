@@ -2,7 +2,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use hookbox_hooks::{
-    Decision, Dispatcher, EventInput, Failure, OutboxError, OutboxEvent, OutboxSink, Trust,
+    Decision, Dispatcher, EventInput, Failure, HookSet, OutboxError, OutboxEvent, OutboxSink, Trust,
 };
 use hookbox_test_support::{Reply, TestHttpServer};
 use serde_json::{Value, json};
@@ -131,4 +131,28 @@ async fn fire_and_forget_and_no_outbox_post_now() {
     let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/a", "/b"]);
     assert_eq!(outcome.trace[0].webhook_id, None);
+}
+
+#[tokio::test]
+async fn a_hook_file_the_model_writes_is_posted_once_not_queued() {
+    let server = TestHttpServer::start(|_| Reply::json(200, &json!({})))
+        .await
+        .expect("server");
+    let sink = Arc::new(Recording::default());
+    let mut builder = HookSet::builder();
+    builder
+        .load_model_writable(
+            "/workspace/.agents/hooks.json",
+            &audit(&server.url("/events"), "at_least_once").to_string(),
+            None,
+        )
+        .expect("config loads");
+    let mut runners = local_runners(None);
+    runners.outbox = Some(Arc::clone(&sink) as Arc<dyn OutboxSink>);
+    let hooks = Dispatcher::new(Arc::new(builder.build()), runners);
+    let outcome = hooks.dispatch(&read_call()).await;
+    assert_eq!(outcome.decision, Decision::Allow);
+    // Queued, a model's events could fill the owner's outbox and get the owner's shed.
+    assert!(sink.events.lock().expect("lock").is_empty(), "queued");
+    assert_eq!(server.requests().len(), 1);
 }
