@@ -4,8 +4,7 @@
 Not part of the default test run (it takes minutes). Run it as root (the sandbox and its cgroups
 need root), with a built `hookbox`:
 
-    cargo build -p hookbox-cli
-    python3 scripts/soak.py --hookbox "$CARGO_TARGET_DIR/debug/hookbox"
+    python3 scripts/soak.py --hookbox target/debug/hookbox
 
 It starts `hookbox serve` on a fresh home with a scripted agent whose every interaction makes
 seven `code_execution` calls, one per hook behaviour, under an environment whose
