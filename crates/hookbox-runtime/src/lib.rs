@@ -13,6 +13,7 @@
 mod agents;
 mod audit;
 mod config;
+mod in_place;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use crate::audit::StoreOutbox;
 pub use agents::{Agents, NamedAgent};
 pub use audit::{AuditDeliverer, AuditSection, AuditSettings, DurationValue, WebhookSigner};
 pub use config::{Addresses, Config, NetworkSection, SandboxSection, SdkSection, ServerSection};
+pub use in_place::in_place;
 
 /// Everything an interface serves from, built once from a [`Config`].
 pub struct Runtime {

@@ -55,19 +55,32 @@ fn a_killed_server_leaves_nothing_running_and_its_restart_recovers_the_store() {
         assert_eq!(created.status, 200, "{created:?}");
         let created = created.json();
         environment = created["environment_id"].clone();
-        // The first call's result must be stored too: the server records steps in a task of
-        // their own, which can lag behind the run (a kill in between loses what the model saw;
-        // see the soak's report), so the kill waits for it.
         let path = format!("/v1/interactions/{}", created["id"].as_str().expect("id"));
-        wait_until("the first call's result and the second call's hook", || {
+        wait_until("the second call's hook", || {
             let tree = descendants(pid);
             markers
                 .iter()
                 .all(|marker| tree.keys().any(|&child| cmdline(child).contains(marker)))
-                && http::json(&served.base_url, &key, "GET", &path, &Value::Null)
-                    .body
-                    .contains("onedone")
         });
+        // The model made the second call, so it saw the first call's result: that result,
+        // and the trace of the hook that allowed it, are in the store already.
+        let shown = http::json(&served.base_url, &key, "GET", &path, &Value::Null);
+        assert!(shown.body.contains("onedone"), "{shown:?}");
+        let traces = http::json(
+            &served.base_url,
+            &key,
+            "GET",
+            &format!("{path}/hook_traces"),
+            &Value::Null,
+        )
+        .json();
+        let entries = traces["hook_traces"].as_array().expect("hook_traces");
+        assert!(
+            entries
+                .iter()
+                .any(|entry| entry["tool"] == "code_execution"),
+            "the first call's hook trace: {traces}"
+        );
         assert!(
             !cgroups_named(&format!("hookbox-{pid}-")).is_empty(),
             "the running hook's cgroups are where the test looks for leftovers"

@@ -33,20 +33,9 @@ impl OutboxSink for StoreOutbox {
                 timeout_ms: u64::try_from(event.timeout.as_millis()).unwrap_or(u64::MAX),
                 model_writable: event.trust == Trust::ModelWritable,
             };
-            let store = Arc::clone(&self.store);
-            let insert = move || store.enqueue_outbox(&new);
-            // The tool call waits for this insert: on a multi-threaded runtime it runs in
-            // place (the worker's other tasks move), sparing two thread hand-offs.
-            let flavor =
-                tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor());
-            let stored = if matches!(flavor, Ok(tokio::runtime::RuntimeFlavor::MultiThread)) {
-                tokio::task::block_in_place(insert)
-            } else {
-                tokio::task::spawn_blocking(insert)
-                    .await
-                    .map_err(|error| OutboxError(format!("the store task failed: {error}")))?
-            };
-            stored.map_err(|error| OutboxError(error.to_string()))?;
+            // The tool call waits for this insert.
+            crate::in_place(|| self.store.enqueue_outbox(&new))
+                .map_err(|error| OutboxError(error.to_string()))?;
             self.stored.notify_one();
             Ok(())
         })

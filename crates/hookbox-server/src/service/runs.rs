@@ -37,15 +37,7 @@ impl LiveRun {
     }
 }
 
-/// What the run reports to its recorder, in order.
-enum Progress {
-    /// A piece of the text of step `0`, streamed.
-    Text(usize, String),
-    /// A step as it is made.
-    Step(MadeStep),
-}
-
-/// One step of the run, as the recorder stores it.
+/// One step of the run, as it is stored.
 struct MadeStep {
     /// Its index in the interaction.
     index: usize,
@@ -116,10 +108,11 @@ impl InteractionService {
 
     /// Runs the agent, storing each step as it is made (a tool call's result with its hook
     /// traces, so a run cut short keeps the traces of the calls it made), then the outcome.
-    /// With `stream_text` the model's text is streamed: its pieces are published as they
-    /// arrive, and their lengths are stored with the step. Steps and pieces go through one
-    /// recorder, so they are published in order. The input steps (checked request JSON) are
-    /// stored as given; the steps the agent makes, rendered.
+    /// Each step is stored before the agent goes on, so what the model is shown next (a
+    /// tool's result) is in the store before the model sees it, even if the server is then
+    /// killed. With `stream_text` the model's text is streamed: its pieces are published as
+    /// they arrive, and their lengths are stored with the step. The input steps (checked
+    /// request JSON) are stored as given; the steps the agent makes, rendered.
     async fn run(
         &self,
         id: &str,
@@ -131,39 +124,22 @@ impl InteractionService {
         // Every checked input step (`user_input`, `function_result`) parses, so the agent's
         // first steps, its input echoed, are these in order.
         let input_steps: Vec<Step> = input.iter().filter_map(parse).collect();
-        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
         let store = Arc::clone(self.runtime.store());
         let live = Arc::clone(&self.live);
-        let recorder_id = id.to_owned();
-        let recorder = tokio::spawn(async move {
-            while let Some(progress) = progress_rx.recv().await {
-                match progress {
-                    Progress::Text(index, piece) => {
-                        publish_text(&live, &recorder_id, index, piece);
-                    }
-                    Progress::Step(made) => {
-                        let store = Arc::clone(&store);
-                        let live = Arc::clone(&live);
-                        let id = recorder_id.clone();
-                        let stored =
-                            blocking(move || record_step(store.as_ref(), &live, &id, made)).await;
-                        if stored.is_err() {
-                            // Cancelled or deleted: nothing more to record.
-                            break;
-                        }
-                    }
-                }
-            }
-        });
+        // Cleared when a step cannot be stored (the interaction was cancelled or deleted):
+        // nothing more is recorded or published.
+        let mut recording = true;
         let mut index = 0usize;
         let mut lengths: Vec<usize> = Vec::new();
         let mut traces: Vec<Value> = Vec::new();
-        let mut on_event = move |event: RunEvent<'_>| match event {
+        let mut on_event = |event: RunEvent<'_>| match event {
             // An empty piece shows nothing, and a replay could not cut it out again.
             RunEvent::Text("") => {}
             RunEvent::Text(piece) => {
                 lengths.push(piece.len());
-                let _ = progress_tx.send(Progress::Text(index, piece.to_owned()));
+                if recording {
+                    publish_text(&live, id, index, piece.to_owned());
+                }
             }
             RunEvent::Record(record) => traces.extend(trace_entries(record)),
             RunEvent::Step(step) => {
@@ -171,20 +147,23 @@ impl InteractionService {
                 let streamed = (!streamed.is_empty() && matches!(step, Step::ModelOutput(_)))
                     .then_some(streamed);
                 let body = input.get(index).cloned().unwrap_or_else(|| render(step));
-                let _ = progress_tx.send(Progress::Step(MadeStep {
+                let made = MadeStep {
                     index,
                     body,
                     lengths: streamed,
                     traces: std::mem::take(&mut traces),
-                }));
+                };
+                if recording {
+                    recording =
+                        hookbox_runtime::in_place(|| record_step(store.as_ref(), &live, id, made))
+                            .is_ok();
+                }
                 index += 1;
             }
         };
         let outcome = agent
             .run_with(&history, input_steps, Some(id), stream_text, &mut on_event)
             .await;
-        drop(on_event);
-        let _ = recorder.await;
         let status = match outcome.status {
             RunStatus::Completed => Status::Completed,
             RunStatus::RequiresAction => Status::RequiresAction,
