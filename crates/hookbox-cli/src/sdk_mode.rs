@@ -1,15 +1,22 @@
-//! SDK mode (the Python agent SDKs' `cli_path`): the command line and `hookbox.toml` handed to
-//! `hookbox-stream-json`, which speaks the protocol on stdin and stdout.
+//! SDK mode (the Python agent SDKs' `cli_path`): the command line and the runtime of
+//! `hookbox.toml` handed to `hookbox-stream-json`, which speaks the protocol on stdin and
+//! stdout.
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
+use hookbox_hooks::{HttpRunner, OutboxSink};
 use hookbox_llm::Model;
-use hookbox_stream_json::{AgentCatalog, Setup};
+use hookbox_runtime::{AuditDeliverer, Config, Runtime};
+use hookbox_stream_json::{SessionHost, Setup};
 
 use crate::render;
-use hookbox_runtime::Config;
+
+/// How long a session's process goes on delivering its durable audit events after the SDK
+/// closed its input: events still unsent then wait in the outbox for the next process that
+/// delivers (`hookbox serve`, another session).
+const AUDIT_DRAIN: Duration = Duration::from_secs(3);
 
 /// Answers the cortex SDK's version probe (`-v`): `x.y.z` on stdout, stdin never read.
 pub(crate) fn print_version() -> ExitCode {
@@ -30,16 +37,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         .with_ansi(false)
         .try_init();
     let args = hookbox_stream_json::parse_args(args);
-    let home = hookbox_env::Environments::default_home().ok();
-    let config = match &home {
-        Some(home) => Config::read(args.config.as_deref(), home),
-        None => match &args.config {
-            Some(path) => Config::read(Some(path), Path::new("/nonexistent")),
-            None => Ok(Config::default()),
-        },
-    };
-    let agents = config.map(|config| Arc::new(ConfiguredAgents(config)) as Arc<dyn AgentCatalog>);
-    let setup = Setup::new(args, home, agents);
+    let home = hookbox_env::Environments::default_home();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -50,30 +48,66 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    runtime.block_on(hookbox_stream_json::run(
-        setup,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    ));
+    let built = home
+        .as_deref()
+        .map_err(|err| anyhow::anyhow!("{err}"))
+        .and_then(|home| Config::read(args.config.as_deref(), home))
+        .and_then(|config| {
+            crate::config::warn_if_loopback_hooks(&config);
+            Runtime::from_config(&config)
+        })
+        .map(Arc::new);
+    let deliverer = built.as_ref().ok().map(Arc::clone);
+    let host = built.map(|runtime| Arc::new(RuntimeHost(runtime)) as Arc<dyn SessionHost>);
+    let setup = Setup::new(args, home.ok(), host);
+    runtime.block_on(async {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let delivering = deliverer.map(|runtime| {
+            tokio::spawn(AuditDeliverer::new(runtime).run_until(
+                async {
+                    let _ = stopped.await;
+                },
+                AUDIT_DRAIN,
+            ))
+        });
+        hookbox_stream_json::run(setup, tokio::io::stdin(), tokio::io::stdout()).await;
+        let _ = stop.send(());
+        if let Some(delivering) = delivering {
+            let _ = delivering.await;
+        }
+    });
     // The stdin reader may still be blocked in a read; do not wait for it.
     runtime.shutdown_background();
     ExitCode::SUCCESS
 }
 
-/// `hookbox.toml`'s `[agents]` and `[sdk] default_agent`: the agents an SDK may select, each
-/// checked and built by `hookbox-runtime` as every other interface does.
-struct ConfiguredAgents(Config);
+/// What the runtime of `hookbox.toml` gives SDK sessions: its `[agents]` (each checked and
+/// built as every other interface does) and `[sdk] default_agent`, its HTTP hook clients
+/// and its audit outbox.
+struct RuntimeHost(Arc<Runtime>);
 
-impl AgentCatalog for ConfiguredAgents {
+impl SessionHost for RuntimeHost {
     fn default_agent(&self) -> Option<String> {
-        self.0.sdk.default_agent.clone()
+        self.0.config().sdk.default_agent.clone()
     }
 
     fn agent_names(&self) -> Vec<String> {
-        self.0.agents.keys().cloned().collect()
+        self.0
+            .agents()
+            .iter()
+            .map(|(name, _)| name.to_owned())
+            .collect()
     }
 
     fn model(&self, name: &str) -> anyhow::Result<Arc<dyn Model>> {
-        self.0.model(name)
+        self.0.agents().model(name)
+    }
+
+    fn http_hooks(&self) -> Option<Arc<dyn HttpRunner>> {
+        Some(self.0.session_http_hooks())
+    }
+
+    fn outbox(&self) -> Option<Arc<dyn OutboxSink>> {
+        Some(self.0.outbox())
     }
 }

@@ -16,7 +16,7 @@ use crate::event::{Dialect, HookEvent};
 use crate::handler::{CallbackHandler, Delivery, Handler, HttpHandler};
 use crate::hookset::HookSet;
 use crate::input::EventInput;
-use crate::outbox::{OutboxEvent, OutboxSink};
+use crate::outbox::{OutboxEvent, OutboxQueue, OutboxSink};
 use crate::outcome::{Decision, HookOutcome};
 use crate::runner::{CommandRequest, HttpRequest, Runners};
 use crate::trace::Failure;
@@ -161,7 +161,7 @@ async fn queue(
     };
     let event = OutboxEvent {
         id: id.clone(),
-        environment: environment_of(input),
+        queue: queue_of(input),
         url: http.url.clone(),
         headers: http.headers.clone(),
         body: payload.to_vec(),
@@ -178,13 +178,19 @@ async fn queue(
     }
 }
 
-/// The environment of `input`'s outbox event: its environment id, or its SDK session id.
-fn environment_of(input: &EventInput) -> String {
-    ["environment_id", "session_id"]
-        .iter()
-        .find_map(|key| input.payload().get(*key).and_then(Value::as_str))
-        .unwrap_or_default()
-        .to_owned()
+/// The queue of `input`'s outbox event: its environment's, else its SDK session's.
+fn queue_of(input: &EventInput) -> OutboxQueue {
+    let field = |key: &str| {
+        input
+            .payload()
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    match field("environment_id") {
+        Some(id) => OutboxQueue::Environment(id),
+        None => OutboxQueue::Session(field("session_id").unwrap_or_default()),
+    }
 }
 
 /// Whether an earlier sandbox handler's deny means the remaining ones must not run.

@@ -82,7 +82,7 @@ pub use hookset::{
 };
 pub use input::{EventInput, SessionContext};
 pub use matcher::{MatcherKind, MatcherSet};
-pub use outbox::{OutboxError, OutboxEvent, OutboxSink};
+pub use outbox::{OutboxError, OutboxEvent, OutboxQueue, OutboxSink};
 pub use outcome::{Decision, HookOutcome};
 pub use runner::{
     CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HookClients, HostCommandRunner,

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+pub use hookbox_store::OutboxQueue;
 
 use crate::binding::Trust;
 
@@ -15,9 +16,9 @@ use crate::binding::Trust;
 pub struct OutboxEvent {
     /// Stable id, sent as `webhook-id` on every attempt so the receiver can de-duplicate.
     pub id: String,
-    /// The environment id (sandbox dialect; the session id for SDK-dialect events): events of
-    /// one environment are sent one after another, in the order stored.
-    pub environment: String,
+    /// The queue it is sent in: the environment's (sandbox dialect) or the SDK session's;
+    /// events of one queue are sent one after another, in the order stored.
+    pub queue: OutboxQueue,
     /// Where to POST.
     pub url: String,
     /// The handler's configured (non-secret) headers; the environment's `transform` headers

@@ -122,7 +122,7 @@ fn audited_calls(c: &mut Criterion) {
                 .store()
                 .enqueue_outbox(&hookbox_store::NewOutboxEvent {
                     id: format!("msg_bench{sequence}"),
-                    environment: "env_bench".to_owned(),
+                    queue: hookbox_store::OutboxQueue::Environment("env_bench".to_owned()),
                     url: url.clone(),
                     handler: "bench".to_owned(),
                     headers: Vec::new(),

@@ -2,8 +2,7 @@
 //! (`hookbox.toml`) into what every interface needs — the store, the environments, the
 //! credential store, the sandboxes' egress proxy, the HTTP hooks' clients and the named
 //! [`Agents`] (each checked once, at build). `hookbox serve`, `hookbox exec`, `hookbox demo`
-//! (and SDK mode, through [`Runtime::agents`], [`Runtime::hook_clients`] and
-//! [`Config::sdk`]) build it the same way; an interface adds only its own wire format and
+//! and SDK mode build it the same way; an interface adds only its own wire format and
 //! listening options.
 //!
 //! It sits between the interfaces and `hookbox-agent`: it knows the agent's sandbox tools
@@ -22,8 +21,8 @@ use std::time::Duration;
 use anyhow::Context;
 use hookbox_agent::{OwnerHookFiles, SandboxTools, ToolCallError};
 use hookbox_env::{CredentialStore, Environment, Environments, Isolation};
-use hookbox_hooks::HookClients;
-use hookbox_net::{ClientOptions, EgressProxy, GuardedClient, SharedCredentials};
+use hookbox_hooks::{HookClients, HttpRunner, OutboxSink, PolicyHttpRunner};
+use hookbox_net::{ClientOptions, EgressPolicy, EgressProxy, GuardedClient, SharedCredentials};
 use hookbox_store::{SqliteStore, Store};
 
 use crate::audit::StoreOutbox;
@@ -142,6 +141,21 @@ impl Runtime {
         &self.hook_clients
     }
 
+    /// What SDK sessions' HTTP hooks are sent through: the runtime's hook clients (`[network]`,
+    /// the credential store) under the public egress policy.
+    pub fn session_http_hooks(&self) -> Arc<dyn HttpRunner> {
+        Arc::new(PolicyHttpRunner {
+            clients: self.hook_clients.clone(),
+            policy: EgressPolicy::PUBLIC,
+        })
+    }
+
+    /// The store's outbox, where `at_least_once` HTTP hooks' events wait for
+    /// [`AuditDeliverer`].
+    pub fn outbox(&self) -> Arc<dyn OutboxSink> {
+        Arc::new(self.outbox.clone())
+    }
+
     /// The named agents.
     pub fn agents(&self) -> &Agents {
         &self.agents
@@ -184,7 +198,7 @@ impl Runtime {
     ) -> Result<SandboxTools, ToolCallError> {
         let tools = SandboxTools::with_hook_clients(environment.clone(), isolation, hook_clients)?
             .with_code_timeout(self.code_timeout)
-            .with_outbox(Arc::new(self.outbox.clone()));
+            .with_outbox(self.outbox());
         tools.with_egress(
             self.egress.clone(),
             self.hook_options

@@ -35,7 +35,9 @@ mod time;
 pub use error::{DatabaseError, Entity, Error};
 pub use id::{TOKEN_LEN, is_generated_id, new_id, new_uuid, random_token};
 pub use json_kind::json_kind;
-pub use outbox::{NewOutboxEvent, OutboxDestination, OutboxEvent, OutboxState, Settlement};
+pub use outbox::{
+    NewOutboxEvent, OutboxDestination, OutboxEvent, OutboxQueue, OutboxState, Settlement,
+};
 pub use record::{
     ApiKey, Append, Appended, ChainEnd, Created, EnvironmentRecord, History, HookTrace,
     Interaction, InteractionWithSteps, NewApiKey, NewInteraction, NewStep, NewTrace, Page,

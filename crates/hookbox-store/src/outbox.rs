@@ -8,9 +8,9 @@ use crate::time::Timestamp;
 pub struct NewOutboxEvent {
     /// Its stable id, sent as `webhook-id` (1 to 128 of `A-Z a-z 0-9 _ -`).
     pub id: String,
-    /// The environment id (the session id for SDK-dialect events): events of one environment
-    /// are delivered one after another, in the order stored.
-    pub environment: String,
+    /// The queue it is delivered in: events of one queue are delivered one after another, in
+    /// the order stored.
+    pub queue: OutboxQueue,
     /// Where to POST it.
     pub url: String,
     /// Which handler produced it (its file and JSON path).
@@ -24,6 +24,46 @@ pub struct NewOutboxEvent {
     /// Whether the handler was declared in a file the model can write (it is then sent
     /// through the strict client).
     pub model_writable: bool,
+}
+
+/// Whose events an outbox event is among.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OutboxQueue {
+    /// A sandbox environment's (its id): sent under the environment's network policy.
+    Environment(String),
+    /// An SDK session's (its id): sent under the public egress policy, as the session's
+    /// other HTTP hooks are.
+    Session(String),
+}
+
+impl OutboxQueue {
+    /// What precedes a session id in the stored key (an environment id has no `:`).
+    const SESSION_PREFIX: &'static str = "session:";
+
+    /// The stored key: the environment id, or `session:` and the session id.
+    pub fn key(&self) -> String {
+        match self {
+            Self::Environment(id) => id.clone(),
+            Self::Session(id) => format!("{}{id}", Self::SESSION_PREFIX),
+        }
+    }
+
+    /// The queue stored as `key`.
+    pub fn from_key(key: String) -> Self {
+        match key.strip_prefix(Self::SESSION_PREFIX) {
+            Some(id) => Self::Session(id.to_owned()),
+            None => Self::Environment(key),
+        }
+    }
+}
+
+impl std::fmt::Display for OutboxQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Environment(id) => write!(f, "environment {id}"),
+            Self::Session(id) => write!(f, "session {id}"),
+        }
+    }
 }
 
 /// Where an outbox event stands.

@@ -12,8 +12,9 @@
 //!    `-v`, then both SDKs pass `--input-format stream-json` or `--output-format stream-json`.
 //! 2. [`parse_args`] reads that command line into [`SdkArgs`]; it never fails (unknown flags
 //!    are skipped, unusable values noted in [`SdkArgs::problems`]).
-//! 3. [`Setup::new`] takes those arguments, the hookbox home and the [`AgentCatalog`] that
-//!    turns an agent name (the SDK's `model` option) into a [`hookbox_llm::Model`].
+//! 3. [`Setup::new`] takes those arguments, the hookbox home and the [`SessionHost`] that
+//!    turns an agent name (the SDK's `model` option) into a [`hookbox_llm::Model`] and says
+//!    how the sessions' HTTP hooks are sent (and where durable ones are stored).
 //! 4. [`run`] speaks the protocol over any reader and writer (the process's stdin and stdout
 //!    in the binary) until the input ends, then returns. Its reading task may still be
 //!    blocked on the input then: with the process's stdin, shut the runtime down without
@@ -23,8 +24,8 @@
 //! let args: Vec<String> = std::env::args().skip(1).collect();
 //! if hookbox_stream_json::is_sdk_mode(&args) {
 //!     let args = hookbox_stream_json::parse_args(&args);
-//!     let agents: Arc<dyn AgentCatalog> = Arc::new(my_agents);
-//!     let setup = Setup::new(args, Some(hookbox_home), Ok(agents));
+//!     let host: Arc<dyn SessionHost> = Arc::new(my_host);
+//!     let setup = Setup::new(args, Some(hookbox_home), Ok(host));
 //!     let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
 //!     tokio_runtime.block_on(hookbox_stream_json::run(setup, stdin, stdout));
 //! }
@@ -45,7 +46,7 @@
 //!
 //! This crate is an interface over `hookbox-agent` sessions: it knows nothing of
 //! `hookbox.toml`, the terminal or the REST server; the program embedding it supplies the
-//! agents ([`AgentCatalog`]).
+//! agents and hook transports ([`SessionHost`]).
 
 mod argv;
 mod bridge;
@@ -70,7 +71,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 pub use argv::{SdkArgs, is_sdk_mode, is_version_probe, parse as parse_args};
-pub use setup::{AgentCatalog, Setup};
+pub use setup::{SessionHost, Setup};
 
 use self::control::{ControlClient, Incoming, Outbox};
 use self::frame::InputLine;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
 use hookbox_agent::session::{HookMatcher, PermissionMode, Session};
-use hookbox_hooks::HookEvent;
+use hookbox_hooks::{HookEvent, HttpRunner, OutboxSink};
 use hookbox_llm::Model;
 
 use crate::argv::SdkArgs;
@@ -15,9 +15,10 @@ use crate::control::ControlClient;
 use crate::init::InitOptions;
 use crate::messages;
 
-/// The agents an SDK may select with its `model` option (`--model NAME`): in the binary,
-/// `hookbox.toml`'s `[agents]` tables and `[sdk] default_agent`.
-pub trait AgentCatalog: Send + Sync {
+/// What the program embedding SDK mode supplies to its sessions: the agents an SDK may select
+/// with its `model` option (`--model NAME`; in the binary, `hookbox.toml`'s `[agents]` tables
+/// and `[sdk] default_agent`), and how their HTTP hooks are sent.
+pub trait SessionHost: Send + Sync {
     /// The agent used when the SDK names none.
     fn default_agent(&self) -> Option<String>;
 
@@ -27,6 +28,17 @@ pub trait AgentCatalog: Send + Sync {
     /// The model of agent `name`, built and ready; an unknown name is an error that says
     /// which names exist.
     fn model(&self, name: &str) -> anyhow::Result<Arc<dyn Model>>;
+
+    /// What the sessions' HTTP hooks are sent through (`None`: the strict guarded client).
+    fn http_hooks(&self) -> Option<Arc<dyn HttpRunner>> {
+        None
+    }
+
+    /// Where the events of `"delivery": "at_least_once"` HTTP hooks are stored for later
+    /// delivery (`None`: they are posted once, like the others).
+    fn outbox(&self) -> Option<Arc<dyn OutboxSink>> {
+        None
+    }
 }
 
 /// Everything known before the first prompt. On the first prompt, one function turns it and
@@ -36,20 +48,21 @@ pub struct Setup {
     pub(crate) args: SdkArgs,
     /// `$HOOKBOX_HOME`, when it could be found: transcripts go to its `sessions/`.
     home: Option<PathBuf>,
-    /// The agents, or why they could not be read (every prompt then fails with this).
-    agents: Result<Arc<dyn AgentCatalog>, String>,
+    /// The host's agents and hook transports, or why they could not be set up (every prompt
+    /// then fails with this).
+    host: Result<Arc<dyn SessionHost>, String>,
     /// The session's working directory.
     pub(crate) cwd: PathBuf,
 }
 
 impl Setup {
     /// The set-up for command line `args`, hookbox home `home` (when there is one) and the
-    /// configured `agents`, or the error reading them, which is reported on the first prompt.
-    /// The working directory is `--workdir`, else the current directory.
+    /// `host`, or the error setting it up, which is reported on the first prompt. The working
+    /// directory is `--workdir`, else the current directory.
     pub fn new(
         args: SdkArgs,
         home: Option<PathBuf>,
-        agents: anyhow::Result<Arc<dyn AgentCatalog>>,
+        host: anyhow::Result<Arc<dyn SessionHost>>,
     ) -> Self {
         let cwd = match &args.workdir {
             Some(dir) => dir.clone(),
@@ -58,20 +71,18 @@ impl Setup {
         Self {
             args,
             home,
-            agents: agents.map_err(|err| crate::error_message(&err)),
+            host: host.map_err(|err| crate::error_message(&err)),
             cwd,
         }
     }
 
-    fn agents(&self) -> anyhow::Result<&dyn AgentCatalog> {
-        self.agents
-            .as_deref()
-            .map_err(|message| anyhow!("{message}"))
+    fn host(&self) -> anyhow::Result<&dyn SessionHost> {
+        self.host.as_deref().map_err(|message| anyhow!("{message}"))
     }
 
-    /// The agent name to use: `--model`, else the catalog's default agent.
+    /// The agent name to use: `--model`, else the host's default agent.
     pub(crate) fn agent_name(&self) -> anyhow::Result<String> {
-        let agents = self.agents()?;
+        let agents = self.host()?;
         if let Some(name) = self.args.model.clone().or_else(|| agents.default_agent()) {
             return Ok(name);
         }
@@ -90,7 +101,7 @@ impl Setup {
 
     /// The model of agent `name`.
     pub(crate) fn model(&self, name: &str) -> anyhow::Result<Arc<dyn Model>> {
-        self.agents()?.model(name)
+        self.host()?.model(name)
     }
 
     /// The starting permission mode from the command line.
@@ -133,6 +144,13 @@ impl Setup {
         }
         if let Some(home) = &self.home {
             builder = builder.transcript_dir(home.join("sessions"), messages::transcript_line);
+        }
+        let host = self.host()?;
+        if let Some(http) = host.http_hooks() {
+            builder = builder.http_hooks(http);
+        }
+        if let Some(outbox) = host.outbox() {
+            builder = builder.outbox(outbox);
         }
         for hook in &init.hooks {
             let mut matcher = HookMatcher::new(hook.matcher.as_deref()).timeout(hook.timeout);

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use hookbox_llm::{Model, ScriptedModel};
-use hookbox_stream_json::{AgentCatalog, Setup, frame, parse_args};
+use hookbox_stream_json::{SessionHost, Setup, frame, parse_args};
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader, DuplexStream};
 use tokio::task::JoinHandle;
@@ -27,7 +27,7 @@ struct OneAgent {
     dir: tempfile::TempDir,
 }
 
-impl AgentCatalog for OneAgent {
+impl SessionHost for OneAgent {
     fn default_agent(&self) -> Option<String> {
         None
     }
@@ -56,7 +56,7 @@ impl Sdk {
     fn start(
         work: &Path,
         extra_args: &[&str],
-        agents: anyhow::Result<Arc<dyn AgentCatalog>>,
+        agents: anyhow::Result<Arc<dyn SessionHost>>,
     ) -> Self {
         let mut args = vec![
             "--output-format".to_owned(),
@@ -140,7 +140,7 @@ impl Sdk {
     }
 }
 
-fn agents(script: Value) -> anyhow::Result<Arc<dyn AgentCatalog>> {
+fn agents(script: Value) -> anyhow::Result<Arc<dyn SessionHost>> {
     Ok(Arc::new(OneAgent {
         script: script.to_string(),
         dir: tempfile::tempdir().unwrap(),

@@ -35,8 +35,9 @@ use futures_util::Stream;
 use hookbox_env::{CODING_TOOLS, CodingTools, Isolation};
 use hookbox_hooks::{
     CallbackHandler, Dialect, Dispatcher, HookCallback, HookEvent, HookSetBuilder,
-    HostCommandRunner, Runners,
+    HostCommandRunner, HttpRunner, OutboxSink, Runners,
 };
+use hookbox_net::{ClientOptions, GuardedClient};
 use tokio::sync::mpsc;
 
 pub use emit::TranscriptFormat;
@@ -153,6 +154,8 @@ pub struct SessionBuilder {
     hook_errors: Vec<String>,
     settings_files: Vec<PathBuf>,
     runners: Option<Runners>,
+    http_hooks: Option<Arc<dyn HttpRunner>>,
+    outbox: Option<Arc<dyn OutboxSink>>,
     prompt: Option<Arc<dyn PermissionPrompt>>,
 }
 
@@ -263,6 +266,21 @@ impl SessionBuilder {
         self
     }
 
+    /// What HTTP hooks are sent through when [`runners`](Self::runners) is not given
+    /// (default: the strict guarded client).
+    pub fn http_hooks(mut self, runner: Arc<dyn HttpRunner>) -> Self {
+        self.http_hooks = Some(runner);
+        self
+    }
+
+    /// Where the events of `"delivery": "at_least_once"` HTTP hooks are stored, to be sent
+    /// later, when [`runners`](Self::runners) is not given (default: none; such hooks are
+    /// then posted once, like the others).
+    pub fn outbox(mut self, sink: Arc<dyn OutboxSink>) -> Self {
+        self.outbox = Some(sink);
+        self
+    }
+
     /// Who decides tool calls that the rules and hooks leave open (the SDKs' `can_use_tool`).
     pub fn can_use_tool(mut self, prompt: impl PermissionPrompt + 'static) -> Self {
         self.prompt = Some(Arc::new(prompt));
@@ -328,7 +346,11 @@ impl SessionBuilder {
                     cwd: Some(cwd.clone()),
                     env: vec![(protect::PROJECT_DIR_VARIABLE.into(), cwd.clone().into())],
                 }),
-                ..Runners::host(Some(cwd.clone()))?
+                http: match self.http_hooks {
+                    Some(http) => http,
+                    None => Arc::new(GuardedClient::new(&ClientOptions::default())?),
+                },
+                outbox: self.outbox,
             },
         };
         let shared = Arc::new(Shared {
@@ -401,6 +423,8 @@ impl Session {
             hook_errors: Vec::new(),
             settings_files: Vec::new(),
             runners: None,
+            http_hooks: None,
+            outbox: None,
             prompt: None,
         }
     }

@@ -745,3 +745,107 @@ fn bash_cannot_plant_hooks_that_the_next_session_would_run_on_the_host() {
     assert!(!world.work().join("pwned").exists(), "{log}");
     assert!(!world.work().join("pwned-by-git").exists(), "{log}");
 }
+
+/// `hookbox audit status --json` of `world`'s home: the destinations' counts.
+fn audit_status(world: &World) -> Value {
+    let output = super::super::hookbox_in(world.home.path(), &["audit", "status", "--json"], b"");
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).expect("status JSON")
+}
+
+#[test]
+fn durable_post_tool_use_events_wait_out_a_receiver_outage_and_arrive_once_in_order() {
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo one"})),
+        call("toolu_2", "Bash", json!({"command": "echo two"})),
+        call("toolu_3", "Bash", json!({"command": "echo three"})),
+        FakeTurn::text("done"),
+        FakeTurn::text("still here"),
+    ]);
+    // The receiver: HTTPS on loopback, 503 while down, keeps what it answered 200.
+    let certificates = hookbox_test_support::TestCertificates::for_names(&["localhost"]).unwrap();
+    let up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let taken = Arc::new(Mutex::new(Vec::new()));
+    let (is_up, keep) = (Arc::clone(&up), Arc::clone(&taken));
+    let receiver = {
+        let _entered = world.runtime.enter();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        hookbox_test_support::TestHttpServer::start_https_on(
+            listener,
+            &certificates,
+            move |request| {
+                if !is_up.load(std::sync::atomic::Ordering::SeqCst) {
+                    return hookbox_test_support::Reply::text(503, "down");
+                }
+                keep.lock().unwrap().push(request.clone());
+                hookbox_test_support::Reply::json(200, &json!({}))
+            },
+        )
+        .unwrap()
+    };
+    let url = format!("https://localhost:{}/events", receiver.addr().port());
+    let home = world.home.path();
+    std::fs::write(home.join("receiver-ca.pem"), certificates.ca_pem()).unwrap();
+    let mut config = std::fs::read_to_string(home.join("hookbox.toml")).unwrap();
+    config.push_str(
+        "[network]\npermit_loopback_hooks = true\nextra_ca_certs = [\"receiver-ca.pem\"]\n\
+         [audit]\nmax_backoff = 1\n",
+    );
+    std::fs::write(home.join("hookbox.toml"), config).unwrap();
+    let settings = json!({"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "http", "url": url, "delivery": "at_least_once"}
+    ]}]}});
+    std::fs::create_dir_all(world.work().join(".claude")).unwrap();
+    std::fs::write(
+        world.work().join(".claude/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+
+    // The receiver is down for the whole first session: its events wait in the outbox.
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("go");
+    let result = cli.result();
+    assert_eq!(result["result"], "done", "{result}");
+    let (status, _, log) = cli.exit_within(Duration::from_secs(20));
+    assert!(status.success(), "{log}");
+    let status = audit_status(&world);
+    assert_eq!(status[0]["url"], url, "{status}");
+    assert_eq!(status[0]["pending"], 3, "{status}");
+    assert!(taken.lock().unwrap().is_empty());
+
+    // Up again: the next session's process delivers them while it runs.
+    up.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("again");
+    cli.result();
+    let deadline = Instant::now() + PATIENCE;
+    while taken.lock().unwrap().len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, _, log) = cli.exit_within(Duration::from_secs(20));
+    assert!(status.success(), "{log}");
+    let taken = taken.lock().unwrap().clone();
+    let mut ids = Vec::new();
+    let mut commands = Vec::new();
+    for request in &taken {
+        let id = request.header("webhook-id").expect("webhook-id").to_owned();
+        if !ids.contains(&id) {
+            commands.push(request.json()["tool_input"]["command"].clone());
+            ids.push(id);
+        }
+    }
+    assert_eq!(
+        commands,
+        ["echo one", "echo two", "echo three"],
+        "{taken:?}"
+    );
+    let status = audit_status(&world);
+    assert_eq!(
+        (&status[0]["pending"], &status[0]["delivered"]),
+        (&json!(0), &json!(3)),
+        "{status}"
+    );
+}

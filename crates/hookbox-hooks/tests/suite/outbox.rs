@@ -2,7 +2,8 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use hookbox_hooks::{
-    Decision, Dispatcher, EventInput, Failure, HookSet, OutboxError, OutboxEvent, OutboxSink, Trust,
+    Decision, Dispatcher, EventInput, Failure, HookSet, OutboxError, OutboxEvent, OutboxQueue,
+    OutboxSink, Trust,
 };
 use hookbox_test_support::{Reply, TestHttpServer};
 use serde_json::{Value, json};
@@ -72,7 +73,10 @@ async fn an_at_least_once_event_is_stored_not_posted() {
     assert_eq!(events.len(), 1);
     let event = &events[0];
     assert!(event.id.starts_with("msg_"), "{}", event.id);
-    assert_eq!(event.environment, "env_audit");
+    assert_eq!(
+        event.queue,
+        OutboxQueue::Environment("env_audit".to_owned())
+    );
     assert_eq!(event.url, server.url("/events"));
     assert_eq!(
         event.headers,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use hookbox_hooks::{HttpRequest, HttpRunner, PolicyHttpRunner, Trust};
 use hookbox_net::EgressPolicy;
-use hookbox_store::{NewOutboxEvent, OutboxEvent, Settlement, Timestamp};
+use hookbox_store::{NewOutboxEvent, OutboxEvent, OutboxQueue, Settlement, Timestamp};
 use tokio::task::JoinSet;
 
 use super::settings::AuditSettings;
@@ -40,6 +40,14 @@ pub struct AuditDeliverer {
     policies: HashMap<String, (tokio::time::Instant, Result<EgressPolicy, Failure>)>,
 }
 
+/// Sleeps until `deadline` (forever without one).
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// What one attempt came to.
 struct Attempt {
     /// The event's destination.
@@ -60,12 +68,29 @@ impl AuditDeliverer {
         }
     }
 
-    /// Delivers until the task is dropped.
-    pub async fn run(mut self) {
+    /// Delivers until the task is dropped. Only one process delivers a home's outbox at a
+    /// time (so each queue keeps its order): this one waits until it holds the home's
+    /// `audit.lock`, which the system releases when the holder exits, however it exits.
+    pub async fn run(self) {
+        self.run_until(std::future::pending(), Duration::ZERO).await;
+    }
+
+    /// Like [`run`](Self::run) until `stop` completes; then goes on for at most `drain`,
+    /// until every event due by then has had its attempt (events waiting out a backoff stay
+    /// pending for the next process that delivers). Returns at once when `stop` completes
+    /// while another process is the home's deliverer: that one sends the events.
+    pub async fn run_until(mut self, stop: impl Future<Output = ()>, drain: Duration) {
+        let mut stop = std::pin::pin!(stop);
+        let _lock = tokio::select! {
+            lock = self.exclusive() => lock,
+            () = &mut stop => return,
+        };
         let mut attempts: JoinSet<Result<Attempt, String>> = JoinSet::new();
-        // The environment of each attempt in flight: its next event waits.
-        let mut in_flight: HashMap<tokio::task::Id, String> = HashMap::new();
+        // The queue of each attempt in flight: its next event waits.
+        let mut in_flight: HashMap<tokio::task::Id, OutboxQueue> = HashMap::new();
         let mut housekept: Option<tokio::time::Instant> = None;
+        // When draining must end, once `stop` has completed.
+        let mut deadline: Option<tokio::time::Instant> = None;
         loop {
             if housekept.is_none_or(|at| at.elapsed() >= HOUSEKEEPING_EVERY) {
                 housekept = Some(tokio::time::Instant::now());
@@ -78,6 +103,9 @@ impl AuditDeliverer {
                     STORE_RETRY
                 }
             };
+            if deadline.is_some() && attempts.is_empty() {
+                return;
+            }
             let stored = Arc::clone(&self.runtime.outbox.stored);
             tokio::select! {
                 Some(joined) = attempts.join_next_with_id() => {
@@ -99,7 +127,51 @@ impl AuditDeliverer {
                 },
                 () = stored.notified() => {}
                 () = tokio::time::sleep(wait) => {}
+                () = &mut stop, if deadline.is_none() => {
+                    deadline = Some(tokio::time::Instant::now() + drain);
+                }
+                () = sleep_until(deadline), if deadline.is_some() => return,
             }
+        }
+    }
+
+    /// Waits until this process holds `<home>/audit.lock`.
+    async fn exclusive(&self) -> std::fs::File {
+        let path = self.runtime.home().join("audit.lock");
+        let mut waiting = false;
+        loop {
+            let locked = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .and_then(|file| match file.try_lock() {
+                    Ok(()) => Ok(Some(file)),
+                    Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+                    Err(std::fs::TryLockError::Error(error)) => Err(error),
+                });
+            match locked {
+                Ok(Some(file)) => {
+                    if waiting {
+                        tracing::info!("audit outbox: this process delivers it now");
+                    }
+                    return file;
+                }
+                Ok(None) if !waiting => {
+                    waiting = true;
+                    tracing::debug!(
+                        lock = %path.display(),
+                        "audit outbox: another process delivers it; waiting until it stops"
+                    );
+                }
+                Ok(None) => {}
+                Err(error) => tracing::error!(
+                    lock = %path.display(),
+                    %error,
+                    "audit outbox: cannot lock it for delivery"
+                ),
+            }
+            tokio::time::sleep(IDLE_WAIT).await;
         }
     }
 
@@ -108,18 +180,18 @@ impl AuditDeliverer {
     async fn start_due(
         &mut self,
         attempts: &mut JoinSet<Result<Attempt, String>>,
-        in_flight: &mut HashMap<tokio::task::Id, String>,
+        in_flight: &mut HashMap<tokio::task::Id, OutboxQueue>,
     ) -> Result<Duration, String> {
         let store = Arc::clone(self.runtime.store());
         let heads = tokio::task::spawn_blocking(move || store.outbox_heads())
             .await
             .map_err(|error| error.to_string())?
             .map_err(|error| error.to_string())?;
-        let busy: HashSet<String> = in_flight.values().cloned().collect();
+        let busy: HashSet<OutboxQueue> = in_flight.values().cloned().collect();
         let now = Timestamp::now().unix_millis();
         let mut wait = IDLE_WAIT;
         for head in heads {
-            if busy.contains(&head.event.environment) {
+            if busy.contains(&head.event.queue) {
                 continue;
             }
             let due_in = head.next_attempt.unix_millis().saturating_sub(now);
@@ -127,10 +199,13 @@ impl AuditDeliverer {
                 wait = wait.min(Duration::from_millis(due_in.unsigned_abs()));
                 continue;
             }
-            let environment = head.event.environment.clone();
-            let policy = self.policy(&environment).await;
+            let queue = head.event.queue.clone();
+            let policy = match &queue {
+                OutboxQueue::Environment(id) => self.policy(id).await,
+                OutboxQueue::Session(_) => Ok(EgressPolicy::PUBLIC),
+            };
             let task = attempts.spawn(attempt(Arc::clone(&self.runtime), head, policy));
-            in_flight.insert(task.id(), environment);
+            in_flight.insert(task.id(), queue);
         }
         Ok(wait)
     }
@@ -387,7 +462,9 @@ async fn send(
 mod tests {
     use std::time::Duration;
 
-    use hookbox_store::{NewOutboxEvent, OutboxEvent, OutboxState, Settlement, Timestamp};
+    use hookbox_store::{
+        NewOutboxEvent, OutboxEvent, OutboxQueue, OutboxState, Settlement, Timestamp,
+    };
 
     use super::{Failure, backoff, settle_failure};
     use crate::audit::AuditSettings;
@@ -400,7 +477,7 @@ mod tests {
         OutboxEvent {
             event: NewOutboxEvent {
                 id: "msg_1".to_owned(),
-                environment: "env_1".to_owned(),
+                queue: OutboxQueue::Environment("env_1".to_owned()),
                 url: "https://t.example/e".to_owned(),
                 handler: "h".to_owned(),
                 headers: Vec::new(),

@@ -25,7 +25,7 @@ impl OutboxSink for StoreOutbox {
         Box::pin(async move {
             let new = NewOutboxEvent {
                 id: event.id,
-                environment: event.environment,
+                queue: event.queue,
                 url: event.url,
                 handler: event.handler,
                 headers: event.headers,

@@ -6,7 +6,9 @@ use rusqlite::{Connection, Row, params};
 use super::json;
 use crate::error::Error;
 use crate::id;
-use crate::outbox::{NewOutboxEvent, OutboxDestination, OutboxEvent, OutboxState, Settlement};
+use crate::outbox::{
+    NewOutboxEvent, OutboxDestination, OutboxEvent, OutboxQueue, OutboxState, Settlement,
+};
 use crate::time::Timestamp;
 
 /// Columns read by [`read`], in order.
@@ -34,7 +36,7 @@ fn read(row: &Row<'_>) -> rusqlite::Result<Raw> {
         event: OutboxEvent {
             event: NewOutboxEvent {
                 id: row.get(0)?,
-                environment: row.get(1)?,
+                queue: OutboxQueue::from_key(row.get(1)?),
                 url: row.get(2)?,
                 handler: row.get(3)?,
                 headers: Vec::new(),
@@ -81,7 +83,7 @@ pub(super) fn enqueue(connection: &Connection, event: &NewOutboxEvent) -> Result
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9, 0, ?9, 'pending')",
         params![
             event.id,
-            event.environment,
+            event.queue.key(),
             event.url,
             event.handler,
             headers,

@@ -1,6 +1,8 @@
 //! The audit outbox: per-environment order, settling, backlog, retry, shedding and pruning.
 
-use hookbox_store::{NewOutboxEvent, OutboxState, Settlement, SqliteStore, Store, Timestamp};
+use hookbox_store::{
+    NewOutboxEvent, OutboxQueue, OutboxState, Settlement, SqliteStore, Store, Timestamp,
+};
 use pretty_assertions::assert_eq;
 
 use super::support::{db_path, memory};
@@ -9,7 +11,7 @@ use super::support::{db_path, memory};
 fn event(id: &str, environment: &str, url: &str) -> NewOutboxEvent {
     NewOutboxEvent {
         id: id.to_owned(),
-        environment: environment.to_owned(),
+        queue: OutboxQueue::Environment(environment.to_owned()),
         url: url.to_owned(),
         handler: ".agents/hooks.json $.audit.post_tool_execution[0].hooks[0]".to_owned(),
         headers: vec![("X-Source".to_owned(), "hookbox".to_owned())],
@@ -27,6 +29,26 @@ fn head_ids(store: &dyn Store) -> Vec<String> {
         .into_iter()
         .map(|head| head.event.id)
         .collect()
+}
+
+#[test]
+fn an_sdk_session_has_a_queue_of_its_own_even_with_an_environment_ids_spelling() {
+    let store = memory();
+    let environment = event("msg_e", "env_a", "https://t.example/e");
+    let session = NewOutboxEvent {
+        id: "msg_s".to_owned(),
+        queue: OutboxQueue::Session("env_a".to_owned()),
+        ..environment.clone()
+    };
+    store.enqueue_outbox(&environment).unwrap();
+    store.enqueue_outbox(&session).unwrap();
+    let heads: Vec<NewOutboxEvent> = store
+        .outbox_heads()
+        .unwrap()
+        .into_iter()
+        .map(|head| head.event)
+        .collect();
+    assert_eq!(heads, [environment, session]);
 }
 
 #[test]
