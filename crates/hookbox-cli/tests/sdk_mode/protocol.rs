@@ -849,3 +849,70 @@ fn durable_post_tool_use_events_wait_out_a_receiver_outage_and_arrive_once_in_or
         "{status}"
     );
 }
+
+/// The pids of processes whose command line contains `marker`.
+fn processes_showing(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|line| String::from_utf8_lossy(&line).contains(marker))
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_session_leaves_no_process_of_its_host_hooks_behind() {
+    let tag = format!("{}{}", std::process::id(), line!());
+    // The hook leaves a `setsid` grandchild, then sleeps well within its timeout.
+    let hook =
+        format!("setsid sleep 1000.{tag} </dev/null >/dev/null 2>&1 & sleep 30.{tag}; echo '{{}}'");
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": hook, "timeout": 120}
+    ]}]}});
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo ran"})),
+        FakeTurn::text("done"),
+    ]);
+    std::fs::create_dir_all(world.work().join(".claude")).unwrap();
+    std::fs::write(
+        world.work().join(".claude/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("go");
+    let markers = [format!("sleep 1000.{tag}"), format!("sleep 30.{tag}")];
+    let deadline = Instant::now() + PATIENCE;
+    while !markers
+        .iter()
+        .all(|marker| !processes_showing(marker).is_empty())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the hook never ran: {}",
+            cli.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cli.child.kill().unwrap();
+    cli.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut left: Vec<u32> = markers.iter().flat_map(|m| processes_showing(m)).collect();
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        left = markers.iter().flat_map(|m| processes_showing(m)).collect();
+    }
+    for &pid in &left {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid.cast_signed()).unwrap(),
+            rustix::process::Signal::KILL,
+        );
+    }
+    assert!(
+        left.is_empty(),
+        "processes of the killed session's hook survive it: {left:?}"
+    );
+}
