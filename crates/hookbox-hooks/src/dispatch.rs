@@ -168,6 +168,7 @@ async fn queue(
         timeout: http.timeout,
         trust: binding.origin.trust,
         handler: format!("{} {}", binding.origin.source, binding.origin.json_path),
+        signing_credential: http.signing_credential.clone(),
     };
     match outbox.enqueue(event).await {
         Ok(()) => Verdict {

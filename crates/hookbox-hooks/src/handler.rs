@@ -57,6 +57,10 @@ pub struct HttpHandler {
     pub on_error: OnError,
     /// Sent now, or queued in the outbox.
     pub delivery: Delivery,
+    /// The credential whose value (a Standard Webhooks `whsec_` secret) signs this handler's
+    /// durable deliveries instead of `[audit] signing_secret` (hookbox extension,
+    /// `"signing_credential"`; only with [`Delivery::AtLeastOnce`]).
+    pub signing_credential: Option<String>,
 }
 
 /// Why an in-process callback produced no reply.

@@ -32,6 +32,8 @@ pub struct OutboxEvent {
     pub trust: Trust,
     /// Which handler produced it: its source file and JSON path.
     pub handler: String,
+    /// The handler's `signing_credential`: the credential whose value signs it.
+    pub signing_credential: Option<String>,
 }
 
 /// Why an event could not be stored in the outbox.

@@ -55,6 +55,16 @@ impl Credential {
             .is_ok_and(|patterns| patterns.iter().any(|pattern| pattern.matches(&canonical)))
     }
 
+    /// Whether the credential may be used for a request to `url`: its host is one of the
+    /// credential's domains (`false` for a URL that does not parse or has no host).
+    pub fn may_go_to_url(&self, url: &str) -> bool {
+        reqwest::Url::parse(url).is_ok_and(|url| {
+            url.host_str().is_some_and(|host| {
+                self.may_go_to(host.trim_start_matches('[').trim_end_matches(']'))
+            })
+        })
+    }
+
     /// The parsed domains; why they cannot be used when there are none or one is invalid.
     pub(crate) fn patterns(&self) -> Result<Vec<Pattern>, String> {
         if self.domains.is_empty() {
@@ -178,6 +188,10 @@ mod tests {
         assert!(!credential.may_go_to("svc.example"));
         assert!(!credential.may_go_to("evil.example.com"));
         assert!(!credential.may_go_to("api.example.com.evil"));
+        assert!(credential.may_go_to_url("https://api.example.com:8443/events?x=1"));
+        assert!(!credential.may_go_to_url("https://api.example.com@evil.example/events"));
+        assert!(!credential.may_go_to_url("https://evil.example/api.example.com"));
+        assert!(!credential.may_go_to_url("not a url"));
         let none: [&str; 0] = [];
         let old = Credential::new("X-Key", "v", none);
         assert!(!old.may_go_to("api.example.com"));

@@ -129,6 +129,7 @@ fn audited_calls(c: &mut Criterion) {
                     body: body.clone(),
                     timeout_ms: 10_000,
                     model_writable: false,
+                    signing_credential: None,
                 })
                 .expect("enqueue");
         })

@@ -24,6 +24,8 @@ pub struct NewOutboxEvent {
     /// Whether the handler was declared in a file the model can write (it is then sent
     /// through the strict client).
     pub model_writable: bool,
+    /// The credential whose value signs it (`None`: `[audit] signing_secret`, if set).
+    pub signing_credential: Option<String>,
 }
 
 /// Whose events an outbox event is among.

@@ -754,7 +754,7 @@ fn audit_status(world: &World) -> Value {
 }
 
 #[test]
-fn durable_post_tool_use_events_wait_out_a_receiver_outage_and_arrive_once_in_order() {
+fn durable_post_tool_use_events_wait_out_a_receiver_outage_and_arrive_once_in_order_signed() {
     let world = World::new(vec![
         call("toolu_1", "Bash", json!({"command": "echo one"})),
         call("toolu_2", "Bash", json!({"command": "echo two"})),
@@ -792,8 +792,23 @@ fn durable_post_tool_use_events_wait_out_a_receiver_outage_and_arrive_once_in_or
          [audit]\nmax_backoff = 1\n",
     );
     std::fs::write(home.join("hookbox.toml"), config).unwrap();
+    // The handler signs with a key of its own, kept in the credential store.
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let added = super::super::hookbox_in(
+        home,
+        &[
+            "credentials",
+            "add",
+            "receiver-key",
+            "--domain",
+            "localhost",
+        ],
+        SECRET.as_bytes(),
+    );
+    assert!(added.status.success(), "{added:?}");
     let settings = json!({"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [
-        {"type": "http", "url": url, "delivery": "at_least_once"}
+        {"type": "http", "url": url, "delivery": "at_least_once",
+         "signing_credential": "receiver-key"}
     ]}]}});
     std::fs::create_dir_all(world.work().join(".claude")).unwrap();
     std::fs::write(
@@ -830,8 +845,19 @@ fn durable_post_tool_use_events_wait_out_a_receiver_outage_and_arrive_once_in_or
     let taken = taken.lock().unwrap().clone();
     let mut ids = Vec::new();
     let mut commands = Vec::new();
+    let signer = hookbox_runtime::WebhookSigner::new(SECRET).unwrap();
     for request in &taken {
         let id = request.header("webhook-id").expect("webhook-id").to_owned();
+        let timestamp: i64 = request
+            .header("webhook-timestamp")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            request.header("webhook-signature"),
+            Some(signer.sign(&id, timestamp, &request.body).as_str()),
+            "{request:?}"
+        );
         if !ids.contains(&id) {
             commands.push(request.json()["tool_input"]["command"].clone());
             ids.push(id);

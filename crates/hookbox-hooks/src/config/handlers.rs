@@ -16,9 +16,9 @@ use serde_json::{Map, Value};
 use super::path::JsonPath;
 use super::report::{Report, quoted_list};
 use super::suggest::did_you_mean;
-use super::{headers, timeout};
+use super::{delivery, headers, timeout};
 use crate::event::{Dialect, HookEvent};
-use crate::handler::{CommandHandler, Delivery, Handler, HttpHandler, OnError};
+use crate::handler::{CommandHandler, Handler, HttpHandler, OnError};
 
 /// Claude Code handler types that hookbox cannot run.
 const UNSUPPORTED_TYPES: [&str; 3] = ["prompt", "agent", "mcp_tool"];
@@ -64,16 +64,15 @@ pub(super) fn read(
                 .get("headers")
                 .map(|value| headers::read(report, value, &path.key("headers")))
                 .unwrap_or_default();
-            let delivery = handler
-                .get("delivery")
-                .map(|value| read_delivery(report, value, &path.key("delivery"), context.event))
-                .unwrap_or_default();
+            let (delivery, signing_credential) =
+                delivery::read(report, handler, path, context.event);
             Some(Handler::Http(HttpHandler {
                 url: url?,
                 headers,
                 timeout: timeout?,
                 on_error,
                 delivery,
+                signing_credential,
             }))
         }
     }
@@ -109,7 +108,15 @@ impl Kind {
     fn fields(self) -> &'static [&'static str] {
         match self {
             Self::Command => &["type", "command", "timeout", "on_error"],
-            Self::Http => &["type", "url", "headers", "timeout", "on_error", "delivery"],
+            Self::Http => &[
+                "type",
+                "url",
+                "headers",
+                "timeout",
+                "on_error",
+                "delivery",
+                "signing_credential",
+            ],
         }
     }
 
@@ -350,59 +357,6 @@ fn warn_if_cannot_block(report: &mut Report, path: &JsonPath, set: bool, event: 
     }
 }
 
-/// The events whose http handlers may ask for `"delivery": "at_least_once"`: the ones that
-/// report what happened (nothing waits for their reply).
-const DURABLE_EVENTS: [HookEvent; 5] = [
-    HookEvent::PostToolExecution,
-    HookEvent::PostToolUse,
-    HookEvent::PostToolUseFailure,
-    HookEvent::Stop,
-    HookEvent::SessionEnd,
-];
-
-/// An http handler's `delivery` (hookbox extension): `fire_and_forget` (the default) or
-/// `at_least_once` on the [`DURABLE_EVENTS`]; anything else is an error and the default.
-fn read_delivery(
-    report: &mut Report,
-    value: &Value,
-    path: &JsonPath,
-    event: HookEvent,
-) -> Delivery {
-    let delivery = match report.string(value, path) {
-        Some("fire_and_forget") => Delivery::FireAndForget,
-        Some("at_least_once") => Delivery::AtLeastOnce,
-        Some(other) => {
-            report.error(
-                path,
-                format!("unknown `delivery` value `{other}`; `fire_and_forget` is used"),
-                Some(
-                    "`delivery` is `fire_and_forget` (posted once, the default) or \
-                     `at_least_once` (stored in the outbox and retried until delivered)"
-                        .to_owned(),
-                ),
-            );
-            return Delivery::FireAndForget;
-        }
-        None => return Delivery::FireAndForget,
-    };
-    if delivery == Delivery::AtLeastOnce && !DURABLE_EVENTS.contains(&event) {
-        let allowed: Vec<&str> = DURABLE_EVENTS.iter().map(|event| event.name()).collect();
-        report.error(
-            path,
-            format!(
-                "`\"delivery\": \"at_least_once\"` is not allowed on {event} hooks: their reply \
-                 is waited for; the handler is posted once (fire-and-forget)"
-            ),
-            Some(format!(
-                "use `at_least_once` only on http handlers of {}, or remove `delivery`",
-                quoted_list(&allowed)
-            )),
-        );
-        return Delivery::FireAndForget;
-    }
-    delivery
-}
-
 /// A command handler's `command`, or `None` with an error.
 fn read_command(
     report: &mut Report,
@@ -484,7 +438,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::config::delivery::DURABLE_EVENTS;
     use crate::diagnostic::{Diagnostic, Severity};
+    use crate::handler::Delivery;
 
     fn context(dialect: Dialect, event: HookEvent) -> Context {
         Context {
@@ -648,6 +604,40 @@ mod tests {
                 "{hint}"
             );
         }
+    }
+
+    #[test]
+    fn a_signing_credential_signs_durable_deliveries_only() {
+        let post = context(Dialect::Sdk, HookEvent::PostToolUse);
+        let handler = |extra: Value| {
+            let mut handler = json!({"type": "http", "url": "https://x.example/a"});
+            handler
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            let (read, diagnostics) = read_one(handler, post);
+            let Some(Handler::Http(read)) = read else {
+                panic!("{read:?}");
+            };
+            (read.signing_credential, diagnostics)
+        };
+        let (signing, diagnostics) =
+            handler(json!({"delivery": "at_least_once", "signing_credential": "audit-key"}));
+        assert_eq!(signing.as_deref(), Some("audit-key"));
+        assert!(diagnostics.is_empty(), "{diagnostics:#?}");
+        let (signing, diagnostics) = handler(json!({"signing_credential": "audit-key"}));
+        assert_eq!(signing, None);
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:#?}");
+        assert_eq!(diagnostics[0].severity, Severity::Warning);
+        assert_eq!(diagnostics[0].json_path, "$.signing_credential");
+        let (signing, diagnostics) =
+            handler(json!({"delivery": "at_least_once", "signing_credential": ""}));
+        assert_eq!(signing, None);
+        assert_eq!(diagnostics[0].severity, Severity::Error, "{diagnostics:#?}");
+        let (signing, diagnostics) =
+            handler(json!({"delivery": "at_least_once", "signing_credential": 7}));
+        assert_eq!(signing, None);
+        assert_eq!(diagnostics[0].severity, Severity::Error, "{diagnostics:#?}");
     }
 
     #[test]

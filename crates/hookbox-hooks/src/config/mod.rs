@@ -14,6 +14,7 @@
 //! machinery. Duplicate keys, which JSON parsers resolve silently, are noticed while parsing
 //! (`document`) and reported as warnings.
 
+mod delivery;
 mod detect;
 mod document;
 mod handlers;

@@ -343,6 +343,7 @@ mod tests {
                 timeout: Duration::from_secs(1),
                 on_error,
                 delivery: crate::handler::Delivery::FireAndForget,
+                signing_credential: None,
             }));
             let reply = HttpReply {
                 status: 200,

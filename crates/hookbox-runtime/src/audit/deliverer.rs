@@ -13,6 +13,7 @@ use hookbox_store::{NewOutboxEvent, OutboxEvent, OutboxQueue, Settlement, Timest
 use tokio::task::JoinSet;
 
 use super::settings::AuditSettings;
+use super::signature::WebhookSigner;
 use crate::Runtime;
 
 /// The first retry waits about this long; each further one twice as long, up to
@@ -38,6 +39,43 @@ pub struct AuditDeliverer {
     failing: HashMap<String, u32>,
     /// Each environment's egress policy (or why it has none), and when it was read.
     policies: HashMap<String, (tokio::time::Instant, Result<EgressPolicy, Failure>)>,
+}
+
+/// What signs `event`: its handler's `signing_credential` (a credential of the store, whose
+/// value is a `whsec_` secret and whose domains admit the event's URL), else `[audit]
+/// signing_secret`. A credential that cannot be used is a failure to retry: the owner may
+/// add or fix it before the event expires.
+fn signer(runtime: &Runtime, event: &NewOutboxEvent) -> Result<Option<WebhookSigner>, Failure> {
+    let Some(name) = &event.signing_credential else {
+        return Ok(runtime.audit.signer.clone());
+    };
+    let fix = format!("add it with `hookbox credentials add {name} --domain HOST`");
+    let credential = runtime
+        .hook_options()
+        .credentials
+        .as_ref()
+        .ok_or_else(|| Failure::retry(format!("no credential store for `{name}`")))?
+        .source()
+        .credential(name)
+        .map_err(|reason| Failure::retry(format!("signing credential `{name}`: {reason}")))?
+        .ok_or_else(|| {
+            Failure::retry(format!("signing credential `{name}` does not exist; {fix}"))
+        })?;
+    if !credential.may_go_to_url(&event.url) {
+        return Err(Failure::retry(format!(
+            "signing credential `{name}` may not be used for {}: its domains are {}",
+            event.url,
+            credential.domains().join(", ")
+        )));
+    }
+    WebhookSigner::new(credential.value())
+        .map(Some)
+        .ok_or_else(|| {
+            Failure::retry(format!(
+                "signing credential `{name}` is not a Standard Webhooks secret (`whsec_` and the \
+             base64 of at least 16 bytes)"
+            ))
+        })
 }
 
 /// Sleeps until `deadline` (forever without one).
@@ -430,7 +468,7 @@ async fn send(
     let mut headers = event.headers.clone();
     headers.push(("webhook-id".to_owned(), event.id.clone()));
     headers.push(("webhook-timestamp".to_owned(), timestamp.to_string()));
-    if let Some(signer) = &runtime.audit.signer {
+    if let Some(signer) = signer(runtime, event)? {
         headers.push((
             "webhook-signature".to_owned(),
             signer.sign(&event.id, timestamp, &event.body),
@@ -466,8 +504,9 @@ mod tests {
         NewOutboxEvent, OutboxEvent, OutboxQueue, OutboxState, Settlement, Timestamp,
     };
 
-    use super::{Failure, backoff, settle_failure};
-    use crate::audit::AuditSettings;
+    use super::{Failure, backoff, settle_failure, signer};
+    use crate::audit::{AuditSettings, WebhookSigner};
+    use crate::{Config, Runtime};
 
     /// A pending event stored `age` ago after `attempts` attempts.
     fn head(age: Duration, attempts: u32) -> OutboxEvent {
@@ -484,6 +523,7 @@ mod tests {
                 body: b"{}".to_vec(),
                 timeout_ms: 1000,
                 model_writable: false,
+                signing_credential: None,
             },
             created: since,
             since,
@@ -554,6 +594,53 @@ mod tests {
                 let wait = backoff(attempts, max);
                 assert!(wait >= full / 2 && wait <= full, "{attempts}: {wait:?}");
             }
+        }
+    }
+
+    #[test]
+    fn a_handlers_signing_credential_signs_only_where_its_domains_allow() {
+        /// The Standard Webhooks specification's example secret.
+        const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let home = tempfile::tempdir().unwrap();
+        let credentials = hookbox_env::CredentialStore::open(home.path()).unwrap();
+        credentials
+            .add("audit-key", None, SECRET, &["t.example"])
+            .unwrap();
+        credentials
+            .add("elsewhere", None, SECRET, &["other.example"])
+            .unwrap();
+        credentials
+            .add("not-a-secret", None, "hunter2", &["t.example"])
+            .unwrap();
+        let runtime = Runtime::from_config(&Config::new(home.path())).unwrap();
+        let event = |name: Option<&str>| {
+            let mut event = head(Duration::ZERO, 0).event;
+            event.signing_credential = name.map(str::to_owned);
+            event
+        };
+        let signed = signer(&runtime, &event(Some("audit-key")))
+            .unwrap_or_else(|failure| panic!("{}", failure.error))
+            .expect("a signer");
+        assert_eq!(
+            signed.sign("msg_1", 1, b"{}"),
+            WebhookSigner::new(SECRET).unwrap().sign("msg_1", 1, b"{}")
+        );
+        assert!(signer(&runtime, &event(None)).is_ok_and(|signer| signer.is_none()));
+        for (name, problem) in [
+            ("missing", "does not exist"),
+            ("elsewhere", "may not be used for https://t.example/e"),
+            ("not-a-secret", "not a Standard Webhooks secret"),
+        ] {
+            let Err(failure) = signer(&runtime, &event(Some(name))) else {
+                panic!("{name} signed");
+            };
+            assert!(failure.error.contains(problem), "{name}: {}", failure.error);
+            assert!(!failure.permanent, "{name}");
+            assert!(
+                !failure.error.contains("MfKQ9r8"),
+                "the secret leaked: {}",
+                failure.error
+            );
         }
     }
 }

@@ -32,6 +32,7 @@ impl OutboxSink for StoreOutbox {
                 body: event.body,
                 timeout_ms: u64::try_from(event.timeout.as_millis()).unwrap_or(u64::MAX),
                 model_writable: event.trust == Trust::ModelWritable,
+                signing_credential: event.signing_credential,
             };
             // The tool call waits for this insert.
             crate::in_place(|| self.store.enqueue_outbox(&new))

@@ -13,7 +13,8 @@ use crate::time::Timestamp;
 
 /// Columns read by [`read`], in order.
 const COLUMNS: &str = "id, environment, url, handler, headers, body, timeout_ms, model_writable, \
-                       created, since, attempts, next_attempt, last_error, state";
+                       created, since, attempts, next_attempt, last_error, state, \
+                       signing_credential";
 
 /// An outbox row before its headers are parsed.
 struct Raw {
@@ -43,6 +44,7 @@ fn read(row: &Row<'_>) -> rusqlite::Result<Raw> {
                 body: row.get(5)?,
                 timeout_ms: count(row.get(6)?),
                 model_writable: row.get(7)?,
+                signing_credential: row.get(14)?,
             },
             created: Timestamp::from_unix_millis(row.get(8)?),
             since: Timestamp::from_unix_millis(row.get(9)?),
@@ -79,8 +81,9 @@ pub(super) fn enqueue(connection: &Connection, event: &NewOutboxEvent) -> Result
     let now = Timestamp::now().unix_millis();
     connection.execute(
         "INSERT INTO outbox (id, environment, url, handler, headers, body, timeout_ms,
-                             model_writable, created, since, updated, attempts, next_attempt, state)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9, 0, ?9, 'pending')",
+                             model_writable, created, since, updated, attempts, next_attempt, state,
+                             signing_credential)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9, 0, ?9, 'pending', ?10)",
         params![
             event.id,
             event.queue.key(),
@@ -90,7 +93,8 @@ pub(super) fn enqueue(connection: &Connection, event: &NewOutboxEvent) -> Result
             event.body,
             stored(event.timeout_ms),
             event.model_writable,
-            now
+            now,
+            event.signing_credential
         ],
     )?;
     Ok(())

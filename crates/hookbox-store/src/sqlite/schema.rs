@@ -118,6 +118,39 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_pending ON outbox (environment, seq) WHERE state = 'pending';
     CREATE INDEX outbox_by_state ON outbox (state, seq);
     ",
+    // 4: the name of the credential that signs an event (a handler's `signing_credential`;
+    // NULL: `[audit] signing_secret`). The table is rebuilt so that `body` stays last.
+    "
+    CREATE TABLE outbox_4 (
+        seq                INTEGER PRIMARY KEY,
+        id                 TEXT NOT NULL UNIQUE,
+        environment        TEXT NOT NULL,
+        url                TEXT NOT NULL,
+        handler            TEXT NOT NULL,
+        headers            TEXT NOT NULL,
+        timeout_ms         INTEGER NOT NULL CHECK (timeout_ms >= 0),
+        model_writable     INTEGER NOT NULL CHECK (model_writable IN (0, 1)),
+        created            INTEGER NOT NULL,
+        since              INTEGER NOT NULL,
+        updated            INTEGER NOT NULL,
+        attempts           INTEGER NOT NULL CHECK (attempts >= 0),
+        next_attempt       INTEGER NOT NULL,
+        last_error         TEXT,
+        state              TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+        signing_credential TEXT,
+        body               BLOB NOT NULL
+    ) STRICT;
+    INSERT INTO outbox_4 (seq, id, environment, url, handler, headers, timeout_ms,
+                          model_writable, created, since, updated, attempts, next_attempt,
+                          last_error, state, body)
+        SELECT seq, id, environment, url, handler, headers, timeout_ms, model_writable,
+               created, since, updated, attempts, next_attempt, last_error, state, body
+        FROM outbox;
+    DROP TABLE outbox;
+    ALTER TABLE outbox_4 RENAME TO outbox;
+    CREATE INDEX outbox_pending ON outbox (environment, seq) WHERE state = 'pending';
+    CREATE INDEX outbox_by_state ON outbox (state, seq);
+    ",
 ];
 
 /// Why a connection could not be prepared.

@@ -18,6 +18,7 @@ fn event(id: &str, environment: &str, url: &str) -> NewOutboxEvent {
         body: format!(r#"{{"n":"{id}"}}"#).into_bytes(),
         timeout_ms: 10_000,
         model_writable: false,
+        signing_credential: None,
     }
 }
 
@@ -38,6 +39,7 @@ fn an_sdk_session_has_a_queue_of_its_own_even_with_an_environment_ids_spelling()
     let session = NewOutboxEvent {
         id: "msg_s".to_owned(),
         queue: OutboxQueue::Session("env_a".to_owned()),
+        signing_credential: Some("audit-key".to_owned()),
         ..environment.clone()
     };
     store.enqueue_outbox(&environment).unwrap();

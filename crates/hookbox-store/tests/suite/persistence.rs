@@ -133,10 +133,53 @@ fn a_newer_schema_is_refused() {
             error,
             hookbox_store::Error::SchemaTooNew {
                 found: 99,
-                supported: 3
+                supported: 4
             }
         ),
         "{error}"
     );
     assert!(error.to_string().contains("upgrade hookbox"), "{error}");
+}
+
+/// Schema 4 rebuilds the outbox table: the events a version-3 database holds survive it.
+#[test]
+fn the_outbox_keeps_its_events_through_the_signing_credential_migration() {
+    let (_dir, path) = db_path();
+    drop(SqliteStore::open(&path).unwrap());
+    {
+        // Back to schema 3's outbox, holding one pending event.
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute_batch(
+                "DROP TABLE outbox;
+                 CREATE TABLE outbox (
+                     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+                     environment TEXT NOT NULL, url TEXT NOT NULL, handler TEXT NOT NULL,
+                     headers TEXT NOT NULL, timeout_ms INTEGER NOT NULL,
+                     model_writable INTEGER NOT NULL, created INTEGER NOT NULL,
+                     since INTEGER NOT NULL, updated INTEGER NOT NULL,
+                     attempts INTEGER NOT NULL, next_attempt INTEGER NOT NULL,
+                     last_error TEXT, state TEXT NOT NULL, body BLOB NOT NULL) STRICT;
+                 INSERT INTO outbox VALUES (7, 'msg_old', 'env_a', 'https://t.example/e',
+                     'hooks.json $.a', '[]', 10000, 0, 1, 1, 1, 2, 1, 'HTTP status 503',
+                     'pending', CAST('{}' AS BLOB));
+                 PRAGMA user_version = 3;",
+            )
+            .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let heads = store.outbox_heads().unwrap();
+    assert_eq!(heads.len(), 1);
+    let head = &heads[0];
+    assert_eq!(head.event.id, "msg_old");
+    assert_eq!(
+        head.event.queue,
+        hookbox_store::OutboxQueue::Environment("env_a".to_owned())
+    );
+    assert_eq!(head.event.signing_credential, None);
+    assert_eq!(
+        (head.attempts, head.last_error.as_deref()),
+        (2, Some("HTTP status 503"))
+    );
+    assert_eq!(head.event.body, b"{}");
 }
