@@ -40,7 +40,7 @@ pub enum SdkEvent<'a> {
     },
     /// The session closes: `reason`.
     SessionEnd {
-        /// Why it ended (e.g. `other`).
+        /// Why it ended (`prompt_input_exit`, `clear`, `logout`, `other`).
         reason: &'a str,
     },
     /// The user submitted a prompt: `prompt`.
