@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hookbox_hooks::{
-    CallbackHandler, Dispatcher, EventInput, HookEvent, HookSet, Runners, SessionContext,
+    CallbackHandler, Dispatcher, EventInput, HookEvent, HookSet, Runners, SdkEvent, SessionContext,
+    ToolUse,
 };
 use hookbox_net::{ClientOptions, EgressPolicy};
 use hookbox_test_support::{Reply, TestHttpServer};
@@ -90,13 +91,15 @@ fn callback_dispatch(c: &mut Criterion) {
         Arc::new(builder.build()),
         Runners::host(None).expect("runners"),
     );
+    let ls = json!({"command": "ls"});
+    let tool = ToolUse {
+        tool_name: "Bash",
+        tool_input: &ls,
+        tool_use_id: "t",
+    };
     let input = EventInput::sdk(
-        HookEvent::PreToolUse,
         &SessionContext::default(),
-        serde_json::from_value(
-            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t"}),
-        )
-        .expect("map"),
+        SdkEvent::PreToolUse { agent: None, tool },
     );
     let mut group = c.benchmark_group("callback_dispatch");
     group.bench_function("dispatch_one_callback", |b| {

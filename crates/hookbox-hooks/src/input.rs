@@ -3,6 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::event::{Dialect, HookEvent};
+use crate::sdk_event::SdkEvent;
 
 /// One event occurrence: what it is, what its matchers test, and the payload handlers receive.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,10 +102,17 @@ impl EventInput {
         self
     }
 
-    /// An SDK-dialect event: the common session fields, `hook_event_name`, then `fields`
-    /// (e.g. `tool_name`, `tool_input`, `tool_use_id` for tool events; `prompt` for
-    /// `UserPromptSubmit`). Matchers test the field named by [`HookEvent::matcher_field`].
-    pub fn sdk(event: HookEvent, session: &SessionContext, fields: Map<String, Value>) -> Self {
+    /// An SDK-dialect event: the common session fields, `hook_event_name`, then the event's
+    /// own fields (see [`SdkEvent`]). Matchers test the field named by
+    /// [`HookEvent::matcher_field`].
+    pub fn sdk(session: &SessionContext, event: SdkEvent<'_>) -> Self {
+        Self::sdk_common(event.event(), session).with_fields(event.fields())
+    }
+
+    /// An SDK-dialect event with only the common session fields and `hook_event_name`, for
+    /// events whose other fields are written by hand with [`with_fields`](Self::with_fields)
+    /// (`hookbox hooks run --input`). The agent sends [`EventInput::sdk`] events.
+    pub fn sdk_common(event: HookEvent, session: &SessionContext) -> Self {
         let mut payload = Map::new();
         payload.insert("session_id".into(), session.session_id.clone().into());
         payload.insert(
@@ -123,7 +131,6 @@ impl EventInput {
             tool_use_id: None,
             payload,
         }
-        .with_fields(fields)
     }
 
     /// Adds (or overrides) payload fields, e.g. `error` on a post event or `prompt` on
@@ -182,6 +189,7 @@ impl EventInput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sdk_event::{SubagentRef, ToolUse};
 
     #[test]
     fn sandbox_pre_payload_matches_the_seed() {
@@ -217,11 +225,203 @@ mod tests {
         assert_eq!(failed.payload()["error"], "boom");
     }
 
+    /// The session fields every SDK event starts with, as the wire has them.
+    fn session() -> (SessionContext, Value) {
+        let context = SessionContext {
+            session_id: "sess_1".into(),
+            transcript_path: "/t/sess_1.jsonl".into(),
+            cwd: "/work".into(),
+            permission_mode: "default".into(),
+        };
+        let common = json!({
+            "session_id": "sess_1",
+            "transcript_path": "/t/sess_1.jsonl",
+            "cwd": "/work",
+            "permission_mode": "default",
+        });
+        (context, common)
+    }
+
+    /// Each SDK event's payload, byte for byte (key order included), with the value its
+    /// matchers test and its tool-use id.
     #[test]
-    fn sdk_match_value_comes_from_the_event_field() {
+    fn sdk_payloads_are_pinned_per_event() {
+        let (context, common) = session();
+        let input = json!({"command": "ls"});
+        let response = json!({"stdout": "a.txt"});
+        let agent = SubagentRef {
+            agent_id: "agent_7",
+            agent_type: "explorer",
+        };
+        let tool = ToolUse {
+            tool_name: "Bash",
+            tool_input: &input,
+            tool_use_id: "toolu_1",
+        };
+        let cases = [
+            (
+                SdkEvent::SessionStart {
+                    source: "startup",
+                    model: "scripted",
+                },
+                json!({"hook_event_name": "SessionStart", "source": "startup", "model": "scripted"}),
+                "startup",
+                None,
+            ),
+            (
+                SdkEvent::SessionEnd { reason: "other" },
+                json!({"hook_event_name": "SessionEnd", "reason": "other"}),
+                "other",
+                None,
+            ),
+            (
+                SdkEvent::UserPromptSubmit { prompt: "hi" },
+                json!({"hook_event_name": "UserPromptSubmit", "prompt": "hi"}),
+                "",
+                None,
+            ),
+            (
+                SdkEvent::PreToolUse { agent: None, tool },
+                json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1"}),
+                "Bash",
+                Some("toolu_1"),
+            ),
+            (
+                SdkEvent::PreToolUse {
+                    agent: Some(agent),
+                    tool,
+                },
+                json!({"hook_event_name": "PreToolUse", "agent_id": "agent_7",
+                       "agent_type": "explorer", "tool_name": "Bash",
+                       "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1"}),
+                "Bash",
+                Some("toolu_1"),
+            ),
+            (
+                SdkEvent::PermissionRequest {
+                    agent: Some(agent),
+                    tool_name: "Bash",
+                    tool_input: &input,
+                },
+                json!({"hook_event_name": "PermissionRequest", "agent_id": "agent_7",
+                       "agent_type": "explorer", "tool_name": "Bash",
+                       "tool_input": {"command": "ls"}, "permission_suggestions": []}),
+                "Bash",
+                None,
+            ),
+            (
+                SdkEvent::PostToolUse {
+                    agent: None,
+                    tool,
+                    tool_response: &response,
+                },
+                json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1",
+                       "tool_response": {"stdout": "a.txt"}}),
+                "Bash",
+                Some("toolu_1"),
+            ),
+            (
+                SdkEvent::PostToolUseFailure {
+                    agent: Some(agent),
+                    tool,
+                    error: "interrupted",
+                    is_interrupt: true,
+                },
+                json!({"hook_event_name": "PostToolUseFailure", "agent_id": "agent_7",
+                       "agent_type": "explorer", "tool_name": "Bash",
+                       "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1",
+                       "error": "interrupted", "is_interrupt": true}),
+                "Bash",
+                Some("toolu_1"),
+            ),
+            (
+                SdkEvent::Stop {
+                    stop_hook_active: false,
+                    last_assistant_message: "done",
+                },
+                json!({"hook_event_name": "Stop", "stop_hook_active": false,
+                       "last_assistant_message": "done"}),
+                "",
+                None,
+            ),
+            (
+                SdkEvent::SubagentStart { agent },
+                json!({"hook_event_name": "SubagentStart", "agent_id": "agent_7",
+                       "agent_type": "explorer"}),
+                "explorer",
+                None,
+            ),
+            (
+                SdkEvent::SubagentStop {
+                    agent,
+                    agent_transcript_path: "/t/sess_1.jsonl",
+                    stop_hook_active: true,
+                    last_assistant_message: "found it",
+                },
+                json!({"hook_event_name": "SubagentStop", "agent_id": "agent_7",
+                       "agent_type": "explorer", "agent_transcript_path": "/t/sess_1.jsonl",
+                       "stop_hook_active": true, "last_assistant_message": "found it"}),
+                "explorer",
+                None,
+            ),
+            (
+                SdkEvent::PreCompact {
+                    trigger: "manual",
+                    custom_instructions: "keep file names",
+                },
+                json!({"hook_event_name": "PreCompact", "trigger": "manual",
+                       "custom_instructions": "keep file names"}),
+                "manual",
+                None,
+            ),
+            (
+                SdkEvent::Notification {
+                    message: "hookbox is waiting for your input",
+                    notification_type: "idle_prompt",
+                    title: None,
+                },
+                json!({"hook_event_name": "Notification",
+                       "message": "hookbox is waiting for your input",
+                       "notification_type": "idle_prompt"}),
+                "idle_prompt",
+                None,
+            ),
+            (
+                SdkEvent::Notification {
+                    message: "hookbox needs your permission to use Bash",
+                    notification_type: "permission_prompt",
+                    title: Some("Permission needed"),
+                },
+                json!({"hook_event_name": "Notification",
+                       "message": "hookbox needs your permission to use Bash",
+                       "notification_type": "permission_prompt", "title": "Permission needed"}),
+                "permission_prompt",
+                None,
+            ),
+        ];
+        for (event, fields, match_value, tool_use_id) in cases {
+            let built = EventInput::sdk(&context, event);
+            let mut expected = common.as_object().cloned().unwrap_or_default();
+            expected.extend(fields.as_object().cloned().unwrap_or_default());
+            assert_eq!(
+                Value::Object(built.payload().clone()).to_string(),
+                Value::Object(expected).to_string(),
+                "{event:?}"
+            );
+            assert_eq!(built.event(), event.event());
+            assert_eq!(built.match_value(), match_value, "{event:?}");
+            assert_eq!(built.tool_use_id(), tool_use_id, "{event:?}");
+        }
+    }
+
+    #[test]
+    fn sdk_common_fields_take_hand_written_fields() {
         let mut fields = Map::new();
         fields.insert("notification_type".into(), "idle_prompt".into());
-        let input = EventInput::sdk(HookEvent::Notification, &SessionContext::default(), fields);
+        let input = EventInput::sdk_common(HookEvent::Notification, &SessionContext::default())
+            .with_fields(fields);
         assert_eq!(input.match_value(), "idle_prompt");
         assert_eq!(input.payload()["hook_event_name"], "Notification");
     }

@@ -66,6 +66,7 @@ mod matcher;
 mod outbox;
 mod outcome;
 mod runner;
+mod sdk_event;
 mod trace;
 
 pub use binding::{Binding, Origin, Trust};
@@ -88,4 +89,5 @@ pub use runner::{
     CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HookClients, HostCommandRunner,
     HttpRequest, HttpRunner, PolicyHttpRunner, Runners, narrowed,
 };
+pub use sdk_event::{SdkEvent, SubagentRef, ToolUse};
 pub use trace::{Failure, HandlerResult, TraceEntry};

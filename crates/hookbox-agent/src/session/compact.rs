@@ -3,9 +3,8 @@
 
 use std::time::Instant;
 
-use hookbox_hooks::HookEvent;
+use hookbox_hooks::SdkEvent;
 use hookbox_llm::{Conversation, Message, content_text};
-use serde_json::Map;
 
 use super::core::Core;
 use super::emit::Emitter;
@@ -88,10 +87,11 @@ impl Core {
         out: &mut Emitter<'_>,
         stats: &mut Stats,
     ) -> Result<String, End> {
-        let mut fields = Map::new();
-        fields.insert("trigger".into(), trigger.as_str().into());
-        fields.insert("custom_instructions".into(), instructions.into());
-        let pre = self.fire(HookEvent::PreCompact, fields, out).await;
+        let pre = SdkEvent::PreCompact {
+            trigger: trigger.as_str(),
+            custom_instructions: instructions,
+        };
+        let pre = self.fire(pre, out).await;
         if !pre.continue_ {
             return Err(End::Stopped(stop_reason(&pre)));
         }

@@ -10,8 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use hookbox_env::CodingTools;
-use hookbox_hooks::{Dispatcher, EventInput, HookEvent, HookOutcome, SessionContext};
-use serde_json::{Map, Value};
+use hookbox_hooks::{
+    Dispatcher, EventInput, HookOutcome, SdkEvent, SessionContext, SubagentRef, ToolUse,
+};
+use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::SubagentDefinition;
@@ -85,22 +87,23 @@ impl Runner {
             .any(|declaration| declaration.name == tool)
     }
 
-    /// `agent_id` / `agent_type`, on events fired for a sub-agent.
-    pub(super) fn agent_fields(&self) -> Map<String, Value> {
-        let mut fields = Map::new();
-        if let Some((id, kind)) = &self.agent {
-            fields.insert("agent_id".into(), id.clone().into());
-            fields.insert("agent_type".into(), kind.clone().into());
-        }
-        fields
+    /// The sub-agent events fired for it happen in; `None` for the main agent.
+    pub(super) fn subagent_ref(&self) -> Option<SubagentRef<'_>> {
+        self.agent
+            .as_ref()
+            .map(|(agent_id, agent_type)| SubagentRef {
+                agent_id,
+                agent_type,
+            })
     }
+}
 
-    pub(super) fn tool_fields(&self, call: &ToolCall, input: &Value) -> Map<String, Value> {
-        let mut fields = self.agent_fields();
-        fields.insert("tool_name".into(), call.name.clone().into());
-        fields.insert("tool_input".into(), input.clone());
-        fields.insert("tool_use_id".into(), call.id.clone().into());
-        fields
+/// `call` as tool events describe it, with the input it has at that event.
+fn tool_use<'a>(call: &'a ToolCall, input: &'a Value) -> ToolUse<'a> {
+    ToolUse {
+        tool_name: &call.name,
+        tool_input: input,
+        tool_use_id: &call.id,
     }
 }
 
@@ -145,10 +148,12 @@ impl Core {
             .await;
         self.conversation = conversation;
         self.started = true;
-        let mut fields = Map::new();
-        fields.insert("message".into(), "hookbox is waiting for your input".into());
-        fields.insert("notification_type".into(), "idle_prompt".into());
-        self.fire(HookEvent::Notification, fields, &mut out).await;
+        let idle = SdkEvent::Notification {
+            message: "hookbox is waiting for your input",
+            notification_type: "idle_prompt",
+            title: None,
+        };
+        self.fire(idle, &mut out).await;
         out.emit(SessionMessage::Result(result(end, stats, started)));
         drop(out);
         self.transcript = transcript;
@@ -164,9 +169,7 @@ impl Core {
             stream,
             transcript: transcript.as_mut(),
         };
-        let mut fields = Map::new();
-        fields.insert("reason".into(), reason.into());
-        self.fire(HookEvent::SessionEnd, fields, &mut out).await;
+        self.fire(SdkEvent::SessionEnd { reason }, &mut out).await;
         drop(out);
         self.transcript = transcript;
         let mut produced = Vec::new();
@@ -185,10 +188,12 @@ impl Core {
     ) -> End {
         let mut context = Vec::new();
         if !self.started {
-            let mut fields = Map::new();
-            fields.insert("source".into(), "startup".into());
-            fields.insert("model".into(), self.shared.model().label().into());
-            let start = self.fire(HookEvent::SessionStart, fields, out).await;
+            let model = self.shared.model();
+            let start = SdkEvent::SessionStart {
+                source: "startup",
+                model: model.label(),
+            };
+            let start = self.fire(start, out).await;
             context.extend(start.additional_context);
             out.emit(SessionMessage::Init {
                 cwd: self.cwd.clone(),
@@ -218,9 +223,7 @@ impl Core {
                 Err(end) => end,
             };
         }
-        let mut fields = Map::new();
-        fields.insert("prompt".into(), prompt.into());
-        let submitted = self.fire(HookEvent::UserPromptSubmit, fields, out).await;
+        let submitted = self.fire(SdkEvent::UserPromptSubmit { prompt }, out).await;
         if !submitted.continue_ {
             return End::Stopped(stop_reason(&submitted));
         }
@@ -250,14 +253,10 @@ impl Core {
         }
     }
 
-    /// Fires `event` with the session's common fields plus `fields`; passes any
-    /// `systemMessage` on to the user.
-    pub(super) async fn fire(
-        &self,
-        event: HookEvent,
-        fields: Map<String, Value>,
-        out: &mut Emitter<'_>,
-    ) -> HookOutcome {
+    /// Fires `fired` with the session's common fields; passes any `systemMessage` on to the
+    /// user.
+    pub(super) async fn fire(&self, fired: SdkEvent<'_>, out: &mut Emitter<'_>) -> HookOutcome {
+        let event = fired.event();
         if !self.dispatcher.hooks().has_event(event) {
             return HookOutcome::default();
         }
@@ -269,7 +268,7 @@ impl Core {
         };
         let outcome = self
             .dispatcher
-            .dispatch(&EventInput::sdk(event, &context, fields))
+            .dispatch(&EventInput::sdk(&context, fired))
             .await;
         for entry in &outcome.trace {
             if let Some(failure) = HookFailure::from_trace(entry) {
@@ -336,13 +335,11 @@ impl Core {
                 call.name, call.args
             ));
         }
-        let pre = self
-            .fire(
-                HookEvent::PreToolUse,
-                runner.tool_fields(call, &call.args),
-                out,
-            )
-            .await;
+        let pre = SdkEvent::PreToolUse {
+            agent: runner.subagent_ref(),
+            tool: tool_use(call, &call.args),
+        };
+        let pre = self.fire(pre, out).await;
         if !pre.continue_ {
             let reason = stop_reason(&pre);
             return CallDone {
@@ -386,11 +383,15 @@ impl Core {
                 None => Err(End::Interrupted),
             }
         };
-        let mut fields = runner.tool_fields(call, &input);
+        let (agent, tool) = (runner.subagent_ref(), tool_use(call, &input));
         let (mut done, post) = match ran {
             Ok((text, response, None)) => {
-                fields.insert("tool_response".into(), response.clone());
-                let post = self.fire(HookEvent::PostToolUse, fields, out).await;
+                let post = SdkEvent::PostToolUse {
+                    agent,
+                    tool,
+                    tool_response: &response,
+                };
+                let post = self.fire(post, out).await;
                 let done = CallDone {
                     text,
                     is_error: false,
@@ -400,9 +401,13 @@ impl Core {
                 (done, post)
             }
             Ok((text, response, Some(error))) => {
-                fields.insert("error".into(), error.into());
-                fields.insert("is_interrupt".into(), false.into());
-                let post = self.fire(HookEvent::PostToolUseFailure, fields, out).await;
+                let post = SdkEvent::PostToolUseFailure {
+                    agent,
+                    tool,
+                    error: &error,
+                    is_interrupt: false,
+                };
+                let post = self.fire(post, out).await;
                 let done = CallDone {
                     response: Some(response),
                     ..CallDone::error(text)
@@ -410,9 +415,13 @@ impl Core {
                 (done, post)
             }
             Err(End::Interrupted) => {
-                fields.insert("error".into(), "interrupted".into());
-                fields.insert("is_interrupt".into(), true.into());
-                self.fire(HookEvent::PostToolUseFailure, fields, out).await;
+                let post = SdkEvent::PostToolUseFailure {
+                    agent,
+                    tool,
+                    error: "interrupted",
+                    is_interrupt: true,
+                };
+                self.fire(post, out).await;
                 return CallDone {
                     end: Some(End::Interrupted),
                     ..CallDone::error("Interrupted by the user".to_owned())
@@ -509,20 +518,21 @@ impl LoopPoints for SessionRun<'_, '_> {
     /// `Stop` (`SubagentStop` for a sub-agent) hooks: they may keep the agent going, up to
     /// [`MAX_STOP_BLOCKS`] times in a row, or stop the session.
     async fn answered(&mut self, reply: &ModelReply) -> Answered<End> {
-        let (event, mut fields) = match &self.runner.agent {
-            None => (HookEvent::Stop, Map::new()),
-            Some(_) => {
-                let mut fields = self.runner.agent_fields();
-                fields.insert(
-                    "agent_transcript_path".into(),
-                    self.core.transcript_path.clone().into(),
-                );
-                (HookEvent::SubagentStop, fields)
-            }
+        let (stop_hook_active, last_assistant_message) = (self.stop_blocks > 0, &reply.text);
+        let stop = match self.runner.subagent_ref() {
+            None => SdkEvent::Stop {
+                stop_hook_active,
+                last_assistant_message,
+            },
+            Some(agent) => SdkEvent::SubagentStop {
+                agent,
+                agent_transcript_path: &self.core.transcript_path,
+                stop_hook_active,
+                last_assistant_message,
+            },
         };
-        fields.insert("stop_hook_active".into(), (self.stop_blocks > 0).into());
-        fields.insert("last_assistant_message".into(), reply.text.clone().into());
-        let stop = self.core.fire(event, fields, self.out).await;
+        let event = stop.event();
+        let stop = self.core.fire(stop, self.out).await;
         if !stop.continue_ {
             return Answered::End(End::Stopped(stop_reason(&stop)));
         }

@@ -2,9 +2,9 @@
 //! session's `can_use_tool` prompt.
 
 use hookbox_env::Effect;
-use hookbox_hooks::{Decision, HookEvent, HookOutcome};
+use hookbox_hooks::{Decision, HookOutcome, SdkEvent};
 use hookbox_llm::ToolCall;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::core::{Core, Runner};
 use super::emit::Emitter;
@@ -45,11 +45,12 @@ impl Core {
             Rule::Deny(message) => return Permit::Deny(message),
             Rule::Ask(reason) => pre.reason.clone().unwrap_or(reason),
         };
-        let mut fields = runner.agent_fields();
-        fields.insert("tool_name".into(), call.name.clone().into());
-        fields.insert("tool_input".into(), input.clone());
-        fields.insert("permission_suggestions".into(), json!([]));
-        let request = self.fire(HookEvent::PermissionRequest, fields, out).await;
+        let request = SdkEvent::PermissionRequest {
+            agent: runner.subagent_ref(),
+            tool_name: &call.name,
+            tool_input: &input,
+        };
+        let request = self.fire(request, out).await;
         if !request.continue_ {
             let reason = stop_reason(&request);
             return Permit::Stop(End::Stopped(reason.clone()), reason);
@@ -74,14 +75,13 @@ impl Core {
                  permission mode, a PermissionRequest hook or a can_use_tool callback."
             ));
         };
-        let mut fields = Map::new();
-        fields.insert(
-            "message".into(),
-            format!("hookbox needs your permission to use {}", call.name).into(),
-        );
-        fields.insert("notification_type".into(), "permission_prompt".into());
-        fields.insert("title".into(), "Permission needed".into());
-        self.fire(HookEvent::Notification, fields, out).await;
+        let message = format!("hookbox needs your permission to use {}", call.name);
+        let asking = SdkEvent::Notification {
+            message: &message,
+            notification_type: "permission_prompt",
+            title: Some("Permission needed"),
+        };
+        self.fire(asking, out).await;
         let query = PermissionQuery {
             tool_name: call.name.clone(),
             input: input.clone(),

@@ -1,6 +1,6 @@
 //! Sub-agents: a `Task` call runs one of the session's agents in its own loop.
 
-use hookbox_hooks::HookEvent;
+use hookbox_hooks::{SdkEvent, SubagentRef};
 use hookbox_llm::{Conversation, ToolCall};
 use serde_json::{Value, json};
 
@@ -53,9 +53,11 @@ impl Core {
             parent_tool_use_id: Some(call.id.clone()),
             declarations: declarations(&tool_names, false),
         };
-        let start = self
-            .fire(HookEvent::SubagentStart, sub.agent_fields(), out)
-            .await;
+        let agent = SubagentRef {
+            agent_id: &agent_id,
+            agent_type: kind,
+        };
+        let start = self.fire(SdkEvent::SubagentStart { agent }, out).await;
         let mut conversation = Conversation::new(Some(definition.prompt.clone()));
         let mut text = task.to_owned();
         if let Some(context) = start.additional_context {

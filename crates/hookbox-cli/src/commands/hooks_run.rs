@@ -82,7 +82,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             if SDK_TOOL_EVENTS.contains(&event) && !has_tool {
                 bail!("`--tool NAME` is required for {event}");
             }
-            EventInput::sdk(event, &session, fields)
+            EventInput::sdk_common(event, &session).with_fields(fields)
         }
     };
     let input = match extra {

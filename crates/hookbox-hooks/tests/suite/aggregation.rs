@@ -2,10 +2,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hookbox_hooks::{
-    CallbackError, CallbackHandler, Decision, Dispatcher, EventInput, Failure, HookEvent,
-    HookOutcome, HookSet, Runners, SessionContext,
+    CallbackError, CallbackHandler, Decision, Dispatcher, EventInput, Failure, HookOutcome,
+    HookSet, Runners, SdkEvent, SessionContext,
 };
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+
+use super::support::bash_call;
 
 /// A callback that waits `delay` then returns `reply`.
 fn reply_after(delay_ms: u64, reply: Value) -> CallbackHandler {
@@ -34,17 +36,11 @@ fn pre_tool_use(decision: &str, reason: &str) -> CallbackHandler {
     }}))
 }
 
-fn fields(value: Value) -> Map<String, Value> {
-    serde_json::from_value(value).expect("object")
-}
-
-fn bash_call() -> EventInput {
+/// A `UserPromptSubmit` of `hi` in a default session.
+fn prompt_hi() -> EventInput {
     EventInput::sdk(
-        HookEvent::PreToolUse,
         &SessionContext::default(),
-        fields(
-            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1"}),
-        ),
+        SdkEvent::UserPromptSubmit { prompt: "hi" },
     )
 }
 
@@ -133,13 +129,8 @@ async fn updated_input_last_in_registration_order_wins_whatever_finishes_first()
 
 #[tokio::test]
 async fn context_and_messages_concatenate_in_registration_order() {
-    let input = EventInput::sdk(
-        HookEvent::UserPromptSubmit,
-        &SessionContext::default(),
-        fields(json!({"prompt": "hi"})),
-    );
     let outcome = run(
-        &input,
+        &prompt_hi(),
         vec![
             reply_after(120, json!({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "one"}, "systemMessage": "m1"})),
             reply_after(0, json!({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "two"}})),
@@ -182,12 +173,10 @@ async fn a_callback_timeout_blocks() {
 
     let mut slow = reply_after(5_000, json!({}));
     slow.timeout = Duration::from_millis(100);
-    let prompt = EventInput::sdk(
-        HookEvent::UserPromptSubmit,
-        &SessionContext::default(),
-        fields(json!({"prompt": "hi"})),
+    assert_eq!(
+        run(&prompt_hi(), vec![slow]).await.decision,
+        Decision::Block
     );
-    assert_eq!(run(&prompt, vec![slow]).await.decision, Decision::Block);
 }
 
 #[tokio::test]
@@ -260,10 +249,14 @@ async fn seed_block_dangerous_reply_denies_pre_tool_use() {
 
 #[tokio::test]
 async fn permission_request_behavior_decides() {
+    let read = json!({"file_path": "a"});
     let input = EventInput::sdk(
-        HookEvent::PermissionRequest,
         &SessionContext::default(),
-        fields(json!({"tool_name": "Read", "tool_input": {"file_path": "a"}})),
+        SdkEvent::PermissionRequest {
+            agent: None,
+            tool_name: "Read",
+            tool_input: &read,
+        },
     );
     let allow = reply(
         json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}),
@@ -355,12 +348,7 @@ mod command_hooks {
 
     #[tokio::test]
     async fn plain_stdout_is_context_for_user_prompt_submit_only() {
-        let prompt = EventInput::sdk(
-            HookEvent::UserPromptSubmit,
-            &SessionContext::default(),
-            fields(json!({"prompt": "hi"})),
-        );
-        let outcome = run_commands(&prompt, &["echo 'today is Monday'"]).await;
+        let outcome = run_commands(&prompt_hi(), &["echo 'today is Monday'"]).await;
         assert_eq!(
             outcome.additional_context.as_deref(),
             Some("today is Monday")
@@ -372,9 +360,11 @@ mod command_hooks {
     #[tokio::test]
     async fn stop_block_gives_the_reason_to_continue_with() {
         let stop = EventInput::sdk(
-            HookEvent::Stop,
             &SessionContext::default(),
-            fields(json!({"stop_hook_active": false})),
+            SdkEvent::Stop {
+                stop_hook_active: false,
+                last_assistant_message: "done",
+            },
         );
         let outcome = run_commands(
             &stop,
@@ -388,9 +378,12 @@ mod command_hooks {
     #[tokio::test]
     async fn notification_cannot_be_blocked() {
         let notification = EventInput::sdk(
-            HookEvent::Notification,
             &SessionContext::default(),
-            fields(json!({"notification_type": "idle_prompt", "message": "waiting"})),
+            SdkEvent::Notification {
+                message: "waiting",
+                notification_type: "idle_prompt",
+                title: None,
+            },
         );
         let outcome = run_commands(&notification, &["exit 2"]).await;
         assert_eq!(outcome.decision, Decision::Allow);

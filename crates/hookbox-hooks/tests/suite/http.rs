@@ -1,10 +1,10 @@
 use std::time::{Duration, Instant};
 
-use hookbox_hooks::{Decision, Failure, HookEvent};
+use hookbox_hooks::{Decision, Failure};
 use hookbox_test_support::{Reply, TestHttpServer};
 use serde_json::{Value, json};
 
-use super::support::{dispatcher, pre, pre_rule, strict_dispatcher};
+use super::support::{bash_call, dispatcher, pre, pre_rule, strict_dispatcher};
 
 fn http(url: &str, timeout: u64) -> Value {
     json!({"type": "http", "url": url, "timeout": timeout, "headers": {"X-Event-Source": "agent-sandbox"}})
@@ -164,12 +164,7 @@ async fn sdk_http_hooks_parse_the_body_like_stdout() {
     .expect("server");
     let config = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "http", "url": server.url("/hook")}]}]}});
     let hooks = dispatcher(&[config], None);
-    let input = hookbox_hooks::EventInput::sdk(
-        HookEvent::PreToolUse,
-        &hookbox_hooks::SessionContext::default(),
-        serde_json::from_value(json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}))
-            .expect("map"),
-    );
+    let input = bash_call();
     let outcome = hooks.dispatch(&input).await;
     assert_eq!(outcome.decision, Decision::Ask);
     assert_eq!(outcome.reason.as_deref(), Some("confirm"));

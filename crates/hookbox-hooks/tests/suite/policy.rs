@@ -8,7 +8,7 @@ use hookbox_hooks::{
 };
 use serde_json::{Value, json};
 
-use super::support::{command, dispatcher, pre, pre_rule};
+use super::support::{bash_call, command, dispatcher, pre, pre_rule};
 
 const DENY_RM: &str =
     r#"grep -q 'rm -rf' && echo '{"decision":"deny","reason":"owner says no"}' || echo '{}'"#;
@@ -242,13 +242,7 @@ async fn claude_on_failure_block_fails_closed() {
     let hooks = builder.build();
     assert!(hooks.diagnostics().is_empty(), "{:#?}", hooks.diagnostics());
     let dispatcher = Dispatcher::new(Arc::new(hooks), Runners::host(None).expect("runners"));
-    let fields = json!({"tool_name": "Bash", "tool_input": {"command": "ls"}});
-    let input = hookbox_hooks::EventInput::sdk(
-        hookbox_hooks::HookEvent::PreToolUse,
-        &hookbox_hooks::SessionContext::default(),
-        fields.as_object().cloned().unwrap_or_default(),
-    );
-    let outcome = dispatcher.dispatch(&input).await;
+    let outcome = dispatcher.dispatch(&bash_call()).await;
     assert_eq!(outcome.decision, Decision::Deny, "{outcome:#?}");
     assert!(outcome.trace[0].failed_closed);
 }

@@ -1,9 +1,9 @@
 use std::time::{Duration, Instant};
 
-use hookbox_hooks::{Decision, Failure, HookEvent};
+use hookbox_hooks::{Decision, Failure};
 use serde_json::json;
 
-use super::support::{command, dispatcher, pre, pre_rule};
+use super::support::{bash_call, command, dispatcher, pre, pre_rule};
 
 /// Processes whose command line contains `marker` (a unique sleep length, say).
 fn processes_with(marker: &str) -> Vec<u32> {
@@ -190,12 +190,7 @@ async fn thousand_dispatches() {
     ]}]}});
     let misbehaving = dispatcher(&[misbehaving], None);
     let hanging = dispatcher(&[hanging], None);
-    let input = hookbox_hooks::EventInput::sdk(
-        HookEvent::PreToolUse,
-        &hookbox_hooks::SessionContext::default(),
-        serde_json::from_value(json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}))
-            .expect("map"),
-    );
+    let input = bash_call();
     // Warm up: lazily created runtime threads, pools and caches are not leaks.
     misbehaving.dispatch(&input).await;
     hanging.dispatch(&input).await;

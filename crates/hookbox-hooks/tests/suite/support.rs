@@ -1,7 +1,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use hookbox_hooks::{Dispatcher, EventInput, HookOutcome, HookSet, Runners};
+use hookbox_hooks::{
+    Dispatcher, EventInput, HookOutcome, HookSet, Runners, SdkEvent, SessionContext, ToolUse,
+};
 use hookbox_net::ClientOptions;
 use serde_json::{Value, json};
 
@@ -50,6 +52,20 @@ pub(super) fn pre_rule(matcher: &str, handlers: Value) -> Value {
 /// A command handler with a timeout in seconds.
 pub(super) fn command(command: &str, timeout: u64) -> Value {
     json!({"type": "command", "command": command, "timeout": timeout})
+}
+
+/// A `PreToolUse` of `Bash` running `ls`, id `toolu_1`, in a default session.
+pub(super) fn bash_call() -> EventInput {
+    let input = json!({"command": "ls"});
+    let tool = ToolUse {
+        tool_name: "Bash",
+        tool_input: &input,
+        tool_use_id: "toolu_1",
+    };
+    EventInput::sdk(
+        &SessionContext::default(),
+        SdkEvent::PreToolUse { agent: None, tool },
+    )
 }
 
 /// Dispatches a `pre_tool_execution` of `tool` with `args`.
