@@ -138,9 +138,13 @@ fn audited_calls(c: &mut Criterion) {
     // Throughput: a backlog of one environment (sent one at a time, in order) drained.
     let before = receiver.requests().len();
     deliverer.abort();
+    // The same durable calls with no deliverer running: the tool call's own cost, without
+    // the deliverer's reads and writes competing for the store and the cores.
+    let stored = Instant::now();
     for _ in 0..BACKLOG {
         call(&durable);
     }
+    let per_call = stored.elapsed() / u32::try_from(BACKLOG).expect("backlog");
     let started = Instant::now();
     let deliverer = rt.spawn(AuditDeliverer::new(Arc::clone(&runtime)).run());
     let deadline = started + Duration::from_secs(300);
@@ -154,6 +158,10 @@ fn audited_calls(c: &mut Criterion) {
         reason = "the throughput is the benchmark's output"
     )]
     {
+        println!(
+            "at_least_once with no deliverer running: {:.1} µs per call (mean of {BACKLOG})",
+            per_call.as_secs_f64() * 1e6
+        );
         println!(
             "outbox drain: {} events of one environment in {:.2} s = {:.0} deliveries/s",
             receiver.requests().len() - before,

@@ -22,6 +22,12 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// How long the deliverer sleeps when nothing is due and nothing wakes it: events other
 /// processes store (`hookbox exec`) wake no one.
 const IDLE_WAIT: Duration = Duration::from_secs(1);
+/// After an event is stored, the deliverer waits until no other was stored for this long (a
+/// burst of tool calls is over), so that sending it does not compete with the calls that are
+/// still running for the store and the cores...
+const QUIET: Duration = Duration::from_millis(20);
+/// ...but never longer than this after the first one.
+const BURST_MAX: Duration = Duration::from_millis(250);
 /// How long it waits after the store failed before trying again.
 const STORE_RETRY: Duration = Duration::from_secs(1);
 /// How often it sheds a too-full outbox and prunes settled events.
@@ -76,6 +82,21 @@ fn signer(runtime: &Runtime, event: &NewOutboxEvent) -> Result<Option<WebhookSig
              base64 of at least 16 bytes)"
             ))
         })
+}
+
+/// Waits until no event was stored for [`QUIET`], or [`BURST_MAX`] has passed.
+async fn quiet(stored: &tokio::sync::Notify) {
+    let deadline = tokio::time::Instant::now() + BURST_MAX;
+    loop {
+        let until = deadline.min(tokio::time::Instant::now() + QUIET);
+        if tokio::time::timeout_at(until, stored.notified())
+            .await
+            .is_err()
+            || tokio::time::Instant::now() >= deadline
+        {
+            return;
+        }
+    }
 }
 
 /// Sleeps until `deadline` (forever without one).
@@ -163,7 +184,7 @@ impl AuditDeliverer {
                         }
                     }
                 },
-                () = stored.notified() => {}
+                () = stored.notified() => quiet(&stored).await,
                 () = tokio::time::sleep(wait) => {}
                 () = &mut stop, if deadline.is_none() => {
                     deadline = Some(tokio::time::Instant::now() + drain);
