@@ -380,7 +380,7 @@ impl Core {
                 .await
             {
                 Some(outcome) => Ok((outcome.text, outcome.response, outcome.error)),
-                None => Err(End::Interrupted),
+                None => Err(End::Interrupted { in_tools: true }),
             }
         };
         let (agent, tool) = (runner.subagent_ref(), tool_use(call, &input));
@@ -414,7 +414,7 @@ impl Core {
                 };
                 (done, post)
             }
-            Err(End::Interrupted) => {
+            Err(End::Interrupted { .. }) => {
                 let post = SdkEvent::PostToolUseFailure {
                     agent,
                     tool,
@@ -423,7 +423,7 @@ impl Core {
                 };
                 self.fire(post, out).await;
                 return CallDone {
-                    end: Some(End::Interrupted),
+                    end: Some(End::Interrupted { in_tools: true }),
                     ..CallDone::error("Interrupted by the user".to_owned())
                 };
             }
@@ -487,8 +487,17 @@ impl LoopPoints for SessionRun<'_, '_> {
             .interruptible(model.complete(conversation, &self.runner.declarations))
             .await
         {
-            None => return Err(End::Interrupted),
-            Some(Err(err)) => return Err(End::Failed(format!("the model failed: {err}"))),
+            None => return Err(End::Interrupted { in_tools: false }),
+            Some(Err(err)) => {
+                let status = match &err {
+                    hookbox_llm::ModelError::Api { status, .. } => Some(*status),
+                    _ => None,
+                };
+                return Err(End::ApiFailed {
+                    message: err.to_string(),
+                    status,
+                });
+            }
             Some(Ok(reply)) => reply,
         };
         self.stats.api_ms += millis(asked);

@@ -44,7 +44,7 @@ pub use emit::TranscriptFormat;
 pub use hookbox_store::new_uuid;
 pub use messages::{
     CompactTrigger, ContentBlock, HookFailure, PermissionDenial, QueryResult, ResultSubtype,
-    SessionMessage,
+    SessionMessage, TerminalReason,
 };
 pub use permissions::{
     PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, UnknownPermissionMode,

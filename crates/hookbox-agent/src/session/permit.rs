@@ -90,14 +90,17 @@ impl Core {
             agent_id: runner.agent.as_ref().map(|(id, _)| id.clone()),
         };
         match self.interruptible(prompt.can_use_tool(query)).await {
-            None => Permit::Stop(End::Interrupted, "Interrupted by the user".to_owned()),
+            None => Permit::Stop(
+                End::Interrupted { in_tools: true },
+                "Interrupted by the user".to_owned(),
+            ),
             Some(PermissionAnswer::Allow { updated_input }) => {
                 Permit::Run(updated_input.unwrap_or(input))
             }
             Some(PermissionAnswer::Deny {
                 message,
                 interrupt: true,
-            }) => Permit::Stop(End::Interrupted, message),
+            }) => Permit::Stop(End::Interrupted { in_tools: true }, message),
             Some(PermissionAnswer::Deny { message, .. }) => Permit::Deny(message),
         }
     }

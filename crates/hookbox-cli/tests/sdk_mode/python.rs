@@ -310,3 +310,92 @@ fn claude_sdk_on_failure_block_blocks_a_reply_the_cli_rejects() {
     assert!(results[0].0.contains("Deny"), "{results:?}");
     assert!(!world.work().join("gated").exists());
 }
+
+/// The entry `results.py` printed for the exception the SDK raised, if any.
+fn exception(messages: &[Value]) -> Option<&Value> {
+    messages
+        .iter()
+        .find(|message| message.get("exception").is_some())
+}
+
+#[test]
+fn claude_sdk_raises_result_error_for_an_api_failure() {
+    let Some(python) = python("claude_sdk_raises_result_error_for_an_api_failure") else {
+        return;
+    };
+    let world = World::new(vec![FakeTurn::Error {
+        status: 529,
+        message: "the fake API is overloaded".into(),
+        retry_after: None,
+    }]);
+    let (output, messages) = run(&python, &world, "results.py", &["plain", "hi"]);
+    let log = format!(
+        "{messages:#?}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result = messages
+        .iter()
+        .find(|message| message["message_class"] == "ResultMessage")
+        .unwrap_or_else(|| panic!("no ResultMessage: {log}"));
+    assert_eq!(result["is_error"], true, "{log}");
+    assert_eq!(result["subtype"], "success", "{log}");
+    assert_eq!(result["terminal_reason"], "api_error", "{log}");
+    assert_eq!(result["api_error_status"], 529, "{log}");
+    // hookbox exited non-zero after the error result, so the SDK raised its ResultError.
+    let raised = exception(&messages).unwrap_or_else(|| panic!("nothing raised: {log}"));
+    assert_eq!(raised["exception"], "ResultError", "{log}");
+    assert_eq!(raised["exit_code"], 1, "{log}");
+    assert_eq!(raised["terminal_reason"], "api_error", "{log}");
+    assert_eq!(raised["api_error_status"], 529, "{log}");
+    let text = raised["result"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("API Error: ") && text.contains("the fake API is overloaded"),
+        "{log}"
+    );
+}
+
+#[test]
+fn claude_sdk_raises_result_error_for_an_unknown_agent() {
+    let Some(python) = python("claude_sdk_raises_result_error_for_an_unknown_agent") else {
+        return;
+    };
+    let world = World::new(vec![]);
+    let (output, messages) = run(
+        &python,
+        &world,
+        "results.py",
+        &["plain", "hi", "no-such-agent"],
+    );
+    let log = format!(
+        "{messages:#?}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let raised = exception(&messages).unwrap_or_else(|| panic!("nothing raised: {log}"));
+    assert_eq!(raised["exception"], "ResultError", "{log}");
+    assert_eq!(raised["exit_code"], 1, "{log}");
+    assert_eq!(raised["subtype"], "error_during_execution", "{log}");
+    assert!(
+        raised["errors"][0]
+            .as_str()
+            .is_some_and(|error| error.contains("no-such-agent")),
+        "{log}"
+    );
+    assert!(world.bodies().is_empty(), "the model was called: {log}");
+}
+
+#[test]
+fn claude_sdk_result_echoes_the_prompt_origin() {
+    let Some(python) = python("claude_sdk_result_echoes_the_prompt_origin") else {
+        return;
+    };
+    let world = World::new(vec![FakeTurn::text("hello")]);
+    let (output, messages) = run(&python, &world, "results.py", &["origin", "hi"]);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["origin"], json!({"kind": "human"}), "{result}");
+    assert_eq!(
+        result["user_message_uuid"], "5f0c3a8e-0000-4000-8000-000000000001",
+        "{result}"
+    );
+    assert_eq!(result["terminal_reason"], "completed", "{result}");
+    assert!(exception(&messages).is_none(), "{messages:#?}");
+}
