@@ -57,7 +57,10 @@ pub(crate) struct Core {
     pub(crate) transcript: Option<Transcript>,
     pub(crate) dispatcher: Dispatcher,
     pub(crate) tools: CodingTools,
+    /// The coding tools offered to the model: all but the disallowed ones.
     pub(crate) tool_names: Vec<&'static str>,
+    /// Whether `Task` is offered: the session has sub-agents and `Task` is not disallowed.
+    pub(crate) offers_task: bool,
     pub(crate) sandboxed: bool,
     pub(crate) allowed: Vec<String>,
     pub(crate) disallowed: Vec<String>,
@@ -249,7 +252,7 @@ impl Core {
         Runner {
             agent: None,
             parent_tool_use_id: None,
-            declarations: declarations(&self.tool_names, !self.agents.is_empty()),
+            declarations: declarations(&self.tool_names, self.offers_task),
         }
     }
 

@@ -184,7 +184,8 @@ impl SessionBuilder {
         self
     }
 
-    /// Tools that never run.
+    /// Tools that never run and are not offered to the model (an entry written `Bash(…)`
+    /// names the whole tool).
     pub fn disallowed_tools<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
         self.disallowed.extend(tools.into_iter().map(Into::into));
         self
@@ -366,7 +367,14 @@ impl SessionBuilder {
             transcript,
             dispatcher: Dispatcher::new(Arc::new(hooks), runners),
             tools,
-            tool_names: CODING_TOOLS.to_vec(),
+            // A disallowed tool is not offered at all, as in Claude Code (its calls would
+            // all be denied).
+            tool_names: CODING_TOOLS
+                .into_iter()
+                .filter(|tool| !permissions::listed(&self.disallowed, tool))
+                .collect(),
+            offers_task: !self.agents.is_empty()
+                && !permissions::listed(&self.disallowed, tools::TASK),
             sandboxed: self.isolation == Isolation::Sandboxed,
             allowed: self.allowed,
             disallowed: self.disallowed,

@@ -194,7 +194,7 @@ impl Rules<'_> {
 }
 
 /// Whether `tool` is in `list` (exact names; `Bash(…)`-style patterns name the tool too).
-fn listed(list: &[String], tool: &str) -> bool {
+pub(crate) fn listed(list: &[String], tool: &str) -> bool {
     list.iter().any(|entry| {
         let name = entry.split('(').next().unwrap_or(entry).trim();
         name == tool

@@ -347,7 +347,12 @@ async fn disallowed_tools_and_plan_mode_deny_even_when_a_hook_allows() {
         "go",
     )
     .await;
-    assert!(tool_results(&messages)[0].0.contains("disallowed"));
+    // A disallowed tool is not offered at all, so a call to it anyway names no tool.
+    assert!(
+        tool_results(&messages)[0]
+            .0
+            .contains("No such tool available: Bash")
+    );
     assert!(!f.dir.path().join("x").exists());
 
     let f = fixture(vec![bash("t1", "touch x"), FakeTurn::text("done")]).await;

@@ -399,3 +399,67 @@ fn claude_sdk_result_echoes_the_prompt_origin() {
     assert_eq!(result["terminal_reason"], "completed", "{result}");
     assert!(exception(&messages).is_none(), "{messages:#?}");
 }
+
+/// Runs `options.py` with `prompt` and `spec` (ClaudeAgentOptions, hooks and can_use_tool by
+/// name); returns the output and the messages.
+fn run_options(
+    python: &std::ffi::OsStr,
+    world: &World,
+    prompt: &str,
+    spec: &Value,
+) -> (Output, Vec<Value>) {
+    run(python, world, "options.py", &[prompt, &spec.to_string()])
+}
+
+/// The tool names offered in each model request.
+fn offered_tools(world: &World) -> Vec<Vec<String>> {
+    let _guard = world.runtime.enter();
+    world
+        .server
+        .bodies()
+        .iter()
+        .map(|body| {
+            body["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn claude_sdk_disallowed_tools_are_not_offered_to_the_model() {
+    let Some(python) = python("claude_sdk_disallowed_tools_are_not_offered_to_the_model") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "touch ran"})),
+        FakeTurn::text("Bash is not there."),
+    ]);
+    let spec = json!({"options": {"disallowed_tools": ["Bash", "Write"]}});
+    let (output, messages) = run_options(&python, &world, "run touch", &spec);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "Bash is not there.");
+    for tools in offered_tools(&world) {
+        assert!(tools.contains(&"Read".to_owned()), "{tools:?}");
+        assert!(
+            !tools.contains(&"Bash".to_owned()) && !tools.contains(&"Write".to_owned()),
+            "{tools:?}"
+        );
+    }
+    let init = messages
+        .iter()
+        .find(|message| message["subtype"] == "init")
+        .unwrap_or_else(|| panic!("no init: {messages:?}"));
+    let listed = init["data"]["tools"].as_array().unwrap();
+    assert!(!listed.contains(&json!("Bash")), "{init}");
+    // A call to the hidden tool anyway is an error result, and nothing ran.
+    let results = world.tool_results();
+    assert!(
+        results[0].1 && results[0].0.contains("No such tool available: Bash"),
+        "{results:?}"
+    );
+    assert!(!world.work().join("ran").exists());
+}
