@@ -343,8 +343,29 @@ impl Core {
             tool: tool_use(call, &call.args),
         };
         let pre = self.fire(pre, out).await;
+        let mut done = self
+            .after_pre_tool_use(runner, call, &pre, out, stats)
+            .await;
+        // A PreToolUse hook's context reaches the model with the call's result, whatever it
+        // was (as PostToolUse context does).
+        if let Some(context) = &pre.additional_context {
+            done.text.push_str(&format!("\n\n{context}"));
+        }
+        done
+    }
+
+    /// The rest of a tool call once `PreToolUse` gave `pre`: its stop or deny, permissions,
+    /// the tool, `PostToolUse` / `PostToolUseFailure`.
+    async fn after_pre_tool_use(
+        &self,
+        runner: &Runner,
+        call: &ToolCall,
+        pre: &HookOutcome,
+        out: &mut Emitter<'_>,
+        stats: &mut Stats,
+    ) -> CallDone {
         if !pre.continue_ {
-            let reason = stop_reason(&pre);
+            let reason = stop_reason(pre);
             return CallDone {
                 end: Some(End::Stopped(reason.clone())),
                 ..CallDone::error(format!("Stopped by a PreToolUse hook: {reason}"))
@@ -362,7 +383,7 @@ impl Core {
                     .unwrap_or_else(|| format!("{} was blocked by a PreToolUse hook", call.name)),
             );
         }
-        match self.permit(runner, call, input, &pre, out).await {
+        match self.permit(runner, call, input, pre, out).await {
             Permit::Run(allowed) => input = allowed,
             Permit::Deny(message) => {
                 stats.denials.push(denial(call, &call.args));

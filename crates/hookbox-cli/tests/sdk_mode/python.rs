@@ -463,3 +463,24 @@ fn claude_sdk_disallowed_tools_are_not_offered_to_the_model() {
     );
     assert!(!world.work().join("ran").exists());
 }
+
+#[test]
+fn claude_sdk_pre_tool_use_context_reaches_the_model() {
+    let Some(python) = python("claude_sdk_pre_tool_use_context_reaches_the_model") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo hi"})),
+        FakeTurn::text("Noted."),
+    ]);
+    let spec = json!({"hooks": {"PreToolUse": ["pre_context"]}});
+    let (output, messages) = run_options(&python, &world, "run echo", &spec);
+    assert_finished(&output, &messages);
+    let results = world.tool_results();
+    assert!(!results[0].1, "{results:?}");
+    assert!(
+        results[0].0.starts_with("hi")
+            && results[0].0.contains("remember: the build is on Fridays"),
+        "{results:?}"
+    );
+}
