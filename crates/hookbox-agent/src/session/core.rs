@@ -416,12 +416,15 @@ impl Core {
                     tool_response: &response,
                 };
                 let post = self.fire(post, out).await;
-                let done = CallDone {
+                let mut done = CallDone {
                     text,
                     is_error: false,
                     response: Some(response),
                     end: None,
                 };
+                if let Some(replacement) = &post.updated_tool_output {
+                    replace_output(&mut done, replacement, &call.name, out);
+                }
                 (done, post)
             }
             Ok((text, response, Some(error))) => {
@@ -471,6 +474,58 @@ impl Core {
             done.end = Some(End::Stopped(stop_reason(&post)));
         }
         done
+    }
+}
+
+/// Applies a `PostToolUse` `updatedToolOutput`: an object whose keys are keys of the tool's
+/// output, each with a value of the same JSON type (or `null`), replaces those fields; the
+/// model then sees the whole new output as JSON. Anything else keeps the original output, as
+/// in Claude Code, and the user is told why.
+fn replace_output(done: &mut CallDone, replacement: &Value, tool: &str, out: &mut Emitter<'_>) {
+    let Some(Value::Object(original)) = &mut done.response else {
+        return;
+    };
+    let mismatch = match replacement {
+        Value::Object(fields) => fields
+            .iter()
+            .find_map(|(key, value)| match original.get(key) {
+                None => Some(format!("{tool}'s output has no field `{key}`")),
+                Some(old) if !value.is_null() && kind(old) != kind(value) => Some(format!(
+                    "`{key}` of {tool}'s output is {}, not {}",
+                    kind(old),
+                    kind(value)
+                )),
+                Some(_) => None,
+            }),
+        other => Some(format!("it is {}, not an object", kind(other))),
+    };
+    if let Some(why) = mismatch {
+        out.emit(SessionMessage::HookSystemMessage {
+            event: hookbox_hooks::HookEvent::PostToolUse,
+            message: format!(
+                "ignored a PostToolUse updatedToolOutput that does not have the shape of \
+                 {tool}'s output ({why}); the model sees the original output"
+            ),
+        });
+        return;
+    }
+    if let Value::Object(fields) = replacement {
+        for (key, value) in fields {
+            original.insert(key.clone(), value.clone());
+        }
+    }
+    done.text = Value::Object(original.clone()).to_string();
+}
+
+/// The kind of JSON value `value` is.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

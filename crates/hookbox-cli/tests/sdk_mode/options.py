@@ -64,8 +64,13 @@ async def post_replace_badly(input, tool_use_id, context):
 
 async def deferred(input, tool_use_id, context):
     show({"callback": "deferred", "input": input})
-    # An async output: the CLI must not wait for (or act on) a decision.
-    return {"async_": True, "asyncTimeout": 30000}
+    # An async output: the CLI must not wait for, nor act on, anything else it says (here a
+    # denial, which would count in a synchronous reply).
+    return {
+        "async_": True,
+        "asyncTimeout": 30000,
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"},
+    }
 
 
 CALLBACKS = {

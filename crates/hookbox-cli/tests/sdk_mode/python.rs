@@ -484,3 +484,83 @@ fn claude_sdk_pre_tool_use_context_reaches_the_model() {
         "{results:?}"
     );
 }
+
+#[test]
+fn claude_sdk_updated_tool_output_replaces_what_the_model_sees() {
+    let Some(python) = python("claude_sdk_updated_tool_output_replaces_what_the_model_sees") else {
+        return;
+    };
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "Bash",
+            json!({"command": "echo the-secret-value"}),
+        ),
+        FakeTurn::text("Done."),
+    ]);
+    let spec = json!({"hooks": {"PostToolUse": ["post_replace"]}});
+    let (output, messages) = run_options(&python, &world, "print it", &spec);
+    assert_finished(&output, &messages);
+    let results = world.tool_results();
+    assert!(!results[0].1, "{results:?}");
+    assert!(!results[0].0.contains("the-secret-value"), "{results:?}");
+    let shown: Value = serde_json::from_str(&results[0].0).unwrap();
+    assert_eq!(shown["stdout"], "[redacted]", "{shown}");
+    assert_eq!(shown["exit_code"], 0, "{shown}");
+    // The hook saw the real output.
+    let seen = messages
+        .iter()
+        .find(|message| message["callback"] == "post_replace")
+        .unwrap();
+    assert_eq!(
+        seen["input"]["tool_response"]["stdout"],
+        "the-secret-value\n"
+    );
+}
+
+#[test]
+fn claude_sdk_updated_tool_output_of_another_shape_keeps_the_output() {
+    let Some(python) = python("claude_sdk_updated_tool_output_of_another_shape_keeps_the_output")
+    else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo original"})),
+        FakeTurn::text("Done."),
+    ]);
+    let spec = json!({"hooks": {"PostToolUse": ["post_replace_badly"]}});
+    let (output, messages) = run_options(&python, &world, "print it", &spec);
+    assert_finished(&output, &messages);
+    assert_eq!(world.tool_results()[0], ("original".to_owned(), false));
+    let note = messages
+        .iter()
+        .find(|message| message["subtype"] == "hook_system_message")
+        .unwrap_or_else(|| panic!("the user was not told: {messages:#?}"));
+    assert!(
+        note["data"]["message"]
+            .as_str()
+            .is_some_and(|text| text.contains("has no field `text`")),
+        "{note}"
+    );
+}
+
+#[test]
+fn claude_sdk_async_hook_outputs_are_accepted_without_blocking() {
+    let Some(python) = python("claude_sdk_async_hook_outputs_are_accepted_without_blocking") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "touch ran"})),
+        FakeTurn::text("Done."),
+    ]);
+    let spec = json!({"hooks": {"PreToolUse": ["deferred"], "PostToolUse": ["deferred"]}});
+    let (output, messages) = run_options(&python, &world, "touch", &spec);
+    assert_finished(&output, &messages);
+    let calls = messages
+        .iter()
+        .filter(|message| message["callback"] == "deferred")
+        .count();
+    assert_eq!(calls, 2, "{messages:#?}");
+    assert!(world.work().join("ran").exists());
+    assert_eq!(world.tool_results()[0], (String::new(), false));
+}
