@@ -54,6 +54,7 @@ mod control;
 pub mod frame;
 mod init;
 pub mod messages;
+mod settings;
 mod setup;
 
 use std::collections::VecDeque;

@@ -61,7 +61,9 @@ pub(crate) struct Core {
     pub(crate) tool_names: Vec<&'static str>,
     /// Whether `Task` is offered: the session has sub-agents and `Task` is not disallowed.
     pub(crate) offers_task: bool,
-    pub(crate) sandboxed: bool,
+    /// Whether `Bash` runs without asking: it runs in the sandbox and the settings did not
+    /// turn `sandbox.autoAllowBashIfSandboxed` off.
+    pub(crate) auto_allow_bash: bool,
     pub(crate) allowed: Vec<String>,
     pub(crate) disallowed: Vec<String>,
     pub(crate) agents: BTreeMap<String, SubagentDefinition>,

@@ -148,6 +148,7 @@ pub struct SessionBuilder {
     max_turns: u32,
     agents: BTreeMap<String, SubagentDefinition>,
     isolation: Isolation,
+    auto_allow_sandboxed_bash: bool,
     compact_threshold: u64,
     transcript_dir: Option<(PathBuf, TranscriptFormat)>,
     hooks: HookSetBuilder,
@@ -213,6 +214,14 @@ impl SessionBuilder {
     /// sandbox cannot be built; `Bash` then asks for permission in `default` mode.
     pub fn unsandboxed(mut self) -> Self {
         self.isolation = Isolation::Unsandboxed;
+        self
+    }
+
+    /// Whether `Bash` in the sandbox runs without asking in the `default` mode (default
+    /// `true`; Claude Code's setting `sandbox.autoAllowBashIfSandboxed`). With `false` it asks
+    /// like any other tool. An unsandboxed `Bash` always asks.
+    pub fn auto_allow_sandboxed_bash(mut self, allow: bool) -> Self {
+        self.auto_allow_sandboxed_bash = allow;
         self
     }
 
@@ -375,7 +384,8 @@ impl SessionBuilder {
                 .collect(),
             offers_task: !self.agents.is_empty()
                 && !permissions::listed(&self.disallowed, tools::TASK),
-            sandboxed: self.isolation == Isolation::Sandboxed,
+            auto_allow_bash: self.isolation == Isolation::Sandboxed
+                && self.auto_allow_sandboxed_bash,
             allowed: self.allowed,
             disallowed: self.disallowed,
             agents: self.agents,
@@ -425,6 +435,7 @@ impl Session {
             max_turns: 100,
             agents: BTreeMap::new(),
             isolation: Isolation::Sandboxed,
+            auto_allow_sandboxed_bash: true,
             compact_threshold: 100_000,
             transcript_dir: None,
             hooks: hookbox_hooks::HookSet::builder(),

@@ -133,7 +133,8 @@ pub(crate) struct Rules<'a> {
     pub(crate) mode: PermissionMode,
     pub(crate) allowed: &'a [String],
     pub(crate) disallowed: &'a [String],
-    pub(crate) sandboxed: bool,
+    /// `Bash` runs without asking (sandboxed, and not turned off by the settings).
+    pub(crate) auto_allow_bash: bool,
     /// The protected path (settings, git, hooks: the host runs what they hold) that this
     /// call would change, if any: it asks in every mode but `bypassPermissions`.
     pub(crate) protected: Option<&'a std::path::Path>,
@@ -182,7 +183,7 @@ impl Rules<'_> {
         if listed(self.allowed, tool)
             || (self.mode == PermissionMode::AcceptEdits
                 && (read_only || effect == Some(Effect::Edits)))
-            || (effect == Some(Effect::Runs) && self.sandboxed)
+            || (effect == Some(Effect::Runs) && self.auto_allow_bash)
         {
             return Rule::Allow;
         }
@@ -205,12 +206,12 @@ pub(crate) fn listed(list: &[String], tool: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn rules(mode: PermissionMode, sandboxed: bool) -> Rules<'static> {
+    fn rules(mode: PermissionMode, auto_allow_bash: bool) -> Rules<'static> {
         Rules {
             mode,
             allowed: &[],
             disallowed: &[],
-            sandboxed,
+            auto_allow_bash,
             protected: None,
         }
     }
@@ -255,7 +256,7 @@ mod tests {
             mode: PermissionMode::BypassPermissions,
             allowed: &allowed,
             disallowed: &disallowed,
-            sandboxed: true,
+            auto_allow_bash: true,
             protected: None,
         };
         assert!(matches!(listed.decide("Bash", true, false), Rule::Deny(_)));

@@ -36,7 +36,7 @@ impl Core {
             mode: self.shared.mode(),
             allowed: &self.allowed,
             disallowed: &self.disallowed,
-            sandboxed: self.sandboxed,
+            auto_allow_bash: self.auto_allow_bash,
             protected: protected.as_deref(),
         };
         let hook_allowed = pre.explicit && pre.decision == Decision::Allow;

@@ -564,3 +564,43 @@ fn claude_sdk_async_hook_outputs_are_accepted_without_blocking() {
     assert!(world.work().join("ran").exists());
     assert_eq!(world.tool_results()[0], (String::new(), false));
 }
+
+#[test]
+fn claude_sdk_bash_asks_when_settings_turn_auto_allow_off() {
+    let Some(python) = python("claude_sdk_bash_asks_when_settings_turn_auto_allow_off") else {
+        return;
+    };
+    let turns = || {
+        vec![
+            call("toolu_1", "Bash", json!({"command": "touch ran"})),
+            FakeTurn::text("Done."),
+        ]
+    };
+    // By default sandboxed Bash runs without asking.
+    let world = World::new(turns());
+    let spec = json!({"can_use_tool": "deny"});
+    let (output, messages) = run_options(&python, &world, "touch", &spec);
+    assert_finished(&output, &messages);
+    assert!(world.work().join("ran").exists());
+    assert!(
+        !messages.iter().any(|message| message["callback"] == "deny"),
+        "{messages:#?}"
+    );
+    // With the setting off it asks can_use_tool like any other tool.
+    let world = World::new(turns());
+    let settings = json!({"sandbox": {"autoAllowBashIfSandboxed": false}}).to_string();
+    let spec = json!({"can_use_tool": "deny", "options": {"settings": settings}});
+    let (output, messages) = run_options(&python, &world, "touch", &spec);
+    assert_finished(&output, &messages);
+    let asked = messages
+        .iter()
+        .find(|message| message["callback"] == "deny")
+        .unwrap_or_else(|| panic!("can_use_tool was not asked: {messages:#?}"));
+    assert_eq!(asked["tool_name"], "Bash");
+    assert!(!world.work().join("ran").exists());
+    let results = world.tool_results();
+    assert!(
+        results[0].1 && results[0].0.contains("the user said no"),
+        "{results:?}"
+    );
+}
