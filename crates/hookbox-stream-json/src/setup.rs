@@ -133,6 +133,10 @@ impl Setup {
         if let Some(id) = &args.session_id {
             builder = builder.session_id(id.clone());
         }
+        for dir in &args.add_dirs {
+            // Relative to the session's working directory, as in Claude Code.
+            builder = builder.add_directory(self.cwd.join(dir));
+        }
         if let Some(turns) = args.max_turns {
             builder = builder.max_turns(turns);
         }

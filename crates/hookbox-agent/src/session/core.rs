@@ -401,10 +401,16 @@ impl Core {
         let ran = if call.name == TASK {
             Box::pin(self.subagent(call, &input, out, stats)).await
         } else {
-            match self
-                .interruptible(self.tools.call(&call.name, &input))
-                .await
-            {
+            // A path outside the session's directories got here only through an explicit allow
+            // (the rules ask for it in every mode).
+            let run = async {
+                if self.tools.outside(&call.name, &input).is_some() {
+                    self.tools.call_outside(&call.name, &input).await
+                } else {
+                    self.tools.call(&call.name, &input).await
+                }
+            };
+            match self.interruptible(run).await {
                 Some(outcome) => Ok((outcome.text, outcome.response, outcome.error)),
                 None => Err(End::Interrupted { in_tools: true }),
             }

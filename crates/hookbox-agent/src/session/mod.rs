@@ -131,6 +131,14 @@ pub enum SessionError {
         /// What went wrong.
         source: std::io::Error,
     },
+    /// A directory cannot be added to the session.
+    #[error("cannot add the directory {} to the session: {source}", path.display())]
+    AddDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        source: hookbox_env::ToolError,
+    },
     /// The hook runners cannot be set up.
     #[error("cannot set up the hook runners: {0}")]
     Runners(#[from] hookbox_net::NetError),
@@ -148,6 +156,7 @@ pub struct SessionBuilder {
     max_turns: u32,
     agents: BTreeMap<String, SubagentDefinition>,
     isolation: Isolation,
+    added_directories: Vec<PathBuf>,
     auto_allow_sandboxed_bash: bool,
     compact_threshold: u64,
     transcript_dir: Option<(PathBuf, TranscriptFormat)>,
@@ -214,6 +223,14 @@ impl SessionBuilder {
     /// sandbox cannot be built; `Bash` then asks for permission in `default` mode.
     pub fn unsandboxed(mut self) -> Self {
         self.isolation = Isolation::Unsandboxed;
+        self
+    }
+
+    /// Adds a directory besides `cwd` (Claude Code's `--add-dir`): the file tools work there
+    /// too (absolute paths), with its `.claude`, `.git`, `.agents` protected as `cwd`'s, and
+    /// `Bash`'s sandbox binds it writable. A directory that contains `cwd` is refused.
+    pub fn add_directory(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.added_directories.push(dir.into());
         self
     }
 
@@ -328,6 +345,14 @@ impl SessionBuilder {
                 path: self.cwd.clone(),
                 source,
             })?;
+        for dir in &self.added_directories {
+            tools
+                .add_directory(dir)
+                .map_err(|source| SessionError::AddDirectory {
+                    path: dir.clone(),
+                    source,
+                })?;
+        }
         let cwd = tools.cwd().to_path_buf();
         tools.protect_files(self.settings_files);
         tools.protect_files(protect::hook_scripts(&hooks, &cwd));
@@ -435,6 +460,7 @@ impl Session {
             max_turns: 100,
             agents: BTreeMap::new(),
             isolation: Isolation::Sandboxed,
+            added_directories: Vec::new(),
             auto_allow_sandboxed_bash: true,
             compact_threshold: 100_000,
             transcript_dir: None,

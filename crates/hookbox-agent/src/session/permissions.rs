@@ -138,6 +138,9 @@ pub(crate) struct Rules<'a> {
     /// The protected path (settings, git, hooks: the host runs what they hold) that this
     /// call would change, if any: it asks in every mode but `bypassPermissions`.
     pub(crate) protected: Option<&'a std::path::Path>,
+    /// The path outside the working directory and the added directories that this call
+    /// names, if any: it asks in every mode, and runs only when explicitly allowed.
+    pub(crate) outside: Option<&'a std::path::Path>,
 }
 
 impl Rules<'_> {
@@ -166,6 +169,14 @@ impl Rules<'_> {
                 "{tool} would change {}, which holds settings, git configuration or hooks that \
                  run on the host; hookbox always asks for that (in every mode but \
                  bypassPermissions)",
+                path.display()
+            ));
+        }
+        if let Some(path) = self.outside {
+            return Rule::Ask(format!(
+                "{tool} would reach {}, outside the session's working directory and its added \
+                 directories; hookbox runs such a call only when a PermissionRequest hook or \
+                 can_use_tool allows it",
                 path.display()
             ));
         }
@@ -213,6 +224,7 @@ mod tests {
             disallowed: &[],
             auto_allow_bash,
             protected: None,
+            outside: None,
         }
     }
 
@@ -258,6 +270,7 @@ mod tests {
             disallowed: &disallowed,
             auto_allow_bash: true,
             protected: None,
+            outside: None,
         };
         assert!(matches!(listed.decide("Bash", true, false), Rule::Deny(_)));
         let listed = Rules {

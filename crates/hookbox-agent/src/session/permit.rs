@@ -32,12 +32,14 @@ impl Core {
             .then(|| input.get("file_path").and_then(Value::as_str))
             .flatten()
             .and_then(|path| self.tools.protected(path));
+        let outside = self.tools.outside(&call.name, &input);
         let rules = Rules {
             mode: self.shared.mode(),
             allowed: &self.allowed,
             disallowed: &self.disallowed,
             auto_allow_bash: self.auto_allow_bash,
             protected: protected.as_deref(),
+            outside: outside.as_deref(),
         };
         let hook_allowed = pre.explicit && pre.decision == Decision::Allow;
         let reason = match rules.decide(&call.name, hook_allowed, pre.decision == Decision::Ask) {

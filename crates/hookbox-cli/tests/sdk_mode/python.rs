@@ -604,3 +604,99 @@ fn claude_sdk_bash_asks_when_settings_turn_auto_allow_off() {
         "{results:?}"
     );
 }
+
+#[test]
+fn claude_sdk_can_use_tool_allow_reaches_a_path_outside_cwd_but_not_through_the_sandbox() {
+    let Some(python) = python(
+        "claude_sdk_can_use_tool_allow_reaches_a_path_outside_cwd_but_not_through_the_sandbox",
+    ) else {
+        return;
+    };
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("report.txt");
+    let through_bash = outside.path().join("bash.txt");
+    let turns = || {
+        vec![
+            call(
+                "toolu_1",
+                "Write",
+                json!({"file_path": target, "content": "written outside"}),
+            ),
+            call(
+                "toolu_2",
+                "Bash",
+                json!({"command": format!("echo x > {}", through_bash.display())}),
+            ),
+            FakeTurn::text("Done."),
+        ]
+    };
+    // acceptEdits would let a Write in cwd run unasked; outside cwd it asks.
+    let world = World::new(turns());
+    let spec = json!({"can_use_tool": "deny", "options": {"permission_mode": "acceptEdits"}});
+    let (output, messages) = run_options(&python, &world, "write the report", &spec);
+    assert_finished(&output, &messages);
+    let asked = messages
+        .iter()
+        .find(|message| message["callback"] == "deny")
+        .unwrap_or_else(|| panic!("can_use_tool was not asked: {messages:#?}"));
+    assert_eq!(asked["tool_name"], "Write");
+    assert!(!target.exists());
+
+    let world = World::new(turns());
+    let spec = json!({"can_use_tool": "allow", "options": {"permission_mode": "acceptEdits"}});
+    let (output, messages) = run_options(&python, &world, "write the report", &spec);
+    assert_finished(&output, &messages);
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "written outside",
+        "{:?}",
+        world.tool_results()
+    );
+    // Bash still runs in the sandbox, where the outside directory does not exist.
+    let results = world.tool_results();
+    assert!(results[1].1, "{results:?}");
+    assert!(!through_bash.exists());
+}
+
+#[test]
+fn claude_sdk_add_dirs_widen_the_writable_set_with_its_protections() {
+    let Some(python) = python("claude_sdk_add_dirs_widen_the_writable_set_with_its_protections")
+    else {
+        return;
+    };
+    let added = tempfile::tempdir().unwrap();
+    let dir = added.path();
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "Write",
+            json!({"file_path": dir.join("notes.txt"), "content": "by Write"}),
+        ),
+        call(
+            "toolu_2",
+            "Bash",
+            json!({"command": format!(
+                "echo by-bash > {0}/bash.txt; mkdir -p {0}/.git/hooks && echo planted > {0}/.git/hooks/pre-commit",
+                dir.display()
+            )}),
+        ),
+        FakeTurn::text("Done."),
+    ]);
+    let spec = json!({"options": {"permission_mode": "acceptEdits", "add_dirs": [dir]}});
+    let (output, messages) = run_options(&python, &world, "write notes", &spec);
+    assert_finished(&output, &messages);
+    let results = world.tool_results();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "by Write",
+        "{results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("bash.txt")).unwrap(),
+        "by-bash\n",
+        "{results:?}"
+    );
+    // The added directory's .git is read-only in the sandbox, as cwd's is.
+    assert!(results[1].1, "{results:?}");
+    assert!(!dir.join(".git/hooks/pre-commit").exists());
+}
