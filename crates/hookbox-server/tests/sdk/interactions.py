@@ -212,6 +212,20 @@ for _ in range(100):
 assert background.status == "completed", background
 assert "PII compliance policy" in background.output_text, background
 
+# Re-running a prompt on purpose: two identical creates, one after the other, are two
+# interactions (only a retry while the first request is still unanswered is deduplicated).
+again = [
+    client.interactions.create(
+        agent=SECURITY_AGENT,
+        input="Run `rm -rf /tmp/forbidden` using code_execution.",
+        tools=[{"type": "code_execution"}],
+        environment=interaction.environment_id,
+    )
+    for _ in range(2)
+]
+assert again[0].id != again[1].id, again
+assert all(run.status == "completed" for run in again), again
+
 # Errors map to the SDK's exceptions.
 try:
     client.interactions.create(agent="no-such-agent", input="hi")
