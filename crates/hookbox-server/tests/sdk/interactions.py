@@ -226,6 +226,18 @@ again = [
 assert again[0].id != again[1].id, again
 assert all(run.status == "completed" for run in again), again
 
+# Paths: a file uploaded as `workspace/notes.txt` is /workspace/notes.txt; a tool path written
+# the same way (relative, so /workspace/workspace/notes.txt) fails naming the path meant.
+named = client.interactions.create(
+    agent="scripted-workspace-path",
+    input="Read workspace/notes.txt.",
+    environment={"type": "remote", "sources": [
+        {"type": "inline", "target": "workspace/notes.txt", "content": "the notes"},
+    ]},
+)
+assert named.steps[2].is_error is True, named.steps
+assert "you probably meant /workspace/notes.txt" in str(named.steps[2].result), named.steps[2]
+
 # Errors map to the SDK's exceptions.
 try:
     client.interactions.create(agent="no-such-agent", input="hi")
