@@ -73,7 +73,18 @@ async def deferred(input, tool_use_id, context):
     }
 
 
+async def permission_allow(input, tool_use_id, context):
+    show({"callback": "permission_allow", "input": input})
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow"},
+        }
+    }
+
+
 CALLBACKS = {
+    "permission_allow": permission_allow,
     "pre_context": pre_context,
     "post_replace": post_replace,
     "post_replace_badly": post_replace_badly,

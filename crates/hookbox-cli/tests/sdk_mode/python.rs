@@ -700,3 +700,40 @@ fn claude_sdk_add_dirs_widen_the_writable_set_with_its_protections() {
     assert!(results[1].1, "{results:?}");
     assert!(!dir.join(".git/hooks/pre-commit").exists());
 }
+
+#[test]
+fn claude_sdk_permission_request_allow_reaches_a_path_outside_cwd() {
+    let Some(python) = python("claude_sdk_permission_request_allow_reaches_a_path_outside_cwd")
+    else {
+        return;
+    };
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("from-hook.txt");
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "Write",
+            json!({"file_path": target, "content": "allowed by a hook"}),
+        ),
+        FakeTurn::text("Done."),
+    ]);
+    // bypassPermissions alone does not reach outside cwd; the PermissionRequest hook's allow
+    // does.
+    let spec = json!({
+        "hooks": {"PermissionRequest": ["permission_allow"]},
+        "options": {"permission_mode": "bypassPermissions"},
+    });
+    let (output, messages) = run_options(&python, &world, "write it", &spec);
+    assert_finished(&output, &messages);
+    let asked = messages
+        .iter()
+        .find(|message| message["callback"] == "permission_allow")
+        .unwrap_or_else(|| panic!("PermissionRequest did not fire: {messages:#?}"));
+    assert_eq!(asked["input"]["tool_name"], "Write");
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "allowed by a hook",
+        "{:?}",
+        world.tool_results()
+    );
+}
