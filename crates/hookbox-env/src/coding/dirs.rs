@@ -84,8 +84,8 @@ impl CodingTools {
     }
 
     /// Runs a call whose path lies [`outside`](Self::outside) the session's directories, which
-    /// was explicitly allowed: in the directory holding that path (the path itself for `Glob`
-    /// and `Grep`), with the path made absolute. Only file tools; they run on the host.
+    /// was explicitly allowed: in the directory holding that path (the path itself when `Glob`
+    /// or `Grep` name a directory), with the path made absolute. Only file tools; they run on the host.
     pub async fn call_outside(&self, name: &str, input: &Value) -> CodingOutcome {
         let Some((field, path)) = self
             .outside(name, input)
@@ -93,9 +93,11 @@ impl CodingTools {
         else {
             return self.call(name, input).await;
         };
-        let dir = match field {
-            "path" => path.as_path(),
-            _ => path.parent().unwrap_or(Path::new("/")),
+        // `Glob` and `Grep` search a directory (or `Grep` one file: its directory holds it).
+        let dir = if field == "path" && path.is_dir() {
+            path.as_path()
+        } else {
+            path.parent().unwrap_or(Path::new("/"))
         };
         let granted = match CodingTools::new(dir, self.isolation) {
             Ok(granted) => granted,
