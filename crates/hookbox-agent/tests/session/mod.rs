@@ -11,7 +11,7 @@ mod protect;
 
 use hookbox_agent::session::{
     HookFailure, HookMatcher, PermissionAnswer, PermissionMode, PermissionQuery, ResultSubtype,
-    SessionMessage, SubagentDefinition,
+    SessionMessage, SubagentDefinition, TerminalReason,
 };
 use hookbox_hooks::{CallbackError, HookEvent};
 use hookbox_test_support::FakeTurn;
@@ -576,6 +576,7 @@ async fn interrupt_ends_a_query_waiting_for_permission() {
     let result = result(&messages);
     assert_eq!(result.subtype, ResultSubtype::ErrorDuringExecution);
     assert_eq!(result.errors, ["interrupted"]);
+    assert_eq!(result.terminal_reason, Some(TerminalReason::AbortedTools));
 
     // The session stays usable, and a mode change applies to the next calls.
     session
