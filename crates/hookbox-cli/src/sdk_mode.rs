@@ -9,7 +9,7 @@ use std::time::Duration;
 use hookbox_hooks::{HttpRunner, OutboxSink};
 use hookbox_llm::Model;
 use hookbox_runtime::{AuditDeliverer, Config, Runtime};
-use hookbox_stream_json::{SessionHost, Setup};
+use hookbox_stream_json::{RunEnd, SessionHost, Setup};
 
 use crate::render;
 
@@ -60,7 +60,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let deliverer = built.as_ref().ok().map(Arc::clone);
     let host = built.map(|runtime| Arc::new(RuntimeHost(runtime)) as Arc<dyn SessionHost>);
     let setup = Setup::new(args, home.ok(), host);
-    runtime.block_on(async {
+    let end = runtime.block_on(async {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let delivering = deliverer.map(|runtime| {
             tokio::spawn(AuditDeliverer::new(runtime).run_until(
@@ -70,15 +70,19 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
                 AUDIT_DRAIN,
             ))
         });
-        hookbox_stream_json::run(setup, tokio::io::stdin(), tokio::io::stdout()).await;
+        let end = hookbox_stream_json::run(setup, tokio::io::stdin(), tokio::io::stdout()).await;
         let _ = stop.send(());
         if let Some(delivering) = delivering {
             let _ = delivering.await;
         }
+        end
     });
     // The stdin reader may still be blocked in a read; do not wait for it.
     runtime.shutdown_background();
-    ExitCode::SUCCESS
+    match end {
+        RunEnd::Clean => ExitCode::SUCCESS,
+        RunEnd::AfterErrorResult => ExitCode::from(1),
+    }
 }
 
 /// What the runtime of `hookbox.toml` gives SDK sessions: its `[agents]` (each checked and

@@ -13,7 +13,7 @@ use crate::trace::{HandlerResult, TraceEntry};
 /// Rules (`docs/hook-engine.md`, "Decisions"; the sandbox dialect satisfies them trivially): `continue: false` wins
 /// over everything and keeps the first stop reason; deny/block > ask > allow, the first handler
 /// with the winning rank gives the reason; `additionalContext` and `systemMessage` concatenate;
-/// `updatedInput` replaces the whole input, the last one wins.
+/// `updatedInput` and `updatedToolOutput` replace the whole input / output, the last one wins.
 pub(crate) fn absorb(
     outcome: &mut HookOutcome,
     binding: &Binding,
@@ -59,6 +59,9 @@ pub(crate) fn absorb(
     }
     if let Some(input) = verdict.updated_input {
         outcome.updated_input = Some(input);
+    }
+    if let Some(output) = verdict.updated_tool_output {
+        outcome.updated_tool_output = Some(output);
     }
     append(&mut outcome.additional_context, verdict.additional_context);
     append(&mut outcome.system_message, verdict.system_message);

@@ -46,6 +46,9 @@ pub struct HookOutcome {
     pub reason: Option<String>,
     /// A replacement for the whole tool input (last one in registration order wins).
     pub updated_input: Option<Value>,
+    /// A PostToolUse replacement of the tool's output (`updatedToolOutput`; the last one in
+    /// registration order wins). The session checks it has the output's shape.
+    pub updated_tool_output: Option<Value>,
     /// Context to add to the conversation, concatenated in registration order.
     pub additional_context: Option<String>,
     /// Messages for the user, concatenated in registration order.
@@ -66,6 +69,7 @@ impl Default for HookOutcome {
             explicit: false,
             reason: None,
             updated_input: None,
+            updated_tool_output: None,
             additional_context: None,
             system_message: None,
             continue_: true,

@@ -47,6 +47,8 @@ pub(crate) async fn create(
         owners::claim(&state, &caller, Resource::Environment, environment).await?;
     }
     tracing::info!(id = outcome.id, "interaction created");
+    // The answer is being written: an identical body from now on is a new interaction.
+    drop(outcome.open);
     if outcome.stream {
         return Ok(event_stream(state, outcome.id, None));
     }

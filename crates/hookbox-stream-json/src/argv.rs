@@ -106,6 +106,8 @@ pub struct SdkArgs {
     pub workdir: Option<PathBuf>,
     /// `--session-id ID`.
     pub session_id: Option<String>,
+    /// `--add-dir D` (repeated; the SDKs' `add_dirs` / `additional_directories`).
+    pub add_dirs: Vec<PathBuf>,
     /// `--settings FILE|JSON`, in order.
     pub settings: Vec<String>,
     /// `--setting-sources a,b` (`None` = all of user, project, local).
@@ -197,6 +199,7 @@ fn apply(parsed: &mut SdkArgs, flag: &str, value: String) {
         }
         "--workdir" => parsed.workdir = Some(PathBuf::from(value)),
         "--session-id" => parsed.session_id = Some(value),
+        "--add-dir" if !value.is_empty() => parsed.add_dirs.push(PathBuf::from(value)),
         "--settings" if !value.is_empty() => parsed.settings.push(value),
         "--setting-sources" => parsed.setting_sources = Some(list(&value)),
         "--config" => parsed.config = Some(PathBuf::from(value)),
@@ -275,6 +278,7 @@ mod tests {
         assert_eq!(parsed.max_turns, Some(7));
         assert!(parsed.permission_prompt_stdio);
         assert_eq!(parsed.session_id.as_deref(), Some("abc"));
+        assert_eq!(parsed.add_dirs, [PathBuf::from("/x")]);
         assert_eq!(
             parsed.setting_sources,
             Some(vec!["project".to_owned(), "local".to_owned()])

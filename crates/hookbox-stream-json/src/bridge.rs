@@ -35,6 +35,10 @@ fn rejected(reply: &Value) -> Option<String> {
     let Value::Object(fields) = reply else {
         return Some(format!("returned {reply} instead of an object"));
     };
+    // An async reply decides nothing, so nothing in it can be wrong.
+    if fields.get("async") == Some(&Value::Bool(true)) {
+        return None;
+    }
     let one_of = |path: &str, allowed: &[&str]| {
         let value = reply.pointer(path)?;
         match value.as_str() {
@@ -174,6 +178,7 @@ mod tests {
             json!({"continue": false, "unknown": 1}),
             json!({"hookSpecificOutput": {"permissionDecision": "ask"}}),
             json!({"hookSpecificOutput": {"decision": {"behavior": "deny"}}}),
+            json!({"async": true, "hookSpecificOutput": {"permissionDecision": "Deny"}}),
         ] {
             assert_eq!(rejected(&usable), None, "{usable}");
         }

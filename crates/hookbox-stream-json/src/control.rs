@@ -39,8 +39,8 @@ pub(crate) enum Incoming {
         /// The request.
         request_id: String,
     },
-    /// A user message: the prompt text.
-    User(String),
+    /// A user message.
+    User(Prompt),
     /// Anything else (reported and ignored).
     Other(String),
 }
@@ -93,9 +93,28 @@ pub(crate) fn classify(line: Value) -> Incoming {
         "control_cancel_request" => Incoming::Cancel {
             request_id: string(&line, "request_id"),
         },
-        "user" => Incoming::User(prompt_text(line.get("message"))),
+        "user" => Incoming::User(Prompt {
+            text: prompt_text(line.get("message")),
+            origin: line
+                .remove("origin")
+                .filter(|origin| origin.get("kind").is_some_and(Value::is_string)),
+            uuid: line
+                .remove("uuid")
+                .and_then(|uuid| uuid.as_str().map(str::to_owned)),
+        }),
         other => Incoming::Other(format!("a message of type `{other}`")),
     }
+}
+
+/// A user message from the SDK: its text and what its result echoes.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Prompt {
+    /// The prompt text.
+    pub(crate) text: String,
+    /// Its `origin` (an object with a string `kind`), echoed on its result.
+    pub(crate) origin: Option<Value>,
+    /// Its `uuid`, echoed on its result as `user_message_uuid`.
+    pub(crate) uuid: Option<String>,
 }
 
 fn string(map: &Map<String, Value>, key: &str) -> String {
@@ -294,13 +313,37 @@ mod tests {
             classify(
                 json!({"type":"user","session_id":"","message":{"role":"user","content":"hi"}})
             ),
-            Incoming::User("hi".into())
+            Incoming::User(Prompt {
+                text: "hi".into(),
+                origin: None,
+                uuid: None
+            })
         );
+        assert_eq!(
+            classify(
+                json!({"type":"user","uuid":"u-1","origin":{"kind":"human"},"message":{"role":"user","content":"hi"}})
+            ),
+            Incoming::User(Prompt {
+                text: "hi".into(),
+                origin: Some(json!({"kind": "human"})),
+                uuid: Some("u-1".into())
+            })
+        );
+        let Incoming::User(malformed) = classify(
+            json!({"type":"user","origin":"human","message":{"role":"user","content":"hi"}}),
+        ) else {
+            panic!("not a user message");
+        };
+        assert_eq!(malformed.origin, None);
         assert_eq!(
             classify(
                 json!({"type":"user","message":{"role":"user","content":[{"type":"text","text":"a"},{"type":"image"},{"type":"text","text":"b"}]}})
             ),
-            Incoming::User("a\nb".into())
+            Incoming::User(Prompt {
+                text: "a\nb".into(),
+                origin: None,
+                uuid: None
+            })
         );
         assert!(matches!(
             classify(json!({"type":"keep_alive"})),

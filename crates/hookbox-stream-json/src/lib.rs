@@ -54,6 +54,7 @@ mod control;
 pub mod frame;
 mod init;
 pub mod messages;
+mod settings;
 mod setup;
 
 use std::collections::VecDeque;
@@ -73,14 +74,26 @@ use tokio::sync::mpsc;
 pub use argv::{SdkArgs, is_sdk_mode, is_version_probe, parse as parse_args};
 pub use setup::{SessionHost, Setup};
 
-use self::control::{ControlClient, Incoming, Outbox};
+use self::control::{ControlClient, Incoming, Outbox, Prompt};
 use self::frame::InputLine;
 use self::init::InitOptions;
 
+/// How a run ended, for the process's exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The last `result` was not an error (or there was none): exit 0.
+    Clean,
+    /// The last `result` was an error (`is_error: true`: a model API failure, an unknown
+    /// agent, the turn limit, an interrupt…): exit non-zero, as Claude Code does, so the SDK
+    /// raises its `ResultError`.
+    AfterErrorResult,
+}
+
 /// Runs one SDK session: reads the SDK's lines from `input`, writes hookbox's to `output`,
-/// and returns when `input` ends and the session is closed. Problems with the command line
-/// ([`SdkArgs::problems`]) are reported on stderr first.
-pub async fn run<R, W>(setup: Setup, input: R, output: W)
+/// and returns when `input` ends and the session is closed, saying whether the last result
+/// was an error. Problems with the command line ([`SdkArgs::problems`]) are reported on
+/// stderr first.
+pub async fn run<R, W>(setup: Setup, input: R, output: W) -> RunEnd
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -107,10 +120,16 @@ where
             let _ = outbox.send(messages::to_wire(&message, &session_id, &new_uuid()));
         }
     }
+    let end = if driver.last_result_failed {
+        RunEnd::AfterErrorResult
+    } else {
+        RunEnd::Clean
+    };
     drop(driver);
     // `null` tells the writer to stop after everything queued before it.
     let _ = outbox.send(Value::Null);
     let _ = writer.await;
+    end
 }
 
 /// Reports `message` on stderr as `hookbox: message`, ignoring failures (there is nowhere
@@ -220,8 +239,12 @@ struct Driver {
     /// The session id used before (or without) a session.
     fallback_id: String,
     init_sent: bool,
-    prompts: VecDeque<String>,
+    prompts: VecDeque<Prompt>,
     running: Option<MessageStream>,
+    /// The prompt of the running query (its result echoes `origin` and `uuid`).
+    current: Option<Prompt>,
+    /// Whether the last `result` written was an error.
+    last_result_failed: bool,
     keep: Vec<tempfile::NamedTempFile>,
 }
 
@@ -242,6 +265,8 @@ impl Driver {
             init_sent: false,
             prompts: VecDeque::new(),
             running: None,
+            current: None,
+            last_result_failed: false,
             keep: Vec::new(),
         }
     }
@@ -325,11 +350,25 @@ impl Driver {
         }
     }
 
-    fn emit(&self, message: &SessionMessage) {
+    /// Writes `message`; a `result` echoes its prompt's `origin` and `uuid`.
+    fn emit(&mut self, message: &SessionMessage) {
         if let Some(warning) = message.hook_failure_warning() {
             warn(&warning);
         }
-        self.send(messages::to_wire(message, self.session_id(), &new_uuid()));
+        let mut line = messages::to_wire(message, self.session_id(), &new_uuid());
+        if let SessionMessage::Result(result) = message {
+            self.last_result_failed = result.is_error;
+            if let Some(prompt) = self.current.take() {
+                if let Some(origin) = prompt.origin {
+                    line["origin"] = origin;
+                }
+                if let Some(uuid) = prompt.uuid {
+                    line["user_message_uuid"] = json!(uuid);
+                    line["user_message_uuids"] = json!([uuid]);
+                }
+            }
+        }
+        self.send(line);
     }
 
     fn handle(&mut self, line: Incoming) {
@@ -403,7 +442,7 @@ impl Driver {
     }
 
     /// Starts the query for `prompt`, building the session first if needed.
-    fn start(&mut self, prompt: String) {
+    fn start(&mut self, prompt: Prompt) {
         if self.session.is_none() && self.failed.is_none() {
             match self.build() {
                 Ok(session) => {
@@ -417,10 +456,12 @@ impl Driver {
                 }
             }
         }
+        let text = prompt.text.clone();
+        self.current = Some(prompt);
         match (&self.session, &self.failed) {
             (Some(session), _) => {
                 self.init_sent = true;
-                self.running = Some(session.query(prompt));
+                self.running = Some(session.query(text));
             }
             (None, failed) => {
                 let message = failed.clone().unwrap_or_default();
@@ -472,6 +513,8 @@ impl Driver {
             stop_reason: None,
             errors: vec![message],
             permission_denials: Vec::new(),
+            terminal_reason: None,
+            api_error_status: None,
         }));
     }
 }

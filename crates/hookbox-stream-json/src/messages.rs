@@ -97,7 +97,7 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
                     })
                 })
                 .collect();
-            json!({
+            let mut line = json!({
                 "type": "result", "subtype": result.subtype.as_str(), "is_error": result.is_error,
                 "duration_ms": result.duration_ms, "duration_api_ms": result.duration_api_ms,
                 "num_turns": result.num_turns, "result": result.result,
@@ -105,7 +105,15 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
                 "total_cost_usd": 0.0,
                 "usage": {"input_tokens": result.usage.0, "output_tokens": result.usage.1},
                 "errors": result.errors, "permission_denials": denials,
-            })
+            });
+            // Absent, not null, when unknown: as Claude Code writes them.
+            if let Some(reason) = result.terminal_reason {
+                line["terminal_reason"] = json!(reason.as_str());
+            }
+            if let Some(status) = result.api_error_status {
+                line["api_error_status"] = json!(status);
+            }
+            line
         }
     }
 }
@@ -139,7 +147,9 @@ fn blocks(content: &[ContentBlock]) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
-    use hookbox_agent::session::{CompactTrigger, HookFailure, QueryResult, ResultSubtype};
+    use hookbox_agent::session::{
+        CompactTrigger, HookFailure, QueryResult, ResultSubtype, TerminalReason,
+    };
     use hookbox_hooks::{HookEvent, Origin, Trust};
 
     use super::*;
@@ -178,6 +188,8 @@ mod tests {
             stop_reason: None,
             errors: vec!["out of turns".into()],
             permission_denials: Vec::new(),
+            terminal_reason: Some(TerminalReason::MaxTurns),
+            api_error_status: None,
         });
         let line = to_wire(&result, "test-session", "u-2");
         for key in [
@@ -191,6 +203,8 @@ mod tests {
             assert!(line.get(key).is_some(), "result lacks {key}");
         }
         assert_eq!(line["subtype"], "error_max_turns");
+        assert_eq!(line["terminal_reason"], "max_turns");
+        assert!(line.get("api_error_status").is_none(), "{line}");
         assert_eq!(
             line["usage"],
             json!({"input_tokens": 10, "output_tokens": 2})

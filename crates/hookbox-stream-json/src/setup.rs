@@ -13,7 +13,7 @@ use crate::argv::SdkArgs;
 use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
 use crate::control::ControlClient;
 use crate::init::InitOptions;
-use crate::messages;
+use crate::{messages, settings};
 
 /// What the program embedding SDK mode supplies to its sessions: the agents an SDK may select
 /// with its `model` option (`--model NAME`; in the binary, `hookbox.toml`'s `[agents]` tables
@@ -133,6 +133,10 @@ impl Setup {
         if let Some(id) = &args.session_id {
             builder = builder.session_id(id.clone());
         }
+        for dir in &args.add_dirs {
+            // Relative to the session's working directory, as in Claude Code.
+            builder = builder.add_directory(self.cwd.join(dir));
+        }
         if let Some(turns) = args.max_turns {
             builder = builder.max_turns(turns);
         }
@@ -165,8 +169,16 @@ impl Setup {
             }
             builder = builder.hook(hook.event, matcher);
         }
-        for path in self.settings_files(init, keep)? {
-            builder = builder.settings_file(&path);
+        let files = self.settings_files(init, keep)?;
+        for path in &files {
+            builder = builder.settings_file(path);
+        }
+        // Precedence, as in Claude Code: --settings (the last one first), then local, project,
+        // user.
+        let (flags, sources) = files.split_at(self.args.settings.len().min(files.len()));
+        let by_precedence = flags.iter().rev().chain(sources.iter().rev());
+        if let Some(allow) = settings::auto_allow_bash(by_precedence.map(PathBuf::as_path))? {
+            builder = builder.auto_allow_sandboxed_bash(allow);
         }
         if args.unsandboxed {
             crate::warn(

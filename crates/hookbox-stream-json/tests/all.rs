@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use hookbox_llm::{Model, ScriptedModel};
-use hookbox_stream_json::{SessionHost, Setup, frame, parse_args};
+use hookbox_stream_json::{RunEnd, SessionHost, Setup, frame, parse_args};
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader, DuplexStream};
 use tokio::task::JoinHandle;
@@ -49,7 +49,7 @@ impl SessionHost for OneAgent {
 struct Sdk {
     input: Option<DuplexStream>,
     output: BufReader<DuplexStream>,
-    session: JoinHandle<()>,
+    session: JoinHandle<RunEnd>,
 }
 
 impl Sdk {
@@ -131,12 +131,12 @@ impl Sdk {
     }
 
     /// Closes the input and waits for the run to end.
-    async fn finish(mut self) {
+    async fn finish(mut self) -> RunEnd {
         self.input = None;
         tokio::time::timeout(PATIENCE, self.session)
             .await
             .expect("the run ends when its input does")
-            .unwrap();
+            .unwrap()
     }
 }
 
@@ -172,7 +172,36 @@ async fn a_prompt_gets_init_the_answer_and_a_result() {
     assert!(text, "{messages:#?}");
     let result = messages.last().unwrap();
     assert_eq!(result["subtype"], "success", "{result}");
-    sdk.finish().await;
+    assert_eq!(result["terminal_reason"], "completed", "{result}");
+    assert_eq!(sdk.finish().await, RunEnd::Clean);
+}
+
+#[tokio::test]
+async fn a_model_failure_is_an_api_error_result_and_the_run_ends_failed() {
+    let work = tempfile::tempdir().unwrap();
+    let mut sdk = Sdk::start(
+        work.path(),
+        &["--model", "scripted"],
+        agents(json!([{"text": "only one turn"}])),
+    );
+    sdk.initialize(Value::Null).await;
+    sdk.prompt("first").await;
+    let first = sdk.until(|message| message["type"] == "result").await;
+    assert_eq!(first.last().unwrap()["is_error"], false);
+    // The script has no second turn: the model fails.
+    sdk.prompt("second").await;
+    let second = sdk.until(|message| message["type"] == "result").await;
+    let result = second.last().unwrap();
+    assert_eq!(result["is_error"], true, "{result}");
+    assert_eq!(result["subtype"], "success", "{result}");
+    assert_eq!(result["terminal_reason"], "api_error", "{result}");
+    assert!(result.get("api_error_status").is_none(), "{result}");
+    let text = result["result"].as_str().unwrap();
+    assert!(
+        text.starts_with("API Error: ") && text.contains("has only 1 turn(s)"),
+        "{text}"
+    );
+    assert_eq!(sdk.finish().await, RunEnd::AfterErrorResult);
 }
 
 #[tokio::test]
@@ -225,7 +254,7 @@ async fn unreadable_agents_fail_every_prompt_with_the_reason() {
     sdk.prompt("again").await;
     let again = sdk.until(|message| message["type"] == "result").await;
     assert_eq!(again.len(), 1, "init is sent once: {again:#?}");
-    sdk.finish().await;
+    assert_eq!(sdk.finish().await, RunEnd::AfterErrorResult);
 }
 
 #[tokio::test]
@@ -258,7 +287,7 @@ async fn unknown_control_requests_get_an_error_response() {
     let response = sdk.next().await;
     assert_eq!(response["response"]["subtype"], "error");
     assert_eq!(response["response"]["request_id"], "r9");
-    sdk.finish().await;
+    assert_eq!(sdk.finish().await, RunEnd::Clean, "no result, no error");
 }
 
 #[test]

@@ -111,7 +111,7 @@ impl Core {
             .interruptible(self.shared.model().complete(&request, &[]))
             .await
         {
-            None => return Err(End::Interrupted),
+            None => return Err(End::Interrupted { in_tools: false }),
             Some(Err(err)) => return Err(End::Failed(format!("compaction failed: {err}"))),
             Some(Ok(reply)) => reply,
         };

@@ -57,8 +57,13 @@ pub(crate) struct Core {
     pub(crate) transcript: Option<Transcript>,
     pub(crate) dispatcher: Dispatcher,
     pub(crate) tools: CodingTools,
+    /// The coding tools offered to the model: all but the disallowed ones.
     pub(crate) tool_names: Vec<&'static str>,
-    pub(crate) sandboxed: bool,
+    /// Whether `Task` is offered: the session has sub-agents and `Task` is not disallowed.
+    pub(crate) offers_task: bool,
+    /// Whether `Bash` runs without asking: it runs in the sandbox and the settings did not
+    /// turn `sandbox.autoAllowBashIfSandboxed` off.
+    pub(crate) auto_allow_bash: bool,
     pub(crate) allowed: Vec<String>,
     pub(crate) disallowed: Vec<String>,
     pub(crate) agents: BTreeMap<String, SubagentDefinition>,
@@ -249,7 +254,7 @@ impl Core {
         Runner {
             agent: None,
             parent_tool_use_id: None,
-            declarations: declarations(&self.tool_names, !self.agents.is_empty()),
+            declarations: declarations(&self.tool_names, self.offers_task),
         }
     }
 
@@ -340,8 +345,29 @@ impl Core {
             tool: tool_use(call, &call.args),
         };
         let pre = self.fire(pre, out).await;
+        let mut done = self
+            .after_pre_tool_use(runner, call, &pre, out, stats)
+            .await;
+        // A PreToolUse hook's context reaches the model with the call's result, whatever it
+        // was (as PostToolUse context does).
+        if let Some(context) = &pre.additional_context {
+            done.text.push_str(&format!("\n\n{context}"));
+        }
+        done
+    }
+
+    /// The rest of a tool call once `PreToolUse` gave `pre`: its stop or deny, permissions,
+    /// the tool, `PostToolUse` / `PostToolUseFailure`.
+    async fn after_pre_tool_use(
+        &self,
+        runner: &Runner,
+        call: &ToolCall,
+        pre: &HookOutcome,
+        out: &mut Emitter<'_>,
+        stats: &mut Stats,
+    ) -> CallDone {
         if !pre.continue_ {
-            let reason = stop_reason(&pre);
+            let reason = stop_reason(pre);
             return CallDone {
                 end: Some(End::Stopped(reason.clone())),
                 ..CallDone::error(format!("Stopped by a PreToolUse hook: {reason}"))
@@ -359,7 +385,7 @@ impl Core {
                     .unwrap_or_else(|| format!("{} was blocked by a PreToolUse hook", call.name)),
             );
         }
-        match self.permit(runner, call, input, &pre, out).await {
+        match self.permit(runner, call, input, pre, out).await {
             Permit::Run(allowed) => input = allowed,
             Permit::Deny(message) => {
                 stats.denials.push(denial(call, &call.args));
@@ -375,12 +401,18 @@ impl Core {
         let ran = if call.name == TASK {
             Box::pin(self.subagent(call, &input, out, stats)).await
         } else {
-            match self
-                .interruptible(self.tools.call(&call.name, &input))
-                .await
-            {
+            // A path outside the session's directories got here only through an explicit allow
+            // (the rules ask for it in every mode).
+            let run = async {
+                if self.tools.outside(&call.name, &input).is_some() {
+                    self.tools.call_outside(&call.name, &input).await
+                } else {
+                    self.tools.call(&call.name, &input).await
+                }
+            };
+            match self.interruptible(run).await {
                 Some(outcome) => Ok((outcome.text, outcome.response, outcome.error)),
-                None => Err(End::Interrupted),
+                None => Err(End::Interrupted { in_tools: true }),
             }
         };
         let (agent, tool) = (runner.subagent_ref(), tool_use(call, &input));
@@ -392,12 +424,15 @@ impl Core {
                     tool_response: &response,
                 };
                 let post = self.fire(post, out).await;
-                let done = CallDone {
+                let mut done = CallDone {
                     text,
                     is_error: false,
                     response: Some(response),
                     end: None,
                 };
+                if let Some(replacement) = &post.updated_tool_output {
+                    replace_output(&mut done, replacement, &call.name, out);
+                }
                 (done, post)
             }
             Ok((text, response, Some(error))) => {
@@ -414,7 +449,7 @@ impl Core {
                 };
                 (done, post)
             }
-            Err(End::Interrupted) => {
+            Err(End::Interrupted { .. }) => {
                 let post = SdkEvent::PostToolUseFailure {
                     agent,
                     tool,
@@ -423,7 +458,7 @@ impl Core {
                 };
                 self.fire(post, out).await;
                 return CallDone {
-                    end: Some(End::Interrupted),
+                    end: Some(End::Interrupted { in_tools: true }),
                     ..CallDone::error("Interrupted by the user".to_owned())
                 };
             }
@@ -447,6 +482,58 @@ impl Core {
             done.end = Some(End::Stopped(stop_reason(&post)));
         }
         done
+    }
+}
+
+/// Applies a `PostToolUse` `updatedToolOutput`: an object whose keys are keys of the tool's
+/// output, each with a value of the same JSON type (or `null`), replaces those fields; the
+/// model then sees the whole new output as JSON. Anything else keeps the original output, as
+/// in Claude Code, and the user is told why.
+fn replace_output(done: &mut CallDone, replacement: &Value, tool: &str, out: &mut Emitter<'_>) {
+    let Some(Value::Object(original)) = &mut done.response else {
+        return;
+    };
+    let mismatch = match replacement {
+        Value::Object(fields) => fields
+            .iter()
+            .find_map(|(key, value)| match original.get(key) {
+                None => Some(format!("{tool}'s output has no field `{key}`")),
+                Some(old) if !value.is_null() && kind(old) != kind(value) => Some(format!(
+                    "`{key}` of {tool}'s output is {}, not {}",
+                    kind(old),
+                    kind(value)
+                )),
+                Some(_) => None,
+            }),
+        other => Some(format!("it is {}, not an object", kind(other))),
+    };
+    if let Some(why) = mismatch {
+        out.emit(SessionMessage::HookSystemMessage {
+            event: hookbox_hooks::HookEvent::PostToolUse,
+            message: format!(
+                "ignored a PostToolUse updatedToolOutput that does not have the shape of \
+                 {tool}'s output ({why}); the model sees the original output"
+            ),
+        });
+        return;
+    }
+    if let Value::Object(fields) = replacement {
+        for (key, value) in fields {
+            original.insert(key.clone(), value.clone());
+        }
+    }
+    done.text = Value::Object(original.clone()).to_string();
+}
+
+/// The kind of JSON value `value` is.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -487,8 +574,17 @@ impl LoopPoints for SessionRun<'_, '_> {
             .interruptible(model.complete(conversation, &self.runner.declarations))
             .await
         {
-            None => return Err(End::Interrupted),
-            Some(Err(err)) => return Err(End::Failed(format!("the model failed: {err}"))),
+            None => return Err(End::Interrupted { in_tools: false }),
+            Some(Err(err)) => {
+                let status = match &err {
+                    hookbox_llm::ModelError::Api { status, .. } => Some(*status),
+                    _ => None,
+                };
+                return Err(End::ApiFailed {
+                    message: err.to_string(),
+                    status,
+                });
+            }
             Some(Ok(reply)) => reply,
         };
         self.stats.api_ms += millis(asked);

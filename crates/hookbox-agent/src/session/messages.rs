@@ -89,6 +89,45 @@ pub struct QueryResult {
     pub errors: Vec<String>,
     /// Tool calls that were denied.
     pub permission_denials: Vec<PermissionDenial>,
+    /// Why the query's loop ended (`None` when no loop ran: `/compact`, a blocked prompt, a
+    /// failed compaction).
+    pub terminal_reason: Option<TerminalReason>,
+    /// The HTTP status of the model API call that failed, for
+    /// [`TerminalReason::ApiError`] when the API answered.
+    pub api_error_status: Option<u16>,
+}
+
+/// Why a query's loop ended: the `result` message's `terminal_reason`, with Claude Code's
+/// names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TerminalReason {
+    /// The model answered and the `Stop` hooks let it stop.
+    Completed,
+    /// A hook said `continue: false`.
+    HookStopped,
+    /// The turn limit was reached.
+    MaxTurns,
+    /// Interrupted while the model was answering.
+    AbortedStreaming,
+    /// Interrupted during tool calls (a tool, a permission prompt).
+    AbortedTools,
+    /// The model's API failed (an error status, unreachable, a timeout, a malformed answer).
+    ApiError,
+}
+
+impl TerminalReason {
+    /// The reason's name: `completed`, `hook_stopped`, `max_turns`, `aborted_streaming`,
+    /// `aborted_tools`, `api_error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::HookStopped => "hook_stopped",
+            Self::MaxTurns => "max_turns",
+            Self::AbortedStreaming => "aborted_streaming",
+            Self::AbortedTools => "aborted_tools",
+            Self::ApiError => "api_error",
+        }
+    }
 }
 
 /// One message of a session's stream.

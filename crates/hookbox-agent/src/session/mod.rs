@@ -44,7 +44,7 @@ pub use emit::TranscriptFormat;
 pub use hookbox_store::new_uuid;
 pub use messages::{
     CompactTrigger, ContentBlock, HookFailure, PermissionDenial, QueryResult, ResultSubtype,
-    SessionMessage,
+    SessionMessage, TerminalReason,
 };
 pub use permissions::{
     PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, UnknownPermissionMode,
@@ -131,6 +131,14 @@ pub enum SessionError {
         /// What went wrong.
         source: std::io::Error,
     },
+    /// A directory cannot be added to the session.
+    #[error("cannot add the directory {} to the session: {source}", path.display())]
+    AddDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        source: hookbox_env::ToolError,
+    },
     /// The hook runners cannot be set up.
     #[error("cannot set up the hook runners: {0}")]
     Runners(#[from] hookbox_net::NetError),
@@ -148,6 +156,8 @@ pub struct SessionBuilder {
     max_turns: u32,
     agents: BTreeMap<String, SubagentDefinition>,
     isolation: Isolation,
+    added_directories: Vec<PathBuf>,
+    auto_allow_sandboxed_bash: bool,
     compact_threshold: u64,
     transcript_dir: Option<(PathBuf, TranscriptFormat)>,
     hooks: HookSetBuilder,
@@ -184,7 +194,8 @@ impl SessionBuilder {
         self
     }
 
-    /// Tools that never run.
+    /// Tools that never run and are not offered to the model (an entry written `Bash(…)`
+    /// names the whole tool).
     pub fn disallowed_tools<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
         self.disallowed.extend(tools.into_iter().map(Into::into));
         self
@@ -212,6 +223,22 @@ impl SessionBuilder {
     /// sandbox cannot be built; `Bash` then asks for permission in `default` mode.
     pub fn unsandboxed(mut self) -> Self {
         self.isolation = Isolation::Unsandboxed;
+        self
+    }
+
+    /// Adds a directory besides `cwd` (Claude Code's `--add-dir`): the file tools work there
+    /// too (absolute paths), with its `.claude`, `.git`, `.agents` protected as `cwd`'s, and
+    /// `Bash`'s sandbox binds it writable. A directory that contains `cwd` is refused.
+    pub fn add_directory(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.added_directories.push(dir.into());
+        self
+    }
+
+    /// Whether `Bash` in the sandbox runs without asking in the `default` mode (default
+    /// `true`; Claude Code's setting `sandbox.autoAllowBashIfSandboxed`). With `false` it asks
+    /// like any other tool. An unsandboxed `Bash` always asks.
+    pub fn auto_allow_sandboxed_bash(mut self, allow: bool) -> Self {
+        self.auto_allow_sandboxed_bash = allow;
         self
     }
 
@@ -318,6 +345,14 @@ impl SessionBuilder {
                 path: self.cwd.clone(),
                 source,
             })?;
+        for dir in &self.added_directories {
+            tools
+                .add_directory(dir)
+                .map_err(|source| SessionError::AddDirectory {
+                    path: dir.clone(),
+                    source,
+                })?;
+        }
         let cwd = tools.cwd().to_path_buf();
         tools.protect_files(self.settings_files);
         tools.protect_files(protect::hook_scripts(&hooks, &cwd));
@@ -366,8 +401,16 @@ impl SessionBuilder {
             transcript,
             dispatcher: Dispatcher::new(Arc::new(hooks), runners),
             tools,
-            tool_names: CODING_TOOLS.to_vec(),
-            sandboxed: self.isolation == Isolation::Sandboxed,
+            // A disallowed tool is not offered at all, as in Claude Code (its calls would
+            // all be denied).
+            tool_names: CODING_TOOLS
+                .into_iter()
+                .filter(|tool| !permissions::listed(&self.disallowed, tool))
+                .collect(),
+            offers_task: !self.agents.is_empty()
+                && !permissions::listed(&self.disallowed, tools::TASK),
+            auto_allow_bash: self.isolation == Isolation::Sandboxed
+                && self.auto_allow_sandboxed_bash,
             allowed: self.allowed,
             disallowed: self.disallowed,
             agents: self.agents,
@@ -417,6 +460,8 @@ impl Session {
             max_turns: 100,
             agents: BTreeMap::new(),
             isolation: Isolation::Sandboxed,
+            added_directories: Vec::new(),
+            auto_allow_sandboxed_bash: true,
             compact_threshold: 100_000,
             transcript_dir: None,
             hooks: hookbox_hooks::HookSet::builder(),

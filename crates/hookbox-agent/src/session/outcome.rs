@@ -7,15 +7,23 @@ use hookbox_hooks::HookOutcome;
 use hookbox_llm::ToolCall;
 use serde_json::Value;
 
-use super::messages::{PermissionDenial, QueryResult, ResultSubtype};
+use super::messages::{PermissionDenial, QueryResult, ResultSubtype, TerminalReason};
 
 /// How a query (or a sub-agent's run) ended.
 pub(super) enum End {
     Answered(String),
     Stopped(String),
     MaxTurns,
-    Interrupted,
+    /// Interrupted while the model answered (`false`) or during tool calls (`true`).
+    Interrupted {
+        in_tools: bool,
+    },
     Failed(String),
+    /// The model's API failed (`status`: the HTTP status, when it answered).
+    ApiFailed {
+        message: String,
+        status: Option<u16>,
+    },
     PromptBlocked(String),
     Compacted(String),
 }
@@ -52,6 +60,16 @@ pub(super) fn millis(since: Instant) -> u64 {
 
 /// The `result` message for how the query ended.
 pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
+    let terminal_reason = match &end {
+        End::Answered(_) => Some(TerminalReason::Completed),
+        End::Stopped(_) => Some(TerminalReason::HookStopped),
+        End::MaxTurns => Some(TerminalReason::MaxTurns),
+        End::Interrupted { in_tools: false } => Some(TerminalReason::AbortedStreaming),
+        End::Interrupted { in_tools: true } => Some(TerminalReason::AbortedTools),
+        End::ApiFailed { .. } => Some(TerminalReason::ApiError),
+        End::Failed(_) | End::PromptBlocked(_) | End::Compacted(_) => None,
+    };
+    let mut api_error_status = None;
     let (subtype, is_error, text, stop_reason, errors) = match end {
         End::Answered(text) | End::Compacted(text) => {
             (ResultSubtype::Success, false, Some(text), None, Vec::new())
@@ -73,7 +91,7 @@ pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
                 stats.turns
             )],
         ),
-        End::Interrupted => (
+        End::Interrupted { .. } => (
             ResultSubtype::ErrorDuringExecution,
             true,
             None,
@@ -87,6 +105,18 @@ pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
             None,
             vec![error],
         ),
+        // As Claude Code: the loop itself completed, so `success` with `is_error`, the
+        // "API Error: …" text in `result` and no `errors`.
+        End::ApiFailed { message, status } => {
+            api_error_status = status;
+            (
+                ResultSubtype::Success,
+                true,
+                Some(format!("API Error: {message}")),
+                None,
+                Vec::new(),
+            )
+        }
         End::PromptBlocked(reason) => {
             let message = format!("the prompt was blocked by a UserPromptSubmit hook: {reason}");
             (
@@ -109,5 +139,7 @@ pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
         stop_reason,
         errors,
         permission_denials: stats.denials,
+        terminal_reason,
+        api_error_status,
     }
 }

@@ -133,10 +133,14 @@ pub(crate) struct Rules<'a> {
     pub(crate) mode: PermissionMode,
     pub(crate) allowed: &'a [String],
     pub(crate) disallowed: &'a [String],
-    pub(crate) sandboxed: bool,
+    /// `Bash` runs without asking (sandboxed, and not turned off by the settings).
+    pub(crate) auto_allow_bash: bool,
     /// The protected path (settings, git, hooks: the host runs what they hold) that this
     /// call would change, if any: it asks in every mode but `bypassPermissions`.
     pub(crate) protected: Option<&'a std::path::Path>,
+    /// The path outside the working directory and the added directories that this call
+    /// names, if any: it asks in every mode, and runs only when explicitly allowed.
+    pub(crate) outside: Option<&'a std::path::Path>,
 }
 
 impl Rules<'_> {
@@ -168,6 +172,14 @@ impl Rules<'_> {
                 path.display()
             ));
         }
+        if let Some(path) = self.outside {
+            return Rule::Ask(format!(
+                "{tool} would reach {}, outside the session's working directory and its added \
+                 directories; hookbox runs such a call only when a PermissionRequest hook or \
+                 can_use_tool allows it",
+                path.display()
+            ));
+        }
         if hook_asked {
             return Rule::Ask(format!(
                 "a PreToolUse hook asked for confirmation of {tool}"
@@ -182,7 +194,7 @@ impl Rules<'_> {
         if listed(self.allowed, tool)
             || (self.mode == PermissionMode::AcceptEdits
                 && (read_only || effect == Some(Effect::Edits)))
-            || (effect == Some(Effect::Runs) && self.sandboxed)
+            || (effect == Some(Effect::Runs) && self.auto_allow_bash)
         {
             return Rule::Allow;
         }
@@ -194,7 +206,7 @@ impl Rules<'_> {
 }
 
 /// Whether `tool` is in `list` (exact names; `Bash(…)`-style patterns name the tool too).
-fn listed(list: &[String], tool: &str) -> bool {
+pub(crate) fn listed(list: &[String], tool: &str) -> bool {
     list.iter().any(|entry| {
         let name = entry.split('(').next().unwrap_or(entry).trim();
         name == tool
@@ -205,13 +217,14 @@ fn listed(list: &[String], tool: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn rules(mode: PermissionMode, sandboxed: bool) -> Rules<'static> {
+    fn rules(mode: PermissionMode, auto_allow_bash: bool) -> Rules<'static> {
         Rules {
             mode,
             allowed: &[],
             disallowed: &[],
-            sandboxed,
+            auto_allow_bash,
             protected: None,
+            outside: None,
         }
     }
 
@@ -255,8 +268,9 @@ mod tests {
             mode: PermissionMode::BypassPermissions,
             allowed: &allowed,
             disallowed: &disallowed,
-            sandboxed: true,
+            auto_allow_bash: true,
             protected: None,
+            outside: None,
         };
         assert!(matches!(listed.decide("Bash", true, false), Rule::Deny(_)));
         let listed = Rules {

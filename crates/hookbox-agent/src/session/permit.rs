@@ -32,12 +32,14 @@ impl Core {
             .then(|| input.get("file_path").and_then(Value::as_str))
             .flatten()
             .and_then(|path| self.tools.protected(path));
+        let outside = self.tools.outside(&call.name, &input);
         let rules = Rules {
             mode: self.shared.mode(),
             allowed: &self.allowed,
             disallowed: &self.disallowed,
-            sandboxed: self.sandboxed,
+            auto_allow_bash: self.auto_allow_bash,
             protected: protected.as_deref(),
+            outside: outside.as_deref(),
         };
         let hook_allowed = pre.explicit && pre.decision == Decision::Allow;
         let reason = match rules.decide(&call.name, hook_allowed, pre.decision == Decision::Ask) {
@@ -90,14 +92,17 @@ impl Core {
             agent_id: runner.agent.as_ref().map(|(id, _)| id.clone()),
         };
         match self.interruptible(prompt.can_use_tool(query)).await {
-            None => Permit::Stop(End::Interrupted, "Interrupted by the user".to_owned()),
+            None => Permit::Stop(
+                End::Interrupted { in_tools: true },
+                "Interrupted by the user".to_owned(),
+            ),
             Some(PermissionAnswer::Allow { updated_input }) => {
                 Permit::Run(updated_input.unwrap_or(input))
             }
             Some(PermissionAnswer::Deny {
                 message,
                 interrupt: true,
-            }) => Permit::Stop(End::Interrupted, message),
+            }) => Permit::Stop(End::Interrupted { in_tools: true }, message),
             Some(PermissionAnswer::Deny { message, .. }) => Permit::Deny(message),
         }
     }

@@ -78,7 +78,7 @@ impl Core {
                     Some(error),
                 ))
             }
-            End::Failed(error) => Ok((
+            End::Failed(error) | End::ApiFailed { message: error, .. } => Ok((
                 error.clone(),
                 json!({"agent_id": agent_id, "error": error}),
                 Some(error),

@@ -11,7 +11,7 @@ mod protect;
 
 use hookbox_agent::session::{
     HookFailure, HookMatcher, PermissionAnswer, PermissionMode, PermissionQuery, ResultSubtype,
-    SessionMessage, SubagentDefinition,
+    SessionMessage, SubagentDefinition, TerminalReason,
 };
 use hookbox_hooks::{CallbackError, HookEvent};
 use hookbox_test_support::FakeTurn;
@@ -347,7 +347,12 @@ async fn disallowed_tools_and_plan_mode_deny_even_when_a_hook_allows() {
         "go",
     )
     .await;
-    assert!(tool_results(&messages)[0].0.contains("disallowed"));
+    // A disallowed tool is not offered at all, so a call to it anyway names no tool.
+    assert!(
+        tool_results(&messages)[0]
+            .0
+            .contains("No such tool available: Bash")
+    );
     assert!(!f.dir.path().join("x").exists());
 
     let f = fixture(vec![bash("t1", "touch x"), FakeTurn::text("done")]).await;
@@ -571,6 +576,7 @@ async fn interrupt_ends_a_query_waiting_for_permission() {
     let result = result(&messages);
     assert_eq!(result.subtype, ResultSubtype::ErrorDuringExecution);
     assert_eq!(result.errors, ["interrupted"]);
+    assert_eq!(result.terminal_reason, Some(TerminalReason::AbortedTools));
 
     // The session stays usable, and a mode change applies to the next calls.
     session

@@ -300,7 +300,8 @@ fn disconnecting_mid_callback_ends_promptly() {
     cli.close_stdin();
     let started = Instant::now();
     let (status, seen, log) = cli.exit_within(Duration::from_secs(20));
-    assert!(status.success(), "{status:?}: {log}");
+    // The query was interrupted: its result is an error, so the exit status is 1.
+    assert_eq!(status.code(), Some(1), "{status:?}: {log}");
     assert!(started.elapsed() < Duration::from_secs(15));
     assert!(
         !world
@@ -530,7 +531,8 @@ fn no_agent_is_an_error_result_after_init() {
         .write_all(b"{\"type\":\"user\",\"session_id\":\"\",\"message\":{\"role\":\"user\",\"content\":\"hi\"},\"parent_tool_use_id\":null}\n")
         .unwrap();
     let output = child.wait_with_output().unwrap();
-    assert!(output.status.success());
+    // An error result: the process exits 1 when stdin closes, as Claude Code does.
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
     let lines: Vec<Value> = output
         .stdout
         .split(|byte| *byte == b'\n')
@@ -941,4 +943,41 @@ fn a_killed_session_leaves_no_process_of_its_host_hooks_behind() {
         left.is_empty(),
         "processes of the killed session's hook survive it: {left:?}"
     );
+}
+
+#[test]
+fn the_exit_status_follows_the_last_result() {
+    // The turn limit ends the first query with an error result: exit 1.
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo one"})),
+        FakeTurn::text("never reached"),
+    ]);
+    let mut cli = Cli::start(&world, &["--max-turns", "1"]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("go");
+    let result = cli.result();
+    assert_eq!(result["subtype"], "error_max_turns", "{result}");
+    assert_eq!(result["terminal_reason"], "max_turns", "{result}");
+    let (status, _, log) = cli.exit_within(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "{log}");
+
+    // An error result followed by a success: the last one counts, exit 0.
+    let world = World::new(vec![
+        FakeTurn::Error {
+            status: 500,
+            message: "down".into(),
+            retry_after: None,
+        },
+        FakeTurn::text("back"),
+    ]);
+    let mut cli = Cli::start(&world, &[]);
+    cli.initialize(Value::Null, json!({}));
+    cli.prompt("first");
+    let failed = cli.result();
+    assert_eq!(failed["api_error_status"], 500, "{failed}");
+    cli.prompt("second");
+    let answered = cli.result();
+    assert_eq!(answered["is_error"], false, "{answered}");
+    let (status, _, log) = cli.exit_within(Duration::from_secs(20));
+    assert!(status.success(), "{status:?}: {log}");
 }

@@ -310,3 +310,430 @@ fn claude_sdk_on_failure_block_blocks_a_reply_the_cli_rejects() {
     assert!(results[0].0.contains("Deny"), "{results:?}");
     assert!(!world.work().join("gated").exists());
 }
+
+/// The entry `results.py` printed for the exception the SDK raised, if any.
+fn exception(messages: &[Value]) -> Option<&Value> {
+    messages
+        .iter()
+        .find(|message| message.get("exception").is_some())
+}
+
+#[test]
+fn claude_sdk_raises_result_error_for_an_api_failure() {
+    let Some(python) = python("claude_sdk_raises_result_error_for_an_api_failure") else {
+        return;
+    };
+    let world = World::new(vec![FakeTurn::Error {
+        status: 529,
+        message: "the fake API is overloaded".into(),
+        retry_after: None,
+    }]);
+    let (output, messages) = run(&python, &world, "results.py", &["plain", "hi"]);
+    let log = format!(
+        "{messages:#?}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result = messages
+        .iter()
+        .find(|message| message["message_class"] == "ResultMessage")
+        .unwrap_or_else(|| panic!("no ResultMessage: {log}"));
+    assert_eq!(result["is_error"], true, "{log}");
+    assert_eq!(result["subtype"], "success", "{log}");
+    assert_eq!(result["terminal_reason"], "api_error", "{log}");
+    assert_eq!(result["api_error_status"], 529, "{log}");
+    // hookbox exited non-zero after the error result, so the SDK raised its ResultError.
+    let raised = exception(&messages).unwrap_or_else(|| panic!("nothing raised: {log}"));
+    assert_eq!(raised["exception"], "ResultError", "{log}");
+    assert_eq!(raised["exit_code"], 1, "{log}");
+    assert_eq!(raised["terminal_reason"], "api_error", "{log}");
+    assert_eq!(raised["api_error_status"], 529, "{log}");
+    let text = raised["result"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("API Error: ") && text.contains("the fake API is overloaded"),
+        "{log}"
+    );
+}
+
+#[test]
+fn claude_sdk_raises_result_error_for_an_unknown_agent() {
+    let Some(python) = python("claude_sdk_raises_result_error_for_an_unknown_agent") else {
+        return;
+    };
+    let world = World::new(vec![]);
+    let (output, messages) = run(
+        &python,
+        &world,
+        "results.py",
+        &["plain", "hi", "no-such-agent"],
+    );
+    let log = format!(
+        "{messages:#?}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let raised = exception(&messages).unwrap_or_else(|| panic!("nothing raised: {log}"));
+    assert_eq!(raised["exception"], "ResultError", "{log}");
+    assert_eq!(raised["exit_code"], 1, "{log}");
+    assert_eq!(raised["subtype"], "error_during_execution", "{log}");
+    assert!(
+        raised["errors"][0]
+            .as_str()
+            .is_some_and(|error| error.contains("no-such-agent")),
+        "{log}"
+    );
+    assert!(world.bodies().is_empty(), "the model was called: {log}");
+}
+
+#[test]
+fn claude_sdk_result_echoes_the_prompt_origin() {
+    let Some(python) = python("claude_sdk_result_echoes_the_prompt_origin") else {
+        return;
+    };
+    let world = World::new(vec![FakeTurn::text("hello")]);
+    let (output, messages) = run(&python, &world, "results.py", &["origin", "hi"]);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["origin"], json!({"kind": "human"}), "{result}");
+    assert_eq!(
+        result["user_message_uuid"], "5f0c3a8e-0000-4000-8000-000000000001",
+        "{result}"
+    );
+    assert_eq!(result["terminal_reason"], "completed", "{result}");
+    assert!(exception(&messages).is_none(), "{messages:#?}");
+}
+
+/// Runs `options.py` with `prompt` and `spec` (ClaudeAgentOptions, hooks and can_use_tool by
+/// name); returns the output and the messages.
+fn run_options(
+    python: &std::ffi::OsStr,
+    world: &World,
+    prompt: &str,
+    spec: &Value,
+) -> (Output, Vec<Value>) {
+    run(python, world, "options.py", &[prompt, &spec.to_string()])
+}
+
+/// The tool names offered in each model request.
+fn offered_tools(world: &World) -> Vec<Vec<String>> {
+    let _guard = world.runtime.enter();
+    world
+        .server
+        .bodies()
+        .iter()
+        .map(|body| {
+            body["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn claude_sdk_disallowed_tools_are_not_offered_to_the_model() {
+    let Some(python) = python("claude_sdk_disallowed_tools_are_not_offered_to_the_model") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "touch ran"})),
+        FakeTurn::text("Bash is not there."),
+    ]);
+    let spec = json!({"options": {"disallowed_tools": ["Bash", "Write"]}});
+    let (output, messages) = run_options(&python, &world, "run touch", &spec);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "Bash is not there.");
+    for tools in offered_tools(&world) {
+        assert!(tools.contains(&"Read".to_owned()), "{tools:?}");
+        assert!(
+            !tools.contains(&"Bash".to_owned()) && !tools.contains(&"Write".to_owned()),
+            "{tools:?}"
+        );
+    }
+    let init = messages
+        .iter()
+        .find(|message| message["subtype"] == "init")
+        .unwrap_or_else(|| panic!("no init: {messages:?}"));
+    let listed = init["data"]["tools"].as_array().unwrap();
+    assert!(!listed.contains(&json!("Bash")), "{init}");
+    // A call to the hidden tool anyway is an error result, and nothing ran.
+    let results = world.tool_results();
+    assert!(
+        results[0].1 && results[0].0.contains("No such tool available: Bash"),
+        "{results:?}"
+    );
+    assert!(!world.work().join("ran").exists());
+}
+
+#[test]
+fn claude_sdk_pre_tool_use_context_reaches_the_model() {
+    let Some(python) = python("claude_sdk_pre_tool_use_context_reaches_the_model") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo hi"})),
+        FakeTurn::text("Noted."),
+    ]);
+    let spec = json!({"hooks": {"PreToolUse": ["pre_context"]}});
+    let (output, messages) = run_options(&python, &world, "run echo", &spec);
+    assert_finished(&output, &messages);
+    let results = world.tool_results();
+    assert!(!results[0].1, "{results:?}");
+    assert!(
+        results[0].0.starts_with("hi")
+            && results[0].0.contains("remember: the build is on Fridays"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn claude_sdk_updated_tool_output_replaces_what_the_model_sees() {
+    let Some(python) = python("claude_sdk_updated_tool_output_replaces_what_the_model_sees") else {
+        return;
+    };
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "Bash",
+            json!({"command": "echo the-secret-value"}),
+        ),
+        FakeTurn::text("Done."),
+    ]);
+    let spec = json!({"hooks": {"PostToolUse": ["post_replace"]}});
+    let (output, messages) = run_options(&python, &world, "print it", &spec);
+    assert_finished(&output, &messages);
+    let results = world.tool_results();
+    assert!(!results[0].1, "{results:?}");
+    assert!(!results[0].0.contains("the-secret-value"), "{results:?}");
+    let shown: Value = serde_json::from_str(&results[0].0).unwrap();
+    assert_eq!(shown["stdout"], "[redacted]", "{shown}");
+    assert_eq!(shown["exit_code"], 0, "{shown}");
+    // The hook saw the real output.
+    let seen = messages
+        .iter()
+        .find(|message| message["callback"] == "post_replace")
+        .unwrap();
+    assert_eq!(
+        seen["input"]["tool_response"]["stdout"],
+        "the-secret-value\n"
+    );
+}
+
+#[test]
+fn claude_sdk_updated_tool_output_of_another_shape_keeps_the_output() {
+    let Some(python) = python("claude_sdk_updated_tool_output_of_another_shape_keeps_the_output")
+    else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "echo original"})),
+        FakeTurn::text("Done."),
+    ]);
+    let spec = json!({"hooks": {"PostToolUse": ["post_replace_badly"]}});
+    let (output, messages) = run_options(&python, &world, "print it", &spec);
+    assert_finished(&output, &messages);
+    assert_eq!(world.tool_results()[0], ("original".to_owned(), false));
+    let note = messages
+        .iter()
+        .find(|message| message["subtype"] == "hook_system_message")
+        .unwrap_or_else(|| panic!("the user was not told: {messages:#?}"));
+    assert!(
+        note["data"]["message"]
+            .as_str()
+            .is_some_and(|text| text.contains("has no field `text`")),
+        "{note}"
+    );
+}
+
+#[test]
+fn claude_sdk_async_hook_outputs_are_accepted_without_blocking() {
+    let Some(python) = python("claude_sdk_async_hook_outputs_are_accepted_without_blocking") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "touch ran"})),
+        FakeTurn::text("Done."),
+    ]);
+    let spec = json!({"hooks": {"PreToolUse": ["deferred"], "PostToolUse": ["deferred"]}});
+    let (output, messages) = run_options(&python, &world, "touch", &spec);
+    assert_finished(&output, &messages);
+    let calls = messages
+        .iter()
+        .filter(|message| message["callback"] == "deferred")
+        .count();
+    assert_eq!(calls, 2, "{messages:#?}");
+    assert!(world.work().join("ran").exists());
+    assert_eq!(world.tool_results()[0], (String::new(), false));
+}
+
+#[test]
+fn claude_sdk_bash_asks_when_settings_turn_auto_allow_off() {
+    let Some(python) = python("claude_sdk_bash_asks_when_settings_turn_auto_allow_off") else {
+        return;
+    };
+    let turns = || {
+        vec![
+            call("toolu_1", "Bash", json!({"command": "touch ran"})),
+            FakeTurn::text("Done."),
+        ]
+    };
+    // By default sandboxed Bash runs without asking.
+    let world = World::new(turns());
+    let spec = json!({"can_use_tool": "deny"});
+    let (output, messages) = run_options(&python, &world, "touch", &spec);
+    assert_finished(&output, &messages);
+    assert!(world.work().join("ran").exists());
+    assert!(
+        !messages.iter().any(|message| message["callback"] == "deny"),
+        "{messages:#?}"
+    );
+    // With the setting off it asks can_use_tool like any other tool.
+    let world = World::new(turns());
+    let settings = json!({"sandbox": {"autoAllowBashIfSandboxed": false}}).to_string();
+    let spec = json!({"can_use_tool": "deny", "options": {"settings": settings}});
+    let (output, messages) = run_options(&python, &world, "touch", &spec);
+    assert_finished(&output, &messages);
+    let asked = messages
+        .iter()
+        .find(|message| message["callback"] == "deny")
+        .unwrap_or_else(|| panic!("can_use_tool was not asked: {messages:#?}"));
+    assert_eq!(asked["tool_name"], "Bash");
+    assert!(!world.work().join("ran").exists());
+    let results = world.tool_results();
+    assert!(
+        results[0].1 && results[0].0.contains("the user said no"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn claude_sdk_can_use_tool_allow_reaches_a_path_outside_cwd_but_not_through_the_sandbox() {
+    let Some(python) = python(
+        "claude_sdk_can_use_tool_allow_reaches_a_path_outside_cwd_but_not_through_the_sandbox",
+    ) else {
+        return;
+    };
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("report.txt");
+    let through_bash = outside.path().join("bash.txt");
+    let turns = || {
+        vec![
+            call(
+                "toolu_1",
+                "Write",
+                json!({"file_path": target, "content": "written outside"}),
+            ),
+            call(
+                "toolu_2",
+                "Bash",
+                json!({"command": format!("echo x > {}", through_bash.display())}),
+            ),
+            FakeTurn::text("Done."),
+        ]
+    };
+    // acceptEdits would let a Write in cwd run unasked; outside cwd it asks.
+    let world = World::new(turns());
+    let spec = json!({"can_use_tool": "deny", "options": {"permission_mode": "acceptEdits"}});
+    let (output, messages) = run_options(&python, &world, "write the report", &spec);
+    assert_finished(&output, &messages);
+    let asked = messages
+        .iter()
+        .find(|message| message["callback"] == "deny")
+        .unwrap_or_else(|| panic!("can_use_tool was not asked: {messages:#?}"));
+    assert_eq!(asked["tool_name"], "Write");
+    assert!(!target.exists());
+
+    let world = World::new(turns());
+    let spec = json!({"can_use_tool": "allow", "options": {"permission_mode": "acceptEdits"}});
+    let (output, messages) = run_options(&python, &world, "write the report", &spec);
+    assert_finished(&output, &messages);
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "written outside",
+        "{:?}",
+        world.tool_results()
+    );
+    // Bash still runs in the sandbox, where the outside directory does not exist.
+    let results = world.tool_results();
+    assert!(results[1].1, "{results:?}");
+    assert!(!through_bash.exists());
+}
+
+#[test]
+fn claude_sdk_add_dirs_widen_the_writable_set_with_its_protections() {
+    let Some(python) = python("claude_sdk_add_dirs_widen_the_writable_set_with_its_protections")
+    else {
+        return;
+    };
+    let added = tempfile::tempdir().unwrap();
+    let dir = added.path();
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "Write",
+            json!({"file_path": dir.join("notes.txt"), "content": "by Write"}),
+        ),
+        call(
+            "toolu_2",
+            "Bash",
+            json!({"command": format!(
+                "echo by-bash > {0}/bash.txt; mkdir -p {0}/.git/hooks && echo planted > {0}/.git/hooks/pre-commit",
+                dir.display()
+            )}),
+        ),
+        FakeTurn::text("Done."),
+    ]);
+    let spec = json!({"options": {"permission_mode": "acceptEdits", "add_dirs": [dir]}});
+    let (output, messages) = run_options(&python, &world, "write notes", &spec);
+    assert_finished(&output, &messages);
+    let results = world.tool_results();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "by Write",
+        "{results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("bash.txt")).unwrap(),
+        "by-bash\n",
+        "{results:?}"
+    );
+    // The added directory's .git is read-only in the sandbox, as cwd's is.
+    assert!(results[1].1, "{results:?}");
+    assert!(!dir.join(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn claude_sdk_permission_request_allow_reaches_a_path_outside_cwd() {
+    let Some(python) = python("claude_sdk_permission_request_allow_reaches_a_path_outside_cwd")
+    else {
+        return;
+    };
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("from-hook.txt");
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "Write",
+            json!({"file_path": target, "content": "allowed by a hook"}),
+        ),
+        FakeTurn::text("Done."),
+    ]);
+    // bypassPermissions alone does not reach outside cwd; the PermissionRequest hook's allow
+    // does.
+    let spec = json!({
+        "hooks": {"PermissionRequest": ["permission_allow"]},
+        "options": {"permission_mode": "bypassPermissions"},
+    });
+    let (output, messages) = run_options(&python, &world, "write it", &spec);
+    assert_finished(&output, &messages);
+    let asked = messages
+        .iter()
+        .find(|message| message["callback"] == "permission_allow")
+        .unwrap_or_else(|| panic!("PermissionRequest did not fire: {messages:#?}"));
+    assert_eq!(asked["input"]["tool_name"], "Write");
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "allowed by a hook",
+        "{:?}",
+        world.tool_results()
+    );
+}

@@ -349,8 +349,8 @@ fn another_key_gets_404_for_everything_it_does_not_own() {
     let listed = bob_json("GET", "/v1/environments", &Value::Null);
     assert_eq!(listed.status, 200);
     assert!(!listed.body.contains(&env), "{listed:?}");
-    // The same request body, or the same Idempotency-Key, never replays another key's
-    // interaction (both are deduplicated for retries).
+    // The same Idempotency-Key never replays another key's interaction; the same body sent
+    // again after it was answered is a new interaction, for anyone.
     let plain = json!({"agent": "echo", "input": "plain"}).to_string();
     let with_key = |key: &str, idempotency: Option<&str>| {
         let mut headers = vec![
@@ -369,13 +369,18 @@ fn another_key_gets_404_for_everything_it_does_not_own() {
         ))
     };
     let alices = with_key(&alice, None);
-    assert_eq!(
+    assert_ne!(
         with_key(&alice, None),
         alices,
-        "a retry by the same key is deduplicated"
+        "a body re-sent after its answer is re-run"
     );
     assert_ne!(with_key(&bob, None), alices);
     let alices = with_key(&alice, Some("k2"));
+    assert_eq!(
+        with_key(&alice, Some("k2")),
+        alices,
+        "a retry with the same Idempotency-Key is deduplicated"
+    );
     assert_ne!(with_key(&bob, Some("k2")), alices);
 
     // Alice still has everything.

@@ -290,13 +290,26 @@ fn the_google_genai_sdk_runs_the_seed_hook_examples() {
     };
     let home = tempfile::tempdir().unwrap();
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo");
+    // A model that names a file the way the Files API does (`workspace/notes.txt`).
+    let workspace_path = home.path().join("workspace-path.script.json");
+    std::fs::write(
+        &workspace_path,
+        serde_json::json!([
+            {"tool_calls": [{"name": "read_file", "args": {"path": "workspace/notes.txt"}}]},
+            {"text": "read it"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
     std::fs::write(
         home.path().join("hookbox.toml"),
         format!(
             "[agents.\"scripted-security-gate\"]\nprovider = \"scripted\"\nscript = \"{}\"\n\n\
-             [agents.\"scripted-privacy-gate\"]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+             [agents.\"scripted-privacy-gate\"]\nprovider = \"scripted\"\nscript = \"{}\"\n\n\
+             [agents.\"scripted-workspace-path\"]\nprovider = \"scripted\"\nscript = \"{}\"\n",
             demo.join("security-gate.script.json").display(),
-            demo.join("privacy-gate.script.json").display()
+            demo.join("privacy-gate.script.json").display(),
+            workspace_path.display()
         ),
     )
     .unwrap();

@@ -120,6 +120,7 @@ pub(crate) fn process(tools: &CodingTools, input: &Value) -> Result<ProcessSpec,
             let mut sandbox = Sandbox::over_directory(&cwd)
                 .map_err(|error| format!("Bash: cannot sandbox {}: {error}", cwd.display()))?;
             sandbox.binds.extend(tools.protection_binds()?);
+            sandbox.binds.extend(tools.added_binds()?);
             spec.sandbox = Some(sandbox);
             spec.cwd = Some(cwd);
         }

@@ -12,6 +12,7 @@
 //! read-only there, unless the session runs [`Isolation::Unsandboxed`].
 
 pub(crate) mod bash;
+mod dirs;
 pub(crate) mod edit;
 pub(crate) mod glob;
 pub(crate) mod grep;
@@ -52,6 +53,9 @@ pub struct CodingTools {
     /// Files beneath the working directory kept read-only besides [`PROTECTED_ENTRIES`] (hook
     /// scripts, settings files), as components relative to it.
     protected_files: Vec<Vec<String>>,
+    /// The directories added to the session ([`CodingTools::add_directory`]), each with its
+    /// own tools.
+    added: Vec<CodingTools>,
 }
 
 /// What one coding-tool call produced.
@@ -113,6 +117,7 @@ impl CodingTools {
             isolation,
             root,
             protected_files: Vec::new(),
+            added: Vec::new(),
         })
     }
 
@@ -129,6 +134,9 @@ impl CodingTools {
     /// Runs tool `name` with Claude Code's `input`; an unknown name or a bad input gives a
     /// failed outcome, never a panic.
     pub async fn call(&self, name: &str, input: &Value) -> CodingOutcome {
+        if let Some(added) = self.holder_of_call(name, input) {
+            return Box::pin(added.call(name, input)).await;
+        }
         let result = match definition::builtin_tool(Vocabulary::Sdk, name).map(|tool| tool.run) {
             Some(Run::Bash) => return bash::run(self, input).await,
             Some(Run::Coding(run)) => run(self, input),

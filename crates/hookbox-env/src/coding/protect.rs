@@ -62,6 +62,9 @@ impl CodingTools {
     /// links of its directories but not its last one (the tool replaces a link, never follows
     /// it).
     pub fn protected(&self, file_path: &str) -> Option<PathBuf> {
+        if let Some(added) = self.holder(file_path) {
+            return added.protected(file_path);
+        }
         let located = self.locate("file_path", file_path).ok()?;
         let resolved = resolve(&self.cwd, &located.components)?;
         let gitdir = self.gitdir();

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use crate::Vocabulary;
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use serde_json::Value;
 
@@ -83,6 +84,7 @@ impl FileTools {
             (None, None) => checked.required_string("path", what)?,
         };
         let path = sandbox_path(tool, text)?;
+        self.check_workspace_prefix(tool, text, &path)?;
         let resolved = resolve::resolve(&self.root, &path, last)
             .map_err(|errno| from_errno(tool, "resolve", &path.to_string(), errno))?;
         let top = path.top().unwrap_or_default();
@@ -96,6 +98,42 @@ impl FileTools {
         let mut resolved_args = args.as_object().cloned().unwrap_or_default();
         resolved_args.insert("path".to_owned(), resolved.to_string().into());
         Ok(Value::Object(resolved_args))
+    }
+
+    /// The one rule for `workspace/` paths. The Files API names files from the sandbox root
+    /// (`workspace/notes.txt`) while a relative tool path is relative to `/workspace`, so a
+    /// relative path whose first component is `workspace` means `/workspace/workspace/…`.
+    /// When `/workspace/workspace` does not exist that is almost surely not what was meant:
+    /// an error naming the absolute path that probably was. (With such a directory, the path
+    /// means what it says.)
+    fn check_workspace_prefix(
+        &self,
+        tool: &'static str,
+        text: &str,
+        path: &SandboxPath,
+    ) -> Result<(), ToolError> {
+        let components = path.components();
+        let doubled = !text.starts_with('/')
+            && components.len() >= 2
+            && components[0] == WORKSPACE
+            && components[1] == WORKSPACE;
+        if !doubled {
+            return Ok(());
+        }
+        let nested = format!("{WORKSPACE}/{WORKSPACE}");
+        match self.root.open(&nested, OFlags::PATH, Mode::empty()) {
+            Ok(_) => Ok(()),
+            Err(Errno::NOENT | Errno::NOTDIR) => {
+                let meant = SandboxPath::from_components(components[1..].to_vec());
+                Err(ToolError::InvalidPath {
+                    tool,
+                    problem: format!(
+                        "path `{text}` is relative to /workspace, so it means {path}, and                          /workspace has no `workspace` directory; you probably meant {meant}                          (the Files API names files from the sandbox root, so its                          `workspace/…` is /workspace/…): pass {meant}"
+                    ),
+                })
+            }
+            Err(errno) => Err(from_errno(tool, "inspect", "/workspace/workspace", errno)),
+        }
     }
 
     /// Runs tool `name` with `args` as [`FileTools::resolve`] returned them: the path is

@@ -403,3 +403,53 @@ async fn odd_files_are_refused_without_hanging() {
     let err = call(&tools, "list_files", json!({"path": "sub/b.txt"})).unwrap_err();
     assert!(matches!(err, ToolError::WrongType { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn a_relative_workspace_path_without_a_nested_workspace_names_the_path_meant() {
+    let home = Home::new();
+    let env = environment(&home, false).await;
+    let tools = tools(&env);
+    // The Files API's `workspace/a.txt` is /workspace/a.txt; as a tool path it would be
+    // /workspace/workspace/a.txt.
+    for (tool, args) in [
+        ("read_file", json!({"path": "workspace/a.txt"})),
+        ("read_file", json!({"path": "./workspace/sub/b.txt"})),
+        (
+            "write_file",
+            json!({"path": "workspace/new.txt", "content": "x"}),
+        ),
+        ("list_files", json!({"path": "workspace/sub"})),
+    ] {
+        let error = call(&tools, tool, args.clone()).unwrap_err().to_string();
+        let meant = args["path"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("./")
+            .trim_start_matches("workspace");
+        assert!(
+            error.contains(&format!("you probably meant /workspace{meant}")),
+            "{tool} {args}: {error}"
+        );
+    }
+    assert!(!env.root().join("workspace/workspace").exists());
+    // Absolute paths, and `..` back to /workspace, mean what they say.
+    assert_eq!(
+        read(&tools, "/workspace/a.txt").unwrap(),
+        json!({"content": "alpha"})
+    );
+    assert_eq!(
+        read(&tools, "../workspace/a.txt").unwrap(),
+        json!({"content": "alpha"})
+    );
+    // With a real /workspace/workspace, the relative path is taken as written.
+    call(
+        &tools,
+        "write_file",
+        json!({"path": "/workspace/workspace/a.txt", "content": "nested"}),
+    )
+    .unwrap();
+    assert_eq!(
+        read(&tools, "workspace/a.txt").unwrap(),
+        json!({"content": "nested"})
+    );
+}

@@ -34,6 +34,8 @@ pub(crate) struct Verdict {
     pub(crate) failure: Option<Failure>,
     pub(crate) failed_closed: bool,
     pub(crate) updated_input: Option<Value>,
+    /// A PostToolUse replacement of the tool's output (`updatedToolOutput`).
+    pub(crate) updated_tool_output: Option<Value>,
     pub(crate) additional_context: Option<String>,
     pub(crate) system_message: Option<String>,
     /// `Some(reason)` when the handler asked to stop the session (`continue: false`).

@@ -73,9 +73,19 @@ fn from_text(event: HookEvent, bytes: &[u8]) -> Verdict {
     }
 }
 
-/// Reads the documented reply fields; everything else is recorded as ignored.
+/// Reads the documented reply fields; everything else is recorded as ignored. An async reply
+/// (`"async": true`) decides nothing: Claude Code does not wait for such a hook, so nothing
+/// else it says counts (and it does not block).
 fn from_object(event: HookEvent, object: Map<String, Value>) -> Verdict {
     let mut verdict = Verdict::default();
+    if object.get("async") == Some(&Value::Bool(true)) {
+        verdict.ignored_fields = object
+            .keys()
+            .filter(|key| !matches!(key.as_str(), "async" | "asyncTimeout"))
+            .map(|key| format!("{key} (in an async reply)"))
+            .collect();
+        return verdict;
+    }
     let mut top_reason = None;
     let mut stop = false;
     let mut stop_reason = None;
@@ -133,6 +143,9 @@ fn event_specific(event: HookEvent, specific: Map<String, Value>, verdict: &mut 
             }
             ("updatedInput", Value::Object(input), HookEvent::PreToolUse) => {
                 verdict.updated_input = Some(Value::Object(input));
+            }
+            ("updatedToolOutput", output, HookEvent::PostToolUse) => {
+                verdict.updated_tool_output = Some(output);
             }
             (
                 "additionalContext",

@@ -412,3 +412,76 @@ mod command_hooks {
         assert_eq!(outcome.decision, Decision::Deny);
     }
 }
+
+#[tokio::test]
+async fn updated_tool_output_last_wins_and_only_on_post_tool_use() {
+    let input = json!({"command": "ls"});
+    let response = json!({"stdout": "a\n"});
+    let tool = hookbox_hooks::ToolUse {
+        tool_name: "Bash",
+        tool_input: &input,
+        tool_use_id: "toolu_1",
+    };
+    let post = EventInput::sdk(
+        &SessionContext::default(),
+        SdkEvent::PostToolUse {
+            agent: None,
+            tool,
+            tool_response: &response,
+        },
+    );
+    let replace = |stdout: &str| {
+        reply(
+            json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": {"stdout": stdout}}}),
+        )
+    };
+    let outcome = run(
+        &post,
+        vec![replace("one"), reply(json!({})), replace("two")],
+    )
+    .await;
+    assert_eq!(outcome.updated_tool_output, Some(json!({"stdout": "two"})));
+    // On PreToolUse the field means nothing.
+    let outcome = run(
+        &bash_call(),
+        vec![reply(
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedToolOutput": "x"}}),
+        )],
+    )
+    .await;
+    assert_eq!(outcome.updated_tool_output, None);
+    assert_eq!(
+        outcome.trace[0].ignored_fields,
+        ["hookSpecificOutput.updatedToolOutput"]
+    );
+}
+
+#[tokio::test]
+async fn an_async_reply_decides_nothing_and_does_not_block() {
+    let outcome = run(
+        &bash_call(),
+        vec![reply(json!({
+            "async": true,
+            "asyncTimeout": 30000,
+            "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"},
+        }))],
+    )
+    .await;
+    assert_eq!(outcome.decision, Decision::Allow);
+    assert!(!outcome.explicit);
+    assert!(!outcome.is_blocked());
+    assert_eq!(
+        outcome.trace[0].ignored_fields,
+        ["hookSpecificOutput (in an async reply)"]
+    );
+    // `async: false` is an ordinary reply.
+    let outcome = run(
+        &bash_call(),
+        vec![reply(json!({
+            "async": false,
+            "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"},
+        }))],
+    )
+    .await;
+    assert_eq!(outcome.decision, Decision::Deny);
+}

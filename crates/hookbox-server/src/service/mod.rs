@@ -15,12 +15,12 @@
 //! * `store: false` is accepted but the interaction is stored anyway: background runs, streaming
 //!   replay, idempotent retries and `previous_interaction_id` all read the store. Delete it with
 //!   `DELETE /{v}/interactions/{id}`.
-//! * Idempotency: the SDK retries a create (408/409/429/5xx, connection errors) and sends no
-//!   idempotency header, so the key is an `Idempotency-Key` header when the client sends one,
-//!   else the exact body: the same body while the first interaction runs, or within
-//!   [`IDEMPOTENCY_WINDOW`] (60 s) of its last change, is that interaction (its
-//!   tools ran once). A retry of a run still going waits for it (unless `background`). A client
-//!   that means to send the same body twice in a minute sends distinct `Idempotency-Key`s.
+//! * Idempotency: only what is provably a retry is deduplicated: a create with the
+//!   `Idempotency-Key` of an earlier one (any time; another body with it is an error), or,
+//!   without the header, one whose exact body matches a create whose request is still open and
+//!   unanswered (the SDK gave up waiting and retried; its tools ran once). A retry of a run
+//!   still going waits for it (unless `background`). The same body sent again after the first
+//!   was answered is a new interaction.
 //! * Cancel stops a running interaction (status `cancelled`, the task is aborted); a finished one
 //!   is returned unchanged. Delete cancels first.
 //!
@@ -56,16 +56,13 @@ use hookbox_llm::Model;
 
 pub(crate) use error::{ErrorKind, ServiceError};
 pub(crate) use events::Event;
+use idempotency::{OpenCreate, OpenCreates};
 use request::{CreateRequest, EnvironmentChoice};
 use runs::{LiveRun, RunHandle, lock, settle, wait};
 pub(crate) use view::view;
 
-/// How long after an interaction last changed a create with the same body counts as a retry of
-/// it (a running one always does). The SDK retries within about 30 s of a failed attempt.
-const IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(60);
-
 /// What a create produced.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct CreateOutcome {
     /// The interaction's id.
     pub(crate) id: String,
@@ -73,6 +70,9 @@ pub(crate) struct CreateOutcome {
     pub(crate) interaction: Value,
     /// Whether the request asked for server-sent events.
     pub(crate) stream: bool,
+    /// Keeps the create's body open to retries until the answer is being written (drop it
+    /// then).
+    pub(crate) open: Option<OpenCreate>,
 }
 
 /// Runs and records interactions, over the runtime's store, environments, agents and tools.
@@ -83,6 +83,8 @@ pub(crate) struct InteractionService {
     runs: Mutex<HashMap<String, RunHandle>>,
     /// What each running interaction shows beyond its stored steps, and its event channel.
     live: Arc<Mutex<HashMap<String, LiveRun>>>,
+    /// The body keys of creates still open and unanswered.
+    open_creates: OpenCreates,
 }
 
 impl InteractionService {
@@ -95,6 +97,7 @@ impl InteractionService {
             runtime,
             runs: Mutex::new(HashMap::new()),
             live: Arc::new(Mutex::new(HashMap::new())),
+            open_creates: OpenCreates::default(),
         }))
     }
 
@@ -115,6 +118,7 @@ impl InteractionService {
         };
         let request = CreateRequest::parse(&body, self.allow_host_sources)?;
         let (model, stream_text) = self.model(&request)?;
+        let mut open = None;
         let key = match idempotency_key {
             Some(key) => {
                 let key = format!("client:{scope}{key}");
@@ -136,7 +140,10 @@ impl InteractionService {
             }
             None => match self.body_idempotency(&body, &scope).await? {
                 Ok(existing) => return self.replay(existing, &request).await,
-                Err(key) => Some(key).filter(|key| !key.is_empty()),
+                Err(key) => {
+                    open = Some(OpenCreate::hold(&self.open_creates, &key));
+                    Some(key).filter(|key| !key.is_empty())
+                }
             },
         };
         // Conversation history and the environment the previous turn used.
@@ -228,6 +235,7 @@ impl InteractionService {
             interaction: self.get(&id).await?,
             id,
             stream: request.stream,
+            open,
         })
     }
 
@@ -372,6 +380,7 @@ impl InteractionService {
             interaction: self.get(&id).await?,
             id,
             stream: request.stream,
+            open: None,
         })
     }
 

@@ -212,6 +212,32 @@ for _ in range(100):
 assert background.status == "completed", background
 assert "PII compliance policy" in background.output_text, background
 
+# Re-running a prompt on purpose: two identical creates, one after the other, are two
+# interactions (only a retry while the first request is still unanswered is deduplicated).
+again = [
+    client.interactions.create(
+        agent=SECURITY_AGENT,
+        input="Run `rm -rf /tmp/forbidden` using code_execution.",
+        tools=[{"type": "code_execution"}],
+        environment=interaction.environment_id,
+    )
+    for _ in range(2)
+]
+assert again[0].id != again[1].id, again
+assert all(run.status == "completed" for run in again), again
+
+# Paths: a file uploaded as `workspace/notes.txt` is /workspace/notes.txt; a tool path written
+# the same way (relative, so /workspace/workspace/notes.txt) fails naming the path meant.
+named = client.interactions.create(
+    agent="scripted-workspace-path",
+    input="Read workspace/notes.txt.",
+    environment={"type": "remote", "sources": [
+        {"type": "inline", "target": "workspace/notes.txt", "content": "the notes"},
+    ]},
+)
+assert named.steps[2].is_error is True, named.steps
+assert "you probably meant /workspace/notes.txt" in str(named.steps[2].result), named.steps[2]
+
 # Errors map to the SDK's exceptions.
 try:
     client.interactions.create(agent="no-such-agent", input="hi")

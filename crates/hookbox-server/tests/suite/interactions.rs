@@ -525,7 +525,7 @@ async fn streaming_create_sends_the_events_in_order_and_get_replays_them() {
 }
 
 #[tokio::test]
-async fn a_retried_create_runs_the_tools_once() {
+async fn identical_creates_are_two_interactions_and_keyed_retries_run_once() {
     let (api, _dir) = start(&json!([
         {"tool_calls": [{"name": "code_execution", "args": {"code": "echo hi", "language": "bash"}}]},
         {"text": "said hi"}
@@ -540,16 +540,20 @@ async fn a_retried_create_runs_the_tools_once() {
             {"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}
         ]},
     });
+    // The same body sent again after the first was answered is re-run on purpose: a second
+    // interaction (in a second environment), its tools run again. (An identical body while
+    // the first request is still open is a retry: see the service's idempotency tests.)
     let first = api.post_json("/v1/interactions", &body).await.json();
     let second = api.post_json("/v1/interactions", &body).await.json();
     assert_eq!(first["status"], "completed", "{first}");
-    assert_eq!(second["id"], first["id"]);
-    assert_eq!(second["environment_id"], first["environment_id"]);
+    assert_eq!(second["status"], "completed", "{second}");
+    assert_ne!(second["id"], first["id"]);
+    assert_ne!(second["environment_id"], first["environment_id"]);
     let environment = first["environment_id"].as_str().unwrap();
     let log = std::fs::read_to_string(api.root(environment).join("workspace/runs.log")).unwrap();
     assert_eq!(log, "run\n");
     let environments = api.get("/v1/environments").await.json();
-    assert_eq!(environments["environments"].as_array().unwrap().len(), 1);
+    assert_eq!(environments["environments"].as_array().unwrap().len(), 2);
 
     // An Idempotency-Key header makes the key explicit; another key is another interaction.
     let mut other = body.clone();
