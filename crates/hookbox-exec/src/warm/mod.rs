@@ -299,6 +299,7 @@ impl Live {
             program: program(),
             source,
         };
+        let errno_io = |errno: rustix::io::Errno| io_error(errno.into());
 
         let (stdin_read, stdin_write) = pipe_with(PipeFlags::CLOEXEC).map_err(errno_io)?;
         let (stdout_read, stdout_write) = pipe_with(PipeFlags::CLOEXEC).map_err(errno_io)?;
@@ -489,13 +490,6 @@ fn request(spec: &ProcessSpec, sandbox: &Sandbox) -> Request {
                 var
             })
             .collect(),
-    }
-}
-
-fn errno_io(error: rustix::io::Errno) -> ExecError {
-    ExecError::Wait {
-        program: "warm sandbox call".into(),
-        source: error.into(),
     }
 }
 

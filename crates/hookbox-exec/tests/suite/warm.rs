@@ -385,3 +385,28 @@ async fn a_call_that_cannot_start_fails_cleanly() {
         "{error:?}"
     );
 }
+
+#[tokio::test]
+async fn a_request_larger_than_a_socket_message_arrives_whole() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    // Five arguments of 100 KB (each under the kernel's 128 KiB per string): 500 KB in all,
+    // more than one socket message may carry.
+    let big = "x".repeat(100_000);
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "-c".into(),
+        "echo $# ${#1} ${#5} $BIG_LEN".into(),
+        "sh".into(),
+    ];
+    args.extend((0..5).map(|_| big.clone().into()));
+    let out = warm
+        .warm
+        .run(&ProcessSpec {
+            args,
+            env: vec![("BIG_LEN".into(), "100000".into())],
+            ..ProcessSpec::shell("", Duration::from_secs(30))
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.stdout.to_text(), "5 100000 100000 100000\n");
+}
