@@ -38,6 +38,10 @@
 //!   and marked so again before the call's program runs (descriptors 3 and up are closed at
 //!   exec); the socket has no address, and landlock scopes abstract Unix sockets anyway.
 //!
+//! **Listening inside.** A [`Sandbox::listen_inside`] listener is opened once per built
+//! sandbox and handed out when it starts (and again after a rebuild); every call reaches it,
+//! and it is shut down when the sandbox stops.
+//!
 //! **Files.** The file system is built once: files and directories created below the
 //! sandbox's entries (such as `/workspace`) are seen by later calls as always, but a top-level
 //! entry added to [`Sandbox::root`] after the start appears only in a sandbox built after it.
