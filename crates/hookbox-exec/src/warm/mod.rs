@@ -1,60 +1,6 @@
-//! Warm sandboxes: one sandbox built once, then many calls started inside it.
-//!
-//! A cold run ([`crate::run`] with [`ProcessSpec::sandbox`]) builds a whole sandbox for one
-//! program (namespaces, mounts, landlock, seccomp, cgroups) and tears it down after: about 4 ms
-//! a run. A [`WarmSandbox`] builds the same sandbox from the same plan once, but its init, instead
-//! of confining itself and executing a program, executes a **supervisor**: the program given
-//! to [`WarmSandbox::start`] (hookbox itself), re-executed with [`SUPERVISOR_ARG`], whose `main`
-//! calls [`supervise_if_asked`] first. Each [`WarmSandbox::run`] then asks the supervisor to
-//! start one call.
-//!
-//! **Talking to the supervisor.** The parent and the supervisor share a Unix socket pair made
-//! before the sandbox is built (the cold path's status socket): nothing in the file system, no
-//! abstract name. Per call the parent creates the stdin, stdout and stderr pipes and a reply
-//! socket pair, writes the request (program, arguments, environment, working directory) into a
-//! memory file, and passes all five descriptors with `SCM_RIGHTS`. The supervisor answers on
-//! the call's reply socket: `STARTED` with a pidfd of the call, or the step that failed, then
-//! `EXITED` with its wait status. The parent feeds stdin, drains and caps the output and keeps
-//! the deadline exactly as for a cold run.
-//!
-//! **Each call** starts (`clone3`) as pid 1 of a pid namespace of its own and in a mount
-//! namespace of its own with a fresh `/proc`, in a session of its own, then sets the
-//! sandbox's rlimits, `no_new_privs`, landlock, drops every capability, marks every descriptor
-//! from 3 up close-on-exec and applies the seccomp filter: the same confinement as a cold
-//! sandbox's program. When the call's program exits, or is killed (the deadline: the parent
-//! SIGKILLs it through its pidfd; the run's future dropped: the supervisor sees the reply
-//! socket hang up and kills it), the kernel kills everything else in its pid namespace,
-//! `setsid` double forks included, before `EXITED` is sent: no process of a call survives
-//! it. Concurrent calls are independent: each has its own namespaces, pipes and reply socket.
-//!
-//! **What a call cannot do to the supervisor** (each tested):
-//! - name it: it is outside the call's pid namespace (pid 1 there is the call itself) and
-//!   outside its `/proc`; `pidfd_send_signal` on any pidfd it could get refuses a process
-//!   outside the caller's pid namespace; landlock (ABI 6) also scopes signals to the call;
-//! - open its descriptors or memory through `/proc/<pid>`: the supervisor is not dumpable and
-//!   keeps capabilities the call does not have (ptrace access is refused), and `ptrace` is
-//!   filtered by seccomp;
-//! - reach its socket: the control socket and the ruleset are close-on-exec in the supervisor
-//!   and marked so again before the call's program runs (descriptors 3 and up are closed at
-//!   exec); the socket has no address, and landlock scopes abstract Unix sockets anyway.
-//!
-//! **Listening inside.** A [`Sandbox::listen_inside`] listener is opened once per built
-//! sandbox and handed out when it starts (and again after a rebuild); every call reaches it,
-//! and it is shut down when the sandbox stops.
-//!
-//! **Files.** The file system is built once: files and directories created below the
-//! sandbox's entries (such as `/workspace`) are seen by later calls as always, but a top-level
-//! entry added to [`Sandbox::root`] after the start appears only in a sandbox built after it.
-//!
-//! **Limits.** The sandbox's cgroups (memory, processes) cover the whole warm sandbox: the
-//! supervisor and all its calls, concurrent ones together. CPU time, file size and open files
-//! are per-process rlimits as in a cold run.
-//!
-//! **Lifetime.** The supervisor dies with its parent (like a cold sandbox, it is bound to the
-//! thread that started it: start it from a runtime worker, not a blocking thread that may end).
-//! Dropping the [`WarmSandbox`] kills the whole sandbox. A supervisor killed from outside is
-//! noticed: the calls in progress fail with [`ExecError::SandboxLost`], and the next call
-//! builds a new sandbox first.
+//! Warm sandboxes: one sandbox built once, then many calls started inside it (see
+//! [`WarmSandbox`]); the supervisor inside is in [`supervisor`], the request format in
+//! [`request`].
 
 mod request;
 mod supervisor;
@@ -98,8 +44,67 @@ pub use supervisor::{SUPERVISOR_ARG, supervise_if_asked};
 /// How long a new sandbox's supervisor may take to say it is ready.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A sandbox built once whose supervisor runs many calls (see the [module](self)
-/// documentation). Rebuilt by the next call when its supervisor died; killed on drop.
+/// A sandbox built once whose supervisor runs many calls; rebuilt by the next call when its
+/// supervisor died; killed on drop.
+///
+/// A cold run ([`crate::run`] with [`ProcessSpec::sandbox`]) builds a whole sandbox for one
+/// program (namespaces, mounts, landlock, seccomp, cgroups) and tears it down after: about 4 ms
+/// a run. A `WarmSandbox` builds the same sandbox from the same plan once, but its init, instead
+/// of confining itself and executing a program, executes a **supervisor**: the program given
+/// to [`WarmSandbox::start`] (hookbox itself), re-executed with [`SUPERVISOR_ARG`], whose `main`
+/// calls [`supervise_if_asked`] first. Each [`WarmSandbox::run`] then asks the supervisor to
+/// start one call.
+///
+/// **Talking to the supervisor.** The parent and the supervisor share a Unix socket pair made
+/// before the sandbox is built (the cold path's status socket): nothing in the file system, no
+/// abstract name. Per call the parent creates the stdin, stdout and stderr pipes and a reply
+/// socket pair, writes the request (program, arguments, environment, working directory) into a
+/// memory file, and passes all five descriptors with `SCM_RIGHTS`. The supervisor answers on
+/// the call's reply socket: `STARTED` with a pidfd of the call, or the step that failed, then
+/// `EXITED` with its wait status. The parent feeds stdin, drains and caps the output and keeps
+/// the deadline exactly as for a cold run.
+///
+/// **Each call** starts (`clone3`) as pid 1 of a pid namespace of its own and in a mount
+/// namespace of its own with a fresh `/proc`, in a session of its own, then sets the
+/// sandbox's rlimits, `no_new_privs`, landlock, drops every capability, marks every descriptor
+/// from 3 up close-on-exec and applies the seccomp filter: the same confinement as a cold
+/// sandbox's program. When the call's program exits, or is killed (the deadline: the parent
+/// SIGKILLs it through its pidfd; the run's future dropped: the supervisor sees the reply
+/// socket hang up and kills it), the kernel kills everything else in its pid namespace,
+/// `setsid` double forks included, before `EXITED` is sent: no process of a call survives
+/// it. Concurrent calls are independent: each has its own namespaces, pipes and reply socket.
+///
+/// **What a call cannot do to the supervisor** (each tested):
+/// - name it: it is outside the call's pid namespace (pid 1 there is the call itself) and
+///   outside its `/proc`; `pidfd_send_signal` on any pidfd it could get refuses a process
+///   outside the caller's pid namespace; landlock (ABI 6) also scopes signals to the call;
+/// - open its descriptors or memory through `/proc/<pid>`: the supervisor is not dumpable and
+///   keeps capabilities the call does not have (ptrace access is refused), and `ptrace` is
+///   filtered by seccomp;
+/// - reach its socket: the control socket and the ruleset are close-on-exec in the supervisor
+///   and marked so again before the call's program runs (descriptors 3 and up are closed at
+///   exec); the socket has no address, and landlock scopes abstract Unix sockets anyway.
+///
+/// **Listening inside.** A [`Sandbox::listen_inside`] listener is opened once per built
+/// sandbox and handed out when it starts (and again after a rebuild); every call reaches it,
+/// and it is shut down when the sandbox stops.
+///
+/// **Files.** The file system is built once: files and directories created below the
+/// sandbox's entries (such as `/workspace`) are seen by later calls as always, but a top-level
+/// entry added to [`Sandbox::root`] after the start appears only in a sandbox built after it.
+///
+/// **Limits.** The sandbox's cgroups (memory, processes) cover the whole warm sandbox: the
+/// supervisor (one of [`Limits::max_processes`](crate::Limits::max_processes)) and all its
+/// calls, concurrent ones together; there is no per-call cgroup yet, so one call's fork bomb
+/// leaves no room for the calls running beside it (a call that cannot start fails with an
+/// isolation error, never hangs). CPU time, file size and open files are per-process rlimits
+/// as in a cold run.
+///
+/// **Lifetime.** The supervisor dies with its parent (like a cold sandbox, it is bound to the
+/// thread that started it: start it from a runtime worker, not a blocking thread that may end).
+/// Dropping the `WarmSandbox` kills the whole sandbox. A supervisor killed from outside is
+/// noticed: the calls in progress fail with [`ExecError::SandboxLost`], and the next call
+/// builds a new sandbox first.
 pub struct WarmSandbox {
     sandbox: Sandbox,
     supervisor: PathBuf,
