@@ -111,6 +111,22 @@ fn spawn(c: &mut Criterion) {
     group.bench_function("cold sandbox sh -c true", |b| {
         b.iter(|| runs_to_zero(&cold_shell));
     });
+    // The trivial command hook of issue 13, fed a JSON payload: on the host (as the hook runner
+    // runs unsandboxed hooks, without the keeper) and in the warm sandbox.
+    let hook = ProcessSpec {
+        stdin: br#"{"hook_event_name":"PreToolUse","tool_name":"code_execution"}"#.to_vec(),
+        die_with_parent: false,
+        ..ProcessSpec::shell("cat > /dev/null; echo '{}'", timeout)
+    };
+    group.bench_function("hook on the host", |b| {
+        b.iter(|| runs_to_zero(&hook));
+    });
+    group.bench_function("hook in the warm sandbox", |b| {
+        b.iter(|| {
+            let out = runtime.block_on(warm.run(black_box(&hook))).unwrap();
+            assert_eq!(out.stdout.bytes, b"{}\n");
+        });
+    });
     group.bench_function("warm sandbox start and first /bin/true", |b| {
         b.iter(|| {
             runtime.block_on(async {
