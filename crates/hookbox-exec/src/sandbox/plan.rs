@@ -208,11 +208,13 @@ pub(crate) fn prepare(
         });
     }
     let memory = sandbox.limits.memory_bytes.max(1024 * 1024);
+    // The options of the private `/tmp` and `/dev/shm` (a warm sandbox's calls get fresh ones).
+    let scratch = format!("mode=1777,size={memory}");
     ops.extend([
         Op::Mkdir(cstring("/newroot/tmp")?),
         Op::Tmpfs {
             target: cstring("/newroot/tmp")?,
-            data: cstring(format!("mode=1777,size={memory}"))?,
+            data: cstring(&scratch)?,
         },
     ]);
     // After the private /tmp, so that binds below /tmp land on it.
@@ -282,7 +284,7 @@ pub(crate) fn prepare(
         Op::Mkdir(cstring("/newroot/dev/shm")?),
         Op::Tmpfs {
             target: cstring("/newroot/dev/shm")?,
-            data: cstring(format!("mode=1777,size={memory}"))?,
+            data: cstring(&scratch)?,
         },
         Op::Mkdir(cstring("/newroot/proc")?),
         Op::Proc(cstring("/newroot/proc")?),
@@ -356,7 +358,9 @@ pub(crate) fn prepare(
 
     let (supervisor, supervisor_exe) = match supervisor {
         Some(program) => {
-            let (launch, exe) = supervisor_launch(program, cap_last, landlock.is_some(), &rlimits)?;
+            let args =
+                crate::warm::supervisor_args(cap_last, &rlimits, &scratch, landlock.as_ref());
+            let (launch, exe) = supervisor_launch(program, args)?;
             (Some(launch), Some(exe))
         }
         None => (None, None),
@@ -389,13 +393,11 @@ pub(crate) fn prepare(
     ))
 }
 
-/// Opens the supervisor's executable and prepares its arguments: what it needs to confine each
-/// call like a cold sandbox's program (the landlock ruleset comes as a descriptor).
+/// Opens the supervisor's executable and prepares its arguments (see
+/// [`crate::warm::supervisor_args`]).
 fn supervisor_launch(
     program: &Path,
-    cap_last: u32,
-    landlock: bool,
-    rlimits: &[(libc::__rlimit_resource_t, u64, u64)],
+    args: Vec<Vec<u8>>,
 ) -> Result<(SupervisorLaunch, OwnedFd), IsolationError> {
     let exe = rustix::fs::open(program, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(
         |error| {
@@ -406,7 +408,7 @@ fn supervisor_launch(
             ))
         },
     )?;
-    let args = crate::warm::supervisor_args(cap_last, landlock, rlimits)
+    let args = args
         .into_iter()
         .map(cstring)
         .collect::<Result<Vec<_>, _>>()?;

@@ -65,7 +65,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// the deadline exactly as for a cold run.
 ///
 /// **Each call** starts (`clone3`) as pid 1 of a pid namespace of its own and in a mount
-/// namespace of its own with a fresh `/proc`, in a session of its own, then sets the
+/// namespace of its own with a fresh `/proc`, `/tmp` and `/dev/shm` (so that nothing one call
+/// leaves in scratch space, say the model's code, reaches a later one, say an owner's hook:
+/// as between cold runs), in a session of its own, then sets the
 /// sandbox's rlimits, `no_new_privs`, landlock, drops every capability, marks every descriptor
 /// from 3 up close-on-exec and applies the seccomp filter: the same confinement as a cold
 /// sandbox's program. When the call's program exits, or is killed (the deadline: the parent

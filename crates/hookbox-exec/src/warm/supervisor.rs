@@ -2,8 +2,8 @@
 //! [`WarmSandbox::start`](super::WarmSandbox::start) re-executed by the sandbox's init with
 //! [`SUPERVISOR_ARG`] (see [`supervise_if_asked`]).
 //!
-//! It inherits the namespaces and the file system of the sandbox, the control socket as
-//! descriptor 3 and the landlock ruleset as descriptor 4, and nothing else; it is not itself
+//! It inherits the namespaces and the file system of the sandbox and the control socket as
+//! descriptor 3, and nothing else; it is not itself
 //! confined (it needs its capabilities inside the sandbox's user namespace to start calls in
 //! namespaces of their own). It is single-threaded: one `poll` loop over the control socket,
 //! the pidfd of each running call and each call's reply socket.
@@ -19,12 +19,12 @@
 //! - End of file on the control socket means the parent is gone: the supervisor exits, and
 //!   the kernel kills everything left in the sandbox.
 
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::File;
 use std::io::{IoSliceMut, Write};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::FileExt;
 
 use rustix::event::{PollFd, PollFlags, poll};
@@ -35,8 +35,9 @@ use rustix::process::{Signal, pidfd_send_signal};
 use super::request::Request;
 use crate::exec_args::ExecArgs;
 use crate::sandbox::{
-    CONTROL_FD, CallPlan, Confinement, RECORD_EXITED, RECORD_FAILED, RECORD_READY, RECORD_STARTED,
-    RULESET_FD, STEP_CALL_START, STEP_EXEC, STEP_REQUEST, seccomp_program, send_record, start_call,
+    CONTROL_FD, CallPlan, Confinement, LandlockPlan, RECORD_EXITED, RECORD_FAILED, RECORD_READY,
+    RECORD_STARTED, STEP_CALL_START, STEP_EXEC, STEP_REQUEST, seccomp_program, send_record,
+    start_call,
 };
 
 /// The argument (right after the program's name) that makes [`supervise_if_asked`] run the
@@ -71,42 +72,64 @@ pub fn supervise_if_asked() {
 }
 
 /// The supervisor's arguments: its name, [`SUPERVISOR_ARG`], the highest capability number,
-/// whether a landlock ruleset is passed, and the calls' resource limits.
+/// the calls' resource limits, the options of each call's fresh `/tmp` and `/dev/shm` (tmpfs),
+/// and the landlock rules (`no-landlock`, or `landlock`, the attribute size, the handled
+/// rights, the scopes, then each rule's rights and path): what it needs to start each call
+/// like a cold sandbox's program.
 pub(crate) fn supervisor_args(
     cap_last: u32,
-    landlock: bool,
     rlimits: &[(libc::__rlimit_resource_t, u64, u64)],
-) -> Vec<String> {
+    scratch: &str,
+    landlock: Option<&LandlockPlan>,
+) -> Vec<Vec<u8>> {
     let limits: Vec<String> = rlimits
         .iter()
         .map(|(resource, soft, hard)| format!("{resource}:{soft}:{hard}"))
         .collect();
-    vec![
+    let mut args: Vec<Vec<u8>> = [
         "hookbox-sandbox-supervisor".to_owned(),
         SUPERVISOR_ARG.to_owned(),
         cap_last.to_string(),
-        if landlock { "landlock" } else { "no-landlock" }.to_owned(),
         limits.join(","),
+        scratch.to_owned(),
     ]
+    .into_iter()
+    .map(String::into_bytes)
+    .collect();
+    match landlock {
+        None => args.push(b"no-landlock".to_vec()),
+        Some(plan) => {
+            for number in ["landlock".to_owned(), plan.attr_size.to_string()]
+                .into_iter()
+                .chain([plan.handled_fs, plan.scoped].map(|bits| bits.to_string()))
+            {
+                args.push(number.into_bytes());
+            }
+            for (path, access) in &plan.rules {
+                args.push(access.to_string().into_bytes());
+                args.push(path.as_bytes().to_vec());
+            }
+        }
+    }
+    args
 }
 
 /// What the supervisor was started with (see [`supervisor_args`]).
 struct Settings {
     cap_last: u32,
-    landlock: bool,
     rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    scratch: CString,
+    landlock: Option<LandlockPlan>,
 }
 
 impl Settings {
-    fn parse(mut args: impl Iterator<Item = OsString>) -> Option<Self> {
-        let mut next = || args.next()?.into_string().ok();
-        let cap_last = next()?.parse().ok()?;
-        let landlock = match next()?.as_str() {
-            "landlock" => true,
-            "no-landlock" => false,
-            _ => return None,
+    fn parse(args: impl Iterator<Item = OsString>) -> Option<Self> {
+        let mut args = args.map(OsString::into_vec);
+        let number = |args: &mut dyn Iterator<Item = Vec<u8>>| -> Option<u64> {
+            String::from_utf8(args.next()?).ok()?.parse().ok()
         };
-        let limits = next()?;
+        let cap_last = u32::try_from(number(&mut args)?).ok()?;
+        let limits = String::from_utf8(args.next()?).ok()?;
         let rlimits = limits
             .split(',')
             .filter(|limit| !limit.is_empty())
@@ -117,10 +140,31 @@ impl Settings {
                 Some((resource, number()?, number()?))
             })
             .collect::<Option<Vec<_>>>()?;
+        let scratch = CString::new(args.next()?).ok()?;
+        let landlock = match args.next()?.as_slice() {
+            b"no-landlock" => None,
+            b"landlock" => {
+                let attr_size = usize::try_from(number(&mut args)?).ok()?;
+                let handled_fs = number(&mut args)?;
+                let scoped = number(&mut args)?;
+                let mut rules = Vec::new();
+                while let Some(access) = number(&mut args) {
+                    rules.push((CString::new(args.next()?).ok()?, access));
+                }
+                Some(LandlockPlan {
+                    attr_size,
+                    handled_fs,
+                    scoped,
+                    rules,
+                })
+            }
+            _ => return None,
+        };
         Some(Self {
             cap_last,
-            landlock,
             rlimits,
+            scratch,
+            landlock,
         })
     }
 }
@@ -135,18 +179,11 @@ struct Running {
 
 /// The supervisor's loop; returns the exit code once the parent is gone.
 fn serve(settings: &Settings) -> i32 {
-    // SAFETY: descriptors 3 and 4 were set up by the init for this process alone.
-    #[expect(unsafe_code, reason = "taking ownership of the inherited descriptors")]
-    let (control, ruleset) = unsafe {
-        (
-            OwnedFd::from_raw_fd(CONTROL_FD),
-            settings.landlock.then(|| OwnedFd::from_raw_fd(RULESET_FD)),
-        )
-    };
-    for fd in std::iter::once(&control).chain(&ruleset) {
-        if rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC).is_err() {
-            return 1;
-        }
+    // SAFETY: descriptor 3 was set up by the init for this process alone.
+    #[expect(unsafe_code, reason = "taking ownership of the inherited descriptor")]
+    let control = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
+    if rustix::io::fcntl_setfd(&control, rustix::io::FdFlags::CLOEXEC).is_err() {
+        return 1;
     }
     // Not dumpable: nothing inside may open its `/proc` entries, even with the same uid.
     // SAFETY: plain prctl.
@@ -159,7 +196,7 @@ fn serve(settings: &Settings) -> i32 {
     };
     let confinement = Confinement {
         rlimits: &settings.rlimits,
-        ruleset: ruleset.as_ref().map(AsRawFd::as_raw_fd),
+        landlock: settings.landlock.as_ref(),
         cap_last: settings.cap_last,
         filter,
     };
@@ -203,7 +240,7 @@ fn serve(settings: &Settings) -> i32 {
         });
         if control_ready {
             match receive_request(&control) {
-                Ok(Some(fds)) => calls.extend(start(fds, &confinement)),
+                Ok(Some(fds)) => calls.extend(start(fds, &confinement, &settings.scratch)),
                 Ok(None) => return 0,
                 Err(Errno::AGAIN | Errno::INTR) => {}
                 Err(_) => return 1,
@@ -249,7 +286,7 @@ fn receive_request(control: &OwnedFd) -> Result<Option<Vec<OwnedFd>>, Errno> {
 }
 
 /// Starts the call of one request; reports why it could not on its reply socket otherwise.
-fn start(fds: Vec<OwnedFd>, confinement: &Confinement<'_>) -> Option<Running> {
+fn start(fds: Vec<OwnedFd>, confinement: &Confinement<'_>, scratch: &CStr) -> Option<Running> {
     let [payload, stdin, stdout, stderr, reply]: [OwnedFd; REQUEST_FDS] = fds.try_into().ok()?;
     let fail = |step: u32, errno: i32| {
         let _sent = send_record(reply.as_raw_fd(), RECORD_FAILED, step, errno as u32, None);
@@ -272,6 +309,7 @@ fn start(fds: Vec<OwnedFd>, confinement: &Confinement<'_>) -> Option<Running> {
         cwd,
         stdio: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
         reply: reply.as_raw_fd(),
+        scratch,
     };
     match start_call(&plan, confinement) {
         Ok((pid, pidfd)) => {

@@ -410,3 +410,22 @@ async fn a_request_larger_than_a_socket_message_arrives_whole() {
         .unwrap();
     assert_eq!(out.stdout.to_text(), "5 100000 100000 100000\n");
 }
+
+#[tokio::test]
+async fn each_call_gets_fresh_scratch_space() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    // What one call (the model's code, say) leaves in /tmp or /dev/shm is not there for the
+    // next (an owner's hook, say); the workspace persists as always.
+    let out = warm
+        .ok(
+            "echo planted > /tmp/tool-cache; echo planted > /dev/shm/seg; \
+             echo kept > /workspace/kept; ls /tmp /dev/shm",
+        )
+        .await;
+    assert_eq!(out, "/dev/shm:\nseg\n\n/tmp:\ntool-cache\n");
+    let out = warm
+        .ok("ls -A /tmp /dev/shm; cat /workspace/kept; echo x > /tmp/writable && echo writable")
+        .await;
+    assert_eq!(out, "/dev/shm:\n\n/tmp:\nkept\nwritable\n");
+}

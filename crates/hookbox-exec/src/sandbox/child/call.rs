@@ -2,25 +2,29 @@
 //! of a pid namespace of its own (so that, when it exits or is killed, the kernel kills
 //! everything it started, `setsid` double forks included) with a mount namespace of its own
 //! (where a fresh `/proc` shows only the call's processes, never the supervisor or another
-//! call), in a session of its own, then confines itself exactly like a cold sandbox's program
+//! call, and fresh `/tmp` and `/dev/shm` hold only what the call writes), in a session of its
+//! own, then confines itself exactly like a cold sandbox's program
 //! ([`confine`]) and executes the program.
 //!
 //! The supervisor is single-threaded, but the child still makes only system calls on what
 //! the supervisor prepared.
 
 use std::convert::Infallible;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::fd::{FromRawFd, OwnedFd};
+
+use rustix::io::Errno;
+use rustix::mount::MountFlags;
 
 use super::confine::{Confinement, confine};
 use super::{
-    Failed, RECORD_FAILED, STEP_CALL_PROC, STEP_CALL_START, STEP_CWD, STEP_DEATH, STEP_EXEC,
+    Failed, RECORD_FAILED, STEP_CALL_MOUNTS, STEP_CALL_START, STEP_CWD, STEP_DEATH, STEP_EXEC,
     STEP_STDIO, Step, check, errno, send_record,
 };
 use crate::exec_args::ExecArgs;
 
 /// One call, prepared by the supervisor from the parent's request.
-pub(crate) struct CallPlan {
+pub(crate) struct CallPlan<'a> {
     /// The program, its arguments and environment.
     pub(crate) exec: ExecArgs,
     /// The working directory inside the sandbox.
@@ -29,6 +33,8 @@ pub(crate) struct CallPlan {
     pub(crate) stdio: [libc::c_int; 3],
     /// The call's reply socket (close-on-exec), where a failed step is reported.
     pub(crate) reply: libc::c_int,
+    /// The options of the call's own `/tmp` and `/dev/shm` (tmpfs).
+    pub(crate) scratch: &'a CStr,
 }
 
 /// `struct clone_args` of `clone3(2)` (the first version's fields).
@@ -50,7 +56,7 @@ struct CloneArgs {
 /// step that failed on the reply socket and exits with 127.
 #[expect(unsafe_code, reason = "clone3 and the child's raw system calls")]
 pub(crate) fn start_call(
-    plan: &CallPlan,
+    plan: &CallPlan<'_>,
     confinement: &Confinement<'_>,
 ) -> Result<(libc::pid_t, OwnedFd), i32> {
     let mut pidfd: libc::c_int = -1;
@@ -90,7 +96,7 @@ pub(crate) fn start_call(
 
 /// The call's steps up to `exec`; returns only with the step that failed.
 #[expect(unsafe_code, reason = "raw system calls between clone and exec")]
-fn call_child(plan: &CallPlan, confinement: &Confinement<'_>) -> Result<Infallible, Failed> {
+fn call_child(plan: &CallPlan<'_>, confinement: &Confinement<'_>) -> Result<Infallible, Failed> {
     // SAFETY (whole function): raw system calls on descriptors and NUL-terminated strings the
     // supervisor prepared; none allocates.
     unsafe {
@@ -99,17 +105,23 @@ fn call_child(plan: &CallPlan, confinement: &Confinement<'_>) -> Result<Infallib
         // would from any shell.
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         check(libc::setsid().into()).at(STEP_CALL_START)?;
+        let private = MountFlags::NOSUID | MountFlags::NODEV;
         rustix::mount::mount(
             c"proc",
             c"/proc",
             c"proc",
-            rustix::mount::MountFlags::NOSUID
-                | rustix::mount::MountFlags::NODEV
-                | rustix::mount::MountFlags::NOEXEC,
+            private | MountFlags::NOEXEC,
             None,
         )
-        .map_err(rustix::io::Errno::raw_os_error)
-        .at(STEP_CALL_PROC)?;
+        .map_err(Errno::raw_os_error)
+        .at(STEP_CALL_MOUNTS)?;
+        // Fresh scratch space, as a cold run gets: nothing one call leaves there reaches the
+        // next (the owner's hooks and the model's code share the sandbox).
+        for target in [c"/tmp", c"/dev/shm"] {
+            rustix::mount::mount(c"tmpfs", target, c"tmpfs", private, plan.scratch)
+                .map_err(Errno::raw_os_error)
+                .at(STEP_CALL_MOUNTS)?;
+        }
         for (target, &fd) in plan.stdio.iter().enumerate() {
             check(libc::dup2(fd, target as libc::c_int).into()).at(STEP_STDIO)?;
         }

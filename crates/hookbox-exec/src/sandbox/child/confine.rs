@@ -34,9 +34,9 @@ struct CapData {
 }
 
 /// Creates the landlock ruleset of `plan` (a close-on-exec descriptor), with a rule for each
-/// of its paths that exists; restricting to it is [`confine`]'s job.
+/// of its paths that exists.
 #[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-pub(super) fn create_ruleset(plan: &LandlockPlan) -> Result<libc::c_int, i32> {
+fn create_ruleset(plan: &LandlockPlan) -> Result<libc::c_int, i32> {
     let attr = RulesetAttr {
         handled_access_fs: plan.handled_fs,
         handled_access_net: 0,
@@ -84,15 +84,17 @@ pub(super) fn create_ruleset(plan: &LandlockPlan) -> Result<libc::c_int, i32> {
 pub(crate) struct Confinement<'a> {
     /// `(resource, soft, hard)` limits to set.
     pub(crate) rlimits: &'a [(libc::__rlimit_resource_t, u64, u64)],
-    /// The landlock ruleset to restrict to ([`create_ruleset`]), when the kernel has landlock.
-    pub(crate) ruleset: Option<libc::c_int>,
+    /// The landlock rules, when the kernel has landlock; their paths are opened now, so that
+    /// they name what is mounted there at this point (a warm sandbox's call has fresh `/tmp`
+    /// and `/dev/shm`: a rule on what they cover would not reach below them).
+    pub(crate) landlock: Option<&'a LandlockPlan>,
     /// The highest capability number of the kernel.
     pub(crate) cap_last: u32,
     /// The seccomp program.
     pub(crate) filter: &'static [libc::sock_filter],
 }
 
-/// Sets the limits and `no_new_privs`, restricts to the landlock ruleset, drops every
+/// Sets the limits and `no_new_privs`, restricts to the landlock rules, drops every
 /// capability, marks every descriptor from 3 up close-on-exec and applies the seccomp filter.
 #[expect(unsafe_code, reason = "raw system calls between fork and exec")]
 pub(crate) fn confine(confinement: &Confinement<'_>) -> Result<(), Failed> {
@@ -107,8 +109,11 @@ pub(crate) fn confine(confinement: &Confinement<'_>) -> Result<(), Failed> {
             check(libc::setrlimit(resource, &raw const limit).into()).at(STEP_RLIMIT)?;
         }
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into()).at(STEP_NNP)?;
-        if let Some(ruleset) = confinement.ruleset {
-            check(libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0)).at(STEP_LANDLOCK)?;
+        if let Some(landlock) = confinement.landlock {
+            let ruleset = create_ruleset(landlock).at(STEP_LANDLOCK)?;
+            let restricted = check(libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0));
+            libc::close(ruleset);
+            restricted.at(STEP_LANDLOCK)?;
         }
         drop_capabilities(confinement.cap_last).at(STEP_CAPS)?;
         close_inherited_on_exec().at(STEP_FDS)?;

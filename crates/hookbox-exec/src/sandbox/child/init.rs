@@ -1,13 +1,13 @@
 //! pid 1 of the new namespaces: builds the root, joins the network, confines itself (or, in
 //! a warm sandbox, becomes the supervisor).
 
-use super::confine::{Confinement, close_inherited_on_exec, confine, create_ruleset};
+use super::confine::{Confinement, close_inherited_on_exec, confine};
 use super::mounts::apply;
 use super::network::{NetHandoff, join_network, listen_on_loopback, loopback_up};
 use super::{
-    CONTROL_FD, FIRST_OP, Failed, Plan, RECORD_LISTENER, RULESET_FD, STEP_CWD, STEP_FDS,
-    STEP_HOSTNAME, STEP_JOIN_NET, STEP_LANDLOCK, STEP_LISTEN, STEP_LOOPBACK, STEP_SUPERVISOR, Step,
-    SupervisorLaunch, check, errno, send_record,
+    CONTROL_FD, FIRST_OP, Failed, Plan, RECORD_LISTENER, STEP_CWD, STEP_FDS, STEP_HOSTNAME,
+    STEP_JOIN_NET, STEP_LISTEN, STEP_LOOPBACK, STEP_SUPERVISOR, Step, SupervisorLaunch, check,
+    errno, send_record,
 };
 
 /// pid 1 of the new namespace: builds the root, confines itself and returns to exec.
@@ -41,30 +41,24 @@ pub(super) fn init_process(plan: &Plan, net: NetHandoff) -> Result<(), Failed> {
         }
         check(libc::chdir(plan.cwd.as_ptr()).into()).at(STEP_CWD)?;
     }
-    let ruleset = plan
-        .landlock
-        .as_ref()
-        .map(create_ruleset)
-        .transpose()
-        .at(STEP_LANDLOCK)?;
     if let Some(launch) = &plan.supervisor {
-        return Err(exec_supervisor(plan, launch, ruleset));
+        return Err(exec_supervisor(plan, launch));
     }
     confine(&Confinement {
         rlimits: &plan.rlimits,
-        ruleset,
+        landlock: plan.landlock.as_ref(),
         cap_last: plan.cap_last,
         filter: plan.filter,
     })
-    // The init's copies of the status socket and the ruleset close at exec (close-on-exec).
+    // The init's copy of the status socket closes at exec (close-on-exec).
 }
 
 /// Executes the warm sandbox's supervisor (see [`crate::warm`]) in place of a program, with
-/// the status socket as descriptor [`CONTROL_FD`] and the landlock ruleset, if any, as
-/// [`RULESET_FD`], and nothing else; returns only if that fails. The supervisor stays
+/// the status socket as descriptor [`CONTROL_FD`] and nothing else; returns only if that
+/// fails. The supervisor stays
 /// unconfined (it starts each call in namespaces of its own and confines it there).
 #[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn exec_supervisor(plan: &Plan, launch: &SupervisorLaunch, ruleset: Option<libc::c_int>) -> Failed {
+fn exec_supervisor(plan: &Plan, launch: &SupervisorLaunch) -> Failed {
     // SAFETY: raw system calls on descriptors this process owns and on NUL-terminated or
     // null-terminated arrays prepared by the parent.
     unsafe {
@@ -74,32 +68,20 @@ fn exec_supervisor(plan: &Plan, launch: &SupervisorLaunch, ruleset: Option<libc:
                 errno,
             };
         }
-        // Out of the way of the target numbers first (the executable too, which may have one
-        // of them), then into them (`dup2` clears close-on-exec on the copy).
-        let mut moves = [
-            (plan.status, CONTROL_FD),
-            (ruleset.unwrap_or(-1), RULESET_FD),
-            (launch.program, -1),
-        ];
-        for (fd, _) in &mut moves {
-            if *fd >= 0 {
-                *fd = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 10);
-                if *fd < 0 {
-                    return Failed {
-                        step: STEP_SUPERVISOR,
-                        errno: errno(),
-                    };
-                }
-            }
-        }
-        let [control, rules, (program, _)] = moves;
-        for (fd, target) in [control, rules] {
-            if fd >= 0 && libc::dup2(fd, target) < 0 {
-                return Failed {
-                    step: STEP_SUPERVISOR,
-                    errno: errno(),
-                };
-            }
+        // Out of the way of the control socket's number first (the executable may have it),
+        // then the socket into it, kept open at exec (`dup2` clears close-on-exec on the copy;
+        // a socket already there keeps its flag, which is cleared instead).
+        let program = libc::fcntl(launch.program, libc::F_DUPFD_CLOEXEC, CONTROL_FD + 1);
+        let placed = if plan.status == CONTROL_FD {
+            libc::fcntl(CONTROL_FD, libc::F_SETFD, 0)
+        } else {
+            libc::dup2(plan.status, CONTROL_FD)
+        };
+        if program < 0 || placed < 0 {
+            return Failed {
+                step: STEP_SUPERVISOR,
+                errno: errno(),
+            };
         }
         libc::syscall(
             libc::SYS_execveat,

@@ -50,8 +50,6 @@ pub(crate) const RECORD_EXITED: u32 = 6;
 
 /// The descriptor of the control socket in a warm sandbox's supervisor (the status socket).
 pub(crate) const CONTROL_FD: libc::c_int = 3;
-/// The descriptor of the landlock ruleset in a warm sandbox's supervisor, when there is one.
-pub(crate) const RULESET_FD: libc::c_int = 4;
 
 /// Steps of the intermediate, for error reports (ops of the init are numbered from
 /// [`FIRST_OP`]).
@@ -78,7 +76,7 @@ pub(crate) const STEPS: &[&str] = &[
     "joining the network namespace",
     "starting the warm sandbox's supervisor",
     "starting the call in namespaces of its own",
-    "mounting the call's /proc",
+    "mounting the call's /proc, /tmp and /dev/shm",
     "giving the call its stdin, stdout and stderr",
     "executing the program",
     "reading the call's request",
@@ -105,7 +103,7 @@ pub(crate) const STEP_NET_NS: u32 = 18;
 const STEP_JOIN_NET: u32 = 19;
 const STEP_SUPERVISOR: u32 = 20;
 pub(crate) const STEP_CALL_START: u32 = 21;
-const STEP_CALL_PROC: u32 = 22;
+const STEP_CALL_MOUNTS: u32 = 22;
 const STEP_STDIO: u32 = 23;
 pub(crate) const STEP_EXEC: u32 = 24;
 pub(crate) const STEP_REQUEST: u32 = 25;
