@@ -429,3 +429,67 @@ async fn each_call_gets_fresh_scratch_space() {
         .await;
     assert_eq!(out, "/dev/shm:\n\n/tmp:\nkept\nwritable\n");
 }
+
+/// The kernel's landlock ABI (0 without landlock).
+fn landlock_abi() -> i64 {
+    // SAFETY: with a null attribute, size 0 and the VERSION flag, the call only returns a
+    // number.
+    #[expect(unsafe_code, reason = "the landlock version query has no safe wrapper")]
+    unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0_usize,
+            1_u32,
+        )
+    }
+}
+
+#[tokio::test]
+async fn concurrent_calls_are_confined_from_each_other() {
+    let _guard = shared().await;
+    if landlock_abi() < 6 {
+        hookbox_test_support::skip(
+            "concurrent_calls_are_confined_from_each_other",
+            "landlock scopes (ABI 6) are not available",
+        );
+        return;
+    }
+    let warm = Warm::start().await;
+    // One call listens on an abstract Unix socket; another, running at the same time in the
+    // same sandbox, may not connect to it: each call is a landlock domain of its own.
+    let listen = warm.sh(
+        "python3 -c '
+import socket, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(\"\\0hookbox-warm-test\")
+s.listen()
+open(\"/workspace/listening\", \"w\").close()
+s.settimeout(3)
+try:
+    s.accept()
+    print(\"accepted\")
+except socket.timeout:
+    print(\"nobody\")
+'",
+        Duration::from_secs(30),
+    );
+    let connect = async {
+        while !warm.workspace().join("listening").exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        warm.ok("python3 -c '
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(\"\\0hookbox-warm-test\")
+    print(\"connected\")
+except OSError as error:
+    print(\"refused\", error.errno)
+'")
+            .await
+    };
+    let (listened, connected) = tokio::join!(listen, connect);
+    assert_eq!(connected, "refused 1\n");
+    assert_eq!(listened.stdout.to_text(), "nobody\n");
+}
