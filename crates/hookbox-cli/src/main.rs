@@ -14,6 +14,8 @@ use clap::Parser;
 use crate::cli::{Cli, Command, HooksCommand};
 
 fn main() -> ExitCode {
+    // A warm sandbox's supervisor is hookbox re-executed inside the sandbox: decided first.
+    hookbox_exec::supervise_if_asked();
     // SDK mode (the Python agent SDKs' `cli_path`): decided before clap sees the arguments.
     let args: Vec<String> = std::env::args_os()
         .skip(1)

@@ -3,6 +3,7 @@
 //! `run` adds a process group, three pipes read through tokio, a pidfd and the group kill, and,
 //! with `die_with_parent`, the keeper (set up between fork and exec, which makes std fork the
 //! whole process instead of using `posix_spawn`; the cost grows with the process's memory).
+//! The sandboxed groups compare a cold sandbox, a warm one and a bare spawn in the same run.
 
 #![expect(clippy::unwrap_used, reason = "a failing benchmark should stop")]
 
@@ -11,7 +12,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use hookbox_exec::{ExitKind, ProcessSpec, Sandbox, run};
+use hookbox_exec::{ExitKind, ProcessSpec, Sandbox, WarmSandbox, run};
 
 /// The baseline: spawn and wait with the standard library, stdio inherited.
 #[expect(
@@ -74,6 +75,74 @@ fn spawn(c: &mut Criterion) {
         b.iter(|| runs_to_zero(&sandboxed));
     });
     group.finish();
+
+    // A warm sandbox (built once; each call a clone3 into fresh pid and mount namespaces plus
+    // the confinement) against a bare `sh -c true` and a whole cold sandbox, in one run.
+    let warm = runtime
+        .block_on(WarmSandbox::start(
+            Sandbox::new(root.path()),
+            env!("CARGO_BIN_EXE_hookbox-exec-supervisor"),
+        ))
+        .unwrap();
+    let shell_true = ProcessSpec {
+        die_with_parent: false,
+        ..ProcessSpec::shell("true", timeout)
+    };
+    let cold_shell = ProcessSpec {
+        sandbox: Some(Sandbox::new(root.path())),
+        ..shell_true.clone()
+    };
+    let mut group = c.benchmark_group("warm sandbox");
+    group.bench_function("bare sh -c true", |b| {
+        b.iter(|| assert!(bare("/bin/sh", &["-c", "true"]).success()));
+    });
+    group.bench_function("warm sandbox /bin/true", |b| {
+        b.iter(|| {
+            let out = runtime.block_on(warm.run(black_box(&direct))).unwrap();
+            assert_eq!(out.exit, ExitKind::Exited(0));
+        });
+    });
+    group.bench_function("warm sandbox sh -c true", |b| {
+        b.iter(|| {
+            let out = runtime.block_on(warm.run(black_box(&shell_true))).unwrap();
+            assert_eq!(out.exit, ExitKind::Exited(0));
+        });
+    });
+    group.bench_function("cold sandbox sh -c true", |b| {
+        b.iter(|| runs_to_zero(&cold_shell));
+    });
+    // The trivial command hook of issue 13, fed a JSON payload: on the host (as the hook runner
+    // runs unsandboxed hooks, without the keeper) and in the warm sandbox.
+    let hook = ProcessSpec {
+        stdin: br#"{"hook_event_name":"PreToolUse","tool_name":"code_execution"}"#.to_vec(),
+        die_with_parent: false,
+        ..ProcessSpec::shell("cat > /dev/null; echo '{}'", timeout)
+    };
+    group.bench_function("hook on the host", |b| {
+        b.iter(|| runs_to_zero(&hook));
+    });
+    group.bench_function("hook in the warm sandbox", |b| {
+        b.iter(|| {
+            let out = runtime.block_on(warm.run(black_box(&hook))).unwrap();
+            assert_eq!(out.stdout.bytes, b"{}\n");
+        });
+    });
+    group.bench_function("warm sandbox start and first /bin/true", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let fresh = WarmSandbox::start(
+                    Sandbox::new(root.path()),
+                    env!("CARGO_BIN_EXE_hookbox-exec-supervisor"),
+                )
+                .await
+                .unwrap();
+                let out = fresh.run(&direct).await.unwrap();
+                assert_eq!(out.exit, ExitKind::Exited(0));
+            });
+        });
+    });
+    group.finish();
+    drop(warm);
 
     let mut group = c.benchmark_group("sh -c true");
     group.bench_function("std Command::status", |b| {

@@ -1,6 +1,6 @@
 //! Bounded capture of one output stream.
 
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Size of the buffer each stream is read through (the default Linux pipe capacity).
 const CHUNK: usize = 64 * 1024;
@@ -59,6 +59,37 @@ pub(crate) async fn drain(
         into.keep(&buf[..read], limit);
         buf.clear();
     }
+}
+
+/// Writes `input` to a child's stdin (then closes it) while draining its stdout and stderr
+/// into `into`, each capped at `limit`; ends when all three are done. A missing stream is
+/// done already.
+pub(crate) async fn exchange(
+    input: Option<(impl AsyncWrite + Unpin, &[u8])>,
+    stdout: Option<impl AsyncRead + Unpin>,
+    stderr: Option<impl AsyncRead + Unpin>,
+    [out, err]: [&mut CapturedOutput; 2],
+    limit: usize,
+) {
+    tokio::join!(
+        async {
+            if let Some((mut stdin, bytes)) = input {
+                // A child may exit or close its stdin without reading it all (EPIPE): that is
+                // its business, not an error. Dropping `stdin` closes the pipe.
+                let _ignored = stdin.write_all(bytes).await;
+            }
+        },
+        async {
+            if let Some(stdout) = stdout {
+                drain(stdout, out, limit).await;
+            }
+        },
+        async {
+            if let Some(stderr) = stderr {
+                drain(stderr, err, limit).await;
+            }
+        },
+    );
 }
 
 #[cfg(test)]

@@ -104,6 +104,11 @@
 //! sandbox's own user namespace, and memory is `RLIMIT_AS` per process. CPU time, file size and
 //! open files are per-process rlimits; core dumps are off.
 //!
+//! **Warm sandboxes.** [`WarmSandbox`] builds the same sandbox once and runs many calls in it,
+//! each started by a supervisor inside (hookbox re-executed; see [`supervise_if_asked`]) in a
+//! pid and mount namespace of its own and confined exactly like the program above; see the
+//! type's documentation for what calls can and cannot reach.
+//!
 //! **Known limits.** Only x86_64 and aarch64 get seccomp filters (elsewhere a sandboxed run is
 //! refused). Mounts below a bound host directory keep their own flags. The pid-1 program does
 //! not reap orphans it did not start (they are zombies until the run ends). Everything between
@@ -112,10 +117,12 @@
 mod after_fork;
 mod capture;
 pub mod disk;
+mod exec_args;
 mod group;
 mod keeper;
 mod sandbox;
 mod spawn;
+mod warm;
 
 pub use capture::CapturedOutput;
 pub use sandbox::{
@@ -123,3 +130,4 @@ pub use sandbox::{
     SYSTEM_TRUST_BUNDLES, Sandbox, check_isolation,
 };
 pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, run};
+pub use warm::{SUPERVISOR_ARG, WarmSandbox, supervise_if_asked};

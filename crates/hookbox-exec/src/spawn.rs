@@ -7,7 +7,6 @@ use std::pin::pin;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::time::{Instant, timeout_at};
 
@@ -17,14 +16,15 @@ use crate::keeper::{self, KeeperPlan};
 use crate::sandbox::{self, IsolationError, Prepared, Sandbox};
 
 /// `PATH` inside a sandbox.
-const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub(crate) const SANDBOX_PATH: &str =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Longest wait honoured; longer timeouts are clamped to it.
-const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
 /// After the group is killed, how long hookbox still waits, at least, for the child to be reaped
 /// and for the pipes to reach end-of-file (a process that escaped the group may hold them open).
-const KILL_GRACE: Duration = Duration::from_millis(250);
+pub(crate) const KILL_GRACE: Duration = Duration::from_millis(250);
 
 /// What to run: program, arguments, working directory, environment, stdin and limits.
 #[derive(Debug, Clone)]
@@ -136,6 +136,13 @@ pub enum ExecError {
         #[source]
         source: std::io::Error,
     },
+    /// The warm sandbox running the program stopped during the call (its supervisor died);
+    /// the call was lost. The next call builds a new sandbox.
+    #[error("the warm sandbox running `{program}` stopped during the call")]
+    SandboxLost {
+        /// The program that was running.
+        program: String,
+    },
     /// The sandbox could not be set up; nothing was run.
     #[error("refusing to run `{program}` unsandboxed: {source}")]
     Isolation {
@@ -161,18 +168,17 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
     let started = Instant::now();
     let deadline = started + spec.timeout.min(MAX_TIMEOUT);
 
-    let prepared =
-        match &spec.sandbox {
-            Some(sandbox) => {
-                let (prepared, child_end) = sandbox::prepare(sandbox, spec.cwd.as_deref())
-                    .map_err(|source| ExecError::Isolation {
-                        program: program(),
-                        source,
-                    })?;
-                Some((prepared, child_end))
-            }
-            None => None,
-        };
+    let prepared = match &spec.sandbox {
+        Some(sandbox) => {
+            let (prepared, child_end) = sandbox::prepare(sandbox, spec.cwd.as_deref(), None)
+                .map_err(|source| ExecError::Isolation {
+                    program: program(),
+                    source,
+                })?;
+            Some((prepared, child_end))
+        }
+        None => None,
+    };
     let (prepared, child_end) = match prepared {
         Some((prepared, child_end)) => (Some(prepared), Some(child_end)),
         None => (None, None),
@@ -201,8 +207,10 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
     })?;
     // The sandbox's init (pid 1 of its namespace): once it is gone, so is everything inside.
     let (init, listener) = match &prepared {
-        Some(prepared) => match timeout_at(deadline, prepared.init_pidfd()).await {
-            Ok((pidfd, listener)) => (pidfd.and_then(|fd| sandbox::async_fd(fd).ok()), listener),
+        Some(prepared) => match timeout_at(deadline, prepared.init_pidfd(false)).await {
+            Ok((pidfd, listener, _ready)) => {
+                (pidfd.and_then(|fd| sandbox::async_fd(fd).ok()), listener)
+            }
             Err(_elapsed) => (None, None),
         },
         None => (None, None),
@@ -213,27 +221,13 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
     let mut out = CapturedOutput::default();
     let mut err = CapturedOutput::default();
     let (exit, duration) = {
-        let mut io = pin!(async {
-            tokio::join!(
-                async {
-                    if let Some(mut stdin) = stdin {
-                        // A child may exit or close its stdin without reading it all (EPIPE):
-                        // that is its business, not an error. Dropping `stdin` closes the pipe.
-                        let _ignored = stdin.write_all(&spec.stdin).await;
-                    }
-                },
-                async {
-                    if let Some(stdout) = stdout {
-                        capture::drain(stdout, &mut out, spec.output_limit).await;
-                    }
-                },
-                async {
-                    if let Some(stderr) = stderr {
-                        capture::drain(stderr, &mut err, spec.output_limit).await;
-                    }
-                },
-            )
-        });
+        let mut io = pin!(capture::exchange(
+            stdin.map(|stdin| (stdin, spec.stdin.as_slice())),
+            stdout,
+            stderr,
+            [&mut out, &mut err],
+            spec.output_limit,
+        ));
         let mut io_done = false;
 
         // Run until the child exits or the deadline passes, feeding and draining meanwhile.
@@ -300,7 +294,7 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
 }
 
 /// Shuts down a listener opened inside the sandbox ([`crate::ListenInside`]) when dropped.
-struct StopListening(std::os::fd::OwnedFd);
+pub(crate) struct StopListening(pub(crate) std::os::fd::OwnedFd);
 
 impl Drop for StopListening {
     fn drop(&mut self) {

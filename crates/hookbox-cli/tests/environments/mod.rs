@@ -421,3 +421,36 @@ fn the_sandbox_section_sets_the_disk_budget() {
         "{stderr}"
     );
 }
+
+/// hookbox is the supervisor of warm sandboxes: the binary, re-executed as a sandbox's init
+/// with the hidden argument, runs the calls; run any other way, it refuses.
+#[tokio::test]
+async fn hookbox_is_a_warm_sandbox_supervisor() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("workspace")).unwrap();
+    let warm = hookbox_exec::WarmSandbox::start(
+        hookbox_exec::Sandbox::new(dir.path()),
+        env!("CARGO_BIN_EXE_hookbox"),
+    )
+    .await
+    .unwrap();
+    for n in 0..3 {
+        let out = warm
+            .run(&hookbox_exec::ProcessSpec::shell(
+                &format!("echo call {n} > /workspace/out; cat /workspace/out"),
+                std::time::Duration::from_secs(30),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(out.exit, hookbox_exec::ExitKind::Exited(0));
+        assert_eq!(out.stdout.to_text(), format!("call {n}\n"));
+    }
+    drop(warm);
+
+    let out = super::hookbox(&[hookbox_exec::SUPERVISOR_ARG, "40", "landlock", ""]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("for hookbox's own use"),
+        "{out:?}"
+    );
+}

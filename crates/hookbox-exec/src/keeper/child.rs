@@ -134,19 +134,6 @@ fn exec(launch: &Launch<'_>) -> i32 {
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &raw const none, ptr::null_mut());
-        let mut failure = libc::ENOENT;
-        for candidate in &plan.candidates {
-            libc::execve(
-                candidate.as_ptr(),
-                plan.argv.0.as_ptr(),
-                plan.envp.0.as_ptr(),
-            );
-            match errno() {
-                libc::ENOENT | libc::ENOTDIR => {}
-                libc::EACCES => failure = libc::EACCES,
-                other => return other,
-            }
-        }
-        failure
+        plan.exec.exec()
     }
 }

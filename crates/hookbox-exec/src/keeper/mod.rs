@@ -33,57 +33,22 @@ mod child;
 mod watch;
 
 use std::collections::BTreeMap;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 pub(crate) use child::run;
 
 use crate::ProcessSpec;
-
-/// Search path used when the environment has no `PATH` (the C library's default).
-const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
+use crate::exec_args::ExecArgs;
 
 /// Everything the keeper needs to start the program, prepared before the fork.
 #[derive(Debug)]
 pub(crate) struct KeeperPlan {
     /// The process that spawns the keeper: the keeper gives up if its parent is another one.
     caller: libc::pid_t,
-    /// The paths to execute, tried in order while they are missing: the program itself, or
-    /// the program in each directory of the environment's `PATH`.
-    candidates: Vec<CString>,
-    /// The program's arguments, its name first (owned here; `argv` points into them).
-    _args: Vec<CString>,
-    /// The program's environment as `NAME=value` (owned here; `envp` points into them).
-    _vars: Vec<CString>,
-    /// Null-terminated pointers to `_args`.
-    argv: CPointers,
-    /// Null-terminated pointers to `_vars`.
-    envp: CPointers,
-}
-
-/// A null-terminated array of pointers to C strings owned by the same [`KeeperPlan`].
-#[derive(Debug)]
-struct CPointers(Vec<*const libc::c_char>);
-
-// SAFETY: the pointers refer to the heap buffers of `CString`s owned by the same plan, which
-// never change or move while the plan exists; they are only read (by `execve`).
-#[expect(unsafe_code, reason = "raw pointers into the plan's own strings")]
-unsafe impl Send for CPointers {}
-// SAFETY: as above; nothing writes through them.
-#[expect(unsafe_code, reason = "raw pointers into the plan's own strings")]
-unsafe impl Sync for CPointers {}
-
-impl CPointers {
-    fn new(strings: &[CString]) -> Self {
-        Self(
-            strings
-                .iter()
-                .map(|string| string.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect(),
-        )
-    }
+    /// The program, its arguments and environment.
+    exec: ExecArgs,
 }
 
 impl KeeperPlan {
@@ -91,31 +56,22 @@ impl KeeperPlan {
     /// library before the keeper starts). Fails, as the standard library would, on a NUL
     /// byte in the program, an argument or a variable.
     pub(crate) fn new(spec: &ProcessSpec) -> io::Result<Self> {
-        let environment = environment(spec);
-        let search = environment
-            .get(OsStr::new("PATH"))
-            .map_or(DEFAULT_PATH, |path| path.as_bytes());
-        let candidates = candidates(spec.program.as_bytes(), search)?;
-        let args = std::iter::once(&spec.program)
-            .chain(&spec.args)
-            .map(|arg| c_string(arg.as_bytes().to_vec()))
-            .collect::<io::Result<Vec<_>>>()?;
-        let vars = environment
+        let vars = environment(spec)
             .into_iter()
             .map(|(name, value)| {
                 let mut var = name.into_vec();
                 var.push(b'=');
                 var.extend_from_slice(value.as_bytes());
-                c_string(var)
+                var
             })
-            .collect::<io::Result<Vec<_>>>()?;
+            .collect();
         Ok(Self {
             caller: rustix::process::getpid().as_raw_nonzero().get(),
-            candidates,
-            argv: CPointers::new(&args),
-            envp: CPointers::new(&vars),
-            _args: args,
-            _vars: vars,
+            exec: ExecArgs::new(
+                &spec.program,
+                spec.args.iter().map(OsString::as_os_str),
+                vars,
+            )?,
         })
     }
 }
@@ -131,55 +87,11 @@ fn environment(spec: &ProcessSpec) -> BTreeMap<OsString, OsString> {
     vars
 }
 
-/// The paths `execvp` would try for `program` along `search` (a `PATH` value; an empty
-/// directory is the working directory).
-fn candidates(program: &[u8], search: &[u8]) -> io::Result<Vec<CString>> {
-    if program.contains(&b'/') {
-        return Ok(vec![c_string(program.to_vec())?]);
-    }
-    search
-        .split(|&byte| byte == b':')
-        .map(|dir| {
-            let mut path = if dir.is_empty() {
-                b".".to_vec()
-            } else {
-                dir.to_vec()
-            };
-            path.push(b'/');
-            path.extend_from_slice(program);
-            c_string(path)
-        })
-        .collect()
-}
-
-fn c_string(bytes: Vec<u8>) -> io::Result<CString> {
-    CString::new(bytes).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "nul byte found in the program, an argument or the environment",
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsStr;
+
     use super::*;
-
-    fn texts(paths: &[CString]) -> Vec<&str> {
-        paths.iter().map(|path| path.to_str().unwrap()).collect()
-    }
-
-    #[test]
-    fn a_program_with_a_slash_is_tried_alone() {
-        let paths = candidates(b"./run.sh", b"/bin").unwrap();
-        assert_eq!(texts(&paths), ["./run.sh"]);
-    }
-
-    #[test]
-    fn a_bare_name_is_tried_in_each_directory_of_the_path() {
-        let paths = candidates(b"sh", b"/usr/bin::/bin").unwrap();
-        assert_eq!(texts(&paths), ["/usr/bin/sh", "./sh", "/bin/sh"]);
-    }
 
     #[test]
     fn the_spec_environment_overrides_the_inherited_one() {

@@ -21,9 +21,14 @@ use landlock::ABI;
 
 pub(crate) use cgroup::RunCgroups;
 pub(crate) use child::run as enter;
+pub(crate) use child::{
+    CONTROL_FD, CallPlan, Confinement, LandlockPlan, RECORD_EXITED, RECORD_FAILED, RECORD_READY,
+    RECORD_STARTED, STEP_CALL_START, STEP_EXEC, STEP_REQUEST, send_record, start_call,
+};
+pub(crate) use filter::program as seccomp_program;
 pub(crate) use plan::{Prepared, prepare};
 pub use probe::check_isolation;
-pub(crate) use status::{async_fd, stop_listening};
+pub(crate) use status::{async_fd, async_fd_for, receive, setup_error, stop_listening};
 
 /// Resource limits for everything running inside one sandboxed run.
 ///

@@ -9,10 +9,13 @@ use std::sync::Arc;
 
 use landlock::{ABI, Access, AccessFs, Scope};
 
-use super::child::{self, Plan};
+use rustix::fs::{Mode, OFlags};
+
+use super::child::{self, Plan, SupervisorLaunch};
 use super::layout::{checked_binds, root_entries};
 use super::probe::{cap_last, is_root, landlock_abi};
 use super::{IsolationError, ListenInside, RunCgroups, SYSTEM_TRUST_BUNDLES, Sandbox, filter};
+use crate::exec_args::CPointers;
 
 /// System directories bound read-only (symlinks reproduced as symlinks).
 const SYSTEM: &[&str] = &["usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"];
@@ -84,16 +87,21 @@ pub(crate) struct Prepared {
     pub(crate) listen_inside: Option<ListenInside>,
     /// The run's cgroups, held only to be removed on drop.
     _cgroups: RunCgroups,
+    /// The warm sandbox's supervisor executable, held open until the init has executed it.
+    _supervisor: Option<OwnedFd>,
 }
 
 /// Prepares a run of a program in `sandbox`: checks the root, builds every path, the landlock
-/// rules and the seccomp programs, creates the cgroups and the status socket.
+/// rules and the seccomp programs, creates the cgroups and the status socket. With
+/// `supervisor` (the executable of a warm sandbox's supervisor, see [`crate::warm`]), the init
+/// executes that instead of confining itself.
 ///
 /// Returns the preparation and the child's end of the status socket, to be closed once the
 /// child is spawned.
 pub(crate) fn prepare(
     sandbox: &Sandbox,
     cwd: Option<&Path>,
+    supervisor: Option<&Path>,
 ) -> Result<(Prepared, OwnedFd), IsolationError> {
     let (root, entries) = match &sandbox.root {
         Some(root) => {
@@ -200,11 +208,13 @@ pub(crate) fn prepare(
         });
     }
     let memory = sandbox.limits.memory_bytes.max(1024 * 1024);
+    // The options of the private `/tmp` and `/dev/shm` (a warm sandbox's calls get fresh ones).
+    let scratch = format!("mode=1777,size={memory}");
     ops.extend([
         Op::Mkdir(cstring("/newroot/tmp")?),
         Op::Tmpfs {
             target: cstring("/newroot/tmp")?,
-            data: cstring(format!("mode=1777,size={memory}"))?,
+            data: cstring(&scratch)?,
         },
     ]);
     // After the private /tmp, so that binds below /tmp land on it.
@@ -274,7 +284,7 @@ pub(crate) fn prepare(
         Op::Mkdir(cstring("/newroot/dev/shm")?),
         Op::Tmpfs {
             target: cstring("/newroot/dev/shm")?,
-            data: cstring(format!("mode=1777,size={memory}"))?,
+            data: cstring(&scratch)?,
         },
         Op::Mkdir(cstring("/newroot/proc")?),
         Op::Proc(cstring("/newroot/proc")?),
@@ -346,6 +356,15 @@ pub(crate) fn prepare(
         None => path_c(&sandbox.home())?,
     };
 
+    let (supervisor, supervisor_exe) = match supervisor {
+        Some(program) => {
+            let args =
+                crate::warm::supervisor_args(cap_last, &rlimits, &scratch, landlock.as_ref());
+            let (launch, exe) = supervisor_launch(program, args)?;
+            (Some(launch), Some(exe))
+        }
+        None => (None, None),
+    };
     let (status, child_end) = super::status::socket_pair()?;
     let plan = Plan {
         parent: rustix::process::getpid().as_raw_nonzero().get(),
@@ -360,6 +379,7 @@ pub(crate) fn prepare(
         cwd,
         status: child_end.as_raw_fd(),
         listen_port: sandbox.listen_inside.as_ref().map(|listen| listen.port),
+        supervisor,
     };
     Ok((
         Prepared {
@@ -367,7 +387,38 @@ pub(crate) fn prepare(
             status,
             listen_inside: sandbox.listen_inside.clone(),
             _cgroups: cgroups,
+            _supervisor: supervisor_exe,
         },
         child_end,
+    ))
+}
+
+/// Opens the supervisor's executable and prepares its arguments (see
+/// [`crate::warm::supervisor_args`]).
+fn supervisor_launch(
+    program: &Path,
+    args: Vec<Vec<u8>>,
+) -> Result<(SupervisorLaunch, OwnedFd), IsolationError> {
+    let exe = rustix::fs::open(program, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(
+        |error| {
+            IsolationError::Unsupported(format!(
+                "cannot open the warm sandbox's supervisor `{}`: {}",
+                program.display(),
+                std::io::Error::from(error)
+            ))
+        },
+    )?;
+    let args = args
+        .into_iter()
+        .map(cstring)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((
+        SupervisorLaunch {
+            program: exe.as_raw_fd(),
+            argv: CPointers::new(&args),
+            envp: CPointers::new(&[]),
+            _args: args,
+        },
+        exe,
     ))
 }

@@ -11,7 +11,9 @@ use rustix::net::{
     SocketType, recvmsg, shutdown, socketpair,
 };
 
-use super::child::{self, FIRST_OP, Plan, RECORD_FAILED, RECORD_INIT, RECORD_LISTENER, STEPS};
+use super::child::{
+    self, FIRST_OP, Plan, RECORD_FAILED, RECORD_INIT, RECORD_LISTENER, RECORD_READY, STEPS,
+};
 use super::probe::userns_restriction;
 use super::{IsolationError, Prepared};
 
@@ -82,26 +84,36 @@ impl Prepared {
 
     /// Waits for the pidfd of the namespace's init, sent by the intermediate child, and, when
     /// a [`ListenInside`](super::ListenInside) was asked for, for the listener the init
-    /// opened; returns the pidfd and the listener (already handed to
-    /// [`ListenInside::deliver`](super::ListenInside::deliver)).
-    pub(crate) async fn init_pidfd(&self) -> (Option<OwnedFd>, Option<OwnedFd>) {
+    /// opened; with `until_ready`, also for a warm sandbox's supervisor to say it is ready.
+    /// Returns the pidfd, the listener (already handed to
+    /// [`ListenInside::deliver`](super::ListenInside::deliver)) and whether the supervisor
+    /// said it is ready.
+    pub(crate) async fn init_pidfd(
+        &self,
+        until_ready: bool,
+    ) -> (Option<OwnedFd>, Option<OwnedFd>, bool) {
         let mut pidfd = None;
         let mut listener = None;
+        let mut supervisor_ready = false;
         let Some(status) = self
             .status
             .try_clone()
             .ok()
             .and_then(|fd| async_fd(fd).ok())
         else {
-            return (None, None);
+            return (None, None, false);
         };
         let wants_listener = self.listen_inside.is_some();
-        while pidfd.is_none() || (wants_listener && listener.is_none()) {
+        while pidfd.is_none()
+            || (wants_listener && listener.is_none())
+            || (until_ready && !supervisor_ready)
+        {
             let Ok(mut ready) = status.readable().await else {
                 break;
             };
             match receive(status.get_ref()) {
                 Ok(Some(record)) if record.kind == RECORD_INIT => pidfd = record.fd,
+                Ok(Some(record)) if record.kind == RECORD_READY => supervisor_ready = true,
                 Ok(Some(record)) if record.kind == RECORD_LISTENER => {
                     if let (Some(fd), Some(listen)) = (record.fd, &self.listen_inside) {
                         // Kept to shut the socket down when the run ends.
@@ -117,7 +129,7 @@ impl Prepared {
                 Err(_) => break,
             }
         }
-        (pidfd, listener)
+        (pidfd, listener, supervisor_ready)
     }
 }
 
@@ -130,11 +142,19 @@ pub(crate) fn stop_listening(listener: &OwnedFd) {
 }
 
 /// Registers `fd` (a socket or pidfd we own) with tokio's reactor, for readability.
-#[expect(unsafe_code, reason = "registering a descriptor with tokio's reactor")]
 pub(crate) fn async_fd(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
+    async_fd_for(fd, tokio::io::Interest::READABLE)
+}
+
+/// Registers `fd` (a socket or pidfd we own) with tokio's reactor, for `interest`.
+#[expect(unsafe_code, reason = "registering a descriptor with tokio's reactor")]
+pub(crate) fn async_fd_for(
+    fd: OwnedFd,
+    interest: tokio::io::Interest,
+) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
     // SAFETY: `fd` is open and owned by the AsyncFd, which never hands it out mutably, so it
     // stays open and refers to the same file until the AsyncFd drops.
-    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, interest) }
         .map_err(io::Error::from)
 }
 

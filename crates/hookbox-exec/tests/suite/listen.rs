@@ -145,3 +145,34 @@ async fn without_the_option_nothing_listens_inside() {
     assert_eq!(out.stdout.to_text(), "0\n");
     assert!(out.stderr.to_text().contains("Connection refused"));
 }
+
+#[tokio::test]
+async fn a_warm_sandbox_gets_one_listener_for_all_its_calls() {
+    let _guard = shared().await;
+    let root = root();
+    let (sandbox, delivered) = answering_sandbox(root.path(), 3130);
+    let warm = hookbox_exec::WarmSandbox::start(sandbox, super::support::SUPERVISOR)
+        .await
+        .unwrap();
+    assert_eq!(delivered.lock().unwrap().len(), 1);
+    let script = format!("f() {{ {}; }}; f one; f two", TALK.replace("PORT", "3130"));
+    for _ in 0..2 {
+        let out = warm
+            .run(&ProcessSpec {
+                program: "/bin/bash".into(),
+                args: vec!["-c".into(), script.clone().into()],
+                ..ProcessSpec::shell("", Duration::from_secs(20))
+            })
+            .await
+            .unwrap();
+        assert_eq!(out.exit, ExitKind::Exited(0), "{}", out.stderr.to_text());
+        assert_eq!(out.stdout.to_text(), "pong ping one\npong ping two\n");
+    }
+    assert_eq!(delivered.lock().unwrap().len(), 1);
+    // Stopping the sandbox shuts the listener down: accepting fails from then on.
+    drop(warm);
+    let listener = delivered.lock().unwrap().pop().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let error = listener.accept().unwrap_err();
+    assert_ne!(error.kind(), std::io::ErrorKind::WouldBlock, "{error}");
+}

@@ -14,3 +14,4 @@ mod sandbox;
 mod sockets;
 mod support;
 mod timeout;
+mod warm;

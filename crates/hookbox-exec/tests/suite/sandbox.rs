@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hookbox_exec::{
-    ExecError, ExitKind, IsolationError, Limits, ProcessOutput, ProcessSpec, Sandbox,
+    ExecError, ExitKind, IsolationError, Limits, ProcessOutput, ProcessSpec, Sandbox, WarmSandbox,
     check_isolation, run,
 };
 
-use super::support::{exclusive, shared};
+use super::support::{SUPERVISOR, exclusive, shared};
 
 /// A sandbox root with `workspace` and a read-only `.agents`, removed on drop.
 struct Root {
@@ -43,16 +43,72 @@ fn spec(sandbox: Sandbox, command: &str, timeout: Duration) -> ProcessSpec {
     }
 }
 
-/// Runs `command` with `sh -c` in `root`'s sandbox and returns what happened.
-async fn sh(root: &Root, command: &str) -> ProcessOutput {
-    run(&spec(root.sandbox(), command, Duration::from_secs(30)))
-        .await
-        .unwrap()
+/// Where a test's commands run: a cold sandbox built for each run, or one warm sandbox.
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    Cold,
+    Warm,
+}
+
+/// Generates, for each `async fn name(mode: Mode)`, the tests `name::cold` and `name::warm`.
+macro_rules! cold_and_warm {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn cold() {
+                super::$name(super::Mode::Cold).await;
+            }
+
+            #[tokio::test]
+            async fn warm() {
+                super::$name(super::Mode::Warm).await;
+            }
+        }
+    )*};
+}
+
+/// Runs specs in one sandbox, cold or warm.
+struct Runner {
+    sandbox: Sandbox,
+    warm: Option<WarmSandbox>,
+}
+
+impl Runner {
+    async fn new(mode: Mode, sandbox: Sandbox) -> Self {
+        let warm = match mode {
+            Mode::Cold => None,
+            Mode::Warm => Some(
+                WarmSandbox::start(sandbox.clone(), SUPERVISOR)
+                    .await
+                    .unwrap(),
+            ),
+        };
+        Self { sandbox, warm }
+    }
+
+    async fn run(&self, spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
+        match &self.warm {
+            None => run(spec).await,
+            Some(warm) => warm.run(spec).await,
+        }
+    }
+
+    /// Runs `command` with `sh -c` and returns what happened.
+    async fn sh(&self, command: &str, timeout: Duration) -> ProcessOutput {
+        self.run(&spec(self.sandbox.clone(), command, timeout))
+            .await
+            .unwrap()
+    }
+}
+
+/// Runs `command` with `sh -c` through `runner` and returns what happened.
+async fn sh(runner: &Runner, command: &str) -> ProcessOutput {
+    runner.sh(command, Duration::from_secs(30)).await
 }
 
 /// Like [`sh`], asserting exit 0 and returning stdout.
-async fn ok(root: &Root, command: &str) -> String {
-    let out = sh(root, command).await;
+async fn ok(runner: &Runner, command: &str) -> String {
+    let out = sh(runner, command).await;
     assert_eq!(
         out.exit,
         ExitKind::Exited(0),
@@ -101,17 +157,17 @@ fn isolation_is_available_here() {
 
 /// The core checks, also run as an unprivileged user by
 /// [`an_unprivileged_user_gets_the_same_sandbox`].
-#[tokio::test]
-async fn core_isolation_holds() {
+async fn core_isolation_holds(mode: Mode) {
     let _guard = shared().await;
     check_isolation().unwrap();
     let root = Root::new();
-    let status = ok(&root, "cat /proc/self/status").await;
+    let runner = Runner::new(mode, root.sandbox()).await;
+    let status = ok(&runner, "cat /proc/self/status").await;
     for line in ["NoNewPrivs:\t1", "CapEff:\t0000000000000000", "Seccomp:\t2"] {
         assert!(status.contains(line), "missing {line:?} in {status}");
     }
     let out = ok(
-        &root,
+        &runner,
         "echo hi > /workspace/out; touch /usr/x /x /.agents/x 2>/dev/null; \
          cat /proc/1/cmdline | tr '\\0' ' '; echo; hostname; id -u",
     )
@@ -124,14 +180,14 @@ async fn core_isolation_holds() {
     );
     assert!(!root.path().join(".agents/x").exists());
     // Namespaces may not be created again inside.
-    let out = sh(&root, "unshare -U true").await;
+    let out = sh(&runner, "unshare -U true").await;
     assert_ne!(out.exit, ExitKind::Exited(0), "{}", out.stdout.to_text());
 }
 
-#[tokio::test]
-async fn host_secrets_are_not_there() {
+async fn host_secrets_are_not_there(mode: Mode) {
     let _guard = shared().await;
     let root = Root::new();
+    let runner = Runner::new(mode, root.sandbox()).await;
     // A marker in the host's /tmp, invisible inside.
     let marker = tempfile::Builder::new()
         .prefix("hookbox-host-marker")
@@ -139,7 +195,7 @@ async fn host_secrets_are_not_there() {
         .unwrap();
     let name = marker.path().file_name().unwrap().to_str().unwrap();
     let out = ok(
-        &root,
+        &runner,
         &format!(
             "for p in /root /home /sys /etc/shadow /etc/gshadow /etc/sudoers /etc/ssh \
              /tmp/{name} /var /run /boot /old_root; do \
@@ -154,29 +210,29 @@ async fn host_secrets_are_not_there() {
     assert!(out.contains("ld.so.cache"), "{out}");
 }
 
-#[tokio::test]
-async fn host_processes_are_not_there() {
+async fn host_processes_are_not_there(mode: Mode) {
     let _guard = shared().await;
     let root = Root::new();
+    let runner = Runner::new(mode, root.sandbox()).await;
     let me = std::process::id();
-    let out = ok(&root, "sleep 0.1 & ls /proc | grep -E '^[0-9]+$'; wait").await;
+    let out = ok(&runner, "sleep 0.1 & ls /proc | grep -E '^[0-9]+$'; wait").await;
     let pids: Vec<u32> = out.lines().map(|l| l.parse().unwrap()).collect();
     assert!(pids.contains(&1), "{pids:?}");
     // The shell, sleep and ls (and grep): nothing from the host.
     assert!(pids.len() <= 5, "{pids:?}");
     assert!(pids.iter().all(|&pid| pid < 10), "{pids:?}");
     assert!(!pids.contains(&me) || me < 10);
-    let out = sh(&root, "cat /proc/1/environ | tr '\\0' '\\n'").await;
+    let out = sh(&runner, "cat /proc/1/environ | tr '\\0' '\\n'").await;
     assert!(
         !out.stdout.to_text().contains("CARGO"),
         "host environment leaked"
     );
 }
 
-#[tokio::test]
-async fn writes_outside_workspace_and_tmp_fail() {
+async fn writes_outside_workspace_and_tmp_fail(mode: Mode) {
     let _guard = shared().await;
     let root = Root::new();
+    let runner = Runner::new(mode, root.sandbox()).await;
     for target in [
         "/usr/evil",
         "/evil",
@@ -187,7 +243,7 @@ async fn writes_outside_workspace_and_tmp_fail() {
         "/dev/evil",
         "/proc/evil",
     ] {
-        let out = sh(&root, &format!("echo x > {target}")).await;
+        let out = sh(&runner, &format!("echo x > {target}")).await;
         assert_ne!(out.exit, ExitKind::Exited(0), "wrote {target}");
         let err = out.stderr.to_text();
         assert!(
@@ -204,7 +260,7 @@ async fn writes_outside_workspace_and_tmp_fail() {
     );
     // /tmp is writable but private: nothing reaches the host's /tmp.
     let out = ok(
-        &root,
+        &runner,
         "echo x > /tmp/hookbox-private-tmp && cat /tmp/hookbox-private-tmp",
     )
     .await;
@@ -232,11 +288,11 @@ for name, nr, args in probes:
 ";
 
 #[cfg(target_arch = "x86_64")]
-#[tokio::test]
-async fn privileged_system_calls_fail_with_eperm() {
+async fn privileged_system_calls_fail_with_eperm(mode: Mode) {
     let _guard = shared().await;
     let root = Root::new();
-    let out = ok(&root, &format!("python3 -c \"{PROBES_X86_64}\"")).await;
+    let runner = Runner::new(mode, root.sandbox()).await;
+    let out = ok(&runner, &format!("python3 -c \"{PROBES_X86_64}\"")).await;
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 17, "{out}");
     for line in lines {
@@ -244,13 +300,13 @@ async fn privileged_system_calls_fail_with_eperm() {
     }
 }
 
-#[tokio::test]
-async fn there_is_no_network() {
+async fn there_is_no_network(mode: Mode) {
     let _guard = shared().await;
     let root = Root::new();
+    let runner = Runner::new(mode, root.sandbox()).await;
     // The only connection attempt: refused by the empty namespace before any packet leaves.
     let out = sh(
-        &root,
+        &runner,
         "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), timeout=2)'",
     )
     .await;
@@ -260,17 +316,15 @@ async fn there_is_no_network() {
         "{}",
         out.stderr.to_text()
     );
-    let out = ok(&root, "ls /proc/sys/net/ipv4/conf").await;
+    let out = ok(&runner, "ls /proc/sys/net/ipv4/conf").await;
     assert_eq!(
         out.split_whitespace().collect::<Vec<_>>(),
         ["all", "default", "lo"]
     );
 }
 
-#[tokio::test]
-async fn a_fork_bomb_is_contained_and_leaves_nothing() {
+async fn a_fork_bomb_is_contained_and_leaves_nothing(mode: Mode) {
     let _guard = exclusive().await;
-    let before = foreign_pid_namespaces();
     let root = Root::new();
     let sandbox = Sandbox {
         limits: Limits {
@@ -279,49 +333,55 @@ async fn a_fork_bomb_is_contained_and_leaves_nothing() {
         },
         ..root.sandbox()
     };
+    let runner = Runner::new(mode, sandbox.clone()).await;
+    // After the warm sandbox's supervisor started: it stays; the bomb's namespaces must not.
+    let before = foreign_pid_namespaces();
     let bomb = spec(
         sandbox,
         "bomb() { bomb | bomb & }; bomb",
         Duration::from_secs(5),
     );
-    let out = run(&ProcessSpec {
-        program: "/bin/bash".into(),
-        ..bomb
-    })
-    .await
-    .unwrap();
+    let out = runner
+        .run(&ProcessSpec {
+            program: "/bin/bash".into(),
+            ..bomb
+        })
+        .await
+        .unwrap();
     assert!(
         matches!(out.exit, ExitKind::TimedOut | ExitKind::Exited(_)),
         "{:?}",
         out.exit
     );
     no_namespace_left(&before).await;
-    // The host is fine: the next run is quick.
-    let out = ok(&root, "echo alive").await;
+    // The host (and a warm sandbox) is fine: the next run is quick.
+    let out = ok(&runner, "echo alive").await;
     assert_eq!(out, "alive\n");
 }
 
-#[tokio::test]
-async fn the_process_limit_holds_run_after_run() {
+async fn the_process_limit_holds_run_after_run(mode: Mode) {
     // As root the limit is a per-run cgroup, and emptied cgroups are reused by later runs with
     // the same limits: every run must still be capped.
     let _guard = shared().await;
     let root = Root::new();
-    let sandbox = Sandbox {
-        limits: Limits {
-            max_processes: 12,
-            ..Limits::default()
+    let runner = Runner::new(
+        mode,
+        Sandbox {
+            limits: Limits {
+                max_processes: 12,
+                ..Limits::default()
+            },
+            ..root.sandbox()
         },
-        ..root.sandbox()
-    };
+    )
+    .await;
     for run_number in 0..3 {
-        let out = run(&spec(
-            sandbox.clone(),
-            "for i in $(seq 40); do sleep 2 & done 2>&1; wait; echo done",
-            Duration::from_secs(20),
-        ))
-        .await
-        .unwrap();
+        let out = runner
+            .sh(
+                "for i in $(seq 40); do sleep 2 & done 2>&1; wait; echo done",
+                Duration::from_secs(20),
+            )
+            .await;
         let text = format!("{}{}", out.stdout.to_text(), out.stderr.to_text());
         assert!(
             text.contains("Cannot fork") || text.contains("Resource temporarily unavailable"),
@@ -330,35 +390,38 @@ async fn the_process_limit_holds_run_after_run() {
     }
 }
 
-#[tokio::test]
-async fn a_memory_bomb_fails_inside() {
+async fn a_memory_bomb_fails_inside(mode: Mode) {
     let _guard = shared().await;
     let root = Root::new();
-    let sandbox = Sandbox {
-        limits: Limits {
-            memory_bytes: 1024 * 1024 * 1024,
-            ..Limits::default()
+    let runner = Runner::new(
+        mode,
+        Sandbox {
+            limits: Limits {
+                memory_bytes: 1024 * 1024 * 1024,
+                ..Limits::default()
+            },
+            ..root.sandbox()
         },
-        ..root.sandbox()
-    };
-    let out = run(&spec(
-        sandbox,
-        "python3 -c 'b = bytearray(8 << 30); b[::4096] = b\"x\" * len(b[::4096]); print(\"allocated\")'",
-        Duration::from_secs(60),
-    ))
-    .await
-    .unwrap();
+    )
+    .await;
+    let out = runner
+        .sh(
+            "python3 -c 'b = bytearray(8 << 30); b[::4096] = b\"x\" * len(b[::4096]); print(\"allocated\")'",
+            Duration::from_secs(60),
+        )
+        .await;
     assert_ne!(out.exit, ExitKind::Exited(0));
     assert!(!out.stdout.to_text().contains("allocated"));
 }
 
-#[tokio::test]
-async fn background_processes_do_not_survive() {
+async fn background_processes_do_not_survive(mode: Mode) {
     let _guard = exclusive().await;
-    let before = foreign_pid_namespaces();
     let root = Root::new();
+    let runner = Runner::new(mode, root.sandbox()).await;
+    // After the warm sandbox's supervisor started: it stays; the calls' namespaces must not.
+    let before = foreign_pid_namespaces();
     let out = ok(
-        &root,
+        &runner,
         "sleep 1000 & setsid sleep 1000 & (setsid nohup sh -c 'sleep 1000' &) ; echo started",
     )
     .await;
@@ -366,25 +429,25 @@ async fn background_processes_do_not_survive() {
     no_namespace_left(&before).await;
 
     // Same on timeout.
-    let out = run(&spec(
-        root.sandbox(),
-        "setsid sleep 1000 & sleep 1000",
-        Duration::from_millis(500),
-    ))
-    .await
-    .unwrap();
+    let out = runner
+        .sh("setsid sleep 1000 & sleep 1000", Duration::from_millis(500))
+        .await;
     assert_eq!(out.exit, ExitKind::TimedOut);
     no_namespace_left(&before).await;
 }
 
-#[tokio::test]
-async fn two_sandboxes_cannot_see_each_other() {
+async fn two_sandboxes_cannot_see_each_other(mode: Mode) {
     let _guard = shared().await;
     let (a, b) = (Root::new(), Root::new());
+    // Both running at once when warm.
+    let (_runner_a, runner_b) = (
+        Runner::new(mode, a.sandbox()).await,
+        Runner::new(mode, b.sandbox()).await,
+    );
     std::fs::write(a.path().join("workspace/secret-of-a"), "a").unwrap();
     let a_path = a.path().display().to_string();
     let out = ok(
-        &b,
+        &runner_b,
         &format!(
             "ls -A /workspace; ls {a_path} 2>&1; find / -name 'secret-of-a' -not -path '/proc/*' 2>/dev/null; true"
         ),
@@ -435,18 +498,17 @@ async fn a_bad_root_is_refused_with_a_clear_error() {
     assert!(matches!(error, ExecError::Spawn { .. }), "{error:?}");
 }
 
-#[tokio::test]
-async fn symlinked_entries_are_not_followed() {
+async fn symlinked_entries_are_not_followed(mode: Mode) {
     let _guard = shared().await;
     let root = Root::new();
     std::os::unix::fs::symlink("/root", root.path().join("escape")).unwrap();
-    let out = ok(&root, "readlink /escape; ls /escape/ 2>&1 || true").await;
+    let runner = Runner::new(mode, root.sandbox()).await;
+    let out = ok(&runner, "readlink /escape; ls /escape/ 2>&1 || true").await;
     assert!(out.starts_with("/root\n"), "{out}");
     assert!(out.contains("No such file"), "{out}");
 }
 
-#[tokio::test]
-async fn a_nested_read_only_directory_is_read_only_inside_a_writable_entry() {
+async fn a_nested_read_only_directory_is_read_only_inside_a_writable_entry(mode: Mode) {
     let _guard = shared().await;
     let root = Root::new();
     std::fs::create_dir(root.path().join("workspace/.agents")).unwrap();
@@ -457,9 +519,10 @@ async fn a_nested_read_only_directory_is_read_only_inside_a_writable_entry() {
                   'mv /workspace/.agents /workspace/moved' 'touch /workspace/.agents/new' \
                   'ln -s /tmp /workspace/.agents/link'; do sh -c \"$try\" 2>/dev/null && echo \"ALLOWED $try\"; done; \
                   echo ok > /workspace/elsewhere";
-    let out = run(&spec(sandbox.clone(), script, Duration::from_secs(30)))
+    let out = Runner::new(mode, sandbox)
         .await
-        .unwrap();
+        .sh(script, Duration::from_secs(30))
+        .await;
     assert_eq!(out.exit, ExitKind::Exited(0), "{}", out.stderr.to_text());
     assert!(
         !out.stdout.to_text().contains("ALLOWED"),
@@ -525,15 +588,18 @@ fn reachable_by_others(path: &Path) -> bool {
         .all(|dir| std::fs::metadata(dir).is_ok_and(|meta| meta.permissions().mode() & 0o001 != 0))
 }
 
-#[test]
+#[tokio::test]
 #[expect(
     clippy::disallowed_methods,
     reason = "runs this test binary as another user"
 )]
-fn an_unprivileged_user_gets_the_same_sandbox() {
+async fn an_unprivileged_user_gets_the_same_sandbox() {
     if std::env::var_os("HOOKBOX_SANDBOX_INNER").is_some() {
         return;
     }
+    // The sandboxes of the inner run are processes of this test too: the tests that count
+    // what is left on the host (holding the lock exclusively) must not run meanwhile.
+    let _guard = shared().await;
     const TEST: &str = "an_unprivileged_user_gets_the_same_sandbox";
     if !hookbox_test_support::require_root(TEST) {
         return;
@@ -556,10 +622,14 @@ fn an_unprivileged_user_gets_the_same_sandbox() {
         .arg(&exe)
         .args([
             "--exact",
-            "suite::sandbox::core_isolation_holds",
-            "suite::sandbox::a_fork_bomb_is_contained_and_leaves_nothing",
-            "suite::sandbox::a_memory_bomb_fails_inside",
-            "suite::sandbox::privileged_system_calls_fail_with_eperm",
+            "suite::sandbox::core_isolation_holds::cold",
+            "suite::sandbox::core_isolation_holds::warm",
+            "suite::sandbox::a_fork_bomb_is_contained_and_leaves_nothing::cold",
+            "suite::sandbox::a_fork_bomb_is_contained_and_leaves_nothing::warm",
+            "suite::sandbox::a_memory_bomb_fails_inside::cold",
+            "suite::sandbox::a_memory_bomb_fails_inside::warm",
+            "suite::sandbox::privileged_system_calls_fail_with_eperm::cold",
+            "suite::sandbox::privileged_system_calls_fail_with_eperm::warm",
             "suite::directory::the_directory_is_at_its_own_path_and_writable",
             "suite::directory::nothing_else_of_the_host_is_visible",
             "suite::directory::dot_dot_and_links_do_not_escape",
@@ -578,5 +648,23 @@ fn an_unprivileged_user_gets_the_same_sandbox() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "as {user}: {text}");
-    assert!(text.contains("9 passed"), "as {user}: {text}");
+    assert!(text.contains("13 passed"), "as {user}: {text}");
 }
+
+cold_and_warm!(
+    core_isolation_holds,
+    host_secrets_are_not_there,
+    host_processes_are_not_there,
+    writes_outside_workspace_and_tmp_fail,
+    there_is_no_network,
+    a_fork_bomb_is_contained_and_leaves_nothing,
+    the_process_limit_holds_run_after_run,
+    a_memory_bomb_fails_inside,
+    background_processes_do_not_survive,
+    two_sandboxes_cannot_see_each_other,
+    symlinked_entries_are_not_followed,
+    a_nested_read_only_directory_is_read_only_inside_a_writable_entry,
+);
+
+#[cfg(target_arch = "x86_64")]
+cold_and_warm!(privileged_system_calls_fail_with_eperm);

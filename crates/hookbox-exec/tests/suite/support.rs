@@ -6,6 +6,9 @@ use std::time::Duration;
 use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tokio::time::{Instant, sleep};
 
+/// The warm sandbox supervisor built with this crate.
+pub(crate) const SUPERVISOR: &str = env!("CARGO_BIN_EXE_hookbox-exec-supervisor");
+
 /// Tests that spawn processes share this lock; the leak test, which counts this process's
 /// descriptors and children, holds it exclusively.
 static PROCESSES: RwLock<()> = RwLock::const_new(());

@@ -1,12 +1,13 @@
-//! pid 1 of the new namespaces: builds the root, joins the network, confines itself.
+//! pid 1 of the new namespaces: builds the root, joins the network, confines itself (or, in
+//! a warm sandbox, becomes the supervisor).
 
-use super::confine::{apply_landlock, drop_capabilities};
+use super::confine::{Confinement, close_inherited_on_exec, confine};
 use super::mounts::apply;
 use super::network::{NetHandoff, join_network, listen_on_loopback, loopback_up};
 use super::{
-    FIRST_OP, Failed, Plan, RECORD_LISTENER, STEP_CAPS, STEP_CWD, STEP_FDS, STEP_HOSTNAME,
-    STEP_JOIN_NET, STEP_LANDLOCK, STEP_LISTEN, STEP_LOOPBACK, STEP_NNP, STEP_RLIMIT, STEP_SECCOMP,
-    Step, check, errno, send_record,
+    CONTROL_FD, FIRST_OP, Failed, Plan, RECORD_LISTENER, STEP_CWD, STEP_FDS, STEP_HOSTNAME,
+    STEP_JOIN_NET, STEP_LISTEN, STEP_LOOPBACK, STEP_SUPERVISOR, Step, SupervisorLaunch, check,
+    errno, send_record,
 };
 
 /// pid 1 of the new namespace: builds the root, confines itself and returns to exec.
@@ -39,63 +40,60 @@ pub(super) fn init_process(plan: &Plan, net: NetHandoff) -> Result<(), Failed> {
             }
         }
         check(libc::chdir(plan.cwd.as_ptr()).into()).at(STEP_CWD)?;
-        for &(resource, soft, hard) in &plan.rlimits {
-            let limit = libc::rlimit {
-                rlim_cur: soft,
-                rlim_max: hard,
-            };
-            check(libc::setrlimit(resource, &raw const limit).into()).at(STEP_RLIMIT)?;
-        }
-        check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into()).at(STEP_NNP)?;
-        if let Some(landlock) = &plan.landlock {
-            apply_landlock(landlock).at(STEP_LANDLOCK)?;
-        }
-        drop_capabilities(plan.cap_last).at(STEP_CAPS)?;
-        close_inherited_on_exec().at(STEP_FDS)?;
-        let filter = libc::sock_fprog {
-            len: plan.filter.len() as u16,
-            filter: plan.filter.as_ptr().cast_mut(),
-        };
-        check(libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            &raw const filter,
-        ))
-        .at(STEP_SECCOMP)?;
     }
-    // The init's copy of the status socket closes at exec (it is close-on-exec).
-    Ok(())
+    if let Some(launch) = &plan.supervisor {
+        return Err(exec_supervisor(plan, launch));
+    }
+    confine(&Confinement {
+        rlimits: &plan.rlimits,
+        landlock: plan.landlock.as_ref(),
+        cap_last: plan.cap_last,
+        filter: plan.filter,
+    })
+    // The init's copy of the status socket closes at exec (close-on-exec).
 }
 
-/// Marks every descriptor from 3 up close-on-exec, so the program gets only its stdio: hookbox
-/// may itself have inherited descriptors without that flag (from a shell, a supervisor…), and
-/// the standard library passes those on.
+/// Executes the warm sandbox's supervisor (see [`crate::warm`]) in place of a program, with
+/// the status socket as descriptor [`CONTROL_FD`] and nothing else; returns only if that
+/// fails. The supervisor stays
+/// unconfined (it starts each call in namespaces of its own and confines it there).
 #[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn close_inherited_on_exec() -> Result<(), i32> {
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on descriptors.
-    let marked = unsafe {
+fn exec_supervisor(plan: &Plan, launch: &SupervisorLaunch) -> Failed {
+    // SAFETY: raw system calls on descriptors this process owns and on NUL-terminated or
+    // null-terminated arrays prepared by the parent.
+    unsafe {
+        if let Err(errno) = close_inherited_on_exec() {
+            return Failed {
+                step: STEP_FDS,
+                errno,
+            };
+        }
+        // Out of the way of the control socket's number first (the executable may have it),
+        // then the socket into it, kept open at exec (`dup2` clears close-on-exec on the copy;
+        // a socket already there keeps its flag, which is cleared instead).
+        let program = libc::fcntl(launch.program, libc::F_DUPFD_CLOEXEC, CONTROL_FD + 1);
+        let placed = if plan.status == CONTROL_FD {
+            libc::fcntl(CONTROL_FD, libc::F_SETFD, 0)
+        } else {
+            libc::dup2(plan.status, CONTROL_FD)
+        };
+        if program < 0 || placed < 0 {
+            return Failed {
+                step: STEP_SUPERVISOR,
+                errno: errno(),
+            };
+        }
         libc::syscall(
-            libc::SYS_close_range,
-            3,
-            libc::c_uint::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if marked == 0 {
-        return Ok(());
+            libc::SYS_execveat,
+            program,
+            c"".as_ptr(),
+            launch.argv.as_ptr(),
+            launch.envp.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        );
+        Failed {
+            step: STEP_SUPERVISOR,
+            errno: errno(),
+        }
     }
-    // Before Linux 5.11: flag each possible descriptor (the soft limit was just set).
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the local struct.
-    check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) }.into())?;
-    let highest = libc::c_int::try_from(limit.rlim_cur).unwrap_or(libc::c_int::MAX);
-    for fd in 3..highest {
-        // SAFETY: F_SETFD on a descriptor that may not exist fails harmlessly with EBADF.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    }
-    Ok(())
 }

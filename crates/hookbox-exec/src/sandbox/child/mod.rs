@@ -15,6 +15,7 @@
 //! ([`mounts`]), joins the network namespace and opens what is asked inside ([`network`]), and
 //! confines itself ([`confine`]).
 
+mod call;
 mod confine;
 mod init;
 mod mounts;
@@ -28,6 +29,9 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::after_fork::{errno, exit_like};
+use crate::exec_args::CPointers;
+pub(crate) use call::{CallPlan, start_call};
+pub(crate) use confine::Confinement;
 use init::init_process;
 use network::NetHandoff;
 
@@ -36,6 +40,16 @@ pub(crate) const RECORD_INIT: u32 = 1;
 pub(crate) const RECORD_FAILED: u32 = 2;
 /// The init's listener inside the network namespace (`a` = its port), with the descriptor.
 pub(crate) const RECORD_LISTENER: u32 = 3;
+/// A warm sandbox's supervisor is running and reads calls.
+pub(crate) const RECORD_READY: u32 = 4;
+/// On a call's reply socket: the call started (`a` = its pid in the sandbox), with a pidfd.
+pub(crate) const RECORD_STARTED: u32 = 5;
+/// On a call's reply socket: the call ended (`a` = its wait status) and so did everything it
+/// started.
+pub(crate) const RECORD_EXITED: u32 = 6;
+
+/// The descriptor of the control socket in a warm sandbox's supervisor (the status socket).
+pub(crate) const CONTROL_FD: libc::c_int = 3;
 
 /// Steps of the intermediate, for error reports (ops of the init are numbered from
 /// [`FIRST_OP`]).
@@ -60,6 +74,12 @@ pub(crate) const STEPS: &[&str] = &[
     "opening the listener on 127.0.0.1 inside the sandbox",
     "creating the network namespace",
     "joining the network namespace",
+    "starting the warm sandbox's supervisor",
+    "starting the call in namespaces of its own",
+    "mounting the call's /proc, /tmp and /dev/shm",
+    "giving the call its stdin, stdout and stderr",
+    "executing the program",
+    "reading the call's request",
 ];
 const STEP_DEATH: u32 = 0;
 const STEP_CGROUP: u32 = 1;
@@ -81,6 +101,12 @@ const STEP_FDS: u32 = 16;
 const STEP_LISTEN: u32 = 17;
 pub(crate) const STEP_NET_NS: u32 = 18;
 const STEP_JOIN_NET: u32 = 19;
+const STEP_SUPERVISOR: u32 = 20;
+pub(crate) const STEP_CALL_START: u32 = 21;
+const STEP_CALL_MOUNTS: u32 = 22;
+const STEP_STDIO: u32 = 23;
+pub(crate) const STEP_EXEC: u32 = 24;
+pub(crate) const STEP_REQUEST: u32 = 25;
 /// Step number of `ops[0]`.
 pub(crate) const FIRST_OP: u32 = 100;
 
@@ -155,6 +181,21 @@ pub(crate) struct Plan {
     /// The port of a TCP listener the init opens on 127.0.0.1 inside the new network
     /// namespace and sends to the parent ([`RECORD_LISTENER`]), if any.
     pub(crate) listen_port: Option<u16>,
+    /// For a warm sandbox: the supervisor the init executes instead of confining itself.
+    pub(crate) supervisor: Option<SupervisorLaunch>,
+}
+
+/// How the init of a warm sandbox executes its supervisor.
+#[derive(Debug)]
+pub(crate) struct SupervisorLaunch {
+    /// The supervisor's executable, opened by the parent (close-on-exec).
+    pub(crate) program: libc::c_int,
+    /// Its arguments (owned here; `argv` points into them).
+    pub(crate) _args: Vec<CString>,
+    /// Null-terminated pointers to `_args`.
+    pub(crate) argv: CPointers,
+    /// An empty environment.
+    pub(crate) envp: CPointers,
 }
 
 /// Turns a -1 return into the errno.
@@ -163,9 +204,9 @@ fn check(ret: libc::c_long) -> Result<libc::c_long, i32> {
 }
 
 /// A failed step: reported to the parent on the status socket, then as the spawn error.
-struct Failed {
-    step: u32,
-    errno: i32,
+pub(crate) struct Failed {
+    pub(crate) step: u32,
+    pub(crate) errno: i32,
 }
 
 trait Step<T> {
@@ -180,7 +221,13 @@ impl<T> Step<T> for Result<T, i32> {
 
 /// Sends one record (and `pass_fd`, if any) on the status socket; whether it was sent.
 #[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn send_record(fd: libc::c_int, kind: u32, a: u32, b: u32, pass_fd: Option<libc::c_int>) -> bool {
+pub(crate) fn send_record(
+    fd: libc::c_int,
+    kind: u32,
+    a: u32,
+    b: u32,
+    pass_fd: Option<libc::c_int>,
+) -> bool {
     let record = [kind, a, b];
     let mut iov = libc::iovec {
         iov_base: record.as_ptr().cast_mut().cast(),

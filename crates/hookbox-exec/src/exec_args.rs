@@ -1,0 +1,179 @@
+//! What `execve` needs, prepared before a fork: the paths to try, the argument and environment
+//! arrays. Shared by the keeper and the calls of a warm sandbox, which both execute a program
+//! from a forked process that may not allocate.
+
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+
+use crate::after_fork::errno;
+
+/// Search path used when the environment has no `PATH` (the C library's default).
+const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
+
+/// A program to execute like `execvp` does, with its arguments and environment.
+#[derive(Debug)]
+pub(crate) struct ExecArgs {
+    /// The paths to execute, tried in order while they are missing: the program itself, or
+    /// the program in each directory of the environment's `PATH`.
+    candidates: Vec<CString>,
+    /// The program's arguments, its name first (owned here; `argv` points into them).
+    _args: Vec<CString>,
+    /// The program's environment as `NAME=value` (owned here; `envp` points into them).
+    _vars: Vec<CString>,
+    /// Null-terminated pointers to `_args`.
+    argv: CPointers,
+    /// Null-terminated pointers to `_vars`.
+    envp: CPointers,
+}
+
+impl ExecArgs {
+    /// Prepares `program` with `args` (after the program's name) and the environment `vars`
+    /// (`NAME=value` each, searched for `PATH`). Fails, as the standard library would, on a
+    /// NUL byte.
+    pub(crate) fn new<'a>(
+        program: &'a OsStr,
+        args: impl IntoIterator<Item = &'a OsStr>,
+        vars: Vec<Vec<u8>>,
+    ) -> io::Result<Self> {
+        let search = vars
+            .iter()
+            .find_map(|var| var.strip_prefix(b"PATH="))
+            .unwrap_or(DEFAULT_PATH);
+        let candidates = candidates(program.as_bytes(), search)?;
+        let args = std::iter::once(program)
+            .chain(args)
+            .map(|arg| c_string(arg.as_bytes().to_vec()))
+            .collect::<io::Result<Vec<_>>>()?;
+        let vars = vars
+            .into_iter()
+            .map(c_string)
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Self {
+            candidates,
+            argv: CPointers::new(&args),
+            envp: CPointers::new(&vars),
+            _args: args,
+            _vars: vars,
+        })
+    }
+
+    /// Executes the program, trying each candidate path while it is missing; returns the
+    /// errno when that fails. Makes only system calls (safe between fork and exec).
+    pub(crate) fn exec(&self) -> i32 {
+        let mut failure = libc::ENOENT;
+        for candidate in &self.candidates {
+            #[expect(unsafe_code, reason = "execve between fork and exec")]
+            // SAFETY: a NUL-terminated path and null-terminated arrays of NUL-terminated
+            // strings, all owned by `self`.
+            unsafe {
+                libc::execve(
+                    candidate.as_ptr(),
+                    self.argv.0.as_ptr(),
+                    self.envp.0.as_ptr(),
+                );
+            }
+            match errno() {
+                libc::ENOENT | libc::ENOTDIR => {}
+                libc::EACCES => failure = libc::EACCES,
+                other => return other,
+            }
+        }
+        failure
+    }
+}
+
+/// A null-terminated array of pointers to C strings owned alongside it.
+#[derive(Debug)]
+pub(crate) struct CPointers(Vec<*const libc::c_char>);
+
+// SAFETY: the pointers refer to the heap buffers of `CString`s owned by the same struct as
+// this array, which never change or move while it exists; they are only read (by `execve`).
+#[expect(unsafe_code, reason = "raw pointers into strings owned alongside")]
+unsafe impl Send for CPointers {}
+// SAFETY: as above; nothing writes through them.
+#[expect(unsafe_code, reason = "raw pointers into strings owned alongside")]
+unsafe impl Sync for CPointers {}
+
+impl CPointers {
+    /// Pointers to `strings`, which must outlive this array and never move.
+    pub(crate) fn new(strings: &[CString]) -> Self {
+        Self(
+            strings
+                .iter()
+                .map(|string| string.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect(),
+        )
+    }
+
+    /// The array, for `execve`.
+    pub(crate) fn as_ptr(&self) -> *const *const libc::c_char {
+        self.0.as_ptr()
+    }
+}
+
+/// The paths `execvp` would try for `program` along `search` (a `PATH` value; an empty
+/// directory is the working directory).
+fn candidates(program: &[u8], search: &[u8]) -> io::Result<Vec<CString>> {
+    if program.contains(&b'/') {
+        return Ok(vec![c_string(program.to_vec())?]);
+    }
+    search
+        .split(|&byte| byte == b':')
+        .map(|dir| {
+            let mut path = if dir.is_empty() {
+                b".".to_vec()
+            } else {
+                dir.to_vec()
+            };
+            path.push(b'/');
+            path.extend_from_slice(program);
+            c_string(path)
+        })
+        .collect()
+}
+
+fn c_string(bytes: Vec<u8>) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "nul byte found in the program, an argument or the environment",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(paths: &[CString]) -> Vec<&str> {
+        paths.iter().map(|path| path.to_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_program_with_a_slash_is_tried_alone() {
+        let paths = candidates(b"./run.sh", b"/bin").unwrap();
+        assert_eq!(texts(&paths), ["./run.sh"]);
+    }
+
+    #[test]
+    fn a_bare_name_is_tried_in_each_directory_of_the_path() {
+        let paths = candidates(b"sh", b"/usr/bin::/bin").unwrap();
+        assert_eq!(texts(&paths), ["/usr/bin/sh", "./sh", "/bin/sh"]);
+    }
+
+    #[test]
+    fn the_path_of_the_environment_is_searched() {
+        let args = ExecArgs::new(OsStr::new("sh"), [], vec![b"PATH=/x:/y".to_vec()]).unwrap();
+        assert_eq!(texts(&args.candidates), ["/x/sh", "/y/sh"]);
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused() {
+        let error = ExecArgs::new(OsStr::new("sh"), [OsStr::new("a\0b")], Vec::new())
+            .err()
+            .map(|error| error.kind());
+        assert_eq!(error, Some(io::ErrorKind::InvalidInput));
+    }
+}

@@ -1,0 +1,132 @@
+//! A call of a warm sandbox, from the supervisor's `clone3` to `exec`: the call starts as pid 1
+//! of a pid namespace of its own (so that, when it exits or is killed, the kernel kills
+//! everything it started, `setsid` double forks included) with a mount namespace of its own
+//! (where a fresh `/proc` shows only the call's processes, never the supervisor or another
+//! call, and fresh `/tmp` and `/dev/shm` hold only what the call writes), in a session of its
+//! own, then confines itself exactly like a cold sandbox's program
+//! ([`confine`]) and executes the program.
+//!
+//! The supervisor is single-threaded, but the child still makes only system calls on what
+//! the supervisor prepared.
+
+use std::convert::Infallible;
+use std::ffi::{CStr, CString};
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use rustix::io::Errno;
+use rustix::mount::MountFlags;
+
+use super::confine::{Confinement, confine};
+use super::{
+    Failed, RECORD_FAILED, STEP_CALL_MOUNTS, STEP_CALL_START, STEP_CWD, STEP_DEATH, STEP_EXEC,
+    STEP_STDIO, Step, check, errno, send_record,
+};
+use crate::exec_args::ExecArgs;
+
+/// One call, prepared by the supervisor from the parent's request.
+pub(crate) struct CallPlan<'a> {
+    /// The program, its arguments and environment.
+    pub(crate) exec: ExecArgs,
+    /// The working directory inside the sandbox.
+    pub(crate) cwd: CString,
+    /// The descriptors that become the call's stdin, stdout and stderr.
+    pub(crate) stdio: [libc::c_int; 3],
+    /// The call's reply socket (close-on-exec), where a failed step is reported.
+    pub(crate) reply: libc::c_int,
+    /// The options of the call's own `/tmp` and `/dev/shm` (tmpfs).
+    pub(crate) scratch: &'a CStr,
+}
+
+/// `struct clone_args` of `clone3(2)` (the first version's fields).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+}
+
+/// Starts the call: returns its pid (in the sandbox's pid namespace) and a pidfd of it, or the
+/// errno of `clone3`. In the child, never returns: it executes the program, or reports the
+/// step that failed on the reply socket and exits with 127.
+#[expect(unsafe_code, reason = "clone3 and the child's raw system calls")]
+pub(crate) fn start_call(
+    plan: &CallPlan<'_>,
+    confinement: &Confinement<'_>,
+) -> Result<(libc::pid_t, OwnedFd), i32> {
+    let mut pidfd: libc::c_int = -1;
+    let args = CloneArgs {
+        flags: (libc::CLONE_PIDFD | libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64,
+        pidfd: (&raw mut pidfd) as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        ..CloneArgs::default()
+    };
+    // SAFETY: a valid, correctly sized `clone_args` without a stack: the child continues on a
+    // copy of this (single-threaded) process's memory, like after fork.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &raw const args,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    if pid < 0 {
+        return Err(errno());
+    }
+    if pid == 0 {
+        let Err(failed) = call_child(plan, confinement);
+        let _sent = send_record(
+            plan.reply,
+            RECORD_FAILED,
+            failed.step,
+            failed.errno as u32,
+            None,
+        );
+        // SAFETY: plain system call; nothing of the copied memory is run or flushed.
+        unsafe { libc::_exit(127) }
+    }
+    // SAFETY: clone3 stored a new descriptor, owned by nothing else.
+    Ok((pid as libc::pid_t, unsafe { OwnedFd::from_raw_fd(pidfd) }))
+}
+
+/// The call's steps up to `exec`; returns only with the step that failed.
+#[expect(unsafe_code, reason = "raw system calls between clone and exec")]
+fn call_child(plan: &CallPlan<'_>, confinement: &Confinement<'_>) -> Result<Infallible, Failed> {
+    // SAFETY (whole function): raw system calls on descriptors and NUL-terminated strings the
+    // supervisor prepared; none allocates.
+    unsafe {
+        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
+        // The supervisor's runtime ignores SIGPIPE; the program gets the default, as it
+        // would from any shell.
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        check(libc::setsid().into()).at(STEP_CALL_START)?;
+        let private = MountFlags::NOSUID | MountFlags::NODEV;
+        rustix::mount::mount(
+            c"proc",
+            c"/proc",
+            c"proc",
+            private | MountFlags::NOEXEC,
+            None,
+        )
+        .map_err(Errno::raw_os_error)
+        .at(STEP_CALL_MOUNTS)?;
+        // Fresh scratch space, as a cold run gets: nothing one call leaves there reaches the
+        // next (the owner's hooks and the model's code share the sandbox).
+        for target in [c"/tmp", c"/dev/shm"] {
+            rustix::mount::mount(c"tmpfs", target, c"tmpfs", private, plan.scratch)
+                .map_err(Errno::raw_os_error)
+                .at(STEP_CALL_MOUNTS)?;
+        }
+        for (target, &fd) in plan.stdio.iter().enumerate() {
+            check(libc::dup2(fd, target as libc::c_int).into()).at(STEP_STDIO)?;
+        }
+        check(libc::chdir(plan.cwd.as_ptr()).into()).at(STEP_CWD)?;
+    }
+    confine(confinement)?;
+    Err(plan.exec.exec()).at(STEP_EXEC)
+}

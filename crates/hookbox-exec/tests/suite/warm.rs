@@ -1,0 +1,495 @@
+//! Warm sandboxes: many calls in one sandbox, each killed whole at its end, none able to reach
+//! the supervisor; a supervisor killed from outside is noticed and replaced.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hookbox_exec::{ExecError, ExitKind, ProcessOutput, ProcessSpec, Sandbox, WarmSandbox};
+
+use super::support::{SUPERVISOR, assert_dead, shared};
+
+/// A sandbox root with a `workspace`, and a warm sandbox over it.
+struct Warm {
+    dir: tempfile::TempDir,
+    warm: WarmSandbox,
+}
+
+impl Warm {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("workspace")).unwrap();
+        let warm = WarmSandbox::start(Sandbox::new(dir.path()), SUPERVISOR)
+            .await
+            .unwrap();
+        Self { dir, warm }
+    }
+
+    fn workspace(&self) -> std::path::PathBuf {
+        self.dir.path().join("workspace")
+    }
+
+    async fn sh(&self, command: &str, timeout: Duration) -> ProcessOutput {
+        self.warm
+            .run(&ProcessSpec::shell(command, timeout))
+            .await
+            .unwrap()
+    }
+
+    async fn ok(&self, command: &str) -> String {
+        let out = self.sh(command, Duration::from_secs(30)).await;
+        assert_eq!(
+            out.exit,
+            ExitKind::Exited(0),
+            "`{command}` failed: {}{}",
+            out.stdout.to_text(),
+            out.stderr.to_text()
+        );
+        out.stdout.to_text()
+    }
+}
+
+/// Whether a process whose command line contains `marker` exists on the host.
+fn process_with(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+            String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(marker)
+        })
+    })
+}
+
+/// Waits (up to 5 s) until no process whose command line contains `marker` is left.
+async fn none_left(marker: &str) {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(5);
+    while process_with(marker) {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "a process with `{marker}` survived"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn many_calls_run_with_their_own_output_and_exit_codes() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    let supervisor = warm.warm.supervisor_pid().unwrap();
+    for n in 0..30 {
+        let out = warm
+            .sh(
+                &format!("echo out {n}; echo err {n} >&2; exit {}", n % 7),
+                Duration::from_secs(30),
+            )
+            .await;
+        assert_eq!(out.exit, ExitKind::Exited(n % 7));
+        assert_eq!(out.stdout.to_text(), format!("out {n}\n"));
+        assert_eq!(out.stderr.to_text(), format!("err {n}\n"));
+    }
+    let out = warm
+        .warm
+        .run(&ProcessSpec {
+            program: "cat".into(),
+            args: Vec::new(),
+            stdin: b"through stdin".to_vec(),
+            env: vec![("ONE".into(), "1".into())],
+            cwd: Some("sub".into()),
+            ..ProcessSpec::shell("", Duration::from_secs(30))
+        })
+        .await;
+    // The working directory must exist.
+    assert!(matches!(out, Err(ExecError::Isolation { .. })), "{out:?}");
+    std::fs::create_dir(warm.workspace().join("sub")).unwrap();
+    let out = warm
+        .warm
+        .run(&ProcessSpec {
+            stdin: b"through stdin".to_vec(),
+            env: vec![("ONE".into(), "1".into())],
+            cwd: Some("sub".into()),
+            ..ProcessSpec::shell("cat; echo \" $ONE $PWD $HOME\"", Duration::from_secs(30))
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        out.stdout.to_text(),
+        "through stdin 1 /workspace/sub /workspace\n"
+    );
+    // One supervisor did it all.
+    assert_eq!(warm.warm.supervisor_pid(), Some(supervisor));
+}
+
+#[tokio::test]
+async fn a_missing_program_is_a_spawn_error() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    let error = warm
+        .warm
+        .run(&ProcessSpec {
+            program: "no-such-program".into(),
+            args: Vec::new(),
+            ..ProcessSpec::shell("", Duration::from_secs(30))
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ExecError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+        "{error:?}"
+    );
+    assert_eq!(warm.ok("echo still here").await, "still here\n");
+}
+
+#[tokio::test]
+async fn concurrent_calls_each_get_their_own_output() {
+    let _guard = shared().await;
+    let warm = Arc::new(Warm::start().await);
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..24 {
+        let warm = Arc::clone(&warm);
+        calls.spawn(async move {
+            let out = warm
+                .sh(
+                    &format!("sleep 0.2; cat /proc/self/stat >/dev/null; echo {n}"),
+                    Duration::from_secs(30),
+                )
+                .await;
+            (n, out)
+        });
+    }
+    let mut seen = 0;
+    while let Some(joined) = calls.join_next().await {
+        let (n, out) = joined.unwrap();
+        assert_eq!(out.exit, ExitKind::Exited(0), "{}", out.stderr.to_text());
+        assert_eq!(out.stdout.to_text(), format!("{n}\n"));
+        seen += 1;
+    }
+    assert_eq!(seen, 24);
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_whole_call_including_a_setsid_grandchild() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    let out = warm
+        .sh(
+            "setsid sh -c 'touch /workspace/started; exec sleep 7654301' & \
+             while [ ! -e /workspace/started ]; do sleep 0.01; done; sleep 7654302",
+            Duration::from_secs(2),
+        )
+        .await;
+    assert_eq!(out.exit, ExitKind::TimedOut);
+    assert!(warm.workspace().join("started").exists());
+    none_left("sleep 765430").await;
+    assert_eq!(warm.ok("echo next").await, "next\n");
+}
+
+#[tokio::test]
+async fn nothing_a_call_started_survives_its_end() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    let out = warm
+        .ok("sleep 7654311 & setsid sleep 7654312 & (setsid nohup sh -c 'sleep 7654313' &); echo started")
+        .await;
+    assert_eq!(out, "started\n");
+    // The call's end is reported only once its namespace is empty.
+    assert!(!process_with("sleep 765431"));
+}
+
+#[tokio::test]
+async fn a_dropped_call_is_killed() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    let cancelled = tokio::time::timeout(
+        Duration::from_millis(500),
+        warm.sh(
+            "setsid sleep 7654321 & sleep 7654322",
+            Duration::from_secs(60),
+        ),
+    )
+    .await;
+    assert!(cancelled.is_err());
+    none_left("sleep 765432").await;
+    assert_eq!(warm.ok("echo next").await, "next\n");
+}
+
+#[tokio::test]
+async fn output_is_capped() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    let out = warm
+        .warm
+        .run(&ProcessSpec {
+            output_limit: 1000,
+            ..ProcessSpec::shell(
+                "head -c 100000 /dev/zero; head -c 5000 /dev/zero >&2",
+                Duration::from_secs(30),
+            )
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.exit, ExitKind::Exited(0));
+    assert_eq!((out.stdout.bytes.len(), out.stdout.dropped), (1000, 99_000));
+    assert_eq!((out.stderr.bytes.len(), out.stderr.dropped), (1000, 4000));
+}
+
+#[tokio::test]
+async fn a_call_cannot_kill_the_supervisor() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    let supervisor = warm.warm.supervisor_pid().unwrap();
+    // pid 1 in the call's namespace is the call itself (which, as a namespace's init, ignores
+    // SIGKILL from inside); every pid the call can name is its own.
+    let out = warm
+        .ok(
+            "kill -9 1; echo survived; for pid in $(ls /proc | grep -E '^[0-9]+$'); do \
+             [ $pid = $$ ] || kill -9 $pid 2>/dev/null; done; ls /proc | grep -cE '^[0-9]+$'",
+        )
+        .await;
+    assert!(out.starts_with("survived\n"), "{out}");
+    // Signals by pid through python, over a whole range: nothing but ESRCH outside the call.
+    let out = warm
+        .ok("python3 -c '
+import os, signal
+hit = []
+for pid in range(2, 4096):
+    if pid == os.getpid():
+        continue
+    try:
+        os.kill(pid, signal.SIGKILL)
+        hit.append(pid)
+    except ProcessLookupError:
+        pass
+print(hit)'")
+        .await;
+    assert_eq!(out, "[]\n");
+    assert_eq!(warm.warm.supervisor_pid(), Some(supervisor));
+    assert_eq!(warm.ok("echo alive").await, "alive\n");
+}
+
+#[tokio::test]
+async fn a_call_holds_no_descriptor_of_the_supervisor() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    // Writing to every descriptor from 3 up fails: the control socket, the ruleset and the
+    // other calls' pipes are all closed at exec.
+    let out = warm
+        .ok("for fd in $(seq 3 64); do if (echo x >&$fd) 2>/dev/null; then echo open $fd; fi; done; echo checked")
+        .await;
+    assert_eq!(out, "checked\n");
+    // Nothing named to connect to: no abstract or path socket exists in the sandbox's network
+    // namespace, and the supervisor is not in the call's /proc.
+    let out = warm
+        .ok("python3 -c '
+import os, socket
+named = [line.split()[-1] for line in open(\"/proc/net/unix\").read().splitlines()[1:] if len(line.split()) > 7]
+print(\"named\", named)
+for name in [\"\\0hookbox\", \"\\0\", \"\\0supervisor\"]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(name)
+        print(\"connected\", repr(name))
+    except OSError as error:
+        pass
+print(sorted(int(p) for p in os.listdir(\"/proc\") if p.isdigit()))
+'")
+        .await;
+    // Only the call's own processes: the shell (pid 1) and python.
+    assert_eq!(out, "named []\n[1, 2]\n");
+    assert_eq!(warm.ok("echo alive").await, "alive\n");
+}
+
+/// SIGKILLs `pid` from the host.
+fn kill(pid: u32) {
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_killed_supervisor_fails_the_call_in_progress_and_is_replaced() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    let first = warm.warm.supervisor_pid().unwrap();
+    let spec = ProcessSpec::shell(
+        "touch /workspace/running; sleep 7654331",
+        Duration::from_secs(60),
+    );
+    let (out, ()) = tokio::join!(warm.warm.run(&spec), async {
+        while !warm.workspace().join("running").exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        kill(first);
+    });
+    assert!(matches!(out, Err(ExecError::SandboxLost { .. })), "{out:?}");
+    none_left("sleep 7654331").await;
+    assert_dead(first as i32).await;
+    // The next call builds a new sandbox, over the same files.
+    assert_eq!(warm.ok("ls /workspace").await, "running\n");
+    let second = warm.warm.supervisor_pid().unwrap();
+    assert_ne!(second, first);
+    // Killed while idle: noticed by the next call too.
+    kill(second);
+    assert_dead(second as i32).await;
+    assert_eq!(warm.ok("echo rebuilt").await, "rebuilt\n");
+    assert_ne!(warm.warm.supervisor_pid(), Some(second));
+}
+
+#[tokio::test]
+async fn dropping_the_warm_sandbox_stops_it() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    let supervisor = warm.warm.supervisor_pid().unwrap();
+    assert_eq!(warm.ok("echo up").await, "up\n");
+    drop(warm);
+    assert_dead(supervisor as i32).await;
+}
+
+#[tokio::test]
+async fn a_program_that_is_not_a_supervisor_is_refused_at_start() {
+    let _guard = shared().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("workspace")).unwrap();
+    let error = WarmSandbox::start(Sandbox::new(dir.path()), "/bin/true")
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("supervise_if_asked"), "{error}");
+}
+
+#[tokio::test]
+async fn a_call_that_cannot_start_fails_cleanly() {
+    let _guard = shared().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("workspace")).unwrap();
+    // As root the process limit is a cgroup over the whole sandbox, where the intermediate
+    // process and the supervisor already count: no call can start.
+    if !hookbox_test_support::require_root("a_call_that_cannot_start_fails_cleanly") {
+        return;
+    }
+    let sandbox = Sandbox {
+        limits: hookbox_exec::Limits {
+            max_processes: 1,
+            ..hookbox_exec::Limits::default()
+        },
+        ..Sandbox::new(dir.path())
+    };
+    let warm = WarmSandbox::start(sandbox, SUPERVISOR).await.unwrap();
+    let error = warm
+        .run(&ProcessSpec::shell("echo never", Duration::from_secs(30)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ExecError::Isolation { .. })
+            && error.to_string().contains("starting the call"),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_larger_than_a_socket_message_arrives_whole() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    // Five arguments of 100 KB (each under the kernel's 128 KiB per string): 500 KB in all,
+    // more than one socket message may carry.
+    let big = "x".repeat(100_000);
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "-c".into(),
+        "echo $# ${#1} ${#5} $BIG_LEN".into(),
+        "sh".into(),
+    ];
+    args.extend((0..5).map(|_| big.clone().into()));
+    let out = warm
+        .warm
+        .run(&ProcessSpec {
+            args,
+            env: vec![("BIG_LEN".into(), "100000".into())],
+            ..ProcessSpec::shell("", Duration::from_secs(30))
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.stdout.to_text(), "5 100000 100000 100000\n");
+}
+
+#[tokio::test]
+async fn each_call_gets_fresh_scratch_space() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    // What one call (the model's code, say) leaves in /tmp or /dev/shm is not there for the
+    // next (an owner's hook, say); the workspace persists as always.
+    let out = warm
+        .ok(
+            "echo planted > /tmp/tool-cache; echo planted > /dev/shm/seg; \
+             echo kept > /workspace/kept; ls /tmp /dev/shm",
+        )
+        .await;
+    assert_eq!(out, "/dev/shm:\nseg\n\n/tmp:\ntool-cache\n");
+    let out = warm
+        .ok("ls -A /tmp /dev/shm; cat /workspace/kept; echo x > /tmp/writable && echo writable")
+        .await;
+    assert_eq!(out, "/dev/shm:\n\n/tmp:\nkept\nwritable\n");
+}
+
+/// The kernel's landlock ABI (0 without landlock).
+fn landlock_abi() -> i64 {
+    // SAFETY: with a null attribute, size 0 and the VERSION flag, the call only returns a
+    // number.
+    #[expect(unsafe_code, reason = "the landlock version query has no safe wrapper")]
+    unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0_usize,
+            1_u32,
+        )
+    }
+}
+
+#[tokio::test]
+async fn concurrent_calls_are_confined_from_each_other() {
+    let _guard = shared().await;
+    if landlock_abi() < 6 {
+        hookbox_test_support::skip(
+            "concurrent_calls_are_confined_from_each_other",
+            "landlock scopes (ABI 6) are not available",
+        );
+        return;
+    }
+    let warm = Warm::start().await;
+    // One call listens on an abstract Unix socket; another, running at the same time in the
+    // same sandbox, may not connect to it: each call is a landlock domain of its own.
+    let listen = warm.sh(
+        "python3 -c '
+import socket, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(\"\\0hookbox-warm-test\")
+s.listen()
+open(\"/workspace/listening\", \"w\").close()
+s.settimeout(3)
+try:
+    s.accept()
+    print(\"accepted\")
+except socket.timeout:
+    print(\"nobody\")
+'",
+        Duration::from_secs(30),
+    );
+    let connect = async {
+        while !warm.workspace().join("listening").exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        warm.ok("python3 -c '
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(\"\\0hookbox-warm-test\")
+    print(\"connected\")
+except OSError as error:
+    print(\"refused\", error.errno)
+'")
+            .await
+    };
+    let (listened, connected) = tokio::join!(listen, connect);
+    assert_eq!(connected, "refused 1\n");
+    assert_eq!(listened.stdout.to_text(), "nobody\n");
+}
