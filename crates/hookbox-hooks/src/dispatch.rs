@@ -113,6 +113,7 @@ impl Dispatcher {
                     command: command.command.clone(),
                     stdin: payload.to_vec(),
                     timeout: command.timeout,
+                    trust: binding.origin.trust,
                 };
                 match self.runners.command.run(request).await {
                     Ok(output) => RawReply::Process(output),

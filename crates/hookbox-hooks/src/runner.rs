@@ -27,6 +27,9 @@ pub struct CommandRequest {
     pub stdin: Vec<u8>,
     /// Limit for the whole process group.
     pub timeout: Duration,
+    /// Who can change the file that declared the hook: a runner that runs owners' hooks on the
+    /// host must not run a model-writable file's there.
+    pub trust: Trust,
 }
 
 /// Runs command hooks somewhere (on the host, in a sandbox).
@@ -57,7 +60,9 @@ pub trait HttpRunner: Send + Sync {
     fn post(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpReply, NetError>>;
 }
 
-/// Runs command hooks directly on the host, through `hookbox-exec`.
+/// Runs command hooks directly on the host, through `hookbox-exec`: only the owner's. A hook of
+/// a file the model can write is refused (nothing runs on the host because of something the
+/// model wrote); such hooks need a sandboxed runner.
 #[derive(Debug, Clone, Default)]
 pub struct HostCommandRunner {
     /// Working directory of the hooks; the caller's when `None`.
@@ -68,6 +73,15 @@ pub struct HostCommandRunner {
 
 impl CommandRunner for HostCommandRunner {
     fn run(&self, request: CommandRequest) -> BoxFuture<'_, Result<ProcessOutput, ExecError>> {
+        if request.trust == Trust::ModelWritable {
+            return Box::pin(std::future::ready(Err(ExecError::Spawn {
+                program: "/bin/sh".to_owned(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    "a hook file the model can write may not run commands on this host",
+                ),
+            })));
+        }
         let mut spec = ProcessSpec::shell(&request.command, request.timeout);
         spec.cwd.clone_from(&self.cwd);
         spec.env.clone_from(&self.env);

@@ -272,3 +272,41 @@ fn http_hook_urls_must_be_https() {
             .contains("https://hooks.example.com/gate")
     );
 }
+
+#[tokio::test]
+async fn the_host_runner_never_runs_a_model_written_files_commands() {
+    let marker = tempfile::tempdir().expect("dir");
+    let planted = marker.path().join("ran-on-the-host");
+    let hooks = json!({"planted": {"pre_tool_execution": [{"matcher": "code_execution",
+        "hooks": [{"type": "command", "command": format!("touch {}; echo '{{}}'", planted.display()),
+                   "on_error": "deny"}]}]}});
+    let mut builder = HookSet::builder();
+    builder
+        .load_model_writable("/workspace/.agents/hooks.json", &hooks.to_string(), None)
+        .expect("model file");
+    let dispatcher = Dispatcher::new(
+        Arc::new(builder.build()),
+        Runners::host(None).expect("runners"),
+    );
+    let outcome = pre(&dispatcher, "code_execution", rm_rf()).await;
+    assert!(!planted.exists(), "a model-written hook ran on the host");
+    assert_eq!(
+        outcome.decision,
+        Decision::Deny,
+        "its on_error: deny applies"
+    );
+    let entry = outcome
+        .trace
+        .iter()
+        .find(|entry| entry.origin.source == "/workspace/.agents/hooks.json")
+        .expect("the model file's handler is traced");
+    let failure = entry
+        .failure
+        .as_ref()
+        .unwrap_or_else(|| panic!("it failed: {:#?}", outcome.trace))
+        .to_string();
+    assert!(
+        failure.contains("may not run commands on this host"),
+        "{failure}"
+    );
+}
