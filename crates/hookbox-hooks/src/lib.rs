@@ -87,7 +87,7 @@ pub use outbox::{OutboxError, OutboxEvent, OutboxQueue, OutboxSink};
 pub use outcome::{Decision, HookOutcome};
 pub use runner::{
     CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HookClients, HostCommandRunner,
-    HttpRequest, HttpRunner, PolicyHttpRunner, Runners, narrowed,
+    HttpRequest, HttpRunner, PolicyHttpRunner, ProjectCommandRunner, Runners, narrowed,
 };
 pub use sdk_event::{SdkEvent, SubagentRef, ToolUse};
 pub use trace::{Failure, HandlerResult, TraceEntry};

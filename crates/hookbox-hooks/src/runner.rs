@@ -91,6 +91,55 @@ impl CommandRunner for HostCommandRunner {
     }
 }
 
+/// Runs the owner's command hooks on the host ([`HostCommandRunner`]) and those of a file the
+/// model can write (a project's own policy) in a sandbox whose only host directory is the
+/// project, bound read-only at its own path: such a hook can read the project and decide, but
+/// change nothing on this host and reach no network.
+#[derive(Debug, Clone)]
+pub struct ProjectCommandRunner {
+    /// The runner of the owner's hooks.
+    pub host: HostCommandRunner,
+    /// The project directory: the sandboxed hooks' only view of the host, and their working
+    /// directory.
+    pub project: PathBuf,
+}
+
+/// `PATH` of a sandboxed project hook (its environment is cleared).
+const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+impl CommandRunner for ProjectCommandRunner {
+    fn run(&self, request: CommandRequest) -> BoxFuture<'_, Result<ProcessOutput, ExecError>> {
+        if request.trust == Trust::Owner {
+            return self.host.run(request);
+        }
+        let mut sandbox = match hookbox_exec::Sandbox::over_directory(&self.project) {
+            Ok(sandbox) => sandbox,
+            Err(source) => {
+                return Box::pin(std::future::ready(Err(ExecError::Isolation {
+                    program: "/bin/sh".to_owned(),
+                    source,
+                })));
+            }
+        };
+        for bind in &mut sandbox.binds {
+            bind.writable = false;
+        }
+        let home = sandbox.home();
+        let mut spec = ProcessSpec::shell(&request.command, request.timeout);
+        spec.sandbox = Some(sandbox);
+        spec.env_clear = true;
+        spec.env = vec![
+            ("PATH".into(), SANDBOX_PATH.into()),
+            ("HOME".into(), home.clone().into()),
+            ("CLAUDE_PROJECT_DIR".into(), home.clone().into()),
+        ];
+        spec.cwd = Some(home);
+        spec.stdin = request.stdin;
+        spec.output_limit = HANDLER_OUTPUT_LIMIT;
+        Box::pin(async move { hookbox_exec::run(&spec).await })
+    }
+}
+
 /// A hook's HTTP request through the guarded client under `policy`.
 fn deliver<'a>(
     client: &'a GuardedClient,

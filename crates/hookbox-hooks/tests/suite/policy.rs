@@ -310,3 +310,63 @@ async fn the_host_runner_never_runs_a_model_written_files_commands() {
         "{failure}"
     );
 }
+
+#[tokio::test]
+async fn a_project_policy_runs_in_a_read_only_sandbox_over_the_project() {
+    if !hookbox_test_support::require_root(
+        "a_project_policy_runs_in_a_read_only_sandbox_over_the_project",
+    ) {
+        return;
+    }
+    let project = tempfile::tempdir().expect("project");
+    std::fs::write(project.path().join("verdict.txt"), "deny-me").expect("verdict");
+    let host = tempfile::tempdir().expect("host dir");
+    let owner_marker = host.path().join("owner-ran");
+    let owner = json!({"owner": {"pre_tool_execution": [{"matcher": "code_execution",
+        "hooks": [{"type": "command",
+                   "command": format!("touch {}; echo '{{\"decision\":\"allow\"}}'", owner_marker.display())}]}]}});
+    // The project's hook reads the project to decide, and tries to change the host.
+    let planted = host.path().join("planted");
+    let project_hooks = json!({"project": {"pre_tool_execution": [{"matcher": "code_execution",
+        "hooks": [{"type": "command", "command": format!(
+            "touch {} planted-in-project 2>/dev/null; \
+             grep -q deny-me verdict.txt && echo '{{\"decision\":\"deny\",\"reason\":\"the project says no\"}}'",
+            planted.display())}]}]}});
+    let mut builder = HookSet::builder();
+    builder
+        .load_str("/etc/hookbox/policy.json", &owner.to_string(), None)
+        .expect("owner file");
+    builder
+        .load_model_writable(
+            &project
+                .path()
+                .join(".agents/hooks.json")
+                .display()
+                .to_string(),
+            &project_hooks.to_string(),
+            None,
+        )
+        .expect("project file");
+    let runner = hookbox_hooks::ProjectCommandRunner {
+        host: hookbox_hooks::HostCommandRunner::default(),
+        project: project.path().to_path_buf(),
+    };
+    let runners = Runners {
+        command: Arc::new(runner),
+        ..Runners::host(None).expect("runners")
+    };
+    let dispatcher = Dispatcher::new(Arc::new(builder.build()), runners);
+    let ls = json!({"code": "ls", "language": "bash"});
+    let outcome = pre(&dispatcher, "code_execution", ls).await;
+    assert!(owner_marker.exists(), "the owner's hook runs on the host");
+    assert_eq!(outcome.decision, Decision::Deny, "{:#?}", outcome.trace);
+    assert_eq!(outcome.reason.as_deref(), Some("the project says no"));
+    assert!(
+        !planted.exists(),
+        "the project's hook wrote outside the project"
+    );
+    assert!(
+        !project.path().join("planted-in-project").exists(),
+        "the project's hook wrote in the project"
+    );
+}
