@@ -118,6 +118,8 @@ pub struct SdkArgs {
     pub unsandboxed: bool,
     /// `--permission-prompt-tool stdio`: ask the SDK's `can_use_tool`.
     pub permission_prompt_stdio: bool,
+    /// `--include-partial-messages`: send `stream_event` messages while the model answers.
+    pub include_partial_messages: bool,
     /// Values hookbox could not use (reported, not fatal).
     pub problems: Vec<String>,
 }
@@ -142,6 +144,7 @@ pub fn parse(args: &[String]) -> SdkArgs {
                     parsed.permission_mode = Some("bypassPermissions".to_owned());
                 }
                 "--unsandboxed" => parsed.unsandboxed = true,
+                "--include-partial-messages" => parsed.include_partial_messages = true,
                 _ => {}
             }
             continue;
@@ -328,8 +331,10 @@ mod tests {
         let parsed = parse(&args(&[
             "--dangerously-allow-all-tool-calls",
             "--unsandboxed",
+            "--include-partial-messages",
         ]));
         assert_eq!(parsed.permission_mode.as_deref(), Some("bypassPermissions"));
         assert!(parsed.unsandboxed);
+        assert!(parsed.include_partial_messages);
     }
 }

@@ -49,6 +49,13 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
             }
             line
         }
+        SessionMessage::StreamEvent {
+            event,
+            parent_tool_use_id,
+        } => json!({
+            "type": "stream_event", "uuid": uuid, "session_id": session_id,
+            "event": event, "parent_tool_use_id": parent_tool_use_id,
+        }),
         // Field names follow Claude Code's `hook_response` (`hook_event`, `hook_name`,
         // `outcome`, `exit_code`, `output`); `outcome` is `error` when the call went on anyway
         // (fail-open) and `blocked` when the failure blocked it; `cause` says what went wrong,

@@ -137,6 +137,7 @@ impl Setup {
             // Relative to the session's working directory, as in Claude Code.
             builder = builder.add_directory(self.cwd.join(dir));
         }
+        builder = builder.include_partial_messages(args.include_partial_messages);
         if let Some(turns) = args.max_turns {
             builder = builder.max_turns(turns);
         }

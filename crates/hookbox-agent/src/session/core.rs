@@ -21,6 +21,7 @@ use super::compact::{compact_command, estimate_tokens};
 use super::emit::{Emitter, Transcript};
 use super::messages::{CompactTrigger, ContentBlock, HookFailure, SessionMessage};
 use super::outcome::{End, Stats, denial, millis, result, stop_reason};
+use super::partial::PartialStream;
 use super::permissions::{PermissionMode, PermissionPrompt};
 use super::permit::Permit;
 use super::tools::{TASK, declarations};
@@ -69,6 +70,8 @@ pub(crate) struct Core {
     pub(crate) agents: BTreeMap<String, SubagentDefinition>,
     pub(crate) max_turns: u32,
     pub(crate) compact_threshold: u64,
+    /// Whether model turns are also sent as stream events while they stream.
+    pub(crate) partial_messages: bool,
     pub(crate) prompt: Option<Arc<dyn PermissionPrompt>>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) conversation: Conversation,
@@ -569,11 +572,33 @@ impl LoopPoints for SessionRun<'_, '_> {
     async fn ask(&mut self, conversation: &Conversation) -> Result<ModelReply, End> {
         let model = self.core.shared.model();
         let asked = Instant::now();
-        let reply = match self
-            .core
-            .interruptible(model.complete(conversation, &self.runner.declarations))
-            .await
-        {
+        let id = format!("msg_{}", new_uuid().replace('-', ""));
+        let mut partial = self.core.partial_messages.then(|| {
+            PartialStream::start(
+                self.out.stream.clone(),
+                self.runner.parent_tool_use_id.clone(),
+                &id,
+                model.label(),
+            )
+        });
+        let answer = match partial.as_mut() {
+            Some(partial) => {
+                let mut on_text = |piece: &str| partial.text(piece);
+                self.core
+                    .interruptible(model.complete_streaming(
+                        conversation,
+                        &self.runner.declarations,
+                        &mut on_text,
+                    ))
+                    .await
+            }
+            None => {
+                self.core
+                    .interruptible(model.complete(conversation, &self.runner.declarations))
+                    .await
+            }
+        };
+        let reply = match answer {
             None => return Err(End::Interrupted { in_tools: false }),
             Some(Err(err)) => {
                 let status = match &err {
@@ -587,6 +612,9 @@ impl LoopPoints for SessionRun<'_, '_> {
             }
             Some(Ok(reply)) => reply,
         };
+        if let Some(partial) = partial {
+            partial.finish(&reply);
+        }
         self.stats.api_ms += millis(asked);
         self.stats.turns += 1;
         self.stats.input_tokens += reply.usage.input_tokens.unwrap_or(0);
@@ -603,7 +631,7 @@ impl LoopPoints for SessionRun<'_, '_> {
             input: call.args.clone(),
         }));
         self.out.emit(SessionMessage::Assistant {
-            id: format!("msg_{}", new_uuid().replace('-', "")),
+            id,
             model: model.label().to_owned(),
             content,
             parent_tool_use_id: self.runner.parent_tool_use_id.clone(),

@@ -182,6 +182,14 @@ pub enum SessionMessage {
         /// The estimated size of the history replaced, in tokens.
         pre_tokens: u64,
     },
+    /// A piece of a model turn as it streams (`--include-partial-messages`): an
+    /// Anthropic-style stream event (`message_start`, `content_block_delta`, …).
+    StreamEvent {
+        /// The event, as the Anthropic messages API streams it.
+        event: Value,
+        /// The `Task` call whose sub-agent produced this, if any.
+        parent_tool_use_id: Option<String>,
+    },
     /// How the query ended.
     Result(QueryResult),
 }
@@ -310,6 +318,7 @@ impl std::fmt::Display for SessionMessage {
                 "[compacted] {} compaction of about {pre_tokens} tokens",
                 trigger.as_str()
             ),
+            Self::StreamEvent { event, .. } => write!(f, "[stream] {event}"),
             Self::Result(result) => write!(
                 f,
                 "[result] {:?}{} after {} turn(s): {}",

@@ -17,6 +17,7 @@ mod core;
 mod emit;
 mod messages;
 mod outcome;
+mod partial;
 mod permissions;
 mod permit;
 mod protect;
@@ -159,6 +160,7 @@ pub struct SessionBuilder {
     added_directories: Vec<PathBuf>,
     auto_allow_sandboxed_bash: bool,
     compact_threshold: u64,
+    partial_messages: bool,
     transcript_dir: Option<(PathBuf, TranscriptFormat)>,
     hooks: HookSetBuilder,
     hook_errors: Vec<String>,
@@ -246,6 +248,14 @@ impl SessionBuilder {
     /// model turn (default 100 000).
     pub fn compact_threshold_tokens(mut self, tokens: u64) -> Self {
         self.compact_threshold = tokens;
+        self
+    }
+
+    /// Whether model turns are also sent as they stream, as
+    /// [`SessionMessage::StreamEvent`]s (Claude Code's `--include-partial-messages`; default
+    /// `false`).
+    pub fn include_partial_messages(mut self, include: bool) -> Self {
+        self.partial_messages = include;
         self
     }
 
@@ -416,6 +426,7 @@ impl SessionBuilder {
             agents: self.agents,
             max_turns: self.max_turns,
             compact_threshold: self.compact_threshold,
+            partial_messages: self.partial_messages,
             prompt: self.prompt,
             shared: Arc::clone(&shared),
             conversation: hookbox_llm::Conversation::new(self.system_prompt),
@@ -463,6 +474,7 @@ impl Session {
             added_directories: Vec::new(),
             auto_allow_sandboxed_bash: true,
             compact_threshold: 100_000,
+            partial_messages: false,
             transcript_dir: None,
             hooks: hookbox_hooks::HookSet::builder(),
             hook_errors: Vec::new(),

@@ -737,3 +737,97 @@ fn claude_sdk_permission_request_allow_reaches_a_path_outside_cwd() {
         world.tool_results()
     );
 }
+
+/// The `event`s of the `StreamEvent` messages, in order.
+fn stream_events(messages: &[Value]) -> Vec<&Value> {
+    messages
+        .iter()
+        .filter(|message| message["message_class"] == "StreamEvent")
+        .map(|message| &message["event"])
+        .collect()
+}
+
+#[test]
+fn claude_sdk_partial_messages_stream_each_turn() {
+    let Some(python) = python("claude_sdk_partial_messages_stream_each_turn") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "true"})),
+        FakeTurn::text("streamed in pieces"),
+    ]);
+    // Without the option: no stream events, and the model is asked without streaming.
+    let (output, messages) = run_options(&python, &world, "go", &json!({}));
+    assert_finished(&output, &messages);
+    assert!(stream_events(&messages).is_empty(), "{messages:#?}");
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "true"})),
+        FakeTurn::text("streamed in pieces"),
+    ]);
+    let spec = json!({"options": {"include_partial_messages": true}});
+    let (output, messages) = run_options(&python, &world, "go", &spec);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "streamed in pieces");
+    let events = stream_events(&messages);
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|event| event["type"].as_str().unwrap())
+        .collect();
+    // Turn 1: the tool call; turn 2: the text, as the provider streamed it (4 pieces).
+    assert_eq!(
+        kinds,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ],
+        "{events:#?}"
+    );
+    assert_eq!(events[1]["content_block"]["type"], "tool_use");
+    assert_eq!(events[1]["content_block"]["id"], "toolu_1");
+    let input: Value =
+        serde_json::from_str(events[2]["delta"]["partial_json"].as_str().unwrap()).unwrap();
+    assert_eq!(input, json!({"command": "true"}));
+    assert_eq!(events[4]["delta"]["stop_reason"], "tool_use");
+    let text: String = events[8..12]
+        .iter()
+        .map(|event| {
+            assert_eq!(event["delta"]["type"], "text_delta");
+            event["delta"]["text"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(text, "streamed in pieces");
+    assert_eq!(events[13]["delta"]["stop_reason"], "end_turn");
+    // Each turn's stream events come before its assistant message, which has the same id.
+    let assistants: Vec<&Value> = messages
+        .iter()
+        .filter(|message| message["message_class"] == "AssistantMessage")
+        .collect();
+    assert_eq!(assistants[1]["message_id"], events[6]["message"]["id"]);
+    assert!(
+        messages
+            .iter()
+            .all(|message| message["message_class"] != "StreamEvent"
+                || message["parent_tool_use_id"].is_null())
+    );
+    let _guard = world.runtime.enter();
+    assert!(
+        world
+            .server
+            .bodies()
+            .iter()
+            .all(|body| body["stream"] == true)
+    );
+}
