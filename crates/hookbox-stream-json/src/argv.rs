@@ -120,6 +120,11 @@ pub struct SdkArgs {
     pub permission_prompt_stdio: bool,
     /// `--include-partial-messages`: send `stream_event` messages while the model answers.
     pub include_partial_messages: bool,
+    /// `--max-thinking-tokens N`: the extended-thinking budget (an unparsable value is
+    /// reported in `problems`).
+    pub max_thinking_tokens: Option<u32>,
+    /// `--thinking disabled`: no extended thinking, whatever asks for it.
+    pub thinking_disabled: bool,
     /// Values hookbox could not use (reported, not fatal).
     pub problems: Vec<String>,
 }
@@ -207,6 +212,13 @@ fn apply(parsed: &mut SdkArgs, flag: &str, value: String) {
         "--setting-sources" => parsed.setting_sources = Some(list(&value)),
         "--config" => parsed.config = Some(PathBuf::from(value)),
         "--permission-prompt-tool" => parsed.permission_prompt_stdio = value == "stdio",
+        "--max-thinking-tokens" => match value.trim().parse() {
+            Ok(tokens) => parsed.max_thinking_tokens = Some(tokens),
+            Err(_) => parsed.problems.push(format!(
+                "ignoring --max-thinking-tokens {value:?}: not a whole number"
+            )),
+        },
+        "--thinking" => parsed.thinking_disabled = value == "disabled",
         _ => {}
     }
 }
@@ -307,6 +319,8 @@ mod tests {
             "--setting-sources=user",
             "--thinking",
             "adaptive",
+            "--max-thinking-tokens",
+            "2048",
             "--settings",
             "/tmp/s.json",
             "--max-turns",
@@ -323,6 +337,8 @@ mod tests {
         assert_eq!(parsed.setting_sources, Some(vec!["user".to_owned()]));
         assert_eq!(parsed.settings, ["/tmp/s.json"]);
         assert_eq!(parsed.max_turns, None);
+        assert_eq!(parsed.max_thinking_tokens, Some(2048));
+        assert!(!parsed.thinking_disabled);
         assert_eq!(parsed.problems.len(), 1);
     }
 
@@ -332,7 +348,9 @@ mod tests {
             "--dangerously-allow-all-tool-calls",
             "--unsandboxed",
             "--include-partial-messages",
+            "--thinking=disabled",
         ]));
+        assert!(parsed.thinking_disabled);
         assert_eq!(parsed.permission_mode.as_deref(), Some("bypassPermissions"));
         assert!(parsed.unsandboxed);
         assert!(parsed.include_partial_messages);

@@ -136,6 +136,10 @@ fn blocks(content: &[ContentBlock]) -> Vec<Value> {
     content
         .iter()
         .map(|block| match block {
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
             ContentBlock::Text { text } => json!({"type": "text", "text": text}),
             ContentBlock::ToolUse { id, name, input } => {
                 json!({"type": "tool_use", "id": id, "name": name, "input": input})

@@ -13,7 +13,7 @@ use crate::argv::SdkArgs;
 use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
 use crate::control::ControlClient;
 use crate::init::InitOptions;
-use crate::{messages, settings};
+use crate::{messages, settings, warn};
 
 /// What the program embedding SDK mode supplies to its sessions: the agents an SDK may select
 /// with its `model` option (`--model NAME`; in the binary, `hookbox.toml`'s `[agents]` tables
@@ -138,6 +138,20 @@ impl Setup {
             builder = builder.add_directory(self.cwd.join(dir));
         }
         builder = builder.include_partial_messages(args.include_partial_messages);
+        // `--max-thinking-tokens`, else Claude Code's `MAX_THINKING_TOKENS`; 0 or
+        // `--thinking disabled`: none.
+        let thinking = args.max_thinking_tokens.or_else(|| {
+            let value = std::env::var("MAX_THINKING_TOKENS").ok()?;
+            let parsed = value.trim().parse().ok();
+            if parsed.is_none() {
+                warn(&format!(
+                    "ignoring MAX_THINKING_TOKENS={value:?}: not a whole number"
+                ));
+            }
+            parsed
+        });
+        builder = builder
+            .max_thinking_tokens(thinking.filter(|tokens| *tokens > 0 && !args.thinking_disabled));
         if let Some(turns) = args.max_turns {
             builder = builder.max_turns(turns);
         }

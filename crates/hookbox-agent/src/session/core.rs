@@ -26,7 +26,7 @@ use super::permissions::{PermissionMode, PermissionPrompt};
 use super::permit::Permit;
 use super::tools::{TASK, declarations};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
-use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration};
+use hookbox_llm::{Conversation, Delta, Model, ModelReply, ToolCall, ToolDeclaration};
 use hookbox_store::new_uuid;
 
 /// `Stop` blocks in a row after which the session stops anyway (Claude Code's cap).
@@ -72,6 +72,8 @@ pub(crate) struct Core {
     pub(crate) compact_threshold: u64,
     /// Whether model turns are also sent as stream events while they stream.
     pub(crate) partial_messages: bool,
+    /// The extended-thinking budget of every agent's turns.
+    pub(crate) thinking_budget: Option<u32>,
     pub(crate) prompt: Option<Arc<dyn PermissionPrompt>>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) conversation: Conversation,
@@ -583,12 +585,12 @@ impl LoopPoints for SessionRun<'_, '_> {
         });
         let answer = match partial.as_mut() {
             Some(partial) => {
-                let mut on_text = |piece: &str| partial.text(piece);
+                let mut on_delta = |delta: Delta<'_>| partial.delta(delta);
                 self.core
                     .interruptible(model.complete_streaming(
                         conversation,
                         &self.runner.declarations,
-                        &mut on_text,
+                        &mut on_delta,
                     ))
                     .await
             }
@@ -619,7 +621,14 @@ impl LoopPoints for SessionRun<'_, '_> {
         self.stats.turns += 1;
         self.stats.input_tokens += reply.usage.input_tokens.unwrap_or(0);
         self.stats.output_tokens += reply.usage.output_tokens.unwrap_or(0);
-        let mut content = Vec::new();
+        let mut content: Vec<ContentBlock> = reply
+            .thinking
+            .iter()
+            .map(|thinking| ContentBlock::Thinking {
+                thinking: thinking.text.clone(),
+                signature: thinking.signature.clone(),
+            })
+            .collect();
         if !reply.text.is_empty() {
             content.push(ContentBlock::Text {
                 text: reply.text.clone(),

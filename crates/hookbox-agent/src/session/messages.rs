@@ -8,6 +8,13 @@ use serde_json::Value;
 /// One block of an assistant or user message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContentBlock {
+    /// The model's extended thinking before it answered.
+    Thinking {
+        /// The thought (as the provider shows it).
+        thinking: String,
+        /// The provider's signature of it, empty when it gives none.
+        signature: String,
+    },
     /// Text from the model.
     Text {
         /// The text.
@@ -291,6 +298,7 @@ impl std::fmt::Display for SessionMessage {
                 let parts: Vec<String> = content
                     .iter()
                     .map(|block| match block {
+                        ContentBlock::Thinking { thinking, .. } => format!("[thinking] {thinking}"),
                         ContentBlock::Text { text } => format!("[assistant] {text}"),
                         ContentBlock::ToolUse { name, input, .. } => {
                             format!("[tool call] {name} {input}")

@@ -161,6 +161,7 @@ pub struct SessionBuilder {
     auto_allow_sandboxed_bash: bool,
     compact_threshold: u64,
     partial_messages: bool,
+    thinking_budget: Option<u32>,
     transcript_dir: Option<(PathBuf, TranscriptFormat)>,
     hooks: HookSetBuilder,
     hook_errors: Vec<String>,
@@ -256,6 +257,14 @@ impl SessionBuilder {
     /// `false`).
     pub fn include_partial_messages(mut self, include: bool) -> Self {
         self.partial_messages = include;
+        self
+    }
+
+    /// The extended-thinking budget (tokens) of the model's turns, the main agent's and the
+    /// sub-agents' (Claude Code's `--max-thinking-tokens`; default `None`: the provider's
+    /// default). Providers that think show their thinking as [`ContentBlock::Thinking`].
+    pub fn max_thinking_tokens(mut self, budget: Option<u32>) -> Self {
+        self.thinking_budget = budget;
         self
     }
 
@@ -427,9 +436,13 @@ impl SessionBuilder {
             max_turns: self.max_turns,
             compact_threshold: self.compact_threshold,
             partial_messages: self.partial_messages,
+            thinking_budget: self.thinking_budget,
             prompt: self.prompt,
             shared: Arc::clone(&shared),
-            conversation: hookbox_llm::Conversation::new(self.system_prompt),
+            conversation: hookbox_llm::Conversation {
+                thinking_budget: self.thinking_budget,
+                ..hookbox_llm::Conversation::new(self.system_prompt)
+            },
             started: false,
         };
         Ok(Session {
@@ -475,6 +488,7 @@ impl Session {
             auto_allow_sandboxed_bash: true,
             compact_threshold: 100_000,
             partial_messages: false,
+            thinking_budget: None,
             transcript_dir: None,
             hooks: hookbox_hooks::HookSet::builder(),
             hook_errors: Vec::new(),

@@ -1,10 +1,10 @@
 //! Partial messages (Claude Code's `--include-partial-messages`): while the model answers, its
 //! text goes out as Anthropic-style stream events (`message_start`, `content_block_start` /
-//! `_delta` / `_stop`, `message_delta`, `message_stop`), whatever the provider. Text arrives as
-//! the provider streams it; tool calls are sent whole once the reply is complete (their
-//! `input_json_delta` carries the whole input).
+//! `_delta` / `_stop`, `message_delta`, `message_stop`), whatever the provider. Text and
+//! thinking (`text_delta`, `thinking_delta`) arrive as the provider streams them; tool calls are
+//! sent whole once the reply is complete (their `input_json_delta` carries the whole input).
 
-use hookbox_llm::{FinishReason, ModelReply};
+use hookbox_llm::{Delta, FinishReason, ModelReply};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -17,8 +17,8 @@ pub(crate) struct PartialStream {
     parent_tool_use_id: Option<String>,
     /// The index of the next content block.
     next_index: u64,
-    /// The index of the text block being streamed, if one is open.
-    open_text: Option<u64>,
+    /// The block being streamed, if one is open: its index and whether it is thinking.
+    open: Option<(u64, bool)>,
 }
 
 impl PartialStream {
@@ -33,7 +33,7 @@ impl PartialStream {
             stream,
             parent_tool_use_id,
             next_index: 0,
-            open_text: None,
+            open: None,
         };
         partial.send(json!({"type": "message_start", "message": {
             "id": id, "type": "message", "role": "assistant", "model": model,
@@ -43,29 +43,48 @@ impl PartialStream {
         partial
     }
 
-    /// A piece of the answer's text, as the provider streamed it.
-    pub(crate) fn text(&mut self, piece: &str) {
+    /// A piece of the answer's text or thinking, as the provider streamed it: it goes to the
+    /// open block of its kind, or a new one.
+    pub(crate) fn delta(&mut self, delta: Delta<'_>) {
+        let (piece, thinking) = match delta {
+            Delta::Text(piece) => (piece, false),
+            Delta::Thinking(piece) => (piece, true),
+        };
         if piece.is_empty() {
             return;
         }
-        let index = match self.open_text {
-            Some(index) => index,
-            None => {
-                let index = self.open_block(json!({"type": "text", "text": ""}));
-                self.open_text = Some(index);
+        let index = match self.open {
+            Some((index, open_thinking)) if open_thinking == thinking => index,
+            _ => {
+                self.close();
+                let index = self.open_block(if thinking {
+                    json!({"type": "thinking", "thinking": "", "signature": ""})
+                } else {
+                    json!({"type": "text", "text": ""})
+                });
+                self.open = Some((index, thinking));
                 index
             }
         };
-        self.send(json!({"type": "content_block_delta", "index": index,
-            "delta": {"type": "text_delta", "text": piece}}));
+        let delta = if thinking {
+            json!({"type": "thinking_delta", "thinking": piece})
+        } else {
+            json!({"type": "text_delta", "text": piece})
+        };
+        self.send(json!({"type": "content_block_delta", "index": index, "delta": delta}));
     }
 
-    /// Ends the turn with its complete `reply`: closes the text block, sends each tool call as
-    /// a block, then `message_delta` (stop reason, usage) and `message_stop`.
-    pub(crate) fn finish(mut self, reply: &ModelReply) {
-        if let Some(index) = self.open_text.take() {
+    /// Closes the open block, if any.
+    fn close(&mut self) {
+        if let Some((index, _)) = self.open.take() {
             self.send(json!({"type": "content_block_stop", "index": index}));
         }
+    }
+
+    /// Ends the turn with its complete `reply`: closes the open block, sends each tool call as
+    /// a block, then `message_delta` (stop reason, usage) and `message_stop`.
+    pub(crate) fn finish(mut self, reply: &ModelReply) {
+        self.close();
         for call in &reply.tool_calls {
             let index = self.open_block(
                 json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}),

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use hookbox_test_support::FakeTurn;
+use hookbox_test_support::{FakeToolCall, FakeTurn};
 use serde_json::{Value, json};
 
 use super::{AGENT, KEY, KEY_ENV, World, bin, call};
@@ -830,4 +830,88 @@ fn claude_sdk_partial_messages_stream_each_turn() {
             .iter()
             .all(|body| body["stream"] == true)
     );
+}
+
+#[test]
+fn claude_sdk_thinking_reaches_the_model_and_comes_back_as_blocks_and_deltas() {
+    let Some(python) = python("claude_sdk_thinking_reaches_the_model_and_comes_back") else {
+        return;
+    };
+    let world = World::new(vec![
+        FakeTurn::Reply {
+            thinking: "list first".to_owned(),
+            text: String::new(),
+            tool_calls: vec![FakeToolCall {
+                id: "toolu_1".to_owned(),
+                name: "Bash".to_owned(),
+                args: json!({"command": "true"}),
+            }],
+        },
+        FakeTurn::thought("nothing to see", "All quiet."),
+    ]);
+    let spec = json!({"options": {"max_thinking_tokens": 5000, "include_partial_messages": true}});
+    let (output, messages) = run_options(&python, &world, "look", &spec);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "All quiet.");
+    let thinking: Vec<&Value> = messages
+        .iter()
+        .filter(|message| message["message_class"] == "AssistantMessage")
+        .flat_map(|message| message["content"].as_array().unwrap())
+        .filter(|block| block.get("thinking").is_some())
+        .collect();
+    assert_eq!(
+        thinking,
+        [
+            &json!({"thinking": "list first", "signature": "fake-signature"}),
+            &json!({"thinking": "nothing to see", "signature": "fake-signature"}),
+        ],
+        "{messages:#?}"
+    );
+    let streamed: String = stream_events(&messages)
+        .iter()
+        .filter(|event| event["delta"]["type"] == "thinking_delta")
+        .map(|event| event["delta"]["thinking"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, "list firstnothing to see");
+    // Every request asked for thinking; the second sent the first turn's block back (the
+    // fake refuses a tool-use turn without it, as the API does).
+    let _guard = world.runtime.enter();
+    for body in world.server.bodies() {
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 5000})
+        );
+    }
+    assert_eq!(
+        world.server.bodies()[1]["messages"][1]["content"][0]["type"],
+        "thinking"
+    );
+}
+
+#[test]
+fn claude_sdk_thinking_follows_max_thinking_tokens_and_the_thinking_option() {
+    let Some(python) = python("claude_sdk_thinking_follows_max_thinking_tokens") else {
+        return;
+    };
+    let env = json!({"MAX_THINKING_TOKENS": "3000"});
+    for (options, expected) in [
+        (
+            json!({"env": env}),
+            json!({"type": "enabled", "budget_tokens": 3000}),
+        ),
+        (
+            json!({"env": env, "thinking": {"type": "enabled", "budget_tokens": 4000}}),
+            json!({"type": "enabled", "budget_tokens": 4000}),
+        ),
+        (
+            json!({"env": env, "thinking": {"type": "disabled"}}),
+            Value::Null,
+        ),
+    ] {
+        let world = World::new(vec![FakeTurn::text("ok")]);
+        let (output, messages) = run_options(&python, &world, "hi", &json!({"options": options}));
+        assert_finished(&output, &messages);
+        let _guard = world.runtime.enter();
+        assert_eq!(world.server.bodies()[0]["thinking"], expected, "{options}");
+    }
 }
