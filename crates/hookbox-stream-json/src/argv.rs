@@ -125,6 +125,8 @@ pub struct SdkArgs {
     pub max_thinking_tokens: Option<u32>,
     /// `--thinking disabled`: no extended thinking, whatever asks for it.
     pub thinking_disabled: bool,
+    /// `--json-schema JSON`: the schema the final output must match (parsed by the setup).
+    pub json_schema: Option<String>,
     /// Values hookbox could not use (reported, not fatal).
     pub problems: Vec<String>,
 }
@@ -219,6 +221,7 @@ fn apply(parsed: &mut SdkArgs, flag: &str, value: String) {
             )),
         },
         "--thinking" => parsed.thinking_disabled = value == "disabled",
+        "--json-schema" if !value.is_empty() => parsed.json_schema = Some(value),
         _ => {}
     }
 }

@@ -120,6 +120,9 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
             if let Some(status) = result.api_error_status {
                 line["api_error_status"] = json!(status);
             }
+            if let Some(output) = &result.structured_output {
+                line["structured_output"] = output.clone();
+            }
             line
         }
     }
@@ -201,6 +204,7 @@ mod tests {
             permission_denials: Vec::new(),
             terminal_reason: Some(TerminalReason::MaxTurns),
             api_error_status: None,
+            structured_output: None,
         });
         let line = to_wire(&result, "test-session", "u-2");
         for key in [

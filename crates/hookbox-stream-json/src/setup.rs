@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
-use hookbox_agent::session::{HookMatcher, PermissionMode, Session};
+use hookbox_agent::session::{
+    DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS, HookMatcher, PermissionMode, Session,
+};
 use hookbox_hooks::{HookEvent, HttpRunner, OutboxSink};
 use hookbox_llm::Model;
 
@@ -152,6 +154,25 @@ impl Setup {
         });
         builder = builder
             .max_thinking_tokens(thinking.filter(|tokens| *tokens > 0 && !args.thinking_disabled));
+        if let Some(schema) = &args.json_schema {
+            let schema = serde_json::from_str(schema)
+                .with_context(|| format!("--json-schema is not JSON: {schema}"))?;
+            // Claude Code's `MAX_STRUCTURED_OUTPUT_RETRIES`.
+            let attempts = match std::env::var("MAX_STRUCTURED_OUTPUT_RETRIES") {
+                Ok(value) => value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "MAX_STRUCTURED_OUTPUT_RETRIES={value:?} is not a positive whole number"
+                        )
+                    })?,
+                Err(_) => DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS,
+            };
+            builder = builder.output_schema(schema, attempts);
+        }
         if let Some(turns) = args.max_turns {
             builder = builder.max_turns(turns);
         }

@@ -24,6 +24,7 @@ use super::outcome::{End, Stats, denial, millis, result, stop_reason};
 use super::partial::PartialStream;
 use super::permissions::{PermissionMode, PermissionPrompt};
 use super::permit::Permit;
+use super::structured::{self, OutputSchema};
 use super::tools::{TASK, declarations};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
 use hookbox_llm::{Conversation, Delta, Model, ModelReply, ToolCall, ToolDeclaration};
@@ -74,6 +75,8 @@ pub(crate) struct Core {
     pub(crate) partial_messages: bool,
     /// The extended-thinking budget of every agent's turns.
     pub(crate) thinking_budget: Option<u32>,
+    /// The schema the query's final output must match, if any.
+    pub(crate) output: Option<OutputSchema>,
     pub(crate) prompt: Option<Arc<dyn PermissionPrompt>>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) conversation: Conversation,
@@ -259,7 +262,10 @@ impl Core {
         Runner {
             agent: None,
             parent_tool_use_id: None,
-            declarations: declarations(&self.tool_names, self.offers_task),
+            declarations: declarations(&self.tool_names, self.offers_task)
+                .into_iter()
+                .chain(self.output.as_ref().map(OutputSchema::declaration))
+                .collect(),
         }
     }
 
@@ -323,6 +329,8 @@ impl Core {
             out,
             stats,
             stop_blocks: 0,
+            last_text: String::new(),
+            output_misses: 0,
         };
         agent_loop::run(&mut run, conversation).await
     }
@@ -550,6 +558,65 @@ struct SessionRun<'r, 'e> {
     stats: &'r mut Stats,
     /// `Stop` blocks in a row.
     stop_blocks: u32,
+    /// The text of the model's last turn.
+    last_text: String,
+    /// Misses of the output schema so far (non-matching `StructuredOutput` calls, answers
+    /// without one).
+    output_misses: u32,
+}
+
+impl<'r> SessionRun<'r, '_> {
+    /// The output schema, for the main agent of a session that has one.
+    fn output(&self) -> Option<&'r OutputSchema> {
+        self.core
+            .output
+            .as_ref()
+            .filter(|_| self.runner.agent.is_none())
+    }
+
+    /// Counts a miss of the output schema: `Some` ends the query once there were too many.
+    fn output_missed(&mut self, max_attempts: u32, error: &str) -> Option<End> {
+        self.output_misses += 1;
+        (self.output_misses >= max_attempts).then(|| {
+            End::StructuredMissed(format!(
+                "Failed to provide valid structured output after {} attempts \u{2014} last StructuredOutput error: {error}",
+                self.output_misses
+            ))
+        })
+    }
+
+    /// A `StructuredOutput` call of the main agent: ends the query when its input matches.
+    fn structured_output(&mut self, output: &OutputSchema, call: &ToolCall) -> Called<End> {
+        let max_attempts = output.max_attempts;
+        let (text, is_error, end) = match output.check(&call.args) {
+            Ok(()) => (
+                structured::ACCEPTED.to_owned(),
+                false,
+                Some(End::Structured {
+                    text: self.last_text.clone(),
+                    output: call.args.clone(),
+                }),
+            ),
+            Err(error) => {
+                let end = self.output_missed(max_attempts, &error);
+                (error, true, end)
+            }
+        };
+        self.out.emit(SessionMessage::User {
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: call.id.clone(),
+                content: text.clone(),
+                is_error,
+            }],
+            parent_tool_use_id: None,
+            tool_use_result: None,
+        });
+        Called::Done {
+            content: Value::String(text),
+            is_error,
+            end,
+        }
+    }
 }
 
 impl LoopPoints for SessionRun<'_, '_> {
@@ -619,6 +686,7 @@ impl LoopPoints for SessionRun<'_, '_> {
         }
         self.stats.api_ms += millis(asked);
         self.stats.turns += 1;
+        self.last_text.clone_from(&reply.text);
         self.stats.input_tokens += reply.usage.input_tokens.unwrap_or(0);
         self.stats.output_tokens += reply.usage.output_tokens.unwrap_or(0);
         let mut content: Vec<ContentBlock> = reply
@@ -651,6 +719,13 @@ impl LoopPoints for SessionRun<'_, '_> {
     /// `Stop` (`SubagentStop` for a sub-agent) hooks: they may keep the agent going, up to
     /// [`MAX_STOP_BLOCKS`] times in a row, or stop the session.
     async fn answered(&mut self, reply: &ModelReply) -> Answered<End> {
+        if let Some(max_attempts) = self.output().map(|output| output.max_attempts) {
+            let error = "the model answered without calling StructuredOutput";
+            return match self.output_missed(max_attempts, error) {
+                Some(end) => Answered::End(end),
+                None => Answered::Continue(structured::REMINDER.to_owned()),
+            };
+        }
         let (stop_hook_active, last_assistant_message) = (self.stop_blocks > 0, &reply.text);
         let stop = match self.runner.subagent_ref() {
             None => SdkEvent::Stop {
@@ -684,6 +759,11 @@ impl LoopPoints for SessionRun<'_, '_> {
     }
 
     async fn call(&mut self, call: &ToolCall) -> Called<End> {
+        if call.name == structured::TOOL
+            && let Some(output) = self.output()
+        {
+            return self.structured_output(output, call);
+        }
         let done = self
             .core
             .tool_call(self.runner, call, self.out, self.stats)

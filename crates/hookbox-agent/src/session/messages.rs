@@ -49,6 +49,8 @@ pub enum ResultSubtype {
     ErrorMaxTurns,
     /// The model failed, the prompt was blocked, or the query was interrupted.
     ErrorDuringExecution,
+    /// The model did not give output matching the session's output schema in time.
+    ErrorMaxStructuredOutputRetries,
 }
 
 impl ResultSubtype {
@@ -58,6 +60,7 @@ impl ResultSubtype {
             Self::Success => "success",
             Self::ErrorMaxTurns => "error_max_turns",
             Self::ErrorDuringExecution => "error_during_execution",
+            Self::ErrorMaxStructuredOutputRetries => "error_max_structured_output_retries",
         }
     }
 }
@@ -102,6 +105,8 @@ pub struct QueryResult {
     /// The HTTP status of the model API call that failed, for
     /// [`TerminalReason::ApiError`] when the API answered.
     pub api_error_status: Option<u16>,
+    /// The output matching the session's output schema, when it has one and the model gave it.
+    pub structured_output: Option<Value>,
 }
 
 /// Why a query's loop ended: the `result` message's `terminal_reason`, with Claude Code's
@@ -120,6 +125,8 @@ pub enum TerminalReason {
     AbortedTools,
     /// The model's API failed (an error status, unreachable, a timeout, a malformed answer).
     ApiError,
+    /// The model missed the output schema too many times.
+    StructuredOutputRetryExhausted,
 }
 
 impl TerminalReason {
@@ -133,6 +140,7 @@ impl TerminalReason {
             Self::AbortedStreaming => "aborted_streaming",
             Self::AbortedTools => "aborted_tools",
             Self::ApiError => "api_error",
+            Self::StructuredOutputRetryExhausted => "structured_output_retry_exhausted",
         }
     }
 }

@@ -21,6 +21,7 @@ mod partial;
 mod permissions;
 mod permit;
 mod protect;
+mod structured;
 mod subagent;
 mod tools;
 
@@ -39,6 +40,7 @@ use hookbox_hooks::{
     HostCommandRunner, HttpRunner, OutboxSink, Runners,
 };
 use hookbox_net::{ClientOptions, GuardedClient};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 pub use emit::TranscriptFormat;
@@ -50,6 +52,7 @@ pub use messages::{
 pub use permissions::{
     PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, UnknownPermissionMode,
 };
+pub use structured::DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS;
 
 use self::core::{Core, Shared};
 use hookbox_llm::Model;
@@ -107,6 +110,9 @@ impl HookMatcher {
 /// Why a session could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
+    /// The output schema is not a usable JSON schema.
+    #[error("the output schema (--json-schema) is not a usable JSON schema: {0}")]
+    OutputSchema(String),
     /// No model was given.
     #[error("the session has no model: call SessionBuilder::model")]
     NoModel,
@@ -162,6 +168,7 @@ pub struct SessionBuilder {
     compact_threshold: u64,
     partial_messages: bool,
     thinking_budget: Option<u32>,
+    output_schema: Option<(Value, u32)>,
     transcript_dir: Option<(PathBuf, TranscriptFormat)>,
     hooks: HookSetBuilder,
     hook_errors: Vec<String>,
@@ -265,6 +272,16 @@ impl SessionBuilder {
     /// default). Providers that think show their thinking as [`ContentBlock::Thinking`].
     pub fn max_thinking_tokens(mut self, budget: Option<u32>) -> Self {
         self.thinking_budget = budget;
+        self
+    }
+
+    /// The JSON schema the query's final output must match (Claude Code's `--json-schema`):
+    /// the main agent is offered a `StructuredOutput` tool with that input schema and must
+    /// call it once at the end; after `max_attempts` misses (a non-matching call or an answer
+    /// without one) the query fails `error_max_structured_output_retries`. A schema that does
+    /// not compile makes [`build`](Self::build) fail.
+    pub fn output_schema(mut self, schema: Value, max_attempts: u32) -> Self {
+        self.output_schema = Some((schema, max_attempts));
         self
     }
 
@@ -372,6 +389,15 @@ impl SessionBuilder {
                     source,
                 })?;
         }
+        let output_schema = self
+            .output_schema
+            .map(|(schema, max_attempts)| structured::OutputSchema::new(schema, max_attempts))
+            .transpose()
+            .map_err(SessionError::OutputSchema)?;
+        let system_prompt = match &output_schema {
+            Some(_) => Some(structured::OutputSchema::instruct(self.system_prompt)),
+            None => self.system_prompt,
+        };
         let cwd = tools.cwd().to_path_buf();
         tools.protect_files(self.settings_files);
         tools.protect_files(protect::hook_scripts(&hooks, &cwd));
@@ -437,11 +463,12 @@ impl SessionBuilder {
             compact_threshold: self.compact_threshold,
             partial_messages: self.partial_messages,
             thinking_budget: self.thinking_budget,
+            output: output_schema,
             prompt: self.prompt,
             shared: Arc::clone(&shared),
             conversation: hookbox_llm::Conversation {
                 thinking_budget: self.thinking_budget,
-                ..hookbox_llm::Conversation::new(self.system_prompt)
+                ..hookbox_llm::Conversation::new(system_prompt)
             },
             started: false,
         };
@@ -489,6 +516,7 @@ impl Session {
             compact_threshold: 100_000,
             partial_messages: false,
             thinking_budget: None,
+            output_schema: None,
             transcript_dir: None,
             hooks: hookbox_hooks::HookSet::builder(),
             hook_errors: Vec::new(),

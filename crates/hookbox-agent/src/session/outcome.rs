@@ -26,6 +26,13 @@ pub(super) enum End {
     },
     PromptBlocked(String),
     Compacted(String),
+    /// The model gave output matching the output schema (`text`: its last text).
+    Structured {
+        text: String,
+        output: Value,
+    },
+    /// The model missed the output schema too many times (the message says how).
+    StructuredMissed(String),
 }
 
 /// Counters over one query.
@@ -61,7 +68,8 @@ pub(super) fn millis(since: Instant) -> u64 {
 /// The `result` message for how the query ended.
 pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
     let terminal_reason = match &end {
-        End::Answered(_) => Some(TerminalReason::Completed),
+        End::Answered(_) | End::Structured { .. } => Some(TerminalReason::Completed),
+        End::StructuredMissed(_) => Some(TerminalReason::StructuredOutputRetryExhausted),
         End::Stopped(_) => Some(TerminalReason::HookStopped),
         End::MaxTurns => Some(TerminalReason::MaxTurns),
         End::Interrupted { in_tools: false } => Some(TerminalReason::AbortedStreaming),
@@ -70,10 +78,22 @@ pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
         End::Failed(_) | End::PromptBlocked(_) | End::Compacted(_) => None,
     };
     let mut api_error_status = None;
+    let mut structured_output = None;
     let (subtype, is_error, text, stop_reason, errors) = match end {
         End::Answered(text) | End::Compacted(text) => {
             (ResultSubtype::Success, false, Some(text), None, Vec::new())
         }
+        End::Structured { text, output } => {
+            structured_output = Some(output);
+            (ResultSubtype::Success, false, Some(text), None, Vec::new())
+        }
+        End::StructuredMissed(message) => (
+            ResultSubtype::ErrorMaxStructuredOutputRetries,
+            true,
+            None,
+            None,
+            vec![message],
+        ),
         End::Stopped(reason) => (
             ResultSubtype::Success,
             false,
@@ -141,5 +161,6 @@ pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
         permission_denials: stats.denials,
         terminal_reason,
         api_error_status,
+        structured_output,
     }
 }

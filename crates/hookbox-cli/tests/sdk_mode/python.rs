@@ -915,3 +915,112 @@ fn claude_sdk_thinking_follows_max_thinking_tokens_and_the_thinking_option() {
         assert_eq!(world.server.bodies()[0]["thinking"], expected, "{options}");
     }
 }
+
+/// The schema of the structured-output tests.
+fn count_schema() -> Value {
+    json!({"type": "object", "properties": {"count": {"type": "integer"}},
+        "required": ["count"], "additionalProperties": false})
+}
+
+#[test]
+fn claude_sdk_output_format_returns_validated_structured_output_with_tools() {
+    let Some(python) = python("claude_sdk_output_format_returns_validated_structured_output")
+    else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "touch ran"})),
+        FakeTurn::text("There are two."),
+        call("toolu_2", "StructuredOutput", json!({"count": "two"})),
+        call("toolu_3", "StructuredOutput", json!({"count": 2})),
+    ]);
+    let spec = json!({"options": {
+        "output_format": {"type": "json_schema", "schema": count_schema()},
+    }});
+    let (output, messages) = run_options(&python, &world, "count them", &spec);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["subtype"], "success", "{result}");
+    assert_eq!(result["structured_output"], json!({"count": 2}), "{result}");
+    assert!(
+        world.work().join("ran").exists(),
+        "the tool in the same query ran"
+    );
+    let bodies = world.bodies();
+    assert_eq!(bodies.len(), 4, "{bodies:#?}");
+    let _guard = world.runtime.enter();
+    let sent = world.server.bodies();
+    // Offered with the schema as its input schema; the system prompt says to call it.
+    let tool = sent[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "StructuredOutput")
+        .unwrap_or_else(|| panic!("not offered: {}", sent[0]["tools"]));
+    assert_eq!(tool["input_schema"], count_schema());
+    assert!(
+        sent[0]["system"]
+            .as_str()
+            .unwrap()
+            .contains("You MUST call the StructuredOutput tool exactly once")
+    );
+    // The answer without the call got the reminder; the mismatching call its error.
+    assert!(
+        bodies[2].contains("[structured-output-enforce] You MUST call the StructuredOutput"),
+        "{}",
+        bodies[2]
+    );
+    drop(_guard);
+    let results = world.tool_results();
+    let mismatch = &results[1];
+    assert!(mismatch.1, "{results:?}");
+    assert!(
+        mismatch
+            .0
+            .starts_with("Output does not match required schema: /count: "),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn claude_sdk_output_format_gives_up_after_the_retry_limit() {
+    let Some(python) = python("claude_sdk_output_format_gives_up_after_the_retry_limit") else {
+        return;
+    };
+    let world = World::new(vec![
+        FakeTurn::text("two"),
+        call("toolu_1", "StructuredOutput", json!({"total": 2})),
+        FakeTurn::text("never reached"),
+    ]);
+    let spec = json!({"options": {
+        "output_format": {"type": "json_schema", "schema": count_schema()},
+        "env": {"MAX_STRUCTURED_OUTPUT_RETRIES": "2"},
+    }});
+    let (output, messages) = run_options(&python, &world, "count them", &spec);
+    let log = format!(
+        "{messages:#?}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result = messages
+        .iter()
+        .find(|message| message["message_class"] == "ResultMessage")
+        .unwrap_or_else(|| panic!("no ResultMessage: {log}"));
+    assert_eq!(
+        result["subtype"], "error_max_structured_output_retries",
+        "{log}"
+    );
+    assert_eq!(result["is_error"], true, "{log}");
+    assert_eq!(
+        result["terminal_reason"], "structured_output_retry_exhausted",
+        "{log}"
+    );
+    assert!(result["structured_output"].is_null(), "{log}");
+    let error = result["errors"][0].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("Failed to provide valid structured output after 2 attempts")
+            && error.contains("\"count\""),
+        "{log}"
+    );
+    // hookbox exits non-zero after the error result, as with any error result.
+    assert!(!output.status.success(), "{log}");
+    assert_eq!(world.bodies().len(), 2, "{log}");
+}
