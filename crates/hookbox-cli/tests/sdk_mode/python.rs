@@ -1024,3 +1024,32 @@ fn claude_sdk_output_format_gives_up_after_the_retry_limit() {
     assert!(!output.status.success(), "{log}");
     assert_eq!(world.bodies().len(), 2, "{log}");
 }
+
+#[test]
+fn claude_sdk_output_format_with_a_bad_schema_is_a_clear_error() {
+    let Some(python) = python("claude_sdk_output_format_with_a_bad_schema_is_a_clear_error") else {
+        return;
+    };
+    let world = World::new(vec![FakeTurn::text("never asked")]);
+    let spec = json!({"options": {
+        "output_format": {"type": "json_schema", "schema": {"type": "no-such-type"}},
+    }});
+    let (output, messages) = run_options(&python, &world, "count them", &spec);
+    let log = format!(
+        "{messages:#?}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result = messages
+        .iter()
+        .find(|message| message["message_class"] == "ResultMessage")
+        .unwrap_or_else(|| panic!("no ResultMessage: {log}"));
+    assert_eq!(result["is_error"], true, "{log}");
+    assert!(
+        result["errors"][0]
+            .as_str()
+            .is_some_and(|error| error.contains("--json-schema")
+                && error.contains("not a usable JSON schema")),
+        "{log}"
+    );
+    assert!(world.bodies().is_empty(), "the model was called: {log}");
+}
