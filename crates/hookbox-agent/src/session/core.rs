@@ -24,6 +24,7 @@ use super::outcome::{End, Stats, denial, millis, result, stop_reason};
 use super::partial::PartialStream;
 use super::permissions::{PermissionMode, PermissionPrompt};
 use super::permit::Permit;
+use super::slash::unknown_command;
 use super::structured::{self, OutputSchema};
 use super::tools::{TASK, declarations};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
@@ -235,6 +236,9 @@ impl Core {
                 Ok(note) => End::Compacted(note),
                 Err(end) => end,
             };
+        }
+        if let Some(command) = unknown_command(prompt, &["compact"]) {
+            return End::UnknownCommand(format!("Unknown command: {command}"));
         }
         let submitted = self.fire(SdkEvent::UserPromptSubmit { prompt }, out).await;
         if !submitted.continue_ {

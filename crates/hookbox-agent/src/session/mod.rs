@@ -21,6 +21,7 @@ mod partial;
 mod permissions;
 mod permit;
 mod protect;
+mod slash;
 mod structured;
 mod subagent;
 mod tools;

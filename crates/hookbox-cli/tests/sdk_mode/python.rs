@@ -1053,3 +1053,20 @@ fn claude_sdk_output_format_with_a_bad_schema_is_a_clear_error() {
     );
     assert!(world.bodies().is_empty(), "the model was called: {log}");
 }
+
+#[test]
+fn claude_sdk_unknown_slash_commands_do_not_reach_the_model() {
+    let Some(python) = python("claude_sdk_unknown_slash_commands_do_not_reach_the_model") else {
+        return;
+    };
+    let world = World::new(vec![FakeTurn::text("it is a path")]);
+    let (output, messages) = run(&python, &world, "results.py", &["plain", "/nosuch now"]);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "Unknown command: /nosuch", "{result}");
+    assert!(world.bodies().is_empty(), "{:?}", world.bodies());
+    // A prompt that starts with a path is a prompt.
+    let (output, messages) = run(&python, &world, "results.py", &["plain", "/tmp/x is what?"]);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "it is a path", "{result}");
+    assert!(world.bodies()[0].contains("/tmp/x is what?"));
+}
