@@ -154,6 +154,7 @@ mod tests {
                     args: json!({}),
                 })
                 .collect(),
+            thinking: Vec::new(),
             finish: FinishReason::Stop,
             usage: Usage::default(),
         }

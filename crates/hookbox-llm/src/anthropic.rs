@@ -2,15 +2,21 @@
 //! go out with an `input_schema`; calls come back as `tool_use` content blocks; results go back
 //! as `tool_result` blocks in a user message (consecutive ones share a message, as the API
 //! requires). Streaming is SSE: `message_start`, `content_block_start` / `_delta`
-//! (`text_delta`, `input_json_delta`) / `_stop`, `message_delta` (stop reason, usage),
-//! `message_stop`, with `ping` and `error` events.
+//! (`text_delta`, `input_json_delta`, `thinking_delta`, `signature_delta`) / `_stop`,
+//! `message_delta` (stop reason, usage), `message_stop`, with `ping` and `error` events.
+//! With a thinking budget the request asks for `thinking` (and leaves `temperature` out, which
+//! the API refuses with thinking); thinking blocks come back with their signature and go back
+//! first in their assistant message, as the API requires during tool use.
 
 use serde_json::{Map, Value, json};
 
 use super::http_model::{Flow, StreamAssembler, Wire, WireError, event_json};
 use super::sse::SseEvent;
 use super::types::content_text;
-use super::{Conversation, FinishReason, Message, ModelReply, ToolCall, ToolDeclaration, Usage};
+use super::{
+    Conversation, Delta, FinishReason, Message, ModelReply, Thinking, ToolCall, ToolDeclaration,
+    Usage,
+};
 
 /// The default base URL.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -57,8 +63,18 @@ impl Wire for AnthropicWire {
                     }
                     ("user", blocks)
                 }
-                Message::Assistant { text, tool_calls } => {
-                    let mut blocks = Vec::new();
+                Message::Assistant {
+                    text,
+                    tool_calls,
+                    thinking,
+                } => {
+                    let mut blocks: Vec<Value> = thinking
+                        .iter()
+                        .map(|thinking| {
+                            json!({"type": "thinking", "thinking": thinking.text,
+                                "signature": thinking.signature})
+                        })
+                        .collect();
                     if !text.is_empty() {
                         blocks.push(json!({"type": "text", "text": text}));
                     }
@@ -96,8 +112,19 @@ impl Wire for AnthropicWire {
         if let Some(system) = &conversation.system {
             body["system"] = json!(system);
         }
-        if let Some(temperature) = self.temperature {
-            body["temperature"] = json!(temperature);
+        match conversation.thinking_budget {
+            Some(budget) => {
+                body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+                // `max_tokens` counts the thinking too and must exceed the budget.
+                if self.max_tokens <= budget {
+                    body["max_tokens"] = json!(budget.saturating_add(self.max_tokens));
+                }
+            }
+            None => {
+                if let Some(temperature) = self.temperature {
+                    body["temperature"] = json!(temperature);
+                }
+            }
         }
         if !tools.is_empty() {
             body["tools"] = tools
@@ -124,8 +151,20 @@ impl Wire for AnthropicWire {
             .ok_or_else(|| malformed("no `content` array"))?;
         let mut text = String::new();
         let mut tool_calls = Vec::new();
+        let mut thinking = Vec::new();
         for (index, block) in content.iter().enumerate() {
+            let string = |name: &str| {
+                block
+                    .get(name)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             match block.get("type").and_then(Value::as_str) {
+                Some("thinking") => thinking.push(Thinking {
+                    text: string("thinking"),
+                    signature: string("signature"),
+                }),
                 Some("text") => {
                     text.push_str(
                         block
@@ -149,13 +188,14 @@ impl Wire for AnthropicWire {
                             .unwrap_or_else(|| Value::Object(Map::new())),
                     });
                 }
-                _ => {} // thinking and other blocks are not part of the reply
+                _ => {} // redacted thinking and other blocks are not part of the reply
             }
         }
         let usage = body.get("usage");
         Ok(ModelReply {
             text,
             tool_calls,
+            thinking,
             finish: finish_reason(body.get("stop_reason").and_then(Value::as_str)),
             usage: Usage {
                 input_tokens: usage
@@ -177,6 +217,7 @@ impl Wire for AnthropicWire {
 #[derive(Debug)]
 enum Block {
     Text(String),
+    Thinking(Thinking),
     ToolUse {
         id: String,
         name: String,
@@ -212,7 +253,7 @@ impl StreamAssembler for AnthropicStream {
     fn event(
         &mut self,
         event: SseEvent,
-        on_text: &mut (dyn FnMut(&str) + Send),
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Flow, WireError> {
         let data = event_json(&event)?;
         let kind = data
@@ -244,6 +285,10 @@ impl StreamAssembler for AnthropicStream {
                 };
                 let block = match start.get("type").and_then(Value::as_str) {
                     Some("text") => Block::Text(text("text")),
+                    Some("thinking") => Block::Thinking(Thinking {
+                        text: text("thinking"),
+                        signature: text("signature"),
+                    }),
                     Some("tool_use") => Block::ToolUse {
                         id: text("id"),
                         name: text("name"),
@@ -265,8 +310,16 @@ impl StreamAssembler for AnthropicStream {
                 ) {
                     (Some("text_delta"), Block::Text(text)) => {
                         let piece = piece("text");
-                        on_text(piece);
+                        on_delta(Delta::Text(piece));
                         text.push_str(piece);
+                    }
+                    (Some("thinking_delta"), Block::Thinking(thinking)) => {
+                        let piece = piece("thinking");
+                        on_delta(Delta::Thinking(piece));
+                        thinking.text.push_str(piece);
+                    }
+                    (Some("signature_delta"), Block::Thinking(thinking)) => {
+                        thinking.signature.push_str(piece("signature"));
                     }
                     (Some("input_json_delta"), Block::ToolUse { json, .. }) => {
                         json.push_str(piece("partial_json"));
@@ -304,9 +357,11 @@ impl StreamAssembler for AnthropicStream {
         }
         let mut text = String::new();
         let mut tool_calls = Vec::new();
+        let mut thinking = Vec::new();
         for (_, block) in self.blocks {
             match block {
                 Block::Text(piece) => text.push_str(&piece),
+                Block::Thinking(block) => thinking.push(block),
                 Block::ToolUse { id, name, json } => {
                     let args = if json.trim().is_empty() {
                         Value::Object(Map::new())
@@ -325,6 +380,7 @@ impl StreamAssembler for AnthropicStream {
         Ok(ModelReply {
             text,
             tool_calls,
+            thinking,
             finish: finish_reason(self.stop_reason.as_deref()),
             usage: self.usage,
         })

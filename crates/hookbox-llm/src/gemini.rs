@@ -9,7 +9,10 @@ use serde_json::{Map, Value, json};
 
 use super::http_model::{Flow, StreamAssembler, Wire, WireError, event_json};
 use super::sse::SseEvent;
-use super::{Conversation, FinishReason, Message, ModelReply, ToolCall, ToolDeclaration, Usage};
+use super::{
+    Conversation, Delta, FinishReason, Message, ModelReply, Thinking, ToolCall, ToolDeclaration,
+    Usage,
+};
 
 /// The default base URL.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
@@ -56,7 +59,9 @@ impl Wire for GeminiWire {
                     parts.extend(media);
                     ("user", parts)
                 }
-                Message::Assistant { text, tool_calls } => {
+                Message::Assistant {
+                    text, tool_calls, ..
+                } => {
                     let mut parts = Vec::new();
                     if !text.is_empty() {
                         parts.push(json!({"text": text}));
@@ -116,6 +121,12 @@ impl Wire for GeminiWire {
         if let Some(temperature) = self.temperature {
             generation.insert("temperature".to_owned(), json!(temperature));
         }
+        if let Some(budget) = conversation.thinking_budget {
+            generation.insert(
+                "thinkingConfig".to_owned(),
+                json!({"thinkingBudget": budget, "includeThoughts": true}),
+            );
+        }
         if !generation.is_empty() {
             body["generationConfig"] = Value::Object(generation);
         }
@@ -124,7 +135,7 @@ impl Wire for GeminiWire {
 
     fn parse(&self, body: &Value) -> Result<ModelReply, WireError> {
         let mut assembler = GeminiStream::default();
-        assembler.response(body, &mut |_: &str| {})?;
+        assembler.response(body, &mut |_: Delta<'_>| {})?;
         Box::new(assembler).finish()
     }
 
@@ -137,6 +148,8 @@ impl Wire for GeminiWire {
 #[derive(Debug, Default)]
 struct GeminiStream {
     text: String,
+    /// The thought summaries (`thought: true` parts), joined.
+    thinking: String,
     tool_calls: Vec<ToolCall>,
     finish: Option<String>,
     block_reason: Option<String>,
@@ -148,7 +161,7 @@ impl GeminiStream {
     fn response(
         &mut self,
         response: &Value,
-        on_text: &mut (dyn FnMut(&str) + Send),
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<(), WireError> {
         if let Some(error) = response.get("error") {
             let message = error.get("message").and_then(Value::as_str);
@@ -185,12 +198,20 @@ impl GeminiStream {
             .into_iter()
             .flatten();
         for part in parts {
-            if part.get("thought").and_then(Value::as_bool) == Some(true) {
-                continue;
+            let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
+            match part.get("text").and_then(Value::as_str) {
+                Some(text) if thought => {
+                    on_delta(Delta::Thinking(text));
+                    self.thinking.push_str(text);
+                }
+                Some(text) => {
+                    on_delta(Delta::Text(text));
+                    self.text.push_str(text);
+                }
+                None => {}
             }
-            if let Some(text) = part.get("text").and_then(Value::as_str) {
-                on_text(text);
-                self.text.push_str(text);
+            if thought {
+                continue;
             }
             if let Some(call) = part.get("functionCall") {
                 let name = call
@@ -219,9 +240,9 @@ impl StreamAssembler for GeminiStream {
     fn event(
         &mut self,
         event: SseEvent,
-        on_text: &mut (dyn FnMut(&str) + Send),
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Flow, WireError> {
-        self.response(&event_json(&event)?, on_text)?;
+        self.response(&event_json(&event)?, on_delta)?;
         Ok(Flow::Continue)
     }
 
@@ -234,6 +255,7 @@ impl StreamAssembler for GeminiStream {
                 return Ok(ModelReply {
                     text: String::new(),
                     tool_calls: Vec::new(),
+                    thinking: Vec::new(),
                     finish: FinishReason::ContentFilter,
                     usage: self.usage,
                 });
@@ -250,9 +272,18 @@ impl StreamAssembler for GeminiStream {
             ) => FinishReason::ContentFilter,
             Some(other) => FinishReason::Other(other.to_owned()),
         };
+        let thinking = if self.thinking.is_empty() {
+            Vec::new()
+        } else {
+            vec![Thinking {
+                text: self.thinking,
+                signature: String::new(),
+            }]
+        };
         Ok(ModelReply {
             text: self.text,
             tool_calls: self.tool_calls,
+            thinking,
             finish,
             usage: self.usage,
         })

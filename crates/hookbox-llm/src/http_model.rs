@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::sse::{SseDecoder, SseEvent};
 use super::transport::Transport;
-use super::{Conversation, Model, ModelError, ModelReply, ToolDeclaration};
+use super::{Conversation, Delta, Model, ModelError, ModelReply, ToolDeclaration, whole_reply};
 
 /// Why a provider's response could not be turned into a reply.
 #[derive(Debug)]
@@ -28,11 +28,11 @@ pub(crate) enum Flow {
 
 /// Assembles a streamed response into a reply, event by event.
 pub(crate) trait StreamAssembler: Send {
-    /// Takes one SSE event; text deltas are passed to `on_text` as they arrive.
+    /// Takes one SSE event; text and thinking deltas are passed to `on_delta` as they arrive.
     fn event(
         &mut self,
         event: SseEvent,
-        on_text: &mut (dyn FnMut(&str) + Send),
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Flow, WireError>;
 
     /// The reply, once the stream has ended.
@@ -66,7 +66,7 @@ impl<W: Wire> HttpModel<W> {
         conversation: &Conversation,
         tools: &[ToolDeclaration],
         stream: bool,
-        on_text: &mut (dyn FnMut(&str) + Send),
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<ModelReply, ModelError> {
         let deadline = Instant::now() + self.transport.timeout;
         let url = self.wire.url(stream);
@@ -84,9 +84,7 @@ impl<W: Wire> HttpModel<W> {
                 )))
             })?;
             let parsed = self.wire.parse(&json).map_err(wire_error)?;
-            if !parsed.text.is_empty() {
-                on_text(&parsed.text);
-            }
+            whole_reply(&parsed, on_delta);
             return Ok(parsed);
         }
         let mut decoder = SseDecoder::default();
@@ -101,7 +99,7 @@ impl<W: Wire> HttpModel<W> {
                 None => std::mem::take(&mut decoder).finish().into_iter().collect(),
             };
             for event in events {
-                if assembler.event(event, on_text).map_err(wire_error)? == Flow::Done {
+                if assembler.event(event, on_delta).map_err(wire_error)? == Flow::Done {
                     break 'read;
                 }
             }
@@ -140,7 +138,7 @@ impl<W: Wire> Model for HttpModel<W> {
         tools: &'a [ToolDeclaration],
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
         Box::pin(async move {
-            self.run(conversation, tools, self.stream, &mut |_: &str| {})
+            self.run(conversation, tools, self.stream, &mut |_: Delta<'_>| {})
                 .await
         })
     }
@@ -149,9 +147,9 @@ impl<W: Wire> Model for HttpModel<W> {
         &'a self,
         conversation: &'a Conversation,
         tools: &'a [ToolDeclaration],
-        on_text: &'a mut (dyn FnMut(&str) + Send),
+        on_delta: &'a mut (dyn FnMut(Delta<'_>) + Send),
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
-        Box::pin(self.run(conversation, tools, true, on_text))
+        Box::pin(self.run(conversation, tools, true, on_delta))
     }
 }
 

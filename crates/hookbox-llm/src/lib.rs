@@ -27,8 +27,8 @@ pub use config::{ModelConfig, ProviderKind, Temperature, build, build_with_env, 
 pub use error::ModelError;
 pub use scripted::ScriptedModel;
 pub use types::{
-    Attachment, Conversation, FinishReason, Media, Message, ModelReply, ToolCall, ToolDeclaration,
-    ToolResult, Usage, content_text,
+    Attachment, Conversation, Delta, FinishReason, Media, Message, ModelReply, Thinking, ToolCall,
+    ToolDeclaration, ToolResult, Usage, content_text,
 };
 
 /// A language model that answers a conversation, possibly with tool calls.
@@ -44,21 +44,29 @@ pub trait Model: Send + Sync {
         tools: &'a [ToolDeclaration],
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>>;
 
-    /// Like [`complete`](Self::complete), passing text to `on_text` as it arrives. HTTP
-    /// providers use their streaming endpoint; the default calls `complete` and passes the
-    /// whole text at once.
+    /// Like [`complete`](Self::complete), passing text and thinking to `on_delta` as they
+    /// arrive. HTTP providers use their streaming endpoint; the default calls `complete` and
+    /// passes the whole thinking, then the whole text, at once.
     fn complete_streaming<'a>(
         &'a self,
         conversation: &'a Conversation,
         tools: &'a [ToolDeclaration],
-        on_text: &'a mut (dyn FnMut(&str) + Send),
+        on_delta: &'a mut (dyn FnMut(Delta<'_>) + Send),
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
         Box::pin(async move {
             let reply = self.complete(conversation, tools).await?;
-            if !reply.text.is_empty() {
-                on_text(&reply.text);
-            }
+            whole_reply(&reply, on_delta);
             Ok(reply)
         })
+    }
+}
+
+/// Passes a complete `reply` to `on_delta`: each thinking block, then the text.
+pub(crate) fn whole_reply(reply: &ModelReply, on_delta: &mut (dyn FnMut(Delta<'_>) + Send)) {
+    for thinking in &reply.thinking {
+        on_delta(Delta::Thinking(&thinking.text));
+    }
+    if !reply.text.is_empty() {
+        on_delta(Delta::Text(&reply.text));
     }
 }

@@ -9,7 +9,9 @@ use serde_json::{Map, Value, json};
 use super::http_model::{Flow, StreamAssembler, Wire, WireError, event_json};
 use super::sse::SseEvent;
 use super::types::content_text;
-use super::{Conversation, FinishReason, Message, ModelReply, ToolCall, ToolDeclaration, Usage};
+use super::{
+    Conversation, Delta, FinishReason, Message, ModelReply, ToolCall, ToolDeclaration, Usage,
+};
 
 /// The default base URL.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -52,7 +54,9 @@ impl Wire for OpenAiWire {
                     json!({"role": "user", "content": parts})
                 }
                 Message::User { text } => json!({"role": "user", "content": text}),
-                Message::Assistant { text, tool_calls } => {
+                Message::Assistant {
+                    text, tool_calls, ..
+                } => {
                     let mut out = json!({
                         "role": "assistant",
                         "content": if text.is_empty() { Value::Null } else { json!(text) },
@@ -146,6 +150,7 @@ impl Wire for OpenAiWire {
             ),
             text,
             tool_calls,
+            thinking: Vec::new(),
             usage: usage(body.get("usage")),
         })
     }
@@ -177,7 +182,7 @@ impl StreamAssembler for OpenAiStream {
     fn event(
         &mut self,
         event: SseEvent,
-        on_text: &mut (dyn FnMut(&str) + Send),
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Flow, WireError> {
         if event.data.trim() == "[DONE]" {
             self.done = true;
@@ -205,7 +210,7 @@ impl StreamAssembler for OpenAiStream {
         if let Some(text) = delta.get("content").and_then(Value::as_str)
             && !text.is_empty()
         {
-            on_text(text);
+            on_delta(Delta::Text(text));
             self.text.push_str(text);
         }
         for fragment in delta
@@ -263,6 +268,7 @@ impl StreamAssembler for OpenAiStream {
             finish: finish_reason(self.finish.as_deref(), &tool_calls),
             text: self.text,
             tool_calls,
+            thinking: Vec::new(),
             usage: self.usage,
         })
     }

@@ -141,6 +141,7 @@ impl ScriptedModel {
                 FinishReason::ToolCalls
             },
             tool_calls,
+            thinking: Vec::new(),
             usage: Usage::default(),
         })
     }

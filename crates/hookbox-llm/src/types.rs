@@ -15,6 +15,11 @@ pub struct Conversation {
     /// Images and documents carried by user messages, each naming its message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Attachment>,
+    /// The extended-thinking budget (tokens) of requests for this conversation, for providers
+    /// that think (Anthropic `thinking`, Gemini `thinkingConfig`); `None`: the provider's
+    /// default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_budget: Option<u32>,
 }
 
 /// Inline media (an image or a PDF document) given with a user message.
@@ -54,6 +59,7 @@ impl Conversation {
             system,
             messages: Vec::new(),
             attachments: Vec::new(),
+            thinking_budget: None,
         }
     }
 
@@ -83,6 +89,7 @@ impl Conversation {
         self.messages.push(Message::Assistant {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
+            thinking: reply.thinking.clone(),
         });
     }
 
@@ -109,9 +116,31 @@ pub enum Message {
         /// The tool calls, in the order the model made them.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// The model's thinking before it answered (sent back to providers that require it).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        thinking: Vec<Thinking>,
     },
     /// The outcome of one tool call, answering the call with the same id.
     ToolResult(ToolResult),
+}
+
+/// A block of the model's extended thinking.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thinking {
+    /// The thought, as the provider shows it (it may be a summary).
+    pub text: String,
+    /// The provider's signature of the block (Anthropic), empty when it gives none.
+    #[serde(default)]
+    pub signature: String,
+}
+
+/// A piece of a reply as it streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delta<'a> {
+    /// More of the answer's text.
+    Text(&'a str),
+    /// More of the model's thinking.
+    Thinking(&'a str),
 }
 
 /// A tool call the model asked for.
@@ -158,6 +187,9 @@ pub struct ModelReply {
     pub text: String,
     /// The tool calls, in order.
     pub tool_calls: Vec<ToolCall>,
+    /// The model's thinking, in order (empty unless thinking was asked for and shown).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Thinking>,
     /// Why the model stopped.
     pub finish: FinishReason,
     /// Token counts, when the provider reports them.

@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hookbox_llm::{
-    Conversation, FinishReason, Model, ModelConfig, ModelError, ProviderKind, ToolDeclaration,
-    ToolResult, build_with_env, client_options,
+    Conversation, Delta, FinishReason, Model, ModelConfig, ModelError, ProviderKind,
+    ToolDeclaration, ToolResult, build_with_env, client_options,
 };
 use hookbox_net::GuardedClient;
 use hookbox_test_support::{
-    FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeModelServer, FakeTurn, Reply,
+    FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeModelServer, FakeToolCall, FakeTurn, Reply,
 };
 use serde_json::{Value, json};
 
@@ -116,9 +116,12 @@ async fn streaming_passes_text_pieces_as_they_arrive() {
         let server = fake(provider, vec![FakeTurn::text("Hello there, world")]).await;
         let model = model(&config(provider, &server.base_url(), false));
         let pieces = Mutex::new(Vec::<String>::new());
-        let mut on_text = |piece: &str| pieces.lock().unwrap().push(piece.to_owned());
+        let mut on_delta = |delta: Delta<'_>| match delta {
+            Delta::Text(piece) => pieces.lock().unwrap().push(piece.to_owned()),
+            Delta::Thinking(piece) => panic!("{provider:?}: unasked thinking {piece:?}"),
+        };
         let reply = model
-            .complete_streaming(&conversation(), &tools(), &mut on_text)
+            .complete_streaming(&conversation(), &tools(), &mut on_delta)
             .await
             .unwrap_or_else(|e| panic!("{provider:?}: {e}"));
         let pieces = pieces.into_inner().unwrap();
@@ -639,5 +642,75 @@ async fn the_fake_servers_refuse_media_that_is_not_base64() {
             .await
             .expect_err("refused");
         assert!(error.to_string().contains("fake"), "{provider:?}: {error}");
+    }
+}
+
+#[tokio::test]
+async fn thinking_is_asked_for_streamed_and_sent_back_by_providers_that_think() {
+    for provider in [ProviderKind::Anthropic, ProviderKind::Gemini] {
+        for stream in [false, true] {
+            let turns = vec![
+                FakeTurn::Reply {
+                    thinking: "a.txt, so read it".to_owned(),
+                    text: String::new(),
+                    tool_calls: vec![FakeToolCall {
+                        id: "call_1".to_owned(),
+                        name: "read_file".to_owned(),
+                        args: json!({"path": "a.txt"}),
+                    }],
+                },
+                FakeTurn::thought("it says hello", "It says hello."),
+            ];
+            let server = fake(provider, turns).await;
+            let model = model(&config(provider, &server.base_url(), stream));
+            let mut conversation = Conversation {
+                // Above the default `max_tokens` (4096), which must then grow past it.
+                thinking_budget: Some(5000),
+                ..conversation()
+            };
+            let thoughts = Mutex::new(String::new());
+            let mut on_delta = |delta: Delta<'_>| {
+                if let Delta::Thinking(piece) = delta {
+                    thoughts.lock().unwrap().push_str(piece);
+                }
+            };
+            let first = model
+                .complete_streaming(&conversation, &tools(), &mut on_delta)
+                .await
+                .unwrap_or_else(|e| panic!("{provider:?} {stream}: {e}"));
+            assert_eq!(first.thinking.len(), 1, "{provider:?} {stream}");
+            assert_eq!(first.thinking[0].text, "a.txt, so read it");
+            assert_eq!(*thoughts.lock().unwrap(), "a.txt, so read it");
+            conversation.push_reply(&first);
+            conversation.push_tool_result(ToolResult {
+                call_id: first.tool_calls[0].id.clone(),
+                name: "read_file".to_owned(),
+                content: json!("hello"),
+                is_error: false,
+            });
+            // The fake Anthropic refuses a thinking block that is not sent back first with
+            // its signature, as the API does during tool use.
+            let second = model
+                .complete(&conversation, &tools())
+                .await
+                .unwrap_or_else(|e| panic!("{provider:?} {stream}: {e}"));
+            assert_eq!(second.text, "It says hello.");
+            assert_eq!(second.thinking[0].text, "it says hello");
+            let body: Value = serde_json::from_slice(&server.requests()[0].body).unwrap();
+            match provider {
+                ProviderKind::Gemini => assert_eq!(
+                    body["generationConfig"]["thinkingConfig"],
+                    json!({"thinkingBudget": 5000, "includeThoughts": true})
+                ),
+                _ => {
+                    assert_eq!(first.thinking[0].signature, "fake-signature");
+                    assert_eq!(
+                        body["thinking"],
+                        json!({"type": "enabled", "budget_tokens": 5000})
+                    );
+                    assert!(body["max_tokens"].as_u64().unwrap() > 5000, "{body}");
+                }
+            }
+        }
     }
 }

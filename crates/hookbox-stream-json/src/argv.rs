@@ -118,6 +118,15 @@ pub struct SdkArgs {
     pub unsandboxed: bool,
     /// `--permission-prompt-tool stdio`: ask the SDK's `can_use_tool`.
     pub permission_prompt_stdio: bool,
+    /// `--include-partial-messages`: send `stream_event` messages while the model answers.
+    pub include_partial_messages: bool,
+    /// `--max-thinking-tokens N`: the extended-thinking budget (an unparsable value is
+    /// reported in `problems`).
+    pub max_thinking_tokens: Option<u32>,
+    /// `--thinking disabled`: no extended thinking, whatever asks for it.
+    pub thinking_disabled: bool,
+    /// `--json-schema JSON`: the schema the final output must match (parsed by the setup).
+    pub json_schema: Option<String>,
     /// Values hookbox could not use (reported, not fatal).
     pub problems: Vec<String>,
 }
@@ -142,6 +151,7 @@ pub fn parse(args: &[String]) -> SdkArgs {
                     parsed.permission_mode = Some("bypassPermissions".to_owned());
                 }
                 "--unsandboxed" => parsed.unsandboxed = true,
+                "--include-partial-messages" => parsed.include_partial_messages = true,
                 _ => {}
             }
             continue;
@@ -204,6 +214,14 @@ fn apply(parsed: &mut SdkArgs, flag: &str, value: String) {
         "--setting-sources" => parsed.setting_sources = Some(list(&value)),
         "--config" => parsed.config = Some(PathBuf::from(value)),
         "--permission-prompt-tool" => parsed.permission_prompt_stdio = value == "stdio",
+        "--max-thinking-tokens" => match value.trim().parse() {
+            Ok(tokens) => parsed.max_thinking_tokens = Some(tokens),
+            Err(_) => parsed.problems.push(format!(
+                "ignoring --max-thinking-tokens {value:?}: not a whole number"
+            )),
+        },
+        "--thinking" => parsed.thinking_disabled = value == "disabled",
+        "--json-schema" if !value.is_empty() => parsed.json_schema = Some(value),
         _ => {}
     }
 }
@@ -304,6 +322,8 @@ mod tests {
             "--setting-sources=user",
             "--thinking",
             "adaptive",
+            "--max-thinking-tokens",
+            "2048",
             "--settings",
             "/tmp/s.json",
             "--max-turns",
@@ -320,6 +340,8 @@ mod tests {
         assert_eq!(parsed.setting_sources, Some(vec!["user".to_owned()]));
         assert_eq!(parsed.settings, ["/tmp/s.json"]);
         assert_eq!(parsed.max_turns, None);
+        assert_eq!(parsed.max_thinking_tokens, Some(2048));
+        assert!(!parsed.thinking_disabled);
         assert_eq!(parsed.problems.len(), 1);
     }
 
@@ -328,8 +350,12 @@ mod tests {
         let parsed = parse(&args(&[
             "--dangerously-allow-all-tool-calls",
             "--unsandboxed",
+            "--include-partial-messages",
+            "--thinking=disabled",
         ]));
+        assert!(parsed.thinking_disabled);
         assert_eq!(parsed.permission_mode.as_deref(), Some("bypassPermissions"));
         assert!(parsed.unsandboxed);
+        assert!(parsed.include_partial_messages);
     }
 }

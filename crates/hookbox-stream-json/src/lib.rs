@@ -515,6 +515,7 @@ impl Driver {
             permission_denials: Vec::new(),
             terminal_reason: None,
             api_error_status: None,
+            structured_output: None,
         }));
     }
 }

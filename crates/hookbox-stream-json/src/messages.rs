@@ -49,6 +49,13 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
             }
             line
         }
+        SessionMessage::StreamEvent {
+            event,
+            parent_tool_use_id,
+        } => json!({
+            "type": "stream_event", "uuid": uuid, "session_id": session_id,
+            "event": event, "parent_tool_use_id": parent_tool_use_id,
+        }),
         // Field names follow Claude Code's `hook_response` (`hook_event`, `hook_name`,
         // `outcome`, `exit_code`, `output`); `outcome` is `error` when the call went on anyway
         // (fail-open) and `blocked` when the failure blocked it; `cause` says what went wrong,
@@ -113,6 +120,9 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
             if let Some(status) = result.api_error_status {
                 line["api_error_status"] = json!(status);
             }
+            if let Some(output) = &result.structured_output {
+                line["structured_output"] = output.clone();
+            }
             line
         }
     }
@@ -129,6 +139,10 @@ fn blocks(content: &[ContentBlock]) -> Vec<Value> {
     content
         .iter()
         .map(|block| match block {
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
             ContentBlock::Text { text } => json!({"type": "text", "text": text}),
             ContentBlock::ToolUse { id, name, input } => {
                 json!({"type": "tool_use", "id": id, "name": name, "input": input})
@@ -190,6 +204,7 @@ mod tests {
             permission_denials: Vec::new(),
             terminal_reason: Some(TerminalReason::MaxTurns),
             api_error_status: None,
+            structured_output: None,
         });
         let line = to_wire(&result, "test-session", "u-2");
         for key in [

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
-use hookbox_agent::session::{HookMatcher, PermissionMode, Session};
+use hookbox_agent::session::{
+    DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS, HookMatcher, PermissionMode, Session,
+};
 use hookbox_hooks::{HookEvent, HttpRunner, OutboxSink};
 use hookbox_llm::Model;
 
@@ -13,7 +15,7 @@ use crate::argv::SdkArgs;
 use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
 use crate::control::ControlClient;
 use crate::init::InitOptions;
-use crate::{messages, settings};
+use crate::{messages, settings, warn};
 
 /// What the program embedding SDK mode supplies to its sessions: the agents an SDK may select
 /// with its `model` option (`--model NAME`; in the binary, `hookbox.toml`'s `[agents]` tables
@@ -136,6 +138,40 @@ impl Setup {
         for dir in &args.add_dirs {
             // Relative to the session's working directory, as in Claude Code.
             builder = builder.add_directory(self.cwd.join(dir));
+        }
+        builder = builder.include_partial_messages(args.include_partial_messages);
+        // `--max-thinking-tokens`, else Claude Code's `MAX_THINKING_TOKENS`; 0 or
+        // `--thinking disabled`: none.
+        let thinking = args.max_thinking_tokens.or_else(|| {
+            let value = std::env::var("MAX_THINKING_TOKENS").ok()?;
+            let parsed = value.trim().parse().ok();
+            if parsed.is_none() {
+                warn(&format!(
+                    "ignoring MAX_THINKING_TOKENS={value:?}: not a whole number"
+                ));
+            }
+            parsed
+        });
+        builder = builder
+            .max_thinking_tokens(thinking.filter(|tokens| *tokens > 0 && !args.thinking_disabled));
+        if let Some(schema) = &args.json_schema {
+            let schema = serde_json::from_str(schema)
+                .with_context(|| format!("--json-schema is not JSON: {schema}"))?;
+            // Claude Code's `MAX_STRUCTURED_OUTPUT_RETRIES`.
+            let attempts = match std::env::var("MAX_STRUCTURED_OUTPUT_RETRIES") {
+                Ok(value) => value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "MAX_STRUCTURED_OUTPUT_RETRIES={value:?} is not a positive whole number"
+                        )
+                    })?,
+                Err(_) => DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS,
+            };
+            builder = builder.output_schema(schema, attempts);
         }
         if let Some(turns) = args.max_turns {
             builder = builder.max_turns(turns);

@@ -14,7 +14,7 @@ use crate::declarations::builtin_declarations;
 use crate::tool_call::SandboxTools;
 use hookbox_env::CODE_EXECUTION;
 use hookbox_env::Vocabulary;
-use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration, ToolResult};
+use hookbox_llm::{Conversation, Delta, Model, ModelReply, ToolCall, ToolDeclaration, ToolResult};
 
 /// What a run reports as it goes.
 #[derive(Debug, Clone, Copy)]
@@ -357,14 +357,16 @@ impl LoopPoints for InteractionRun<'_> {
         let answer = if self.stream {
             let mut streamed = String::new();
             let on_event = &mut *self.on_event;
-            let mut on_text = |piece: &str| {
-                if !piece.is_empty() {
+            let mut on_delta = |delta: Delta<'_>| {
+                if let Delta::Text(piece) = delta
+                    && !piece.is_empty()
+                {
                     streamed.push_str(piece);
                     on_event(RunEvent::Text(piece));
                 }
             };
             let answer = model
-                .complete_streaming(conversation, &self.declarations, &mut on_text)
+                .complete_streaming(conversation, &self.declarations, &mut on_delta)
                 .await;
             let rest = match &answer {
                 Ok(reply) => reply.text.strip_prefix(streamed.as_str()).unwrap_or(""),

@@ -62,9 +62,11 @@ fn close_assistant(
     assistant: &mut Option<(String, Vec<ToolCall>)>,
 ) {
     if let Some((text, tool_calls)) = assistant.take() {
-        conversation
-            .messages
-            .push(Message::Assistant { text, tool_calls });
+        conversation.messages.push(Message::Assistant {
+            text,
+            tool_calls,
+            thinking: Vec::new(),
+        });
     }
 }
 
@@ -114,11 +116,13 @@ mod tests {
                 Message::Assistant {
                     text: "Let me read it.".into(),
                     tool_calls: vec![call],
+                    thinking: Vec::new(),
                 },
                 Message::ToolResult(result),
                 Message::Assistant {
                     text: "Done.".into(),
                     tool_calls: Vec::new(),
+                    thinking: Vec::new(),
                 },
             ]
         );

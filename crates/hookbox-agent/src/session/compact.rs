@@ -29,7 +29,9 @@ pub(crate) fn estimate_tokens(conversation: &Conversation) -> u64 {
         .iter()
         .map(|message| match message {
             Message::User { text } => text.len(),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
                 text.len()
                     + tool_calls
                         .iter()
@@ -49,7 +51,9 @@ pub(crate) fn summary_request(conversation: &Conversation, instructions: &str) -
     for message in &conversation.messages {
         match message {
             Message::User { text } => transcript.push_str(&format!("User: {text}\n\n")),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
                 if !text.is_empty() {
                     transcript.push_str(&format!("Agent: {text}\n\n"));
                 }
@@ -118,9 +122,10 @@ impl Core {
         stats.api_ms += millis(asked);
         stats.input_tokens += summary.usage.input_tokens.unwrap_or(0);
         stats.output_tokens += summary.usage.output_tokens.unwrap_or(0);
-        let mut compacted = Conversation::new(conversation.system.clone());
-        compacted.push_user(format!("{SUMMARY_PREFIX}\n\n{}", summary.text));
-        *conversation = compacted;
+        // The history goes; the system prompt and the thinking budget stay.
+        conversation.messages.clear();
+        conversation.attachments.clear();
+        conversation.push_user(format!("{SUMMARY_PREFIX}\n\n{}", summary.text));
         out.emit(SessionMessage::CompactBoundary {
             trigger,
             pre_tokens,
@@ -156,6 +161,7 @@ mod tests {
                 name: "Bash".into(),
                 args: json!({"command": "ls"}),
             }],
+            thinking: Vec::new(),
         });
         conversation.push_tool_result(ToolResult {
             call_id: "t1".into(),

@@ -21,11 +21,14 @@ use super::compact::{compact_command, estimate_tokens};
 use super::emit::{Emitter, Transcript};
 use super::messages::{CompactTrigger, ContentBlock, HookFailure, SessionMessage};
 use super::outcome::{End, Stats, denial, millis, result, stop_reason};
+use super::partial::PartialStream;
 use super::permissions::{PermissionMode, PermissionPrompt};
 use super::permit::Permit;
+use super::slash::unknown_command;
+use super::structured::{self, OutputSchema};
 use super::tools::{TASK, declarations};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
-use hookbox_llm::{Conversation, Model, ModelReply, ToolCall, ToolDeclaration};
+use hookbox_llm::{Conversation, Delta, Model, ModelReply, ToolCall, ToolDeclaration};
 use hookbox_store::new_uuid;
 
 /// `Stop` blocks in a row after which the session stops anyway (Claude Code's cap).
@@ -69,6 +72,12 @@ pub(crate) struct Core {
     pub(crate) agents: BTreeMap<String, SubagentDefinition>,
     pub(crate) max_turns: u32,
     pub(crate) compact_threshold: u64,
+    /// Whether model turns are also sent as stream events while they stream.
+    pub(crate) partial_messages: bool,
+    /// The extended-thinking budget of every agent's turns.
+    pub(crate) thinking_budget: Option<u32>,
+    /// The schema the query's final output must match, if any.
+    pub(crate) output: Option<OutputSchema>,
     pub(crate) prompt: Option<Arc<dyn PermissionPrompt>>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) conversation: Conversation,
@@ -228,6 +237,9 @@ impl Core {
                 Err(end) => end,
             };
         }
+        if let Some(command) = unknown_command(prompt, &["compact"]) {
+            return End::UnknownCommand(format!("Unknown command: {command}"));
+        }
         let submitted = self.fire(SdkEvent::UserPromptSubmit { prompt }, out).await;
         if !submitted.continue_ {
             return End::Stopped(stop_reason(&submitted));
@@ -254,7 +266,10 @@ impl Core {
         Runner {
             agent: None,
             parent_tool_use_id: None,
-            declarations: declarations(&self.tool_names, self.offers_task),
+            declarations: declarations(&self.tool_names, self.offers_task)
+                .into_iter()
+                .chain(self.output.as_ref().map(OutputSchema::declaration))
+                .collect(),
         }
     }
 
@@ -318,6 +333,8 @@ impl Core {
             out,
             stats,
             stop_blocks: 0,
+            last_text: String::new(),
+            output_misses: 0,
         };
         agent_loop::run(&mut run, conversation).await
     }
@@ -545,6 +562,65 @@ struct SessionRun<'r, 'e> {
     stats: &'r mut Stats,
     /// `Stop` blocks in a row.
     stop_blocks: u32,
+    /// The text of the model's last turn.
+    last_text: String,
+    /// Misses of the output schema so far (non-matching `StructuredOutput` calls, answers
+    /// without one).
+    output_misses: u32,
+}
+
+impl<'r> SessionRun<'r, '_> {
+    /// The output schema, for the main agent of a session that has one.
+    fn output(&self) -> Option<&'r OutputSchema> {
+        self.core
+            .output
+            .as_ref()
+            .filter(|_| self.runner.agent.is_none())
+    }
+
+    /// Counts a miss of the output schema: `Some` ends the query once there were too many.
+    fn output_missed(&mut self, max_attempts: u32, error: &str) -> Option<End> {
+        self.output_misses += 1;
+        (self.output_misses >= max_attempts).then(|| {
+            End::StructuredMissed(format!(
+                "Failed to provide valid structured output after {} attempts \u{2014} last StructuredOutput error: {error}",
+                self.output_misses
+            ))
+        })
+    }
+
+    /// A `StructuredOutput` call of the main agent: ends the query when its input matches.
+    fn structured_output(&mut self, output: &OutputSchema, call: &ToolCall) -> Called<End> {
+        let max_attempts = output.max_attempts;
+        let (text, is_error, end) = match output.check(&call.args) {
+            Ok(()) => (
+                structured::ACCEPTED.to_owned(),
+                false,
+                Some(End::Structured {
+                    text: self.last_text.clone(),
+                    output: call.args.clone(),
+                }),
+            ),
+            Err(error) => {
+                let end = self.output_missed(max_attempts, &error);
+                (error, true, end)
+            }
+        };
+        self.out.emit(SessionMessage::User {
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: call.id.clone(),
+                content: text.clone(),
+                is_error,
+            }],
+            parent_tool_use_id: None,
+            tool_use_result: None,
+        });
+        Called::Done {
+            content: Value::String(text),
+            is_error,
+            end,
+        }
+    }
 }
 
 impl LoopPoints for SessionRun<'_, '_> {
@@ -569,11 +645,33 @@ impl LoopPoints for SessionRun<'_, '_> {
     async fn ask(&mut self, conversation: &Conversation) -> Result<ModelReply, End> {
         let model = self.core.shared.model();
         let asked = Instant::now();
-        let reply = match self
-            .core
-            .interruptible(model.complete(conversation, &self.runner.declarations))
-            .await
-        {
+        let id = format!("msg_{}", new_uuid().replace('-', ""));
+        let mut partial = self.core.partial_messages.then(|| {
+            PartialStream::start(
+                self.out.stream.clone(),
+                self.runner.parent_tool_use_id.clone(),
+                &id,
+                model.label(),
+            )
+        });
+        let answer = match partial.as_mut() {
+            Some(partial) => {
+                let mut on_delta = |delta: Delta<'_>| partial.delta(delta);
+                self.core
+                    .interruptible(model.complete_streaming(
+                        conversation,
+                        &self.runner.declarations,
+                        &mut on_delta,
+                    ))
+                    .await
+            }
+            None => {
+                self.core
+                    .interruptible(model.complete(conversation, &self.runner.declarations))
+                    .await
+            }
+        };
+        let reply = match answer {
             None => return Err(End::Interrupted { in_tools: false }),
             Some(Err(err)) => {
                 let status = match &err {
@@ -587,11 +685,22 @@ impl LoopPoints for SessionRun<'_, '_> {
             }
             Some(Ok(reply)) => reply,
         };
+        if let Some(partial) = partial {
+            partial.finish(&reply);
+        }
         self.stats.api_ms += millis(asked);
         self.stats.turns += 1;
+        self.last_text.clone_from(&reply.text);
         self.stats.input_tokens += reply.usage.input_tokens.unwrap_or(0);
         self.stats.output_tokens += reply.usage.output_tokens.unwrap_or(0);
-        let mut content = Vec::new();
+        let mut content: Vec<ContentBlock> = reply
+            .thinking
+            .iter()
+            .map(|thinking| ContentBlock::Thinking {
+                thinking: thinking.text.clone(),
+                signature: thinking.signature.clone(),
+            })
+            .collect();
         if !reply.text.is_empty() {
             content.push(ContentBlock::Text {
                 text: reply.text.clone(),
@@ -603,7 +712,7 @@ impl LoopPoints for SessionRun<'_, '_> {
             input: call.args.clone(),
         }));
         self.out.emit(SessionMessage::Assistant {
-            id: format!("msg_{}", new_uuid().replace('-', "")),
+            id,
             model: model.label().to_owned(),
             content,
             parent_tool_use_id: self.runner.parent_tool_use_id.clone(),
@@ -614,6 +723,13 @@ impl LoopPoints for SessionRun<'_, '_> {
     /// `Stop` (`SubagentStop` for a sub-agent) hooks: they may keep the agent going, up to
     /// [`MAX_STOP_BLOCKS`] times in a row, or stop the session.
     async fn answered(&mut self, reply: &ModelReply) -> Answered<End> {
+        if let Some(max_attempts) = self.output().map(|output| output.max_attempts) {
+            let error = "the model answered without calling StructuredOutput";
+            return match self.output_missed(max_attempts, error) {
+                Some(end) => Answered::End(end),
+                None => Answered::Continue(structured::REMINDER.to_owned()),
+            };
+        }
         let (stop_hook_active, last_assistant_message) = (self.stop_blocks > 0, &reply.text);
         let stop = match self.runner.subagent_ref() {
             None => SdkEvent::Stop {
@@ -647,6 +763,11 @@ impl LoopPoints for SessionRun<'_, '_> {
     }
 
     async fn call(&mut self, call: &ToolCall) -> Called<End> {
+        if call.name == structured::TOOL
+            && let Some(output) = self.output()
+        {
+            return self.structured_output(output, call);
+        }
         let done = self
             .core
             .tool_call(self.runner, call, self.out, self.stats)

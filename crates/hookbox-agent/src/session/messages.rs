@@ -8,6 +8,13 @@ use serde_json::Value;
 /// One block of an assistant or user message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContentBlock {
+    /// The model's extended thinking before it answered.
+    Thinking {
+        /// The thought (as the provider shows it).
+        thinking: String,
+        /// The provider's signature of it, empty when it gives none.
+        signature: String,
+    },
     /// Text from the model.
     Text {
         /// The text.
@@ -42,6 +49,8 @@ pub enum ResultSubtype {
     ErrorMaxTurns,
     /// The model failed, the prompt was blocked, or the query was interrupted.
     ErrorDuringExecution,
+    /// The model did not give output matching the session's output schema in time.
+    ErrorMaxStructuredOutputRetries,
 }
 
 impl ResultSubtype {
@@ -51,6 +60,7 @@ impl ResultSubtype {
             Self::Success => "success",
             Self::ErrorMaxTurns => "error_max_turns",
             Self::ErrorDuringExecution => "error_during_execution",
+            Self::ErrorMaxStructuredOutputRetries => "error_max_structured_output_retries",
         }
     }
 }
@@ -95,6 +105,8 @@ pub struct QueryResult {
     /// The HTTP status of the model API call that failed, for
     /// [`TerminalReason::ApiError`] when the API answered.
     pub api_error_status: Option<u16>,
+    /// The output matching the session's output schema, when it has one and the model gave it.
+    pub structured_output: Option<Value>,
 }
 
 /// Why a query's loop ended: the `result` message's `terminal_reason`, with Claude Code's
@@ -113,6 +125,8 @@ pub enum TerminalReason {
     AbortedTools,
     /// The model's API failed (an error status, unreachable, a timeout, a malformed answer).
     ApiError,
+    /// The model missed the output schema too many times.
+    StructuredOutputRetryExhausted,
 }
 
 impl TerminalReason {
@@ -126,6 +140,7 @@ impl TerminalReason {
             Self::AbortedStreaming => "aborted_streaming",
             Self::AbortedTools => "aborted_tools",
             Self::ApiError => "api_error",
+            Self::StructuredOutputRetryExhausted => "structured_output_retry_exhausted",
         }
     }
 }
@@ -181,6 +196,14 @@ pub enum SessionMessage {
         trigger: CompactTrigger,
         /// The estimated size of the history replaced, in tokens.
         pre_tokens: u64,
+    },
+    /// A piece of a model turn as it streams (`--include-partial-messages`): an
+    /// Anthropic-style stream event (`message_start`, `content_block_delta`, …).
+    StreamEvent {
+        /// The event, as the Anthropic messages API streams it.
+        event: Value,
+        /// The `Task` call whose sub-agent produced this, if any.
+        parent_tool_use_id: Option<String>,
     },
     /// How the query ended.
     Result(QueryResult),
@@ -283,6 +306,7 @@ impl std::fmt::Display for SessionMessage {
                 let parts: Vec<String> = content
                     .iter()
                     .map(|block| match block {
+                        ContentBlock::Thinking { thinking, .. } => format!("[thinking] {thinking}"),
                         ContentBlock::Text { text } => format!("[assistant] {text}"),
                         ContentBlock::ToolUse { name, input, .. } => {
                             format!("[tool call] {name} {input}")
@@ -310,6 +334,7 @@ impl std::fmt::Display for SessionMessage {
                 "[compacted] {} compaction of about {pre_tokens} tokens",
                 trigger.as_str()
             ),
+            Self::StreamEvent { event, .. } => write!(f, "[stream] {event}"),
             Self::Result(result) => write!(
                 f,
                 "[result] {:?}{} after {} turn(s): {}",

@@ -17,9 +17,12 @@ mod core;
 mod emit;
 mod messages;
 mod outcome;
+mod partial;
 mod permissions;
 mod permit;
 mod protect;
+mod slash;
+mod structured;
 mod subagent;
 mod tools;
 
@@ -38,6 +41,7 @@ use hookbox_hooks::{
     HostCommandRunner, HttpRunner, OutboxSink, Runners,
 };
 use hookbox_net::{ClientOptions, GuardedClient};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 pub use emit::TranscriptFormat;
@@ -49,6 +53,7 @@ pub use messages::{
 pub use permissions::{
     PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, UnknownPermissionMode,
 };
+pub use structured::DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS;
 
 use self::core::{Core, Shared};
 use hookbox_llm::Model;
@@ -106,6 +111,9 @@ impl HookMatcher {
 /// Why a session could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
+    /// The output schema is not a usable JSON schema.
+    #[error("the output schema (--json-schema) is not a usable JSON schema: {0}")]
+    OutputSchema(String),
     /// No model was given.
     #[error("the session has no model: call SessionBuilder::model")]
     NoModel,
@@ -159,6 +167,9 @@ pub struct SessionBuilder {
     added_directories: Vec<PathBuf>,
     auto_allow_sandboxed_bash: bool,
     compact_threshold: u64,
+    partial_messages: bool,
+    thinking_budget: Option<u32>,
+    output_schema: Option<(Value, u32)>,
     transcript_dir: Option<(PathBuf, TranscriptFormat)>,
     hooks: HookSetBuilder,
     hook_errors: Vec<String>,
@@ -246,6 +257,32 @@ impl SessionBuilder {
     /// model turn (default 100 000).
     pub fn compact_threshold_tokens(mut self, tokens: u64) -> Self {
         self.compact_threshold = tokens;
+        self
+    }
+
+    /// Whether model turns are also sent as they stream, as
+    /// [`SessionMessage::StreamEvent`]s (Claude Code's `--include-partial-messages`; default
+    /// `false`).
+    pub fn include_partial_messages(mut self, include: bool) -> Self {
+        self.partial_messages = include;
+        self
+    }
+
+    /// The extended-thinking budget (tokens) of the model's turns, the main agent's and the
+    /// sub-agents' (Claude Code's `--max-thinking-tokens`; default `None`: the provider's
+    /// default). Providers that think show their thinking as [`ContentBlock::Thinking`].
+    pub fn max_thinking_tokens(mut self, budget: Option<u32>) -> Self {
+        self.thinking_budget = budget;
+        self
+    }
+
+    /// The JSON schema the query's final output must match (Claude Code's `--json-schema`):
+    /// the main agent is offered a `StructuredOutput` tool with that input schema and must
+    /// call it once at the end; after `max_attempts` misses (a non-matching call or an answer
+    /// without one) the query fails `error_max_structured_output_retries`. A schema that does
+    /// not compile makes [`build`](Self::build) fail.
+    pub fn output_schema(mut self, schema: Value, max_attempts: u32) -> Self {
+        self.output_schema = Some((schema, max_attempts));
         self
     }
 
@@ -353,6 +390,15 @@ impl SessionBuilder {
                     source,
                 })?;
         }
+        let output_schema = self
+            .output_schema
+            .map(|(schema, max_attempts)| structured::OutputSchema::new(schema, max_attempts))
+            .transpose()
+            .map_err(SessionError::OutputSchema)?;
+        let system_prompt = match &output_schema {
+            Some(_) => Some(structured::OutputSchema::instruct(self.system_prompt)),
+            None => self.system_prompt,
+        };
         let cwd = tools.cwd().to_path_buf();
         tools.protect_files(self.settings_files);
         tools.protect_files(protect::hook_scripts(&hooks, &cwd));
@@ -416,9 +462,15 @@ impl SessionBuilder {
             agents: self.agents,
             max_turns: self.max_turns,
             compact_threshold: self.compact_threshold,
+            partial_messages: self.partial_messages,
+            thinking_budget: self.thinking_budget,
+            output: output_schema,
             prompt: self.prompt,
             shared: Arc::clone(&shared),
-            conversation: hookbox_llm::Conversation::new(self.system_prompt),
+            conversation: hookbox_llm::Conversation {
+                thinking_budget: self.thinking_budget,
+                ..hookbox_llm::Conversation::new(system_prompt)
+            },
             started: false,
         };
         Ok(Session {
@@ -463,6 +515,9 @@ impl Session {
             added_directories: Vec::new(),
             auto_allow_sandboxed_bash: true,
             compact_threshold: 100_000,
+            partial_messages: false,
+            thinking_budget: None,
+            output_schema: None,
             transcript_dir: None,
             hooks: hookbox_hooks::HookSet::builder(),
             hook_errors: Vec::new(),

@@ -26,6 +26,15 @@ pub(super) enum End {
     },
     PromptBlocked(String),
     Compacted(String),
+    /// The prompt was a slash command the session does not know (the text says which).
+    UnknownCommand(String),
+    /// The model gave output matching the output schema (`text`: its last text).
+    Structured {
+        text: String,
+        output: Value,
+    },
+    /// The model missed the output schema too many times (the message says how).
+    StructuredMissed(String),
 }
 
 /// Counters over one query.
@@ -61,19 +70,32 @@ pub(super) fn millis(since: Instant) -> u64 {
 /// The `result` message for how the query ended.
 pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
     let terminal_reason = match &end {
-        End::Answered(_) => Some(TerminalReason::Completed),
+        End::Answered(_) | End::Structured { .. } => Some(TerminalReason::Completed),
+        End::StructuredMissed(_) => Some(TerminalReason::StructuredOutputRetryExhausted),
         End::Stopped(_) => Some(TerminalReason::HookStopped),
         End::MaxTurns => Some(TerminalReason::MaxTurns),
         End::Interrupted { in_tools: false } => Some(TerminalReason::AbortedStreaming),
         End::Interrupted { in_tools: true } => Some(TerminalReason::AbortedTools),
         End::ApiFailed { .. } => Some(TerminalReason::ApiError),
-        End::Failed(_) | End::PromptBlocked(_) | End::Compacted(_) => None,
+        End::Failed(_) | End::PromptBlocked(_) | End::Compacted(_) | End::UnknownCommand(_) => None,
     };
     let mut api_error_status = None;
+    let mut structured_output = None;
     let (subtype, is_error, text, stop_reason, errors) = match end {
-        End::Answered(text) | End::Compacted(text) => {
+        End::Answered(text) | End::Compacted(text) | End::UnknownCommand(text) => {
             (ResultSubtype::Success, false, Some(text), None, Vec::new())
         }
+        End::Structured { text, output } => {
+            structured_output = Some(output);
+            (ResultSubtype::Success, false, Some(text), None, Vec::new())
+        }
+        End::StructuredMissed(message) => (
+            ResultSubtype::ErrorMaxStructuredOutputRetries,
+            true,
+            None,
+            None,
+            vec![message],
+        ),
         End::Stopped(reason) => (
             ResultSubtype::Success,
             false,
@@ -141,5 +163,6 @@ pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
         permission_denials: stats.denials,
         terminal_reason,
         api_error_status,
+        structured_output,
     }
 }

@@ -58,7 +58,10 @@ impl Core {
             agent_type: kind,
         };
         let start = self.fire(SdkEvent::SubagentStart { agent }, out).await;
-        let mut conversation = Conversation::new(Some(definition.prompt.clone()));
+        let mut conversation = Conversation {
+            thinking_budget: self.thinking_budget,
+            ..Conversation::new(Some(definition.prompt.clone()))
+        };
         let mut text = task.to_owned();
         if let Some(context) = start.additional_context {
             text.push_str(&format!("\n\n{context}"));

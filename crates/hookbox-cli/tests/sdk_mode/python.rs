@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use hookbox_test_support::FakeTurn;
+use hookbox_test_support::{FakeToolCall, FakeTurn};
 use serde_json::{Value, json};
 
 use super::{AGENT, KEY, KEY_ENV, World, bin, call};
@@ -736,4 +736,337 @@ fn claude_sdk_permission_request_allow_reaches_a_path_outside_cwd() {
         "{:?}",
         world.tool_results()
     );
+}
+
+/// The `event`s of the `StreamEvent` messages, in order.
+fn stream_events(messages: &[Value]) -> Vec<&Value> {
+    messages
+        .iter()
+        .filter(|message| message["message_class"] == "StreamEvent")
+        .map(|message| &message["event"])
+        .collect()
+}
+
+#[test]
+fn claude_sdk_partial_messages_stream_each_turn() {
+    let Some(python) = python("claude_sdk_partial_messages_stream_each_turn") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "true"})),
+        FakeTurn::text("streamed in pieces"),
+    ]);
+    // Without the option: no stream events, and the model is asked without streaming.
+    let (output, messages) = run_options(&python, &world, "go", &json!({}));
+    assert_finished(&output, &messages);
+    assert!(stream_events(&messages).is_empty(), "{messages:#?}");
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "true"})),
+        FakeTurn::text("streamed in pieces"),
+    ]);
+    let spec = json!({"options": {"include_partial_messages": true}});
+    let (output, messages) = run_options(&python, &world, "go", &spec);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "streamed in pieces");
+    let events = stream_events(&messages);
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|event| event["type"].as_str().unwrap())
+        .collect();
+    // Turn 1: the tool call; turn 2: the text, as the provider streamed it (4 pieces).
+    assert_eq!(
+        kinds,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ],
+        "{events:#?}"
+    );
+    assert_eq!(events[1]["content_block"]["type"], "tool_use");
+    assert_eq!(events[1]["content_block"]["id"], "toolu_1");
+    let input: Value =
+        serde_json::from_str(events[2]["delta"]["partial_json"].as_str().unwrap()).unwrap();
+    assert_eq!(input, json!({"command": "true"}));
+    assert_eq!(events[4]["delta"]["stop_reason"], "tool_use");
+    let text: String = events[8..12]
+        .iter()
+        .map(|event| {
+            assert_eq!(event["delta"]["type"], "text_delta");
+            event["delta"]["text"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(text, "streamed in pieces");
+    assert_eq!(events[13]["delta"]["stop_reason"], "end_turn");
+    // Each turn's stream events come before its assistant message, which has the same id.
+    let assistants: Vec<&Value> = messages
+        .iter()
+        .filter(|message| message["message_class"] == "AssistantMessage")
+        .collect();
+    assert_eq!(assistants[1]["message_id"], events[6]["message"]["id"]);
+    assert!(
+        messages
+            .iter()
+            .all(|message| message["message_class"] != "StreamEvent"
+                || message["parent_tool_use_id"].is_null())
+    );
+    let _guard = world.runtime.enter();
+    assert!(
+        world
+            .server
+            .bodies()
+            .iter()
+            .all(|body| body["stream"] == true)
+    );
+}
+
+#[test]
+fn claude_sdk_thinking_reaches_the_model_and_comes_back_as_blocks_and_deltas() {
+    let Some(python) = python("claude_sdk_thinking_reaches_the_model_and_comes_back") else {
+        return;
+    };
+    let world = World::new(vec![
+        FakeTurn::Reply {
+            thinking: "list first".to_owned(),
+            text: String::new(),
+            tool_calls: vec![FakeToolCall {
+                id: "toolu_1".to_owned(),
+                name: "Bash".to_owned(),
+                args: json!({"command": "true"}),
+            }],
+        },
+        FakeTurn::thought("nothing to see", "All quiet."),
+    ]);
+    let spec = json!({"options": {"max_thinking_tokens": 5000, "include_partial_messages": true}});
+    let (output, messages) = run_options(&python, &world, "look", &spec);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "All quiet.");
+    let thinking: Vec<&Value> = messages
+        .iter()
+        .filter(|message| message["message_class"] == "AssistantMessage")
+        .flat_map(|message| message["content"].as_array().unwrap())
+        .filter(|block| block.get("thinking").is_some())
+        .collect();
+    assert_eq!(
+        thinking,
+        [
+            &json!({"thinking": "list first", "signature": "fake-signature"}),
+            &json!({"thinking": "nothing to see", "signature": "fake-signature"}),
+        ],
+        "{messages:#?}"
+    );
+    let streamed: String = stream_events(&messages)
+        .iter()
+        .filter(|event| event["delta"]["type"] == "thinking_delta")
+        .map(|event| event["delta"]["thinking"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, "list firstnothing to see");
+    // Every request asked for thinking; the second sent the first turn's block back (the
+    // fake refuses a tool-use turn without it, as the API does).
+    let _guard = world.runtime.enter();
+    for body in world.server.bodies() {
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 5000})
+        );
+    }
+    assert_eq!(
+        world.server.bodies()[1]["messages"][1]["content"][0]["type"],
+        "thinking"
+    );
+}
+
+#[test]
+fn claude_sdk_thinking_follows_max_thinking_tokens_and_the_thinking_option() {
+    let Some(python) = python("claude_sdk_thinking_follows_max_thinking_tokens") else {
+        return;
+    };
+    let env = json!({"MAX_THINKING_TOKENS": "3000"});
+    for (options, expected) in [
+        (
+            json!({"env": env}),
+            json!({"type": "enabled", "budget_tokens": 3000}),
+        ),
+        (
+            json!({"env": env, "thinking": {"type": "enabled", "budget_tokens": 4000}}),
+            json!({"type": "enabled", "budget_tokens": 4000}),
+        ),
+        (
+            json!({"env": env, "thinking": {"type": "disabled"}}),
+            Value::Null,
+        ),
+    ] {
+        let world = World::new(vec![FakeTurn::text("ok")]);
+        let (output, messages) = run_options(&python, &world, "hi", &json!({"options": options}));
+        assert_finished(&output, &messages);
+        let _guard = world.runtime.enter();
+        assert_eq!(world.server.bodies()[0]["thinking"], expected, "{options}");
+    }
+}
+
+/// The schema of the structured-output tests.
+fn count_schema() -> Value {
+    json!({"type": "object", "properties": {"count": {"type": "integer"}},
+        "required": ["count"], "additionalProperties": false})
+}
+
+#[test]
+fn claude_sdk_output_format_returns_validated_structured_output_with_tools() {
+    let Some(python) = python("claude_sdk_output_format_returns_validated_structured_output")
+    else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": "touch ran"})),
+        FakeTurn::text("There are two."),
+        call("toolu_2", "StructuredOutput", json!({"count": "two"})),
+        call("toolu_3", "StructuredOutput", json!({"count": 2})),
+    ]);
+    let spec = json!({"options": {
+        "output_format": {"type": "json_schema", "schema": count_schema()},
+    }});
+    let (output, messages) = run_options(&python, &world, "count them", &spec);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["subtype"], "success", "{result}");
+    assert_eq!(result["structured_output"], json!({"count": 2}), "{result}");
+    assert!(
+        world.work().join("ran").exists(),
+        "the tool in the same query ran"
+    );
+    let bodies = world.bodies();
+    assert_eq!(bodies.len(), 4, "{bodies:#?}");
+    let _guard = world.runtime.enter();
+    let sent = world.server.bodies();
+    // Offered with the schema as its input schema; the system prompt says to call it.
+    let tool = sent[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "StructuredOutput")
+        .unwrap_or_else(|| panic!("not offered: {}", sent[0]["tools"]));
+    assert_eq!(tool["input_schema"], count_schema());
+    assert!(
+        sent[0]["system"]
+            .as_str()
+            .unwrap()
+            .contains("You MUST call the StructuredOutput tool exactly once")
+    );
+    // The answer without the call got the reminder; the mismatching call its error.
+    assert!(
+        bodies[2].contains("[structured-output-enforce] You MUST call the StructuredOutput"),
+        "{}",
+        bodies[2]
+    );
+    drop(_guard);
+    let results = world.tool_results();
+    let mismatch = &results[1];
+    assert!(mismatch.1, "{results:?}");
+    assert!(
+        mismatch
+            .0
+            .starts_with("Output does not match required schema: /count: "),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn claude_sdk_output_format_gives_up_after_the_retry_limit() {
+    let Some(python) = python("claude_sdk_output_format_gives_up_after_the_retry_limit") else {
+        return;
+    };
+    let world = World::new(vec![
+        FakeTurn::text("two"),
+        call("toolu_1", "StructuredOutput", json!({"total": 2})),
+        FakeTurn::text("never reached"),
+    ]);
+    let spec = json!({"options": {
+        "output_format": {"type": "json_schema", "schema": count_schema()},
+        "env": {"MAX_STRUCTURED_OUTPUT_RETRIES": "2"},
+    }});
+    let (output, messages) = run_options(&python, &world, "count them", &spec);
+    let log = format!(
+        "{messages:#?}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result = messages
+        .iter()
+        .find(|message| message["message_class"] == "ResultMessage")
+        .unwrap_or_else(|| panic!("no ResultMessage: {log}"));
+    assert_eq!(
+        result["subtype"], "error_max_structured_output_retries",
+        "{log}"
+    );
+    assert_eq!(result["is_error"], true, "{log}");
+    assert_eq!(
+        result["terminal_reason"], "structured_output_retry_exhausted",
+        "{log}"
+    );
+    assert!(result["structured_output"].is_null(), "{log}");
+    let error = result["errors"][0].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("Failed to provide valid structured output after 2 attempts")
+            && error.contains("\"count\""),
+        "{log}"
+    );
+    // hookbox exits non-zero after the error result, as with any error result.
+    assert!(!output.status.success(), "{log}");
+    assert_eq!(world.bodies().len(), 2, "{log}");
+}
+
+#[test]
+fn claude_sdk_output_format_with_a_bad_schema_is_a_clear_error() {
+    let Some(python) = python("claude_sdk_output_format_with_a_bad_schema_is_a_clear_error") else {
+        return;
+    };
+    let world = World::new(vec![FakeTurn::text("never asked")]);
+    let spec = json!({"options": {
+        "output_format": {"type": "json_schema", "schema": {"type": "no-such-type"}},
+    }});
+    let (output, messages) = run_options(&python, &world, "count them", &spec);
+    let log = format!(
+        "{messages:#?}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result = messages
+        .iter()
+        .find(|message| message["message_class"] == "ResultMessage")
+        .unwrap_or_else(|| panic!("no ResultMessage: {log}"));
+    assert_eq!(result["is_error"], true, "{log}");
+    assert!(
+        result["errors"][0]
+            .as_str()
+            .is_some_and(|error| error.contains("--json-schema")
+                && error.contains("not a usable JSON schema")),
+        "{log}"
+    );
+    assert!(world.bodies().is_empty(), "the model was called: {log}");
+}
+
+#[test]
+fn claude_sdk_unknown_slash_commands_do_not_reach_the_model() {
+    let Some(python) = python("claude_sdk_unknown_slash_commands_do_not_reach_the_model") else {
+        return;
+    };
+    let world = World::new(vec![FakeTurn::text("it is a path")]);
+    let (output, messages) = run(&python, &world, "results.py", &["plain", "/nosuch now"]);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "Unknown command: /nosuch", "{result}");
+    assert!(world.bodies().is_empty(), "{:?}", world.bodies());
+    // A prompt that starts with a path is a prompt.
+    let (output, messages) = run(&python, &world, "results.py", &["plain", "/tmp/x is what?"]);
+    let result = assert_finished(&output, &messages);
+    assert_eq!(result["result"], "it is a path", "{result}");
+    assert!(world.bodies()[0].contains("/tmp/x is what?"));
 }

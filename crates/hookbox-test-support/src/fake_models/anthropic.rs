@@ -35,6 +35,22 @@ pub(super) fn check(
     {
         return Err("`max_tokens` is required and must be a positive integer".to_owned());
     }
+    if let Some(thinking) = body.get("thinking") {
+        // The API's rules: a budget of at least 1024 below `max_tokens`, no temperature.
+        let budget = thinking.get("budget_tokens").and_then(Value::as_u64);
+        let max = body.get("max_tokens").and_then(Value::as_u64).unwrap_or(0);
+        if thinking.get("type").and_then(Value::as_str) != Some("enabled")
+            || budget.is_none_or(|budget| budget < 1024 || budget >= max)
+        {
+            return Err(
+                "`thinking` must be {type: enabled, budget_tokens >= 1024, < max_tokens}"
+                    .to_owned(),
+            );
+        }
+        if body.get("temperature").is_some() {
+            return Err("`temperature` may not be set with `thinking`".to_owned());
+        }
+    }
     if body.get("system").is_some_and(|system| !system.is_string()) {
         return Err("`system` must be a string".to_owned());
     }
@@ -66,6 +82,16 @@ pub(super) fn check(
         for (block_index, block) in blocks.iter().enumerate() {
             let here = at(&format!("{here}.content"), block_index);
             match (block.get("type").and_then(Value::as_str), role) {
+                (Some("thinking"), Some("assistant")) => {
+                    if block_index != 0
+                        || block.get("signature").and_then(Value::as_str) != Some(SIGNATURE)
+                        || !block.get("thinking").is_some_and(Value::is_string)
+                    {
+                        return Err(format!(
+                            "{here}: a thinking block must come first, with its thinking and the signature it was given"
+                        ));
+                    }
+                }
                 (Some("text"), _) => {
                     if block
                         .get("text")
@@ -156,8 +182,14 @@ fn stop_reason(calls: &[FakeToolCall]) -> &'static str {
     }
 }
 
-pub(super) fn reply(model: &str, text: &str, calls: &[FakeToolCall]) -> Value {
+/// The signature of every fake thinking block.
+const SIGNATURE: &str = "fake-signature";
+
+pub(super) fn reply(model: &str, thinking: &str, text: &str, calls: &[FakeToolCall]) -> Value {
     let mut content = Vec::new();
+    if !thinking.is_empty() {
+        content.push(json!({"type": "thinking", "thinking": thinking, "signature": SIGNATURE}));
+    }
     if !text.is_empty() {
         content.push(json!({"type": "text", "text": text}));
     }
@@ -176,7 +208,12 @@ pub(super) fn reply(model: &str, text: &str, calls: &[FakeToolCall]) -> Value {
     })
 }
 
-pub(super) fn stream(model: &str, text: &str, calls: &[FakeToolCall]) -> Vec<String> {
+pub(super) fn stream(
+    model: &str,
+    thinking: &str,
+    text: &str,
+    calls: &[FakeToolCall],
+) -> Vec<String> {
     let event = |data: Value| {
         let kind = data["type"].as_str().unwrap_or_default().to_owned();
         format!("event: {kind}\ndata: {data}\n\n")
@@ -190,6 +227,18 @@ pub(super) fn stream(model: &str, text: &str, calls: &[FakeToolCall]) -> Vec<Str
         event(json!({"type": "ping"})),
     ];
     let mut index = 0;
+    if !thinking.is_empty() {
+        events.push(event(json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""}})));
+        for piece in text_pieces(thinking) {
+            events.push(event(json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "thinking_delta", "thinking": piece}})));
+        }
+        events.push(event(json!({"type": "content_block_delta", "index": index,
+            "delta": {"type": "signature_delta", "signature": SIGNATURE}})));
+        events.push(event(json!({"type": "content_block_stop", "index": index})));
+        index += 1;
+    }
     if !text.is_empty() {
         events.push(event(json!({"type": "content_block_start", "index": index,
             "content_block": {"type": "text", "text": ""}})));

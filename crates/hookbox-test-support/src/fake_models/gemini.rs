@@ -158,8 +158,11 @@ fn response(model: &str, parts: Vec<Value>, finish: bool) -> Value {
     response
 }
 
-pub(super) fn reply(model: &str, text: &str, calls: &[FakeToolCall]) -> Value {
+pub(super) fn reply(model: &str, thinking: &str, text: &str, calls: &[FakeToolCall]) -> Value {
     let mut parts = Vec::new();
+    if !thinking.is_empty() {
+        parts.push(json!({"text": thinking, "thought": true}));
+    }
     if !text.is_empty() {
         parts.push(json!({"text": text}));
     }
@@ -167,10 +170,21 @@ pub(super) fn reply(model: &str, text: &str, calls: &[FakeToolCall]) -> Value {
     response(model, parts, true)
 }
 
-pub(super) fn stream(model: &str, text: &str, calls: &[FakeToolCall]) -> Vec<String> {
-    let mut responses: Vec<Value> = text_pieces(text)
+pub(super) fn stream(
+    model: &str,
+    thinking: &str,
+    text: &str,
+    calls: &[FakeToolCall],
+) -> Vec<String> {
+    let thoughts = text_pieces(thinking)
         .into_iter()
-        .map(|piece| response(model, vec![json!({"text": piece})], false))
+        .map(|piece| json!({"text": piece, "thought": true}));
+    let texts = text_pieces(text)
+        .into_iter()
+        .map(|piece| json!({"text": piece}));
+    let mut responses: Vec<Value> = thoughts
+        .chain(texts)
+        .map(|part| response(model, vec![part], false))
         .collect();
     // Gemini sends function calls whole, in the last response with the finish reason.
     responses.push(response(model, calls.iter().map(call_part).collect(), true));

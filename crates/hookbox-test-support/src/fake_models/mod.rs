@@ -38,8 +38,12 @@ pub struct FakeToolCall {
 /// What a fake model server answers to the next valid request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FakeTurn {
-    /// A successful answer: text (may be empty) and tool calls.
+    /// A successful answer: thinking and text (either may be empty) and tool calls.
     Reply {
+        /// The model's thinking before it answers: an Anthropic `thinking` block (signed
+        /// `fake-signature`) or a Gemini `thought` part; the OpenAI fake has none (chat
+        /// completions return no reasoning text).
+        thinking: String,
         /// The text.
         text: String,
         /// The tool calls.
@@ -62,6 +66,16 @@ impl FakeTurn {
     /// A text answer.
     pub fn text(text: &str) -> Self {
         Self::Reply {
+            thinking: String::new(),
+            text: text.to_owned(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// A text answer after some thinking.
+    pub fn thought(thinking: &str, text: &str) -> Self {
+        Self::Reply {
+            thinking: thinking.to_owned(),
             text: text.to_owned(),
             tool_calls: Vec::new(),
         }
@@ -70,6 +84,7 @@ impl FakeTurn {
     /// An answer with one tool call and optional text.
     pub fn tool_call(text: &str, id: &str, name: &str, args: Value) -> Self {
         Self::Reply {
+            thinking: String::new(),
             text: text.to_owned(),
             tool_calls: vec![FakeToolCall {
                 id: id.to_owned(),
@@ -126,20 +141,22 @@ impl Dialect {
         }
     }
 
-    fn answer(&self, text: &str, calls: &[FakeToolCall], stream: bool) -> Reply {
+    fn answer(&self, thinking: &str, text: &str, calls: &[FakeToolCall], stream: bool) -> Reply {
         match (self, stream) {
             (Self::Gemini { model, .. }, false) => {
-                Reply::json(200, &gemini::reply(model, text, calls))
+                Reply::json(200, &gemini::reply(model, thinking, text, calls))
             }
-            (Self::Gemini { model, .. }, true) => sse(gemini::stream(model, text, calls)),
+            (Self::Gemini { model, .. }, true) => sse(gemini::stream(model, thinking, text, calls)),
             (Self::OpenAi { model, .. }, false) => {
                 Reply::json(200, &openai::reply(model, text, calls))
             }
             (Self::OpenAi { model, .. }, true) => sse(openai::stream(model, text, calls)),
             (Self::Anthropic { model, .. }, false) => {
-                Reply::json(200, &anthropic::reply(model, text, calls))
+                Reply::json(200, &anthropic::reply(model, thinking, text, calls))
             }
-            (Self::Anthropic { model, .. }, true) => sse(anthropic::stream(model, text, calls)),
+            (Self::Anthropic { model, .. }, true) => {
+                sse(anthropic::stream(model, thinking, text, calls))
+            }
         }
     }
 
@@ -171,7 +188,11 @@ impl Dialect {
                 400,
                 &format!("fake {}: no scripted turns left", self.name()),
             ),
-            Some(FakeTurn::Reply { text, tool_calls }) => self.answer(&text, &tool_calls, stream),
+            Some(FakeTurn::Reply {
+                thinking,
+                text,
+                tool_calls,
+            }) => self.answer(&thinking, &text, &tool_calls, stream),
             Some(FakeTurn::Error {
                 status,
                 message,
