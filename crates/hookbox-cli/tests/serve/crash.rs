@@ -56,11 +56,13 @@ fn a_killed_server_leaves_nothing_running_and_its_restart_recovers_the_store() {
         let created = created.json();
         environment = created["environment_id"].clone();
         let path = format!("/v1/interactions/{}", created["id"].as_str().expect("id"));
+        // The `sleep` processes themselves (the gate's own `sh -c` line, which runs for every
+        // call, names them too).
         wait_until("the second call's hook", || {
             let tree = descendants(pid);
             markers
                 .iter()
-                .all(|marker| tree.keys().any(|&child| cmdline(child).contains(marker)))
+                .all(|marker| tree.keys().any(|&child| cmdline(child).starts_with(marker)))
         });
         // The model made the second call, so it saw the first call's result: that result,
         // and the trace of the hook that allowed it, are in the store already.
