@@ -75,4 +75,5 @@ pub use tools::{
     EnvironmentFiles, FileTools, HOST_PATH, Isolation, MAX_LISTED, ToolDefinition, ToolError,
     ToolOutcome, Vocabulary, builtin_tool, builtin_tools, mime_type,
 };
-pub use warm::{DEFAULT_IDLE_TIMEOUT, WarmSandboxes, WarmStatus};
+pub use warm::status::WarmStatus;
+pub use warm::{DEFAULT_IDLE_TIMEOUT, WarmSandboxes};

@@ -202,7 +202,10 @@ fn a_code_timeout_outside_one_second_to_a_day_is_an_error_at_start() {
 fn an_idle_timeout_outside_one_second_to_a_day_stops_a_server_at_start() {
     for bad in ["0", "86401"] {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(dir.path(), &format!("[sandbox]\nidle_timeout_secs = {bad}\n"));
+        let path = write(
+            dir.path(),
+            &format!("[sandbox]\nidle_timeout_secs = {bad}\n"),
+        );
         let config = Config::read(Some(&path), dir.path()).unwrap();
         let error = Runtime::from_config(&config)
             .and_then(Runtime::for_serving)

@@ -175,8 +175,26 @@ fn an_environments_code_and_hooks_share_one_warm_sandbox_until_stopped() {
     assert!(status.success(), "{status:?}: {log}");
 }
 
+/// `hookbox env list --json`'s `sandbox` member of each environment, by id.
+fn listed_sandboxes(home: &std::path::Path) -> Vec<(String, serde_json::Value)> {
+    let listed = super::super::hookbox_in(home, &["env", "list", "--json"], b"");
+    assert_eq!(super::super::code(&listed), 0, "{listed:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|environment| {
+            (
+                environment["id"].as_str().unwrap().to_owned(),
+                environment["sandbox"].clone(),
+            )
+        })
+        .collect()
+}
+
 #[test]
-fn sigterm_stops_every_warm_sandbox() {
+fn env_list_shows_the_warm_sandboxes_and_sigterm_stops_them() {
     let home = tempfile::tempdir().unwrap();
     let script = home.path().join("one.script.json");
     std::fs::write(
@@ -213,10 +231,34 @@ fn sigterm_stops_every_warm_sandbox() {
     let log = served.stderr.lock().unwrap().clone();
     pids.extend(started_pids(&log));
     assert_eq!(pids.len(), 2, "{log}");
+
+    // Another process sees what the server published: warm, its supervisor, age and memory.
+    let listed = listed_sandboxes(home.path());
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    for (_, sandbox) in &listed {
+        assert_eq!(sandbox["warm"], true, "{sandbox}");
+        let pid = u32::try_from(sandbox["supervisor_pid"].as_u64().unwrap()).unwrap();
+        assert!(pids.contains(&pid), "{sandbox} {pids:?}");
+        assert!(sandbox["age_secs"].is_u64(), "{sandbox}");
+        // Tests run as root, who may read the supervisor's memory.
+        assert!(sandbox["memory_bytes"].as_u64().unwrap() > 0, "{sandbox}");
+    }
+    let text = super::super::hookbox_in(home.path(), &["env", "list"], b"");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.matches("sandbox warm ").count(), 2, "{text}");
+    assert!(text.contains(" MiB"), "{text}");
+
     let (status, log) = served.terminate();
     assert!(status.success(), "{status:?}: {log}");
     assert_eq!(log.matches("warm sandbox stopped").count(), 2, "{log}");
     for pid in pids {
         wait_gone(pid);
     }
+    let listed = listed_sandboxes(home.path());
+    assert!(
+        listed
+            .iter()
+            .all(|(_, sandbox)| *sandbox == serde_json::json!({"warm": false})),
+        "{listed:?}"
+    );
 }

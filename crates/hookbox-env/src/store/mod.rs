@@ -29,6 +29,7 @@ use crate::sources::git;
 use crate::sources::materialise::Remote;
 use crate::spec::EnvironmentSpec;
 use crate::warm::WarmSandboxes;
+use crate::warm::status::WarmStatus;
 
 pub use error::StoreError;
 pub(crate) use error::io_error;
@@ -179,13 +180,21 @@ impl Environments {
 
     /// The same environments, whose sandboxed tools run in `warm` (see
     /// [`BuiltinTools::with_warm_sandboxes`](crate::BuiltinTools::with_warm_sandboxes)), each
-    /// stopped before its environment is deleted.
+    /// stopped before its environment is deleted; `warm` publishes its list in this process's
+    /// directory under the home, for [`warm_status`](Self::warm_status).
     #[must_use]
     pub fn with_warm_sandboxes(self, warm: WarmSandboxes) -> Self {
+        warm.publish_to(self.run_dir.join(crate::warm::status::FILE_NAME));
         Self {
             warm: Some(warm),
             ..self
         }
+    }
+
+    /// The warm sandboxes that the processes serving this home (`hookbox serve`) run now,
+    /// sorted by environment id, as they published them.
+    pub fn warm_status(&self) -> Vec<WarmStatus> {
+        crate::warm::status::read_all(&self.home().join("run"))
     }
 
     /// The warm sandboxes, when these environments have them (`hookbox serve`).

@@ -5,10 +5,12 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec, WarmSandbox};
+
+pub(crate) mod status;
 
 /// How long an unused warm sandbox lives by default (`[sandbox] idle_timeout_secs`).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -37,6 +39,9 @@ struct Shared {
     building: tokio::sync::Mutex<()>,
     /// Whether the idle reaper runs.
     reaping: AtomicBool,
+    /// Where the list of warm sandboxes is published for other processes (`hookbox env
+    /// list`), rewritten at every start and stop.
+    status_file: OnceLock<PathBuf>,
 }
 
 /// One environment's warm sandbox.
@@ -64,17 +69,6 @@ impl Warm {
     }
 }
 
-/// What [`WarmSandboxes::status`] reports of one environment's warm sandbox.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WarmStatus {
-    /// The environment's id.
-    pub environment_id: String,
-    /// The supervisor's pid, while it runs.
-    pub supervisor_pid: Option<u32>,
-    /// When the sandbox was built.
-    pub started: SystemTime,
-}
-
 impl std::fmt::Debug for WarmSandboxes {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
@@ -97,8 +91,15 @@ impl WarmSandboxes {
                 sandboxes: Mutex::default(),
                 building: tokio::sync::Mutex::default(),
                 reaping: AtomicBool::new(false),
+                status_file: OnceLock::new(),
             }),
         }
+    }
+
+    /// These sandboxes publishing their list to `file` (see [`status`]); the first call
+    /// wins.
+    pub(crate) fn publish_to(&self, file: PathBuf) {
+        let _first = self.shared.status_file.set(file);
     }
 
     /// Runs `spec` for environment `environment_id`: in the environment's warm sandbox when
@@ -148,11 +149,11 @@ impl WarmSandboxes {
             pid = warm.sandbox.supervisor_pid(),
             "warm sandbox started"
         );
-        if let Some(old) = self
-            .shared
-            .lock()
-            .insert(environment_id.to_owned(), Arc::clone(&warm))
-        {
+        let mut sandboxes = self.shared.lock();
+        let replaced = sandboxes.insert(environment_id.to_owned(), Arc::clone(&warm));
+        self.shared.publish(&sandboxes);
+        drop(sandboxes);
+        if let Some(old) = replaced {
             let reason = if old.sandbox.sandbox() == sandbox {
                 "its supervisor died"
             } else {
@@ -188,26 +189,13 @@ impl WarmSandboxes {
 
     /// Stops every warm sandbox (calls running keep theirs until they end).
     pub fn stop_all(&self) {
-        let stopped = std::mem::take(&mut *self.shared.lock());
+        let mut sandboxes = self.shared.lock();
+        let stopped = std::mem::take(&mut *sandboxes);
+        self.shared.publish(&sandboxes);
+        drop(sandboxes);
         for environment_id in stopped.keys() {
             tracing::info!(environment = environment_id, "warm sandbox stopped");
         }
-    }
-
-    /// The warm sandboxes now, sorted by environment id.
-    pub fn status(&self) -> Vec<WarmStatus> {
-        let mut status: Vec<WarmStatus> = self
-            .shared
-            .lock()
-            .iter()
-            .map(|(environment_id, warm)| WarmStatus {
-                environment_id: environment_id.clone(),
-                supervisor_pid: warm.sandbox.supervisor_pid(),
-                started: warm.started,
-            })
-            .collect();
-        status.sort_by(|a, b| a.environment_id.cmp(&b.environment_id));
-        status
     }
 
     /// Starts, once, the task that stops sandboxes idle for the timeout; it ends when the
@@ -233,15 +221,40 @@ impl WarmSandboxes {
 }
 
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Warm>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Warm>>> {
         self.sandboxes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Rewrites the status file (when there is one) with `sandboxes`; a failure is logged.
+    fn publish(&self, sandboxes: &HashMap<String, Arc<Warm>>) {
+        let Some(file) = self.status_file.get() else {
+            return;
+        };
+        let records: Vec<status::Record> = sandboxes
+            .iter()
+            .filter_map(|(environment_id, warm)| {
+                Some(status::Record {
+                    environment_id: environment_id.clone(),
+                    supervisor_pid: warm.sandbox.supervisor_pid()?,
+                    started_unix_ms: warm
+                        .started
+                        .duration_since(SystemTime::UNIX_EPOCH)
+                        .map_or(0, |since| since.as_millis().try_into().unwrap_or(u64::MAX)),
+                })
+            })
+            .collect();
+        if let Err(error) = status::write(file, &records) {
+            tracing::warn!(file = %file.display(), %error, "cannot publish the warm sandboxes");
+        }
+    }
+
     /// Stops the sandboxes idle for the timeout with no call running.
     fn reap(&self) {
-        self.lock().retain(|environment_id, warm| {
+        let mut sandboxes = self.lock();
+        let before = sandboxes.len();
+        sandboxes.retain(|environment_id, warm| {
             // Only the registry holds it: no call is running.
             let idle = Arc::strong_count(warm) == 1 && warm.idle_for() >= self.idle_timeout;
             if idle {
@@ -249,5 +262,8 @@ impl Shared {
             }
             !idle
         });
+        if sandboxes.len() != before {
+            self.publish(&sandboxes);
+        }
     }
 }
