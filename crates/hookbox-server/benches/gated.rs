@@ -33,6 +33,33 @@ const CALLS: usize = 20;
 /// The trivial hook of the issue.
 const HOOK: &str = "cat > /dev/null; echo '{}'";
 
+/// The baseline: `sh -c HOOK` spawned with the standard library, `payload` written to its
+/// stdin, its output read.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the baseline hookbox is measured against"
+)]
+fn bare_spawn(payload: &[u8]) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", HOOK])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(payload)
+        .expect("write");
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.stdout, b"{}\n");
+}
+
+/// The trivial hook answering `allow`.
+const ALLOW_HOOK: &str = r#"cat > /dev/null; echo '{"decision":"allow"}'"#;
+
 /// A server of `runtime` on loopback; returns its interactions URL.
 fn start_server(rt: &tokio::runtime::Runtime, runtime: Runtime) -> String {
     // Loopback only, and the environments were made outside the API (no owning key).
@@ -91,6 +118,13 @@ fn gated(c: &mut Criterion) {
     let gated_env = create(json!([
         {"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}
     ]));
+    // The same hook answering a decision: `{}` has none, so the sandbox dialect records a
+    // fail-open (a trace and a warning) at every call.
+    let allow = json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution",
+        "hooks": [{"type": "command", "command": ALLOW_HOOK}]}]}});
+    let allow_env = create(json!([
+        {"type": "inline", "target": ".agents/hooks.json", "content": allow.to_string()}
+    ]));
     let bare_env = create(json!([]));
     let servers = [
         ("cold", start_server(&rt, cold)),
@@ -127,8 +161,21 @@ fn gated(c: &mut Criterion) {
     let mut group = c.benchmark_group("rest_20_code_execution");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
-    let spawn = ProcessSpec::shell(HOOK, Duration::from_secs(30));
+    // A hook's input is a few hundred bytes of JSON.
+    let payload = json!({"tool_call": {"name": "code_execution", "args": {"code": "true"}},
+        "hook_event_name": "pre_tool_execution"})
+    .to_string()
+    .into_bytes();
     group.bench_function("bare_sh_spawn_x20", |b| {
+        b.iter(|| {
+            for _ in 0..CALLS {
+                bare_spawn(&payload);
+            }
+        })
+    });
+    let mut spawn = ProcessSpec::shell(HOOK, Duration::from_secs(30));
+    spawn.stdin = payload.clone();
+    group.bench_function("host_run_x20", |b| {
         b.iter(|| {
             for _ in 0..CALLS {
                 let output = rt.block_on(hookbox_exec::run(&spawn)).expect("spawn");
@@ -142,6 +189,9 @@ fn gated(c: &mut Criterion) {
         });
         group.bench_function(format!("{name}_hook"), |b| {
             b.iter(|| interaction(url, &gated_env))
+        });
+        group.bench_function(format!("{name}_hook_allow"), |b| {
+            b.iter(|| interaction(url, &allow_env))
         });
     }
     group.finish();

@@ -75,11 +75,22 @@ fn an_environments_code_and_hooks_share_one_warm_sandbox_until_stopped() {
         .to_string(),
     )
     .unwrap();
+    let peek = home.path().join("peek.script.json");
+    std::fs::write(
+        &peek,
+        json!({"turns": [
+            {"tool_calls": [{"name": "code_execution", "args": {"code": "cat /extra/new.txt"}}]},
+            {"text": "done"}]})
+        .to_string(),
+    )
+    .unwrap();
     std::fs::write(
         home.path().join("hookbox.toml"),
         format!(
-            "[sandbox]\nidle_timeout_secs = 1\n\n[agents.tool]\nprovider = \"scripted\"\nscript = \"{}\"\n",
-            script.display()
+            "[sandbox]\nidle_timeout_secs = 1\n\n[agents.tool]\nprovider = \"scripted\"\nscript = \"{}\"\n\n\
+             [agents.peek]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            script.display(),
+            peek.display()
         ),
     )
     .unwrap();
@@ -160,6 +171,26 @@ fn an_environments_code_and_hooks_share_one_warm_sandbox_until_stopped() {
         "{log}"
     );
     assert!(is_supervisor(rebuilt_pid), "{log}");
+
+    // An update adding a top-level entry: the next call's sandbox mounts it.
+    let updated = http::json(
+        url,
+        &key,
+        "POST",
+        "/v1/interactions",
+        &json!({"agent": "peek", "input": "peek", "tools": [{"type": "code_execution"}],
+            "environment": {"type": "remote", "environment_id": environment,
+                "network": "disabled", "sources": [
+                {"type": "inline", "target": "extra/new.txt", "content": "a new entry"}]}}),
+    );
+    assert_eq!(updated.status, 200, "{updated:?}");
+    assert!(updated.body.contains("a new entry"), "{updated:?}");
+    let log = served.stderr.lock().unwrap().clone();
+    assert!(
+        log.contains("warm sandbox replaced: the environment's top-level entries changed"),
+        "{log}"
+    );
+    let rebuilt_pid = *started_pids(&log).last().unwrap();
 
     // Deleting the environment stops its sandbox first.
     let deleted = http::json(

@@ -3,6 +3,7 @@
 //! the process shuts down.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
@@ -19,8 +20,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// clones share them).
 ///
 /// [`run`](Self::run) starts a sandboxed spec in its environment's warm sandbox, building it
-/// first when there is none (or when the environment's sandbox changed since: the old one is
-/// stopped once its calls end). A supervisor found dead is rebuilt by the next call; a call
+/// first when there is none (or when the environment's sandbox changed since, its plan or its
+/// root's top-level entries, which are mounted when it is built: the old one is stopped once
+/// its calls end). A supervisor found dead is rebuilt by the next call; a call
 /// running when it dies fails with [`ExecError::SandboxLost`]. A sandbox unused for the idle
 /// timeout is stopped by a task started with the first call (so the registry must be used
 /// inside a Tokio runtime); [`stop`](Self::stop) and [`stop_all`](Self::stop_all) stop them
@@ -47,6 +49,9 @@ struct Shared {
 /// One environment's warm sandbox.
 struct Warm {
     sandbox: WarmSandbox,
+    /// The root's top-level entries when it was built (the sandbox mounts each; one added
+    /// later appears only in a sandbox built after it).
+    entries: Vec<OsString>,
     /// When it was built.
     started: SystemTime,
     /// When a call last started or ended.
@@ -138,8 +143,10 @@ impl WarmSandboxes {
         if let Some(warm) = self.current(environment_id, sandbox) {
             return Ok(warm);
         }
+        let entries = top_level(sandbox);
         let started = WarmSandbox::start(sandbox.clone(), self.shared.supervisor.clone()).await?;
         let warm = Arc::new(Warm {
+            entries,
             started: SystemTime::now(),
             last_used: Mutex::new(Instant::now()),
             sandbox: started,
@@ -154,10 +161,12 @@ impl WarmSandboxes {
         self.shared.publish(&sandboxes);
         drop(sandboxes);
         if let Some(old) = replaced {
-            let reason = if old.sandbox.sandbox() == sandbox {
-                "its supervisor died"
-            } else {
+            let reason = if old.sandbox.sandbox() != sandbox {
                 "the environment's sandbox changed"
+            } else if old.entries != warm.entries {
+                "the environment's top-level entries changed"
+            } else {
+                "its supervisor died"
             };
             tracing::info!(
                 environment = environment_id,
@@ -172,7 +181,10 @@ impl WarmSandboxes {
     fn current(&self, environment_id: &str, sandbox: &hookbox_exec::Sandbox) -> Option<Arc<Warm>> {
         let sandboxes = self.shared.lock();
         let warm = sandboxes.get(environment_id)?;
-        if warm.sandbox.sandbox() != sandbox || warm.sandbox.supervisor_pid().is_none() {
+        if warm.sandbox.sandbox() != sandbox
+            || warm.sandbox.supervisor_pid().is_none()
+            || warm.entries != top_level(sandbox)
+        {
             return None;
         }
         warm.touch();
@@ -218,6 +230,21 @@ impl WarmSandboxes {
             }
         });
     }
+}
+
+/// The sorted names of the top-level entries of `sandbox`'s root (none without a root or when
+/// it cannot be read: the build then fails, or the next call compares again).
+fn top_level(sandbox: &hookbox_exec::Sandbox) -> Vec<OsString> {
+    let Some(entries) = sandbox
+        .root
+        .as_ref()
+        .and_then(|root| std::fs::read_dir(root).ok())
+    else {
+        return Vec::new();
+    };
+    let mut names: Vec<OsString> = entries.flatten().map(|entry| entry.file_name()).collect();
+    names.sort();
+    names
 }
 
 impl Shared {
