@@ -293,3 +293,69 @@ fn env_list_shows_the_warm_sandboxes_and_sigterm_stops_them() {
         "{listed:?}"
     );
 }
+
+#[test]
+fn a_warm_call_cannot_see_or_signal_a_supervisor_of_its_own_or_another_environment() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("attack.script.json");
+    // Signal everything it may (`kill -1`), then look for any supervisor in its /proc, without
+    // ever writing the supervisor's argument whole (its own command lines would match); the
+    // concatenated marker keeps the word looked for out of the code the reply echoes.
+    let code = "kill -KILL -1; kill -KILL 1 2>/dev/null; \
+                p=--hookbox-sandbox; p=\"$p-supervisor\"; n=0; \
+                for f in /proc/[0-9]*/cmdline; do \
+                  c=$(tr '\\0' ' ' < $f 2>/dev/null); \
+                  case \"$c\" in *\"$p\"*) n=$((n+1));; esac; \
+                done; echo S''EEN=$n";
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "code_execution", "args": {"code": code}}]},
+            {"text": "done"}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        format!(
+            "[agents.attack]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let key = api_key(home.path(), "alice");
+    let served = serve(home.path(), &[]);
+    let run = |environment: serde_json::Value| {
+        let created = http::json(
+            &served.base_url,
+            &key,
+            "POST",
+            "/v1/interactions",
+            &json!({"agent": "attack", "input": "attack", "tools": [{"type": "code_execution"}],
+                "environment": environment}),
+        );
+        assert_eq!(created.status, 200, "{created:?}");
+        assert!(created.body.contains("SEEN=0"), "{created:?}");
+        created.json()["environment_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let fresh = json!({"type": "remote", "network": "disabled", "sources": []});
+    let first = run(fresh.clone());
+    let second = run(fresh);
+    let log = served.stderr.lock().unwrap().clone();
+    let pids = started_pids(&log);
+    assert_eq!(pids.len(), 2, "{log}");
+    // Both supervisors survived both attacks, and each sandbox serves its next call as is.
+    for environment in [&first, &second] {
+        run(json!(environment));
+    }
+    for pid in &pids {
+        assert!(is_supervisor(*pid), "supervisor {pid} died");
+    }
+    let log = served.stderr.lock().unwrap().clone();
+    assert_eq!(started_pids(&log), pids, "{log}");
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+}
