@@ -359,3 +359,57 @@ fn a_warm_call_cannot_see_or_signal_a_supervisor_of_its_own_or_another_environme
     let (status, log) = served.terminate();
     assert!(status.success(), "{status:?}: {log}");
 }
+
+#[test]
+fn concurrent_first_calls_of_an_environment_build_one_sandbox() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("one.script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "code_execution", "args": {"code": "echo r''an"}}]},
+            {"text": "done"}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        format!(
+            "[agents.tool]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let key = api_key(home.path(), "alice");
+    let served = serve(home.path(), &[]);
+    let created = http::json(
+        &served.base_url,
+        &key,
+        "POST",
+        "/v1/environments",
+        &json!({"network": "disabled", "sources": []}),
+    );
+    assert_eq!(created.status, 200, "{created:?}");
+    let environment = created.json()["id"].as_str().unwrap().to_owned();
+    std::thread::scope(|scope| {
+        for n in 0..4 {
+            let (served, key, environment) = (&served, &key, &environment);
+            scope.spawn(move || {
+                let reply = http::json(
+                    &served.base_url,
+                    key,
+                    "POST",
+                    "/v1/interactions",
+                    &json!({"agent": "tool", "input": format!("run {n}"),
+                        "tools": [{"type": "code_execution"}], "environment": environment}),
+                );
+                assert_eq!(reply.status, 200, "{reply:?}");
+                assert!(reply.body.contains("ran"), "{reply:?}");
+            });
+        }
+    });
+    let log = served.stderr.lock().unwrap().clone();
+    assert_eq!(started_pids(&log).len(), 1, "{log}");
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+}

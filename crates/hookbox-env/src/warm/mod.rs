@@ -37,8 +37,9 @@ struct Shared {
     supervisor: PathBuf,
     idle_timeout: Duration,
     sandboxes: Mutex<HashMap<String, Arc<Warm>>>,
-    /// Held while a sandbox is built, so that concurrent first calls build one.
-    building: tokio::sync::Mutex<()>,
+    /// Per environment, held while its sandbox is built, so that its concurrent first calls
+    /// build one (other environments' builds go on meanwhile).
+    building: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Whether the idle reaper runs.
     reaping: AtomicBool,
     /// Where the list of warm sandboxes is published for other processes (`hookbox env
@@ -94,7 +95,7 @@ impl WarmSandboxes {
                 supervisor: supervisor.into(),
                 idle_timeout,
                 sandboxes: Mutex::default(),
-                building: tokio::sync::Mutex::default(),
+                building: Mutex::default(),
                 reaping: AtomicBool::new(false),
                 status_file: OnceLock::new(),
             }),
@@ -139,7 +140,15 @@ impl WarmSandboxes {
         if let Some(warm) = self.current(environment_id, sandbox) {
             return Ok(warm);
         }
-        let _building = self.shared.building.lock().await;
+        let building = Arc::clone(
+            self.shared
+                .building
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(environment_id.to_owned())
+                .or_default(),
+        );
+        let _building = building.lock().await;
         if let Some(warm) = self.current(environment_id, sandbox) {
             return Ok(warm);
         }
