@@ -16,7 +16,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::future::BoxFuture;
-use hookbox_env::{Environment, HOST_PATH, Isolation, NetworkDecision, SandboxEgress};
+use hookbox_env::{
+    Environment, HOST_PATH, Isolation, NetworkDecision, SandboxEgress, WarmSandboxes,
+};
 use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
 use hookbox_hooks::{CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT};
 
@@ -41,6 +43,7 @@ pub struct EnvironmentCommandRunner {
     isolation: Isolation,
     egress: Option<Arc<SandboxEgress>>,
     decisions: Option<Arc<Mutex<Vec<NetworkDecision>>>>,
+    warm: Option<WarmSandboxes>,
 }
 
 impl EnvironmentCommandRunner {
@@ -51,7 +54,15 @@ impl EnvironmentCommandRunner {
             isolation,
             egress: None,
             decisions: None,
+            warm: None,
         }
+    }
+
+    /// This runner with sandboxed hooks without egress running in the environment's sandbox
+    /// in `warm`, like its code (none by default: a sandbox built for each hook).
+    pub fn with_warm_sandboxes(mut self, warm: Option<WarmSandboxes>) -> Self {
+        self.warm = warm;
+        self
     }
 
     /// This runner with sandboxed hooks reaching the network through `egress`, like the
@@ -96,6 +107,8 @@ impl CommandRunner for EnvironmentCommandRunner {
         }
         let egress = self.egress.clone();
         let sink = self.decisions.clone();
+        let warm = self.warm.clone();
+        let environment = Arc::clone(&self.environment);
         Box::pin(async move {
             // Unsandboxed, a fresh private home for this run only, removed when it ends.
             let _home = match isolation {
@@ -123,7 +136,10 @@ impl CommandRunner for EnvironmentCommandRunner {
                     }
                     result
                 }
-                None => hookbox_exec::run(&spec).await,
+                None => match warm {
+                    Some(warm) => warm.run(environment.id(), &spec).await,
+                    None => hookbox_exec::run(&spec).await,
+                },
             }
         })
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hookbox_env::{
     BuiltinTools, EgressError, Environment, FileTools, Isolation, NetworkDecision, SandboxEgress,
-    ToolError, ToolOutcome, Vocabulary, builtin_tool,
+    ToolError, ToolOutcome, Vocabulary, WarmSandboxes, builtin_tool,
 };
 use hookbox_hooks::{
     Decision, Diagnostic, Dispatcher, EventInput, HookClients, HookOutcome, OutboxSink,
@@ -141,6 +141,21 @@ impl SandboxTools {
         self.tools = self.tools.with_egress(Some(Arc::clone(&egress)));
         self.egress = Some(egress);
         Ok(self)
+    }
+
+    /// These tools with sandboxed code and command hooks running in the environment's sandbox
+    /// in `warm` (see [`WarmSandboxes`]) unless they have egress (which builds a sandbox per
+    /// run); without it, every run builds its own sandbox.
+    pub fn with_warm_sandboxes(mut self, warm: Option<WarmSandboxes>) -> Self {
+        if self.isolation != Isolation::Sandboxed {
+            return self;
+        }
+        self.tools = self.tools.with_warm_sandboxes(warm.clone());
+        self.runners.command = Arc::new(
+            EnvironmentCommandRunner::new(Arc::clone(&self.environment), self.isolation)
+                .with_warm_sandboxes(warm),
+        );
+        self
     }
 
     /// These tools with the events of `"delivery": "at_least_once"` HTTP hooks stored in

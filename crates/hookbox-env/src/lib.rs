@@ -52,6 +52,7 @@ mod spec;
 mod store;
 mod target;
 mod tools;
+mod warm;
 
 pub use coding::{CODING_TOOLS, CodingOutcome, CodingTools, PROTECTED_ENTRIES};
 pub use credentials::{
@@ -74,3 +75,5 @@ pub use tools::{
     EnvironmentFiles, FileTools, HOST_PATH, Isolation, MAX_LISTED, ToolDefinition, ToolError,
     ToolOutcome, Vocabulary, builtin_tool, builtin_tools, mime_type,
 };
+pub use warm::status::WarmStatus;
+pub use warm::{DEFAULT_IDLE_TIMEOUT, WarmSandboxes};

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use hookbox_agent::{OwnerHookFiles, SandboxTools, ToolCallError};
-use hookbox_env::{CredentialStore, Environment, Environments, Isolation};
+use hookbox_env::{CredentialStore, Environment, Environments, Isolation, WarmSandboxes};
 use hookbox_hooks::{HookClients, HttpRunner, OutboxSink, PolicyHttpRunner};
 use hookbox_net::{ClientOptions, EgressPolicy, EgressProxy, GuardedClient, SharedCredentials};
 use hookbox_store::{SqliteStore, Store};
@@ -108,6 +108,19 @@ impl Runtime {
             audit,
             outbox,
         })
+    }
+
+    /// This runtime serving a long-lived process (`hookbox serve`): each environment's
+    /// sandboxed code and command hooks (without egress) run in its warm sandbox, supervised by
+    /// this program (`/proc/self/exe`, whose `main` must call
+    /// `hookbox_exec::supervise_if_asked` first) and stopped after `[sandbox] idle_timeout_secs` without calls. One-shot
+    /// processes (`hookbox exec`) keep a sandbox per run.
+    pub fn for_serving(mut self) -> anyhow::Result<Self> {
+        let idle_timeout = self.config.idle_timeout()?;
+        self.environments = self
+            .environments
+            .with_warm_sandboxes(WarmSandboxes::new("/proc/self/exe", idle_timeout));
+        Ok(self)
     }
 
     /// The configuration it was built from.
@@ -198,7 +211,8 @@ impl Runtime {
     ) -> Result<SandboxTools, ToolCallError> {
         let tools = SandboxTools::with_hook_clients(environment.clone(), isolation, hook_clients)?
             .with_code_timeout(self.code_timeout)
-            .with_outbox(self.outbox());
+            .with_outbox(self.outbox())
+            .with_warm_sandboxes(self.environments.warm_sandboxes().cloned());
         tools.with_egress(
             self.egress.clone(),
             self.hook_options

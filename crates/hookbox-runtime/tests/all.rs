@@ -198,6 +198,36 @@ fn a_code_timeout_outside_one_second_to_a_day_is_an_error_at_start() {
     }
 }
 
+#[test]
+fn an_idle_timeout_outside_one_second_to_a_day_stops_a_server_at_start() {
+    for bad in ["0", "86401"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            &format!("[sandbox]\nidle_timeout_secs = {bad}\n"),
+        );
+        let config = Config::read(Some(&path), dir.path()).unwrap();
+        let error = Runtime::from_config(&config)
+            .and_then(Runtime::for_serving)
+            .unwrap_err();
+        assert_eq!(
+            format!("{error:#}"),
+            format!(
+                "{}: [sandbox] idle_timeout_secs: {bad} is out of range; write a whole number of \
+                 seconds from 1 to 86400 (one day)",
+                path.display()
+            )
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "[sandbox]\nidle_timeout_secs = 1\n");
+    let config = Config::read(Some(&path), dir.path()).unwrap();
+    let runtime = Runtime::from_config(&config).unwrap();
+    assert!(runtime.environments().warm_sandboxes().is_none());
+    let serving = runtime.for_serving().unwrap();
+    assert!(serving.environments().warm_sandboxes().is_some());
+}
+
 #[tokio::test]
 async fn the_sandboxs_code_timeout_comes_from_the_config() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use hookbox_agent::OwnerHookFiles;
-use hookbox_env::{EnvironmentSpec, Environments, Progress, ProgressReport};
+use hookbox_env::{EnvironmentSpec, Environments, Progress, ProgressReport, WarmStatus};
 use hookbox_runtime::Config;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::cli::EnvCommand;
 use crate::render;
@@ -60,18 +60,31 @@ pub(crate) fn run(command: &EnvCommand) -> anyhow::Result<ExitCode> {
         }
         EnvCommand::List { json } => {
             let all = environments.list()?;
+            let warm = environments.warm_status();
+            let sandbox = |environment: &hookbox_env::Environment| {
+                warm.iter()
+                    .find(|status| status.environment_id == environment.id())
+            };
             if *json {
-                let all: Vec<Value> = all.iter().map(hookbox_env::Environment::to_json).collect();
+                let all: Vec<Value> = all
+                    .iter()
+                    .map(|environment| {
+                        let mut value = environment.to_json();
+                        value["sandbox"] = sandbox_json(sandbox(environment));
+                        value
+                    })
+                    .collect();
                 render::print_json(&Value::Array(all))?;
             } else {
                 let lines: String = all
                     .iter()
                     .map(|environment| {
                         format!(
-                            "{}  created {}  {} sources\n",
+                            "{}  created {}  {} sources  sandbox {}\n",
                             environment.id(),
                             environment.created(),
-                            environment.sources().len()
+                            environment.sources().len(),
+                            sandbox_text(sandbox(environment))
                         )
                     })
                     .collect();
@@ -85,6 +98,41 @@ pub(crate) fn run(command: &EnvCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `env list --json`'s `sandbox` of an environment: `{"warm": false}`, or `{"warm": true,
+/// "age_secs", "memory_bytes" (null when unreadable), "supervisor_pid"}`.
+fn sandbox_json(warm: Option<&WarmStatus>) -> Value {
+    match warm {
+        None => json!({"warm": false}),
+        Some(status) => json!({
+            "warm": true,
+            "age_secs": age(status).as_secs(),
+            "memory_bytes": status.memory_bytes,
+            "supervisor_pid": status.supervisor_pid,
+        }),
+    }
+}
+
+/// `env list`'s sandbox column: `cold`, or `warm 42s 1.5 MiB` (`? MiB` when unreadable).
+fn sandbox_text(warm: Option<&WarmStatus>) -> String {
+    match warm {
+        None => "cold".to_owned(),
+        Some(status) => {
+            let memory = status.memory_bytes.map_or_else(
+                || "?".to_owned(),
+                |bytes| format!("{:.1}", bytes as f64 / (1024.0 * 1024.0)),
+            );
+            format!("warm {}s {memory} MiB", age(status).as_secs())
+        }
+    }
+}
+
+/// How long ago a warm sandbox was built (zero if the clock went back).
+fn age(status: &WarmStatus) -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(status.started)
+        .unwrap_or_default()
 }
 
 /// Creates the environment `spec` describes, or updates the one it names, and prints it.

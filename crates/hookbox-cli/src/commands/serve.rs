@@ -20,7 +20,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let home = Environments::default_home()?;
     let file = Config::read(args.config.as_deref(), &home)?;
     config::warn_if_loopback_hooks(&file);
-    let runtime = Arc::new(Runtime::from_config(&file)?);
+    let runtime = Arc::new(Runtime::from_config(&file)?.for_serving()?);
     let listen = args
         .listen
         .clone()
@@ -87,9 +87,13 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             "hookbox serving on http://{address} (home {})\n",
             home.display()
         ));
-        hookbox_server::serve(listener, app, options, shutdown)
+        let served = hookbox_server::serve(listener, app, options, shutdown)
             .await
-            .context("the server stopped with an error")
+            .context("the server stopped with an error");
+        if let Some(warm) = runtime.environments().warm_sandboxes() {
+            warm.stop_all();
+        }
+        served
     })?;
     render::print_error("hookbox serve: stopped\n");
     Ok(ExitCode::SUCCESS)

@@ -12,6 +12,8 @@ mod http;
 mod slowloris;
 /// Hook traces and fail-open reports.
 mod traces;
+/// Warm sandboxes: one per environment, their start, stops and rebuilds.
+mod warm;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -28,6 +28,8 @@ use crate::progress::ProgressReport;
 use crate::sources::git;
 use crate::sources::materialise::Remote;
 use crate::spec::EnvironmentSpec;
+use crate::warm::WarmSandboxes;
+use crate::warm::status::WarmStatus;
 
 pub use error::StoreError;
 pub(crate) use error::io_error;
@@ -52,6 +54,8 @@ pub struct Environments {
     hook_files: Option<Arc<dyn HookFileCheck>>,
     /// This process's directory under the home (see [`run_dir`]).
     run_dir: PathBuf,
+    /// The warm sandboxes of a serving process, stopped before their environment is deleted.
+    warm: Option<WarmSandboxes>,
 }
 
 impl std::fmt::Debug for Environments {
@@ -109,6 +113,7 @@ impl Environments {
             records,
             progress: None,
             hook_files: None,
+            warm: None,
         })
     }
 
@@ -171,6 +176,30 @@ impl Environments {
             hook_files: Some(check),
             ..self
         }
+    }
+
+    /// The same environments, whose sandboxed tools run in `warm` (see
+    /// [`BuiltinTools::with_warm_sandboxes`](crate::BuiltinTools::with_warm_sandboxes)), each
+    /// stopped before its environment is deleted; `warm` publishes its list in this process's
+    /// directory under the home, for [`warm_status`](Self::warm_status).
+    #[must_use]
+    pub fn with_warm_sandboxes(self, warm: WarmSandboxes) -> Self {
+        warm.publish_to(self.run_dir.join(crate::warm::status::FILE_NAME));
+        Self {
+            warm: Some(warm),
+            ..self
+        }
+    }
+
+    /// The warm sandboxes that the processes serving this home (`hookbox serve`) run now,
+    /// sorted by environment id, as they published them.
+    pub fn warm_status(&self) -> Vec<WarmStatus> {
+        crate::warm::status::read_all(&self.home().join("run"))
+    }
+
+    /// The warm sandboxes, when these environments have them (`hookbox serve`).
+    pub fn warm_sandboxes(&self) -> Option<&WarmSandboxes> {
+        self.warm.as_ref()
     }
 
     /// The same environments, reporting the progress of repository clones and bucket copies
@@ -246,9 +275,12 @@ impl Environments {
     }
 
     /// Deletes environment `id` and all its files (unmounting its file system, whose loop
-    /// device then detaches itself).
+    /// device then detaches itself), after stopping its warm sandbox.
     pub fn delete(&self, id: &str) -> Result<(), StoreError> {
         let meta = self.metadata(id)?;
+        if let Some(warm) = &self.warm {
+            warm.stop(id);
+        }
         let dir = self.dir.join(id);
         if meta.limits.is_some() {
             disk::unmount(&dir.join(IMAGE))?;

@@ -10,6 +10,7 @@ use crate::egress::{NetworkDecision, SandboxEgress};
 use crate::environment::Environment;
 use crate::tools::code;
 use crate::tools::files::FileTools;
+use crate::warm::WarmSandboxes;
 
 /// Whether code runs isolated. Unsandboxed runs exist only for machines where the sandbox
 /// cannot be created, behind an explicit, loudly named option.
@@ -54,6 +55,7 @@ pub struct BuiltinTools {
     files: FileTools,
     isolation: Isolation,
     egress: Option<Arc<SandboxEgress>>,
+    warm: Option<WarmSandboxes>,
     code_timeout: Duration,
 }
 
@@ -66,6 +68,7 @@ impl BuiltinTools {
             files,
             isolation,
             egress: None,
+            warm: None,
             code_timeout: code::DEFAULT_CODE_TIMEOUT,
         })
     }
@@ -82,6 +85,14 @@ impl BuiltinTools {
     /// `127.0.0.1` inside); without it (the default) the sandbox has no network at all.
     pub fn with_egress(mut self, egress: Option<Arc<SandboxEgress>>) -> Self {
         self.egress = egress;
+        self
+    }
+
+    /// These tools with sandboxed code running in the environment's sandbox in `warm` (see
+    /// [`WarmSandboxes`]) when it has no egress; without it (the default), or with egress,
+    /// each run builds a sandbox of its own.
+    pub fn with_warm_sandboxes(mut self, warm: Option<WarmSandboxes>) -> Self {
+        self.warm = warm;
         self
     }
 
@@ -115,6 +126,7 @@ impl BuiltinTools {
                 self.isolation,
                 self.code_timeout,
                 self.egress.as_deref(),
+                self.warm.as_ref(),
             )
             .await;
         }

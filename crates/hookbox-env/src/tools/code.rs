@@ -14,6 +14,7 @@ use crate::tools::args::Args;
 use crate::tools::builtin::{Isolation, ToolOutcome};
 use crate::tools::definition::{Effect, Run, ToolDefinition};
 use crate::tools::error::ToolError;
+use crate::warm::WarmSandboxes;
 
 /// The tool's name: the Interactions API shows its calls as `code_execution_call` steps.
 pub const CODE_EXECUTION: &str = "code_execution";
@@ -149,22 +150,25 @@ pub(crate) fn environment_for(
 /// Runs `code_execution` for at most `limit` and reports `{stdout, stderr, exit_code}`, plus a
 /// `note` when the model's `timeout` was lowered to `limit`; the call failed (the post hook's
 /// `error`) when it wrote to stderr, exited non-zero or timed out. A sandboxed run reaches the
-/// network through `egress` when given.
+/// network through `egress` when given, else runs in the environment's sandbox in `warm` when
+/// given.
 pub(crate) async fn run(
     environment: &Environment,
     args: &Value,
     isolation: Isolation,
     limit: Duration,
     egress: Option<&SandboxEgress>,
+    warm: Option<&WarmSandboxes>,
 ) -> ToolOutcome {
     let (spec, note) = match process(environment, args, isolation, limit) {
         Ok(process) => process,
         Err(error) => return ToolOutcome::failed(error.to_string()),
     };
     let timeout = spec.timeout;
-    let (output, network) = match egress {
-        Some(egress) => egress.run(spec).await,
-        None => (hookbox_exec::run(&spec).await, Vec::new()),
+    let (output, network) = match (egress, warm) {
+        (Some(egress), _) => egress.run(spec).await,
+        (None, Some(warm)) => (warm.run(environment.id(), &spec).await, Vec::new()),
+        (None, None) => (hookbox_exec::run(&spec).await, Vec::new()),
     };
     let output = match output {
         Ok(output) => output,

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use hookbox_env::{DEFAULT_CODE_TIMEOUT, DiskBudget};
+use hookbox_env::{DEFAULT_CODE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DiskBudget};
 use hookbox_net::{ClientOptions, IpNet, ProxyOptions, is_host_name};
 
 use super::{Addresses, Config};
@@ -64,6 +64,22 @@ impl Config {
             Some(seconds @ 1..=MAX_CODE_TIMEOUT_SECS) => Ok(Duration::from_secs(seconds)),
             Some(seconds) => Err(self.bad(
                 "[sandbox] code_timeout_secs",
+                &format!("{seconds} is out of range"),
+                &format!(
+                    "write a whole number of seconds from 1 to {MAX_CODE_TIMEOUT_SECS} (one day)"
+                ),
+            )),
+        }
+    }
+
+    /// How long a warm sandbox lives without calls: `[sandbox] idle_timeout_secs`, checked (1
+    /// second to one day), else [`DEFAULT_IDLE_TIMEOUT`].
+    pub fn idle_timeout(&self) -> anyhow::Result<Duration> {
+        match self.sandbox.idle_timeout_secs {
+            None => Ok(DEFAULT_IDLE_TIMEOUT),
+            Some(seconds @ 1..=MAX_CODE_TIMEOUT_SECS) => Ok(Duration::from_secs(seconds)),
+            Some(seconds) => Err(self.bad(
+                "[sandbox] idle_timeout_secs",
                 &format!("{seconds} is out of range"),
                 &format!(
                     "write a whole number of seconds from 1 to {MAX_CODE_TIMEOUT_SECS} (one day)"

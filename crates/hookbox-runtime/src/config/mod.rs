@@ -64,6 +64,9 @@ pub struct SandboxSection {
     /// The time limit of one `code_execution` in seconds (default 300); the model may ask for
     /// less with the tool's `timeout` argument, never for more.
     pub code_timeout_secs: Option<u64>,
+    /// How long `hookbox serve` keeps an environment's warm sandbox without calls, in seconds
+    /// (default 300).
+    pub idle_timeout_secs: Option<u64>,
 }
 
 /// `[sdk]`.

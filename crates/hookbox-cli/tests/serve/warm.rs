@@ -1,0 +1,415 @@
+//! `hookbox serve` runs an environment's code and command hooks in one warm sandbox, which it
+//! stops when idle, when the environment is deleted and on SIGTERM, and rebuilds after its
+//! supervisor is killed.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::http;
+use super::{Served, api_key, serve};
+
+/// The supervisor pids of every "warm sandbox started" line of `log`, in order.
+fn started_pids(log: &str) -> Vec<u32> {
+    log.lines()
+        .filter(|line| line.contains("warm sandbox started"))
+        .map(|line| {
+            let pid = line
+                .split("pid=")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no pid in {line}"));
+            pid.trim_start_matches("Some(")
+                .trim_end_matches(')')
+                .parse()
+                .unwrap_or_else(|_| panic!("bad pid in {line}"))
+        })
+        .collect()
+}
+
+/// Waits (at most a minute) until `served`'s log satisfies `done`; returns the log.
+fn wait_for_log(served: &Served, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let log = served.stderr.lock().unwrap().clone();
+        if done(&log) {
+            return log;
+        }
+        assert!(Instant::now() < deadline, "never logged {what}: {log}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits (at most a minute) until process `pid` is gone.
+fn wait_gone(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(Instant::now() < deadline, "supervisor {pid} still runs");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `/proc/<pid>/cmdline` names hookbox's hidden supervisor argument.
+fn is_supervisor(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+        cmdline
+            .split(|&byte| byte == 0)
+            .any(|arg| arg == hookbox_exec::SUPERVISOR_ARG.as_bytes())
+    })
+}
+
+#[test]
+fn an_environments_code_and_hooks_share_one_warm_sandbox_until_stopped() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("warm.script.json");
+    // Shell concatenation keeps the words looked for out of the code the reply echoes.
+    let first = "echo secret > /tmp/scratch; echo kept > /workspace/kept";
+    let second = "[ -e /tmp/scratch ] && echo L''EAKED || echo F''RESH; \
+                  echo K''EPT=$(cat /workspace/kept) H''OOKS=$(wc -l < /workspace/hooks.log)";
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "code_execution", "args": {"code": first}}]},
+            {"tool_calls": [{"name": "code_execution", "args": {"code": second}}]},
+            {"text": "done"}]})
+        .to_string(),
+    )
+    .unwrap();
+    let peek = home.path().join("peek.script.json");
+    std::fs::write(
+        &peek,
+        json!({"turns": [
+            {"tool_calls": [{"name": "code_execution", "args": {"code": "cat /extra/new.txt"}}]},
+            {"text": "done"}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        format!(
+            "[sandbox]\nidle_timeout_secs = 1\n\n[agents.tool]\nprovider = \"scripted\"\nscript = \"{}\"\n\n\
+             [agents.peek]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            script.display(),
+            peek.display()
+        ),
+    )
+    .unwrap();
+    let key = api_key(home.path(), "alice");
+    let served = serve(home.path(), &[]);
+    let url = &served.base_url;
+    // The trivial hook, also leaving a line where the code can count it.
+    let hooks = json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution",
+        "hooks": [{"type": "command",
+                   "command": "cat > /dev/null; echo hook >> /workspace/hooks.log; echo '{}'"}]}]}});
+    let created = http::json(
+        url,
+        &key,
+        "POST",
+        "/v1/interactions",
+        &json!({"agent": "tool", "input": "run", "tools": [{"type": "code_execution"}],
+            "environment": {"type": "remote", "network": "disabled", "sources": [
+                {"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}]}}),
+    );
+    assert_eq!(created.status, 200, "{created:?}");
+    // Each call got a fresh /tmp; files and both hooks' lines persisted.
+    assert!(
+        created.body.contains("FRESH") && !created.body.contains("LEAKED"),
+        "{created:?}"
+    );
+    assert!(created.body.contains("KEPT=kept HOOKS=2"), "{created:?}");
+    let environment = created.json()["environment_id"]
+        .as_str()
+        .expect("environment_id")
+        .to_owned();
+    // Two calls and two hooks: one sandbox, whose supervisor is hookbox itself.
+    let log = served.stderr.lock().unwrap().clone();
+    let pids = started_pids(&log);
+    assert_eq!(pids.len(), 1, "{log}");
+
+    // Idle for the timeout: stopped; the next call builds a new one transparently.
+    wait_for_log(&served, "the idle stop", |log| {
+        log.contains("warm sandbox stopped: idle")
+    });
+    wait_gone(pids[0]);
+    let run = |input: &str| {
+        http::json(
+            url,
+            &key,
+            "POST",
+            "/v1/interactions",
+            &json!({"agent": "tool", "input": input, "tools": [{"type": "code_execution"}],
+                "environment": environment}),
+        )
+    };
+    let again = run("again");
+    assert_eq!(again.status, 200, "{again:?}");
+    assert!(again.body.contains("KEPT=kept HOOKS=4"), "{again:?}");
+    let log = served.stderr.lock().unwrap().clone();
+    let pids = started_pids(&log);
+    assert_eq!(pids.len(), 2, "{log}");
+    let supervisor = pids[1];
+    assert!(
+        is_supervisor(supervisor),
+        "{supervisor} is not a supervisor"
+    );
+
+    // A supervisor killed from outside: the next call rebuilds it and succeeds.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(supervisor.try_into().unwrap()).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    wait_gone(supervisor);
+    let rebuilt = run("after a kill");
+    assert_eq!(rebuilt.status, 200, "{rebuilt:?}");
+    assert!(rebuilt.body.contains("KEPT=kept HOOKS=6"), "{rebuilt:?}");
+    let log = served.stderr.lock().unwrap().clone();
+    let rebuilt_pid = *started_pids(&log).last().unwrap();
+    assert_ne!(rebuilt_pid, supervisor, "{log}");
+    assert!(
+        log.contains("warm sandbox replaced: its supervisor died"),
+        "{log}"
+    );
+    assert!(is_supervisor(rebuilt_pid), "{log}");
+
+    // An update adding a top-level entry: the next call's sandbox mounts it.
+    let updated = http::json(
+        url,
+        &key,
+        "POST",
+        "/v1/interactions",
+        &json!({"agent": "peek", "input": "peek", "tools": [{"type": "code_execution"}],
+            "environment": {"type": "remote", "environment_id": environment,
+                "network": "disabled", "sources": [
+                {"type": "inline", "target": "extra/new.txt", "content": "a new entry"}]}}),
+    );
+    assert_eq!(updated.status, 200, "{updated:?}");
+    assert!(updated.body.contains("a new entry"), "{updated:?}");
+    let log = served.stderr.lock().unwrap().clone();
+    assert!(
+        log.contains("warm sandbox replaced: the environment's top-level entries changed"),
+        "{log}"
+    );
+    let rebuilt_pid = *started_pids(&log).last().unwrap();
+
+    // Deleting the environment stops its sandbox first.
+    let deleted = http::json(
+        url,
+        &key,
+        "DELETE",
+        &format!("/v1/environments/{environment}"),
+        &serde_json::Value::Null,
+    );
+    assert_eq!(deleted.status, 200, "{deleted:?}");
+    wait_gone(rebuilt_pid);
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+}
+
+/// `hookbox env list --json`'s `sandbox` member of each environment, by id.
+fn listed_sandboxes(home: &std::path::Path) -> Vec<(String, serde_json::Value)> {
+    let listed = super::super::hookbox_in(home, &["env", "list", "--json"], b"");
+    assert_eq!(super::super::code(&listed), 0, "{listed:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|environment| {
+            (
+                environment["id"].as_str().unwrap().to_owned(),
+                environment["sandbox"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn env_list_shows_the_warm_sandboxes_and_sigterm_stops_them() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("one.script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "code_execution", "args": {"code": "echo ran"}}]},
+            {"text": "done"}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        format!(
+            "[agents.tool]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let key = api_key(home.path(), "alice");
+    let served = serve(home.path(), &[]);
+    let mut pids = Vec::new();
+    for _ in 0..2 {
+        let created = http::json(
+            &served.base_url,
+            &key,
+            "POST",
+            "/v1/interactions",
+            &json!({"agent": "tool", "input": "run", "tools": [{"type": "code_execution"}],
+                "environment": {"type": "remote", "network": "disabled", "sources": []}}),
+        );
+        assert_eq!(created.status, 200, "{created:?}");
+        assert!(created.body.contains("ran"), "{created:?}");
+    }
+    let log = served.stderr.lock().unwrap().clone();
+    pids.extend(started_pids(&log));
+    assert_eq!(pids.len(), 2, "{log}");
+
+    // Another process sees what the server published: warm, its supervisor, age and memory.
+    let listed = listed_sandboxes(home.path());
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    for (_, sandbox) in &listed {
+        assert_eq!(sandbox["warm"], true, "{sandbox}");
+        let pid = u32::try_from(sandbox["supervisor_pid"].as_u64().unwrap()).unwrap();
+        assert!(pids.contains(&pid), "{sandbox} {pids:?}");
+        assert!(sandbox["age_secs"].is_u64(), "{sandbox}");
+        // Tests run as root, who may read the supervisor's memory.
+        assert!(sandbox["memory_bytes"].as_u64().unwrap() > 0, "{sandbox}");
+    }
+    let text = super::super::hookbox_in(home.path(), &["env", "list"], b"");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.matches("sandbox warm ").count(), 2, "{text}");
+    assert!(text.contains(" MiB"), "{text}");
+
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+    assert_eq!(log.matches("warm sandbox stopped").count(), 2, "{log}");
+    for pid in pids {
+        wait_gone(pid);
+    }
+    let listed = listed_sandboxes(home.path());
+    assert!(
+        listed
+            .iter()
+            .all(|(_, sandbox)| *sandbox == serde_json::json!({"warm": false})),
+        "{listed:?}"
+    );
+}
+
+#[test]
+fn a_warm_call_cannot_see_or_signal_a_supervisor_of_its_own_or_another_environment() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("attack.script.json");
+    // Signal everything it may (`kill -1`), then look for any supervisor in its /proc, without
+    // ever writing the supervisor's argument whole (its own command lines would match); the
+    // concatenated marker keeps the word looked for out of the code the reply echoes.
+    let code = "kill -KILL -1; kill -KILL 1 2>/dev/null; \
+                p=--hookbox-sandbox; p=\"$p-supervisor\"; n=0; \
+                for f in /proc/[0-9]*/cmdline; do \
+                  c=$(tr '\\0' ' ' < $f 2>/dev/null); \
+                  case \"$c\" in *\"$p\"*) n=$((n+1));; esac; \
+                done; echo S''EEN=$n";
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "code_execution", "args": {"code": code}}]},
+            {"text": "done"}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        format!(
+            "[agents.attack]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let key = api_key(home.path(), "alice");
+    let served = serve(home.path(), &[]);
+    let run = |environment: serde_json::Value| {
+        let created = http::json(
+            &served.base_url,
+            &key,
+            "POST",
+            "/v1/interactions",
+            &json!({"agent": "attack", "input": "attack", "tools": [{"type": "code_execution"}],
+                "environment": environment}),
+        );
+        assert_eq!(created.status, 200, "{created:?}");
+        assert!(created.body.contains("SEEN=0"), "{created:?}");
+        created.json()["environment_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let fresh = json!({"type": "remote", "network": "disabled", "sources": []});
+    let first = run(fresh.clone());
+    let second = run(fresh);
+    let log = served.stderr.lock().unwrap().clone();
+    let pids = started_pids(&log);
+    assert_eq!(pids.len(), 2, "{log}");
+    // Both supervisors survived both attacks, and each sandbox serves its next call as is.
+    for environment in [&first, &second] {
+        run(json!(environment));
+    }
+    for pid in &pids {
+        assert!(is_supervisor(*pid), "supervisor {pid} died");
+    }
+    let log = served.stderr.lock().unwrap().clone();
+    assert_eq!(started_pids(&log), pids, "{log}");
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+}
+
+#[test]
+fn concurrent_first_calls_of_an_environment_build_one_sandbox() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("one.script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "code_execution", "args": {"code": "echo r''an"}}]},
+            {"text": "done"}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        format!(
+            "[agents.tool]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let key = api_key(home.path(), "alice");
+    let served = serve(home.path(), &[]);
+    let created = http::json(
+        &served.base_url,
+        &key,
+        "POST",
+        "/v1/environments",
+        &json!({"network": "disabled", "sources": []}),
+    );
+    assert_eq!(created.status, 200, "{created:?}");
+    let environment = created.json()["id"].as_str().unwrap().to_owned();
+    std::thread::scope(|scope| {
+        for n in 0..4 {
+            let (served, key, environment) = (&served, &key, &environment);
+            scope.spawn(move || {
+                let reply = http::json(
+                    &served.base_url,
+                    key,
+                    "POST",
+                    "/v1/interactions",
+                    &json!({"agent": "tool", "input": format!("run {n}"),
+                        "tools": [{"type": "code_execution"}], "environment": environment}),
+                );
+                assert_eq!(reply.status, 200, "{reply:?}");
+                assert!(reply.body.contains("ran"), "{reply:?}");
+            });
+        }
+    });
+    let log = served.stderr.lock().unwrap().clone();
+    assert_eq!(started_pids(&log).len(), 1, "{log}");
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+}
