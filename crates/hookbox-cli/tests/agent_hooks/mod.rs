@@ -380,3 +380,89 @@ fn a_missing_or_broken_policy_blocks() {
     );
     assert_eq!(code(&output), 2);
 }
+
+#[test]
+fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+    std::fs::create_dir_all(project.join(".agents")).expect("mkdir");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    // Managed (named by hookbox.toml): the seeds' security gate.
+    let managed = seed_config(dir.path(), "security-gate.hooks.json");
+    std::fs::write(
+        home.join("hookbox.toml"),
+        format!("[policy]\nmanaged = {managed:?}\n"),
+    )
+    .expect("toml");
+    // User: the seeds' privacy gate.
+    let privacy = seed_config(dir.path(), "privacy-gate.hooks.json");
+    std::fs::copy(&privacy, home.join("policy.json")).expect("user policy");
+    // Project (the agent can write it): tries to replace the security gate with a no-op.
+    let project_policy = json!({
+        "security-gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+            {"type": "command", "command": "echo '{\"decision\":\"allow\"}'"}]}]},
+    });
+    std::fs::write(
+        project.join(".agents/hooks.json"),
+        project_policy.to_string(),
+    )
+    .expect("project policy");
+
+    let rm = hook(
+        &home,
+        &project,
+        &[],
+        &pre_tool_use(&project, "Bash", json!({"command": "rm -rf victim"})),
+    );
+    assert_eq!(code(&rm), 0, "{}", stderr(&rm));
+    assert_eq!(
+        stdout_json(&rm)["hookSpecificOutput"]["permissionDecisionReason"],
+        "Destructive command blocked by security gate."
+    );
+    let read = hook(
+        &home,
+        &project,
+        &[],
+        &pre_tool_use(&project, "Read", json!({"file_path": "/srv/private/a"})),
+    );
+    assert_eq!(
+        stdout_json(&read)["hookSpecificOutput"]["permissionDecision"],
+        "deny"
+    );
+
+    // The project layer adds: a group of its own name is evaluated.
+    let gate = json!({"no-curl": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+        {"type": "command", "command": "grep -q curl && echo '{\"decision\":\"deny\",\"reason\":\"project: no curl\"}' || true"}]}]}});
+    std::fs::write(project.join(".agents/hooks.json"), gate.to_string()).expect("project policy");
+    let curl = hook(
+        &home,
+        &project,
+        &[],
+        &pre_tool_use(&project, "Bash", json!({"command": "curl x"})),
+    );
+    assert_eq!(
+        stdout_json(&curl)["hookSpecificOutput"]["permissionDecisionReason"],
+        "project: no curl"
+    );
+    let ls = hook(
+        &home,
+        &project,
+        &[],
+        &pre_tool_use(&project, "Bash", json!({"command": "ls"})),
+    );
+    assert_eq!(code(&ls), 0);
+    assert!(ls.stdout.is_empty());
+
+    // --policy names one file and only that one.
+    let only = hook(
+        &home,
+        &project,
+        &["--policy", &privacy],
+        &pre_tool_use(&project, "Bash", json!({"command": "rm -rf victim"})),
+    );
+    assert!(
+        only.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&only.stdout)
+    );
+}
