@@ -39,7 +39,8 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Answer one hook event of an agent you already run, with one hookbox policy.
     ///
-    /// Configure the agent to run `hookbox hook AGENT` as its command hook for every event.
+    /// Configure the agent (Claude Code, Gemini CLI) to run `hookbox hook AGENT` as its command
+    /// hook for every event.
     /// Reads the event JSON the agent writes on stdin, evaluates the policy (sandbox-dialect
     /// files see the seeds' tool names: Bash is `code_execution` `{code, language}`, Read is
     /// `read_file` `{path}`…; Claude-style files see the agent's event as Claude Code names
@@ -306,12 +307,15 @@ pub(crate) struct HookArgs {
 pub(crate) enum AgentArg {
     /// Anthropic's Claude Code.
     ClaudeCode,
+    /// Google's Gemini CLI.
+    GeminiCli,
 }
 
 impl From<AgentArg> for Agent {
     fn from(arg: AgentArg) -> Self {
         match arg {
             AgentArg::ClaudeCode => Self::ClaudeCode,
+            AgentArg::GeminiCli => Self::GeminiCli,
         }
     }
 }

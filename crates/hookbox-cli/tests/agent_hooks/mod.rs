@@ -8,16 +8,28 @@ use serde_json::{Value, json};
 
 use super::{code, seed_config, stdout_json, write};
 
+mod gemini_cli;
+
 /// Runs `hookbox hook claude-code EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and
 /// `CLAUDE_PROJECT_DIR` = `project`.
-#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
 fn hook(home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
+    hook_as("claude-code", home, project, extra, event)
+}
+
+/// Runs `hookbox hook AGENT EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and the
+/// agent's project variable = `project`.
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn hook_as(agent: &str, home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
     use std::io::Write;
+    let variable = match agent {
+        "gemini-cli" => "GEMINI_PROJECT_DIR",
+        _ => "CLAUDE_PROJECT_DIR",
+    };
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .args(["hook", "claude-code"])
+        .args(["hook", agent])
         .args(extra)
         .env("HOOKBOX_HOME", home)
-        .env("CLAUDE_PROJECT_DIR", project)
+        .env(variable, project)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -22,12 +22,7 @@ pub(super) fn translate(payload: Map<String, Value>) -> Result<Translated, Strin
     let cwd = text(&payload, "cwd").map(str::to_owned);
     let Some(event) = HookEvent::from_name(name).filter(|event| event.dialect() == Dialect::Sdk)
     else {
-        return Ok(Translated {
-            event: None,
-            sdk: None,
-            sandbox: None,
-            cwd,
-        });
+        return Ok(Translated::unmapped(name.to_owned(), cwd));
     };
     if event.matcher_field() == Some("tool_name") {
         if text(&payload, "tool_name").is_none() {
@@ -39,6 +34,8 @@ pub(super) fn translate(payload: Map<String, Value>) -> Result<Translated, Strin
     }
     Ok(Translated {
         event: Some(event),
+        native_event: name.to_owned(),
+        native_tool: text(&payload, "tool_name").map(str::to_owned),
         sandbox: vocabulary::sandbox_event("claude-code", event, &payload),
         sdk: Some(EventInput::sdk_payload(event, payload)),
         cwd,

@@ -7,6 +7,7 @@
 //! and exit codes. [`evaluate`] is the one place the engine is called.
 
 mod claude_code;
+mod gemini_cli;
 mod policy;
 mod vocabulary;
 
@@ -27,6 +28,8 @@ pub use policy::PolicyFiles;
 pub enum Agent {
     /// Anthropic's Claude Code (`settings.json` command hooks).
     ClaudeCode,
+    /// Google's Gemini CLI (`settings.json` command hooks).
+    GeminiCli,
 }
 
 /// One agent hook event, as each policy dialect sees it.
@@ -35,6 +38,10 @@ pub struct Translated {
     /// The hookbox event, or `None` for an event of the agent that hookbox has no counterpart
     /// for (answered with no decision).
     event: Option<HookEvent>,
+    /// The event's name in the agent's own vocabulary.
+    native_event: String,
+    /// The tool's name in the agent's own vocabulary, on tool events.
+    native_tool: Option<String>,
     /// The event as a Claude-style (SDK-dialect) policy sees it.
     sdk: Option<EventInput>,
     /// The tool event as a sandbox-dialect policy sees it (seeds' tool names and shapes).
@@ -44,6 +51,18 @@ pub struct Translated {
 }
 
 impl Translated {
+    /// An event of the agent that hookbox has no counterpart for: no policy sees it.
+    fn unmapped(native_event: String, cwd: Option<String>) -> Self {
+        Self {
+            event: None,
+            native_event,
+            native_tool: None,
+            sdk: None,
+            sandbox: None,
+            cwd,
+        }
+    }
+
     /// The working directory the agent reported (command hooks run there).
     pub fn cwd(&self) -> Option<&str> {
         self.cwd.as_deref()
@@ -66,6 +85,7 @@ impl Agent {
     pub fn name(self) -> &'static str {
         match self {
             Self::ClaudeCode => "claude-code",
+            Self::GeminiCli => "gemini-cli",
         }
     }
 
@@ -73,6 +93,7 @@ impl Agent {
     pub fn project_variable(self) -> &'static str {
         match self {
             Self::ClaudeCode => "CLAUDE_PROJECT_DIR",
+            Self::GeminiCli => "GEMINI_PROJECT_DIR",
         }
     }
 
@@ -85,6 +106,7 @@ impl Agent {
         };
         match self {
             Self::ClaudeCode => claude_code::translate(payload),
+            Self::GeminiCli => gemini_cli::translate(payload),
         }
     }
 
@@ -92,6 +114,7 @@ impl Agent {
     pub fn answer(self, translated: &Translated, outcome: &HookOutcome) -> Reply {
         let stdout = match self {
             Self::ClaudeCode => claude_code::answer(translated.event, outcome),
+            Self::GeminiCli => gemini_cli::answer(translated, outcome),
         };
         Reply {
             stdout: if stdout.is_empty() {
@@ -109,6 +132,7 @@ impl Agent {
     pub fn failure(self, message: &str, deny: bool) -> Reply {
         let (blocking, non_blocking) = match self {
             Self::ClaudeCode => (claude_code::BLOCKING_EXIT, claude_code::NON_BLOCKING_EXIT),
+            Self::GeminiCli => (gemini_cli::BLOCKING_EXIT, gemini_cli::NON_BLOCKING_EXIT),
         };
         let outcome = if deny { "denied" } else { "not gated" };
         Reply {
