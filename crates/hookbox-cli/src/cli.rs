@@ -39,7 +39,7 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Answer one hook event of an agent you already run, with one hookbox policy.
     ///
-    /// Configure the agent (Claude Code, Gemini CLI) to run `hookbox hook AGENT` as its command
+    /// Configure the agent (Claude Code, Gemini CLI, Codex) to run `hookbox hook AGENT` as its command
     /// hook for every event.
     /// Reads the event JSON the agent writes on stdin, evaluates the policy (sandbox-dialect
     /// files see the seeds' tool names: Bash is `code_execution` `{code, language}`, Read is
@@ -309,6 +309,8 @@ pub(crate) enum AgentArg {
     ClaudeCode,
     /// Google's Gemini CLI.
     GeminiCli,
+    /// OpenAI's Codex.
+    Codex,
 }
 
 impl From<AgentArg> for Agent {
@@ -316,6 +318,7 @@ impl From<AgentArg> for Agent {
         match arg {
             AgentArg::ClaudeCode => Self::ClaudeCode,
             AgentArg::GeminiCli => Self::GeminiCli,
+            AgentArg::Codex => Self::Codex,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `hookbox hook AGENT`: answer one hook event of Claude Code (…) with the hookbox policy.
+//! `hookbox hook AGENT`: answer one hook event of Claude Code, Gemini CLI or Codex with the
+//! hookbox policy.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -63,9 +64,10 @@ fn load_policy(agent: Agent, args: &HookArgs, cwd: &Path) -> anyhow::Result<Hook
         None => {
             let home = hookbox_env::Environments::default_home()?;
             let config = Config::read(args.config.as_deref(), &home)?;
-            let project = std::env::var_os(agent.project_variable())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| cwd.to_path_buf());
+            let project = agent
+                .project_variable()
+                .and_then(std::env::var_os)
+                .map_or_else(|| cwd.to_path_buf(), PathBuf::from);
             PolicyFiles::Layered {
                 managed: config
                     .policy

@@ -17,13 +17,15 @@ fn hook(home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
 }
 
 /// Runs `hookbox hook AGENT EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and the
-/// agent's project variable = `project`.
+/// agent's project variable, if it has one, = `project`.
 #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
 fn hook_as(agent: &str, home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
     use std::io::Write;
     let variable = match agent {
         "gemini-cli" => "GEMINI_PROJECT_DIR",
-        _ => "CLAUDE_PROJECT_DIR",
+        "claude-code" => "CLAUDE_PROJECT_DIR",
+        // Codex names no project root: the event's `cwd` is the project.
+        _ => "HOOKBOX_TEST_UNUSED",
     };
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
         .args(["hook", agent])
@@ -476,5 +478,66 @@ fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
         only.stdout.is_empty(),
         "{}",
         String::from_utf8_lossy(&only.stdout)
+    );
+}
+
+/// Codex's PreToolUse input: Claude Code's shape plus `model` and `turn_id` (shell calls are
+/// reported as `Bash` with `tool_input.command`).
+fn codex_pre_tool_use(cwd: &Path, command: &str) -> Vec<u8> {
+    json!({
+        "session_id": "019a-codex", "transcript_path": "/home/u/.codex/sessions/r.jsonl",
+        "cwd": cwd, "hook_event_name": "PreToolUse", "model": "gpt-5-codex",
+        "permission_mode": "default", "turn_id": "turn-1",
+        "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "call_1",
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[test]
+fn codex_gets_claude_codes_answers_and_an_ask_becomes_a_deny() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gate = seed_config(dir.path(), "security-gate.hooks.json");
+    let output = hook_as(
+        "codex",
+        dir.path(),
+        dir.path(),
+        &["--policy", &gate],
+        &codex_pre_tool_use(dir.path(), "rm -rf victim"),
+    );
+    assert_eq!(
+        stdout_json(&output),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": "Destructive command blocked by security gate."}})
+    );
+    // Codex runs a call whose hook answered `ask`: hookbox denies it instead.
+    let ask = claude_policy(
+        dir.path(),
+        "PreToolUse",
+        &json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+            "permissionDecisionReason": "pushes need a look", "updatedInput": {"command": "git push -n"}}}),
+    );
+    let output = hook_as(
+        "codex",
+        dir.path(),
+        dir.path(),
+        &["--policy", &ask],
+        &codex_pre_tool_use(dir.path(), "git push"),
+    );
+    assert_eq!(
+        stdout_json(&output),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": "needs a person's approval, which Codex hooks cannot ask for: pushes need a look"}})
+    );
+    // Claude Code itself keeps the ask.
+    let output = hook(
+        dir.path(),
+        dir.path(),
+        &["--policy", &ask],
+        &pre_tool_use(dir.path(), "Bash", json!({"command": "git push"})),
+    );
+    assert_eq!(
+        stdout_json(&output)["hookSpecificOutput"]["permissionDecision"],
+        "ask"
     );
 }

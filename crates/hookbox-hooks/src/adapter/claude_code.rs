@@ -14,9 +14,9 @@ pub(super) const BLOCKING_EXIT: u8 = 2;
 /// Exit code of a non-blocking error: the action proceeds, the first stderr line is shown.
 pub(super) const NON_BLOCKING_EXIT: u8 = 1;
 
-/// Reads one Claude Code hook event. Events hookbox has no counterpart for (`TaskCreated`,
-/// `CwdChanged`…) translate to no event and get no decision.
-pub(super) fn translate(payload: Map<String, Value>) -> Result<Translated, String> {
+/// Reads one hook event of Claude Code, or of `agent` speaking its format. Events hookbox has
+/// no counterpart for (`TaskCreated`, `CwdChanged`…) translate to no event and get no decision.
+pub(super) fn translate(agent: &str, payload: Map<String, Value>) -> Result<Translated, String> {
     let name = text(&payload, "hook_event_name")
         .ok_or("the hook input has no `hook_event_name` string")?;
     let cwd = text(&payload, "cwd").map(str::to_owned);
@@ -36,7 +36,7 @@ pub(super) fn translate(payload: Map<String, Value>) -> Result<Translated, Strin
         event: Some(event),
         native_event: name.to_owned(),
         native_tool: text(&payload, "tool_name").map(str::to_owned),
-        sandbox: vocabulary::sandbox_event("claude-code", event, &payload),
+        sandbox: vocabulary::sandbox_event(agent, event, &payload),
         sdk: Some(EventInput::sdk_payload(event, payload)),
         cwd,
     })

@@ -7,6 +7,7 @@
 //! and exit codes. [`evaluate`] is the one place the engine is called.
 
 mod claude_code;
+mod codex;
 mod gemini_cli;
 mod policy;
 mod vocabulary;
@@ -30,6 +31,8 @@ pub enum Agent {
     ClaudeCode,
     /// Google's Gemini CLI (`settings.json` command hooks).
     GeminiCli,
+    /// OpenAI's Codex (`hooks.json` / `[hooks]` command hooks, Claude Code's shapes).
+    Codex,
 }
 
 /// One agent hook event, as each policy dialect sees it.
@@ -86,14 +89,17 @@ impl Agent {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::GeminiCli => "gemini-cli",
+            Self::Codex => "codex",
         }
     }
 
-    /// The environment variable in which the agent names the project root for its hooks.
-    pub fn project_variable(self) -> &'static str {
+    /// The environment variable in which the agent names the project root for its hooks, if
+    /// it has one (else the event's `cwd` is the project).
+    pub fn project_variable(self) -> Option<&'static str> {
         match self {
-            Self::ClaudeCode => "CLAUDE_PROJECT_DIR",
-            Self::GeminiCli => "GEMINI_PROJECT_DIR",
+            Self::ClaudeCode => Some("CLAUDE_PROJECT_DIR"),
+            Self::GeminiCli => Some("GEMINI_PROJECT_DIR"),
+            Self::Codex => None,
         }
     }
 
@@ -105,7 +111,7 @@ impl Agent {
             Err(err) => return Err(format!("the hook input is not JSON: {err}")),
         };
         match self {
-            Self::ClaudeCode => claude_code::translate(payload),
+            Self::ClaudeCode | Self::Codex => claude_code::translate(self.name(), payload),
             Self::GeminiCli => gemini_cli::translate(payload),
         }
     }
@@ -115,6 +121,7 @@ impl Agent {
         let stdout = match self {
             Self::ClaudeCode => claude_code::answer(translated.event, outcome),
             Self::GeminiCli => gemini_cli::answer(translated, outcome),
+            Self::Codex => codex::answer(translated.event, outcome),
         };
         Reply {
             stdout: if stdout.is_empty() {
@@ -131,7 +138,10 @@ impl Agent {
     /// agent's blocking exit code when `deny`, else its non-blocking-error code.
     pub fn failure(self, message: &str, deny: bool) -> Reply {
         let (blocking, non_blocking) = match self {
-            Self::ClaudeCode => (claude_code::BLOCKING_EXIT, claude_code::NON_BLOCKING_EXIT),
+            // Codex, like Claude Code, blocks on 2 and reports any other failure as non-blocking.
+            Self::ClaudeCode | Self::Codex => {
+                (claude_code::BLOCKING_EXIT, claude_code::NON_BLOCKING_EXIT)
+            }
             Self::GeminiCli => (gemini_cli::BLOCKING_EXIT, gemini_cli::NON_BLOCKING_EXIT),
         };
         let outcome = if deny { "denied" } else { "not gated" };
