@@ -49,11 +49,19 @@ fn answer(agent: Agent, args: &HookArgs) -> Reply {
         Ok(translated) => translated,
         Err(message) => return agent.failure(&message, adapter::fails_closed(&hooks)),
     };
+    // Warnings (e.g. a project group ignored because the managed policy defines it) are shown.
+    let warnings: String = hooks
+        .diagnostics()
+        .iter()
+        .map(|warning| format!("hookbox hook {}: {warning}\n", agent.name()))
+        .collect();
     let outcome = match decide(hooks, &translated, cwd) {
         Ok(outcome) => outcome,
         Err(err) => return agent.failure(&format!("{err:#}"), true),
     };
-    agent.answer(&translated, &outcome)
+    let mut reply = agent.answer(&translated, &outcome);
+    reply.stderr.insert_str(0, &warnings);
+    reply
 }
 
 /// The policy for this call: `--policy FILE`, else the managed, user and project files. A file

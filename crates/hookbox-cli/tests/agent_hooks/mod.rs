@@ -433,6 +433,11 @@ fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
         stdout_json(&rm)["hookSpecificOutput"]["permissionDecisionReason"],
         "Destructive command blocked by security gate."
     );
+    assert!(
+        stderr(&rm).contains("group `security-gate` is ignored"),
+        "{}",
+        stderr(&rm)
+    );
     let read = hook(
         &home,
         &project,
