@@ -39,18 +39,24 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Answer one hook event of an agent you already run, with one hookbox policy.
     ///
-    /// Configure the agent (Claude Code, Gemini CLI, Codex) to run `hookbox hook AGENT` as its command
-    /// hook for every event.
-    /// Reads the event JSON the agent writes on stdin, evaluates the policy (sandbox-dialect
-    /// files see the seeds' tool names: Bash is `code_execution` `{code, language}`, Read is
-    /// `read_file` `{path}`…; Claude-style files see the agent's event as Claude Code names
-    /// it) and answers in the agent's own output format and exit codes. The policy is
-    /// `--policy FILE`, else `/etc/hookbox/policy.json` (or `[policy] managed` in
-    /// hookbox.toml), `$HOOKBOX_HOME/policy.json` and `<project>/.agents/hooks.json`, in that
-    /// order, a later file only adding. Unreadable input: a message on stderr and the agent's
-    /// non-blocking error code, or its blocking code when a handler says `on_error: "deny"`;
-    /// a policy that cannot be loaded blocks. See docs/agent-adapters.md.
+    /// Configure the agent (Claude Code, Gemini CLI, Codex) to run `hookbox hook AGENT` as its
+    /// command hook for every event. Reads the event JSON the agent writes on stdin, evaluates
+    /// the policy (sandbox-dialect files see the seeds' tool names: Bash is `code_execution`
+    /// `{code, language}`, Read is `read_file` `{path}`…; Claude-style files see the event as
+    /// Claude Code names it) and answers in the agent's own output format and exit codes. The
+    /// policy is `--policy FILE`, else `/etc/hookbox/policy.json` (or `[policy] managed` in
+    /// hookbox.toml), `$HOOKBOX_HOME/policy.json` and `<project>/.agents/hooks.json` (only once
+    /// trusted with `hookbox trust`), in that order, a later file only adding. Unreadable
+    /// input: a message on stderr and the agent's non-blocking error code, or its blocking code
+    /// when a handler says `on_error: "deny"`; a policy that cannot be loaded blocks. See
+    /// docs/agent-adapters.md.
     Hook(HookArgs),
+    /// Trust a project policy file (`<project>/.agents/hooks.json`) for `hookbox hook`.
+    ///
+    /// The agent itself can write the project file, and its command hooks run on this host, so
+    /// `hookbox hook` runs it only while its content is the one trusted here (its SHA-256 is
+    /// kept in `$HOOKBOX_HOME/trusted-policies.json`). Review the file first.
+    Trust(TrustArgs),
     /// Run hooks by hand.
     Hooks {
         #[command(subcommand)]
@@ -300,6 +306,13 @@ pub(crate) struct HookArgs {
     /// `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// The project policy file to trust as it is now.
+    #[arg(value_name = "FILE")]
+    pub(crate) file: PathBuf,
 }
 
 /// An agent `hookbox hook` speaks to.

@@ -12,7 +12,10 @@ use hookbox_hooks::adapter::{self, Agent, PolicyFiles, Reply};
 use hookbox_hooks::{Dispatcher, HookSet, Runners};
 use hookbox_runtime::Config;
 
-use crate::cli::HookArgs;
+use crate::cli::{HookArgs, TrustArgs};
+
+/// The trust store of project policy files, under `$HOOKBOX_HOME`.
+const TRUST_STORE: &str = "trusted-policies.json";
 
 /// The managed policy when hookbox.toml names none.
 const MANAGED_POLICY: &str = "/etc/hookbox/policy.json";
@@ -41,8 +44,8 @@ fn answer(agent: Agent, args: &HookArgs) -> Reply {
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
     // Without its policy nothing can be let through that the policy would deny: block.
-    let hooks = match load_policy(agent, args, &cwd) {
-        Ok(hooks) => hooks,
+    let (hooks, untrusted) = match load_policy(agent, args, &cwd) {
+        Ok(loaded) => loaded,
         Err(err) => return agent.failure(&format!("{err:#}"), true),
     };
     let translated = match input {
@@ -50,11 +53,20 @@ fn answer(agent: Agent, args: &HookArgs) -> Reply {
         Err(message) => return agent.failure(&message, adapter::fails_closed(&hooks)),
     };
     // Warnings (e.g. a project group ignored because the managed policy defines it) are shown.
-    let warnings: String = hooks
+    let mut warnings: String = hooks
         .diagnostics()
         .iter()
         .map(|warning| format!("hookbox hook {}: {warning}\n", agent.name()))
         .collect();
+    if let Some(project) = untrusted {
+        warnings.push_str(&format!(
+            "hookbox hook {}: {} is not trusted (new, or changed since it was trusted), so its \
+             hooks do not run; review it, then run `hookbox trust {}`\n",
+            agent.name(),
+            project.display(),
+            project.display()
+        ));
+    }
     let outcome = match decide(hooks, &translated, cwd) {
         Ok(outcome) => outcome,
         Err(err) => return agent.failure(&format!("{err:#}"), true),
@@ -64,9 +76,14 @@ fn answer(agent: Agent, args: &HookArgs) -> Reply {
     reply
 }
 
-/// The policy for this call: `--policy FILE`, else the managed, user and project files. A file
-/// that cannot be read or has errors is an error (its broken handler might have been a gate).
-fn load_policy(agent: Agent, args: &HookArgs, cwd: &Path) -> anyhow::Result<HookSet> {
+/// The policy for this call: `--policy FILE`, else the managed, user and (when trusted)
+/// project files; also the project file left out as untrusted. A file that cannot be read or
+/// has errors is an error (its broken handler might have been a gate).
+fn load_policy(
+    agent: Agent,
+    args: &HookArgs,
+    cwd: &Path,
+) -> anyhow::Result<(HookSet, Option<PathBuf>)> {
     let files = match &args.policy {
         Some(path) => PolicyFiles::Explicit(path.clone()),
         None => {
@@ -83,11 +100,12 @@ fn load_policy(agent: Agent, args: &HookArgs, cwd: &Path) -> anyhow::Result<Hook
                     .unwrap_or_else(|| PathBuf::from(MANAGED_POLICY)),
                 user: home.join("policy.json"),
                 project: project.join(".agents").join("hooks.json"),
+                trust_store: home.join(TRUST_STORE),
             }
         }
     };
     let mut builder = sandbox_hooks_builder();
-    files.load(&mut builder)?;
+    let loaded = files.load(&mut builder)?;
     let hooks = builder.build();
     if hooks.has_errors() {
         let problems: Vec<String> = hooks
@@ -97,7 +115,19 @@ fn load_policy(agent: Agent, args: &HookArgs, cwd: &Path) -> anyhow::Result<Hook
             .collect();
         anyhow::bail!("the policy has errors:\n{}", problems.join("\n"));
     }
-    Ok(hooks)
+    Ok((hooks, loaded.untrusted))
+}
+
+/// `hookbox trust FILE`: records the reviewed content of a project policy file as trusted.
+pub(crate) fn trust(args: &TrustArgs) -> anyhow::Result<ExitCode> {
+    let home = hookbox_env::Environments::default_home()?;
+    std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
+    let digest = adapter::trust(&home.join(TRUST_STORE), &args.file)?;
+    crate::render::print_text(&format!(
+        "trusted {} (sha256 {digest}); `hookbox hook` runs its hooks until it changes\n",
+        args.file.display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs the policy's handlers on this host, in `cwd`, for `translated`.

@@ -421,6 +421,7 @@ fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
         project_policy.to_string(),
     )
     .expect("project policy");
+    trust(&home, &project.join(".agents/hooks.json"));
 
     let rm = hook(
         &home,
@@ -453,6 +454,7 @@ fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
     let gate = json!({"no-curl": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
         {"type": "command", "command": "grep -q curl && echo '{\"decision\":\"deny\",\"reason\":\"project: no curl\"}' || true"}]}]}});
     std::fs::write(project.join(".agents/hooks.json"), gate.to_string()).expect("project policy");
+    trust(&home, &project.join(".agents/hooks.json"));
     let curl = hook(
         &home,
         &project,
@@ -483,6 +485,55 @@ fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
         only.stdout.is_empty(),
         "{}",
         String::from_utf8_lossy(&only.stdout)
+    );
+}
+
+/// `hookbox trust FILE` with `HOOKBOX_HOME` = `home`.
+fn trust(home: &Path, file: &Path) {
+    let output = super::hookbox_in(home, &["trust", file.to_str().expect("utf-8")], b"");
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+}
+
+#[test]
+fn a_project_policy_runs_only_as_trusted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+    std::fs::create_dir_all(project.join(".agents")).expect("mkdir");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    let file = project.join(".agents/hooks.json");
+    // What the model might write: a hook that runs its own command on this host.
+    let marker = dir.path().join("ran");
+    let planted = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": format!("touch {}", marker.display())}]}]}});
+    std::fs::write(&file, planted.to_string()).expect("write");
+    let event = pre_tool_use(&project, "Bash", json!({"command": "ls"}));
+    let output = hook(&home, &project, &[], &event);
+    assert_eq!(code(&output), 0);
+    assert!(!marker.exists(), "an untrusted project hook ran");
+    assert!(
+        stderr(&output).contains("is not trusted"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains("hookbox trust"),
+        "{}",
+        stderr(&output)
+    );
+
+    trust(&home, &file);
+    hook(&home, &project, &[], &event);
+    assert!(marker.exists(), "the trusted project hook did not run");
+
+    // Changed after it was trusted: not run again until trusted again.
+    std::fs::remove_file(&marker).expect("rm");
+    std::fs::write(&file, format!("{planted} ")).expect("write");
+    let output = hook(&home, &project, &[], &event);
+    assert!(!marker.exists(), "a changed project hook ran");
+    assert!(
+        stderr(&output).contains("is not trusted"),
+        "{}",
+        stderr(&output)
     );
 }
 

@@ -22,7 +22,7 @@ use crate::input::EventInput;
 use crate::outcome::{Decision, HookOutcome};
 use crate::trace::TraceEntry;
 
-pub use policy::PolicyFiles;
+pub use policy::{Loaded, PolicyFiles, trust};
 
 /// An agent whose hook events `hookbox hook` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
