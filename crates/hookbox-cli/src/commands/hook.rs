@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use hookbox_agent::sandbox_hooks_builder;
 use hookbox_hooks::adapter::{self, Agent, PolicyFiles, Reply};
-use hookbox_hooks::{Dispatcher, HookSet, Runners};
+use hookbox_hooks::{Dispatcher, HookOutcome, HookSet, Runners};
 use hookbox_runtime::Config;
 
 use crate::cli::{HookArgs, TrustArgs};
@@ -67,9 +67,13 @@ fn answer(agent: Agent, args: &HookArgs) -> Reply {
             project.display()
         ));
     }
-    let outcome = match decide(hooks, &translated, cwd) {
-        Ok(outcome) => outcome,
-        Err(err) => return agent.failure(&format!("{err:#}"), true),
+    let outcome = if translated.has_handlers(&hooks) {
+        match decide(hooks, &translated, cwd) {
+            Ok(outcome) => outcome,
+            Err(err) => return agent.failure(&format!("{err:#}"), true),
+        }
+    } else {
+        HookOutcome::default()
     };
     let mut reply = agent.answer(&translated, &outcome);
     reply.stderr.insert_str(0, &warnings);
@@ -135,7 +139,7 @@ fn decide(
     hooks: HookSet,
     translated: &adapter::Translated,
     cwd: PathBuf,
-) -> anyhow::Result<hookbox_hooks::HookOutcome> {
+) -> anyhow::Result<HookOutcome> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -54,6 +54,15 @@ pub struct Translated {
 }
 
 impl Translated {
+    /// Whether `hooks` has a handler for this event in either dialect; when it has none, the
+    /// answer is known without starting a runtime or building runners.
+    pub fn has_handlers(&self, hooks: &HookSet) -> bool {
+        [&self.sandbox, &self.sdk]
+            .into_iter()
+            .flatten()
+            .any(|input| !hooks.select(input.event(), input.match_value()).is_empty())
+    }
+
     /// An event of the agent that hookbox has no counterpart for: no policy sees it.
     fn unmapped(native_event: String, cwd: Option<String>) -> Self {
         Self {
