@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use hookbox_hooks::Dialect;
+use hookbox_hooks::adapter::Agent;
 
 /// hookbox runs an AI agent's tools with hooks: programs, HTTPS endpoints or in-process
 /// callbacks that run before and after every tool call to block, rewrite, audit or enrich it.
@@ -36,6 +37,26 @@ pub(crate) enum Command {
     /// sandbox: each call, each hook decision with its reason, each result, the model's answers
     /// and what the receiver got (with the header the network policy injected) are printed.
     Demo(DemoArgs),
+    /// Answer one hook event of an agent you already run, with one hookbox policy.
+    ///
+    /// Configure the agent (Claude Code, Gemini CLI, Codex) to run `hookbox hook AGENT` as its
+    /// command hook for every event. Reads the event JSON the agent writes on stdin, evaluates
+    /// the policy (sandbox-dialect files see the seeds' tool names: Bash is `code_execution`
+    /// `{code, language}`, Read is `read_file` `{path}`…; Claude-style files see the event as
+    /// Claude Code names it) and answers in the agent's own output format and exit codes. The
+    /// policy is `--policy FILE`, else `/etc/hookbox/policy.json` (or `[policy] managed` in
+    /// hookbox.toml), `$HOOKBOX_HOME/policy.json` and `<project>/.agents/hooks.json` (only once
+    /// trusted with `hookbox trust`), in that order, a later file only adding. Unreadable
+    /// input: a message on stderr and the agent's non-blocking error code, or its blocking code
+    /// when a handler says `on_error: "deny"`; a policy that cannot be loaded blocks. See
+    /// docs/agent-adapters.md.
+    Hook(HookArgs),
+    /// Trust a project policy file (`<project>/.agents/hooks.json`) for `hookbox hook`.
+    ///
+    /// The agent itself can write the project file, and its command hooks run on this host, so
+    /// `hookbox hook` runs it only while its content is the one trusted here (its SHA-256 is
+    /// kept in `$HOOKBOX_HOME/trusted-policies.json`). Review the file first.
+    Trust(TrustArgs),
     /// Run hooks by hand.
     Hooks {
         #[command(subcommand)]
@@ -271,6 +292,48 @@ pub(crate) struct ExecArgs {
     /// `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HookArgs {
+    /// The agent whose hook event is on stdin.
+    #[arg(value_enum)]
+    pub(crate) agent: AgentArg,
+    /// Use only this policy file (either dialect) instead of the managed, user and project ones.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) policy: Option<PathBuf>,
+    /// The config file whose `[policy] managed` and `[network]` settings apply (default:
+    /// `$HOOKBOX_HOME/hookbox.toml`, when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// The project policy file to trust as it is now.
+    #[arg(value_name = "FILE")]
+    pub(crate) file: PathBuf,
+}
+
+/// An agent `hookbox hook` speaks to.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum AgentArg {
+    /// Anthropic's Claude Code.
+    ClaudeCode,
+    /// Google's Gemini CLI.
+    GeminiCli,
+    /// OpenAI's Codex.
+    Codex,
+}
+
+impl From<AgentArg> for Agent {
+    fn from(arg: AgentArg) -> Self {
+        match arg {
+            AgentArg::ClaudeCode => Self::ClaudeCode,
+            AgentArg::GeminiCli => Self::GeminiCli,
+            AgentArg::Codex => Self::Codex,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -42,6 +42,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => commands::demo::run(&args),
         Command::Env { command } => commands::env::run(&command),
         Command::Exec(args) => commands::exec::run(&args),
+        Command::Hook(args) => Ok(commands::hook::run(&args)),
+        Command::Trust(args) => commands::hook::trust(&args),
         Command::Serve(args) => commands::serve::run(&args),
         Command::ApiKeys { command } => commands::api_keys::run(&command),
         Command::Traces(args) => commands::traces::run(&args),

@@ -6,6 +6,8 @@
     reason = "test helpers stop the test on setup failure"
 )]
 
+/// `hookbox hook AGENT`: agents' own hook events answered by a hookbox policy.
+mod agent_hooks;
 /// `hookbox credentials` and the `[network]` section of hookbox.toml.
 mod credentials;
 /// `hookbox env` and `hookbox exec`: environments, the sandbox and hooks inside it.

@@ -133,6 +133,18 @@ impl EventInput {
         }
     }
 
+    /// An SDK-dialect event whose payload is exactly `payload`, as an agent sent it (`hookbox
+    /// hook`): nothing is added, so a Claude-style policy sees the agent's own fields.
+    pub fn sdk_payload(event: HookEvent, payload: Map<String, Value>) -> Self {
+        Self {
+            event,
+            match_value: String::new(),
+            tool_use_id: None,
+            payload: Map::new(),
+        }
+        .with_fields(payload)
+    }
+
     /// Adds (or overrides) payload fields, e.g. `error` on a post event or `prompt` on
     /// `UserPromptSubmit`. SDK events re-read their matched field and tool-use id.
     pub fn with_fields(mut self, fields: Map<String, Value>) -> Self {

@@ -49,6 +49,7 @@
 //! # }
 //! ```
 
+pub mod adapter;
 mod aggregate;
 mod binding;
 pub mod config;

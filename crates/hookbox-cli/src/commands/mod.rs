@@ -7,6 +7,7 @@ pub(crate) mod credentials;
 pub(crate) mod demo;
 pub(crate) mod env;
 pub(crate) mod exec;
+pub(crate) mod hook;
 pub(crate) mod hooks_run;
 pub(crate) mod serve;
 pub(crate) mod traces;

@@ -50,6 +50,18 @@ pub struct Config {
     /// `[audit]`: durable delivery of `at_least_once` HTTP hooks.
     #[serde(default)]
     pub audit: crate::audit::AuditSection,
+    /// `[policy]`: where `hookbox hook` finds the machine's managed policy.
+    #[serde(default)]
+    pub policy: PolicySection,
+}
+
+/// `[policy]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySection {
+    /// The managed policy file `hookbox hook` loads first (default
+    /// `/etc/hookbox/policy.json`); relative to the config file's directory.
+    pub managed: Option<PathBuf>,
 }
 
 /// `[sandbox]`.
@@ -183,6 +195,9 @@ impl Config {
         }
         for certificate in &mut config.network.extra_ca_certs {
             *certificate = base.join(&*certificate);
+        }
+        if let Some(managed) = &mut config.policy.managed {
+            *managed = base.join(&*managed);
         }
         config.home = home.to_path_buf();
         config.file = Some(path.to_path_buf());

@@ -1,0 +1,150 @@
+//! `hookbox hook AGENT`: answer one hook event of Claude Code, Gemini CLI or Codex with the
+//! hookbox policy.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use hookbox_agent::sandbox_hooks_builder;
+use hookbox_hooks::adapter::{self, Agent, PolicyFiles, Reply};
+use hookbox_hooks::{Dispatcher, HookOutcome, HookSet, Runners};
+use hookbox_runtime::Config;
+
+use crate::cli::{HookArgs, TrustArgs};
+
+/// The trust store of project policy files, under `$HOOKBOX_HOME`.
+const TRUST_STORE: &str = "trusted-policies.json";
+
+/// The managed policy when hookbox.toml names none.
+const MANAGED_POLICY: &str = "/etc/hookbox/policy.json";
+
+pub(crate) fn run(args: &HookArgs) -> ExitCode {
+    let agent = Agent::from(args.agent);
+    let reply = answer(agent, args);
+    let _ = std::io::stdout().write_all(reply.stdout.as_bytes());
+    let _ = std::io::stderr().write_all(reply.stderr.as_bytes());
+    ExitCode::from(reply.exit_code)
+}
+
+/// Reads the event, loads the policy and decides; every failure becomes the agent's reply.
+fn answer(agent: Agent, args: &HookArgs) -> Reply {
+    let mut stdin = Vec::new();
+    let input = match std::io::stdin().read_to_end(&mut stdin) {
+        Ok(_) => agent.translate(&stdin),
+        Err(err) => Err(format!("cannot read the hook input: {err}")),
+    };
+    let cwd = input
+        .as_ref()
+        .ok()
+        .and_then(|translated| translated.cwd())
+        .map(PathBuf::from)
+        .filter(|cwd| cwd.is_dir())
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    // Without its policy nothing can be let through that the policy would deny: block.
+    let (hooks, untrusted) = match load_policy(agent, args, &cwd) {
+        Ok(loaded) => loaded,
+        Err(err) => return agent.failure(&format!("{err:#}"), true),
+    };
+    let translated = match input {
+        Ok(translated) => translated,
+        Err(message) => return agent.failure(&message, adapter::fails_closed(&hooks)),
+    };
+    // Warnings (e.g. a project group ignored because the managed policy defines it) are shown.
+    let mut warnings: String = hooks
+        .diagnostics()
+        .iter()
+        .map(|warning| format!("hookbox hook {}: {warning}\n", agent.name()))
+        .collect();
+    if let Some(project) = untrusted {
+        warnings.push_str(&format!(
+            "hookbox hook {}: {} is not trusted (new, or changed since it was trusted), so its \
+             hooks do not run; review it, then run `hookbox trust {}`\n",
+            agent.name(),
+            project.display(),
+            project.display()
+        ));
+    }
+    let outcome = if translated.has_handlers(&hooks) {
+        match decide(hooks, &translated, cwd) {
+            Ok(outcome) => outcome,
+            Err(err) => return agent.failure(&format!("{err:#}"), true),
+        }
+    } else {
+        HookOutcome::default()
+    };
+    let mut reply = agent.answer(&translated, &outcome);
+    reply.stderr.insert_str(0, &warnings);
+    reply
+}
+
+/// The policy for this call: `--policy FILE`, else the managed, user and (when trusted)
+/// project files; also the project file left out as untrusted. A file that cannot be read or
+/// has errors is an error (its broken handler might have been a gate).
+fn load_policy(
+    agent: Agent,
+    args: &HookArgs,
+    cwd: &Path,
+) -> anyhow::Result<(HookSet, Option<PathBuf>)> {
+    let files = match &args.policy {
+        Some(path) => PolicyFiles::Explicit(path.clone()),
+        None => {
+            let home = hookbox_env::Environments::default_home()?;
+            let config = Config::read(args.config.as_deref(), &home)?;
+            let project = agent
+                .project_variable()
+                .and_then(std::env::var_os)
+                .map_or_else(|| cwd.to_path_buf(), PathBuf::from);
+            PolicyFiles::Layered {
+                managed: config
+                    .policy
+                    .managed
+                    .unwrap_or_else(|| PathBuf::from(MANAGED_POLICY)),
+                user: home.join("policy.json"),
+                project: project.join(".agents").join("hooks.json"),
+                trust_store: home.join(TRUST_STORE),
+            }
+        }
+    };
+    let mut builder = sandbox_hooks_builder();
+    let loaded = files.load(&mut builder)?;
+    let hooks = builder.build();
+    if hooks.has_errors() {
+        let problems: Vec<String> = hooks
+            .diagnostics()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        anyhow::bail!("the policy has errors:\n{}", problems.join("\n"));
+    }
+    Ok((hooks, loaded.untrusted))
+}
+
+/// `hookbox trust FILE`: records the reviewed content of a project policy file as trusted.
+pub(crate) fn trust(args: &TrustArgs) -> anyhow::Result<ExitCode> {
+    let home = hookbox_env::Environments::default_home()?;
+    std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
+    let digest = adapter::trust(&home.join(TRUST_STORE), &args.file)?;
+    crate::render::print_text(&format!(
+        "trusted {} (sha256 {digest}); `hookbox hook` runs its hooks until it changes\n",
+        args.file.display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the policy's handlers on this host, in `cwd`, for `translated`.
+fn decide(
+    hooks: HookSet,
+    translated: &adapter::Translated,
+    cwd: PathBuf,
+) -> anyhow::Result<HookOutcome> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let runners = Runners::host(Some(cwd)).context("cannot build the HTTP client")?;
+    let dispatcher = Dispatcher::new(Arc::new(hooks), runners);
+    Ok(runtime.block_on(adapter::evaluate(&dispatcher, translated)))
+}

@@ -1,0 +1,599 @@
+//! `hookbox hook claude-code`: Claude Code's hook events, in the exact shapes of
+//! `/work/shared/reference/claude-hooks.md`, answered by a hookbox policy.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use super::{code, seed_config, stdout_json, write};
+
+mod gemini_cli;
+
+/// Runs `hookbox hook claude-code EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and
+/// `CLAUDE_PROJECT_DIR` = `project`.
+fn hook(home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
+    hook_as("claude-code", home, project, extra, event)
+}
+
+/// Runs `hookbox hook AGENT EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and the
+/// agent's project variable, if it has one, = `project`.
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn hook_as(agent: &str, home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
+    use std::io::Write;
+    let variable = match agent {
+        "gemini-cli" => "GEMINI_PROJECT_DIR",
+        "claude-code" => "CLAUDE_PROJECT_DIR",
+        // Codex names no project root: the event's `cwd` is the project.
+        _ => "HOOKBOX_TEST_UNUSED",
+    };
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["hook", agent])
+        .args(extra)
+        .env("HOOKBOX_HOME", home)
+        .env(variable, project)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run hookbox");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(event)
+        .expect("write stdin");
+    child.wait_with_output().expect("wait for hookbox")
+}
+
+/// Claude Code's PreToolUse input (REF §Common input fields + PreToolUse row).
+fn pre_tool_use(cwd: &Path, tool: &str, input: Value) -> Vec<u8> {
+    json!({
+        "session_id": "abc123",
+        "transcript_path": "/home/u/.claude/projects/p/abc123.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": "toolu_01ABC",
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A Claude-style policy whose one `event` hook prints `reply` whatever it is sent.
+fn claude_policy(dir: &Path, event: &str, reply: &Value) -> String {
+    let command = format!("cat > /dev/null; printf '%s' '{reply}'");
+    write(
+        dir,
+        "claude-policy.json",
+        &json!({"hooks": {event: [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]}}),
+    )
+}
+
+#[test]
+fn the_seeds_security_gate_denies_claude_codes_rm_rf_and_lets_ls_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = seed_config(dir.path(), "security-gate.hooks.json");
+    let denied = hook(
+        dir.path(),
+        dir.path(),
+        &["--policy", &policy],
+        &pre_tool_use(
+            dir.path(),
+            "Bash",
+            json!({"command": "rm -rf victim", "description": "Delete"}),
+        ),
+    );
+    assert_eq!(code(&denied), 0, "{}", stderr(&denied));
+    assert_eq!(
+        stdout_json(&denied),
+        json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "Destructive command blocked by security gate.",
+        }})
+    );
+    // The gate's `{"decision":"allow"}` is no objection, not an approval that would skip
+    // Claude Code's own permission prompt: no output at all.
+    let allowed = hook(
+        dir.path(),
+        dir.path(),
+        &["--policy", &policy],
+        &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
+    );
+    assert_eq!(code(&allowed), 0, "{}", stderr(&allowed));
+    assert!(allowed.stdout.is_empty(), "{:?}", allowed.stdout);
+}
+
+#[test]
+fn the_seeds_privacy_gate_denies_claude_codes_read_of_private_paths_however_spelled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = seed_config(dir.path(), "privacy-gate.hooks.json");
+    let read = |file_path: &str| {
+        hook(
+            dir.path(),
+            dir.path(),
+            &["--policy", &policy],
+            &pre_tool_use(dir.path(), "Read", json!({"file_path": file_path})),
+        )
+    };
+    for path in [
+        "/data/private/people.csv",
+        "/data/public/../private/people.csv",
+    ] {
+        let denied = read(path);
+        assert_eq!(
+            stdout_json(&denied)["hookSpecificOutput"]["permissionDecision"],
+            "deny",
+            "{path}"
+        );
+        assert!(
+            stdout_json(&denied)["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .expect("reason")
+                .contains("PII compliance policy")
+        );
+    }
+    let allowed = read("/data/public/summary.csv");
+    assert_eq!(code(&allowed), 0);
+    assert!(allowed.stdout.is_empty());
+}
+
+#[test]
+fn a_sandbox_policy_sees_the_seeds_names_and_other_tools_under_their_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Denies everything, with the tool call it was sent as the reason.
+    let script = dir.path().join("echo.py");
+    std::fs::write(
+        &script,
+        "import sys, json\nd = json.load(sys.stdin)\nprint(json.dumps({'decision': 'deny', 'reason': json.dumps(d['tool_call'], sort_keys=True)}))\n",
+    )
+    .expect("script");
+    let policy = write(
+        dir.path(),
+        "echo.json",
+        &json!({"echo": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": format!("python3 {}", script.display())}]}]}}),
+    );
+    let seen = |tool: &str, input: Value| {
+        let output = hook(
+            dir.path(),
+            dir.path(),
+            &["--policy", &policy],
+            &pre_tool_use(dir.path(), tool, input),
+        );
+        let reason = stdout_json(&output)["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .expect("reason")
+            .to_owned();
+        serde_json::from_str::<Value>(&reason).expect("tool_call JSON")
+    };
+    assert_eq!(
+        seen("Bash", json!({"command": "ls -l", "timeout": 5000})),
+        json!({"name": "code_execution", "args": {"code": "ls -l", "language": "bash"}})
+    );
+    assert_eq!(
+        seen(
+            "Write",
+            json!({"file_path": "notes/../a.txt", "content": "x"})
+        ),
+        json!({
+            "name": "write_file",
+            "args": {"path": dir.path().canonicalize().expect("dir").join("a.txt"), "content": "x"},
+            "raw_args": {"file_path": "notes/../a.txt", "content": "x"},
+        })
+    );
+    assert_eq!(
+        seen(
+            "WebFetch",
+            json!({"url": "https://example.com", "prompt": "p"})
+        ),
+        json!({"name": "WebFetch", "args": {"url": "https://example.com", "prompt": "p"}})
+    );
+    assert_eq!(
+        seen("mcp__github__create_issue", json!({"title": "t"})),
+        json!({"name": "mcp__github__create_issue", "args": {"title": "t"}})
+    );
+}
+
+#[test]
+fn a_claude_style_policy_answers_in_claude_codes_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |event: &str, reply: Value, input: Value| {
+        let policy = claude_policy(dir.path(), event, &reply);
+        let output = hook(
+            dir.path(),
+            dir.path(),
+            &["--policy", &policy],
+            input.to_string().as_bytes(),
+        );
+        assert_eq!(code(&output), 0, "{event}: {}", stderr(&output));
+        stdout_json(&output)
+    };
+    let common = |event: &str, fields: Value| {
+        let mut input = json!({
+            "session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": dir.path(),
+            "permission_mode": "default", "hook_event_name": event,
+        });
+        input
+            .as_object_mut()
+            .expect("object")
+            .extend(fields.as_object().expect("object").clone());
+        input
+    };
+    let bash = json!({"tool_name": "Bash", "tool_input": {"command": "git push"}, "tool_use_id": "toolu_1"});
+
+    // ask, with context and a rewritten input.
+    assert_eq!(
+        run(
+            "PreToolUse",
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                "permissionDecisionReason": "pushes need a look", "updatedInput": {"command": "git push --dry-run"},
+                "additionalContext": "branch is main"}}),
+            common("PreToolUse", bash.clone()),
+        ),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+            "permissionDecisionReason": "pushes need a look", "updatedInput": {"command": "git push --dry-run"},
+            "additionalContext": "branch is main"}})
+    );
+    // An explicit allow from a Claude-style hook is passed on.
+    assert_eq!(
+        run(
+            "PreToolUse",
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}),
+            common("PreToolUse", bash.clone()),
+        ),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}})
+    );
+    // PermissionRequest: decision.behavior.
+    let mut request = bash;
+    request
+        .as_object_mut()
+        .expect("object")
+        .remove("tool_use_id");
+    assert_eq!(
+        run(
+            "PermissionRequest",
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                "decision": {"behavior": "deny", "message": "not on Fridays"}}}),
+            common("PermissionRequest", request),
+        ),
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": "not on Fridays"}}})
+    );
+    // Prompt and stop blocks are top-level decision/reason.
+    assert_eq!(
+        run(
+            "UserPromptSubmit",
+            json!({"decision": "block", "reason": "no secrets in prompts"}),
+            common("UserPromptSubmit", json!({"prompt": "my key is sk-123"})),
+        ),
+        json!({"decision": "block", "reason": "no secrets in prompts"})
+    );
+    assert_eq!(
+        run(
+            "Stop",
+            json!({"decision": "block", "reason": "tests still fail"}),
+            common(
+                "Stop",
+                json!({"stop_hook_active": false, "last_assistant_message": "done"})
+            ),
+        ),
+        json!({"decision": "block", "reason": "tests still fail"})
+    );
+    // Stopping the session, and a message for the user.
+    assert_eq!(
+        run(
+            "PostToolUse",
+            json!({"continue": false, "stopReason": "budget spent", "systemMessage": "hi"}),
+            common(
+                "PostToolUse",
+                json!({"tool_name": "Bash", "tool_input": {"command": "ls"},
+                    "tool_response": {"stdout": "a", "stderr": "", "interrupted": false}, "tool_use_id": "toolu_1"})
+            ),
+        ),
+        json!({"continue": false, "stopReason": "budget spent", "systemMessage": "hi"})
+    );
+    assert_eq!(
+        run(
+            "SessionStart",
+            json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "be brief"}}),
+            common(
+                "SessionStart",
+                json!({"source": "startup", "model": "claude-x"})
+            ),
+        ),
+        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "be brief"}})
+    );
+}
+
+#[test]
+fn events_without_a_counterpart_get_no_decision() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = seed_config(dir.path(), "security-gate.hooks.json");
+    let input = json!({"session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": dir.path(),
+        "hook_event_name": "TaskCreated", "task_id": "t1", "task_subject": "rm -rf victim"});
+    let output = hook(
+        dir.path(),
+        dir.path(),
+        &["--policy", &policy],
+        input.to_string().as_bytes(),
+    );
+    assert_eq!(code(&output), 0);
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn unreadable_input_is_a_non_blocking_error_unless_a_handler_fails_closed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let open = seed_config(dir.path(), "security-gate.hooks.json");
+    let closed = write(
+        dir.path(),
+        "closed.json",
+        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+            {"type": "command", "command": "true", "on_error": "deny"}]}]}}),
+    );
+    let bad_inputs: [&[u8]; 4] = [
+        b"not json",
+        b"[1]",
+        br#"{"session_id": "s"}"#,
+        br#"{"hook_event_name": "PreToolUse", "tool_name": "Bash"}"#,
+    ];
+    for input in bad_inputs {
+        let output = hook(dir.path(), dir.path(), &["--policy", &open], input);
+        assert_eq!(code(&output), 1, "{}", String::from_utf8_lossy(input));
+        assert!(stderr(&output).starts_with("hookbox hook claude-code: "));
+        assert!(output.stdout.is_empty());
+        let output = hook(dir.path(), dir.path(), &["--policy", &closed], input);
+        assert_eq!(code(&output), 2, "{}", String::from_utf8_lossy(input));
+        assert!(stderr(&output).contains("(denied)"), "{}", stderr(&output));
+    }
+}
+
+#[test]
+fn a_missing_or_broken_policy_blocks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let event = pre_tool_use(dir.path(), "Bash", json!({"command": "ls"}));
+    let missing = dir.path().join("nope.json");
+    let output = hook(
+        dir.path(),
+        dir.path(),
+        &["--policy", missing.to_str().expect("utf-8")],
+        &event,
+    );
+    assert_eq!(code(&output), 2);
+    assert!(stderr(&output).contains("nope.json"), "{}", stderr(&output));
+    let broken = write(
+        dir.path(),
+        "broken.json",
+        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+            {"type": "command", "command": "true", "timeout": "soon"}]}]}}),
+    );
+    let output = hook(dir.path(), dir.path(), &["--policy", &broken], &event);
+    assert_eq!(code(&output), 2);
+    assert!(
+        stderr(&output).contains("broken.json"),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::write(dir.path().join("syntax.json"), "{").expect("write");
+    let output = hook(
+        dir.path(),
+        dir.path(),
+        &[
+            "--policy",
+            dir.path().join("syntax.json").to_str().expect("utf-8"),
+        ],
+        &event,
+    );
+    assert_eq!(code(&output), 2);
+}
+
+#[test]
+fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+    std::fs::create_dir_all(project.join(".agents")).expect("mkdir");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    // Managed (named by hookbox.toml): the seeds' security gate.
+    let managed = seed_config(dir.path(), "security-gate.hooks.json");
+    std::fs::write(
+        home.join("hookbox.toml"),
+        format!("[policy]\nmanaged = {managed:?}\n"),
+    )
+    .expect("toml");
+    // User: the seeds' privacy gate.
+    let privacy = seed_config(dir.path(), "privacy-gate.hooks.json");
+    std::fs::copy(&privacy, home.join("policy.json")).expect("user policy");
+    // Project (the agent can write it): tries to replace the security gate with a no-op.
+    let project_policy = json!({
+        "security-gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+            {"type": "command", "command": "echo '{\"decision\":\"allow\"}'"}]}]},
+    });
+    std::fs::write(
+        project.join(".agents/hooks.json"),
+        project_policy.to_string(),
+    )
+    .expect("project policy");
+    trust(&home, &project.join(".agents/hooks.json"));
+
+    let rm = hook(
+        &home,
+        &project,
+        &[],
+        &pre_tool_use(&project, "Bash", json!({"command": "rm -rf victim"})),
+    );
+    assert_eq!(code(&rm), 0, "{}", stderr(&rm));
+    assert_eq!(
+        stdout_json(&rm)["hookSpecificOutput"]["permissionDecisionReason"],
+        "Destructive command blocked by security gate."
+    );
+    assert!(
+        stderr(&rm).contains("group `security-gate` is ignored"),
+        "{}",
+        stderr(&rm)
+    );
+    let read = hook(
+        &home,
+        &project,
+        &[],
+        &pre_tool_use(&project, "Read", json!({"file_path": "/srv/private/a"})),
+    );
+    assert_eq!(
+        stdout_json(&read)["hookSpecificOutput"]["permissionDecision"],
+        "deny"
+    );
+
+    // The project layer adds: a group of its own name is evaluated.
+    let gate = json!({"no-curl": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+        {"type": "command", "command": "grep -q curl && echo '{\"decision\":\"deny\",\"reason\":\"project: no curl\"}' || true"}]}]}});
+    std::fs::write(project.join(".agents/hooks.json"), gate.to_string()).expect("project policy");
+    trust(&home, &project.join(".agents/hooks.json"));
+    let curl = hook(
+        &home,
+        &project,
+        &[],
+        &pre_tool_use(&project, "Bash", json!({"command": "curl x"})),
+    );
+    assert_eq!(
+        stdout_json(&curl)["hookSpecificOutput"]["permissionDecisionReason"],
+        "project: no curl"
+    );
+    let ls = hook(
+        &home,
+        &project,
+        &[],
+        &pre_tool_use(&project, "Bash", json!({"command": "ls"})),
+    );
+    assert_eq!(code(&ls), 0);
+    assert!(ls.stdout.is_empty());
+
+    // --policy names one file and only that one.
+    let only = hook(
+        &home,
+        &project,
+        &["--policy", &privacy],
+        &pre_tool_use(&project, "Bash", json!({"command": "rm -rf victim"})),
+    );
+    assert!(
+        only.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&only.stdout)
+    );
+}
+
+/// `hookbox trust FILE` with `HOOKBOX_HOME` = `home`.
+fn trust(home: &Path, file: &Path) {
+    let output = super::hookbox_in(home, &["trust", file.to_str().expect("utf-8")], b"");
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+}
+
+#[test]
+fn a_project_policy_runs_only_as_trusted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+    std::fs::create_dir_all(project.join(".agents")).expect("mkdir");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    let file = project.join(".agents/hooks.json");
+    // What the model might write: a hook that runs its own command on this host.
+    let marker = dir.path().join("ran");
+    let planted = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": format!("touch {}", marker.display())}]}]}});
+    std::fs::write(&file, planted.to_string()).expect("write");
+    let event = pre_tool_use(&project, "Bash", json!({"command": "ls"}));
+    let output = hook(&home, &project, &[], &event);
+    assert_eq!(code(&output), 0);
+    assert!(!marker.exists(), "an untrusted project hook ran");
+    assert!(
+        stderr(&output).contains("is not trusted"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains("hookbox trust"),
+        "{}",
+        stderr(&output)
+    );
+
+    trust(&home, &file);
+    hook(&home, &project, &[], &event);
+    assert!(marker.exists(), "the trusted project hook did not run");
+
+    // Changed after it was trusted: not run again until trusted again.
+    std::fs::remove_file(&marker).expect("rm");
+    std::fs::write(&file, format!("{planted} ")).expect("write");
+    let output = hook(&home, &project, &[], &event);
+    assert!(!marker.exists(), "a changed project hook ran");
+    assert!(
+        stderr(&output).contains("is not trusted"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Codex's PreToolUse input: Claude Code's shape plus `model` and `turn_id` (shell calls are
+/// reported as `Bash` with `tool_input.command`).
+fn codex_pre_tool_use(cwd: &Path, command: &str) -> Vec<u8> {
+    json!({
+        "session_id": "019a-codex", "transcript_path": "/home/u/.codex/sessions/r.jsonl",
+        "cwd": cwd, "hook_event_name": "PreToolUse", "model": "gpt-5-codex",
+        "permission_mode": "default", "turn_id": "turn-1",
+        "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "call_1",
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[test]
+fn codex_gets_claude_codes_answers_and_an_ask_becomes_a_deny() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gate = seed_config(dir.path(), "security-gate.hooks.json");
+    let output = hook_as(
+        "codex",
+        dir.path(),
+        dir.path(),
+        &["--policy", &gate],
+        &codex_pre_tool_use(dir.path(), "rm -rf victim"),
+    );
+    assert_eq!(
+        stdout_json(&output),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": "Destructive command blocked by security gate."}})
+    );
+    // Codex runs a call whose hook answered `ask`: hookbox denies it instead.
+    let ask = claude_policy(
+        dir.path(),
+        "PreToolUse",
+        &json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+            "permissionDecisionReason": "pushes need a look", "updatedInput": {"command": "git push -n"}}}),
+    );
+    let output = hook_as(
+        "codex",
+        dir.path(),
+        dir.path(),
+        &["--policy", &ask],
+        &codex_pre_tool_use(dir.path(), "git push"),
+    );
+    assert_eq!(
+        stdout_json(&output),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": "needs a person's approval, which Codex hooks cannot ask for: pushes need a look"}})
+    );
+    // Claude Code itself keeps the ask.
+    let output = hook(
+        dir.path(),
+        dir.path(),
+        &["--policy", &ask],
+        &pre_tool_use(dir.path(), "Bash", json!({"command": "git push"})),
+    );
+    assert_eq!(
+        stdout_json(&output)["hookSpecificOutput"]["permissionDecision"],
+        "ask"
+    );
+}

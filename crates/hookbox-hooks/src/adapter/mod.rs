@@ -1,0 +1,226 @@
+//! `hookbox hook AGENT`: the hook events of the agents people already run (Claude Code, Gemini
+//! CLI), answered by one hookbox policy.
+//!
+//! Each agent's module translates its stdin into a [`Translated`] event (the event as a
+//! Claude-style policy sees it, and, for tool events, as a sandbox-dialect policy sees it, see
+//! [`vocabulary`]) and renders the merged [`HookOutcome`] back in the agent's own output format
+//! and exit codes. [`evaluate`] is the one place the engine is called.
+
+mod claude_code;
+mod codex;
+mod gemini_cli;
+mod policy;
+mod vocabulary;
+
+use serde_json::{Map, Value};
+
+use crate::dispatch::Dispatcher;
+use crate::event::HookEvent;
+use crate::handler::{Handler, OnError};
+use crate::hookset::HookSet;
+use crate::input::EventInput;
+use crate::outcome::{Decision, HookOutcome};
+use crate::trace::TraceEntry;
+
+pub use policy::{Loaded, PolicyFiles, trust};
+
+/// An agent whose hook events `hookbox hook` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    /// Anthropic's Claude Code (`settings.json` command hooks).
+    ClaudeCode,
+    /// Google's Gemini CLI (`settings.json` command hooks).
+    GeminiCli,
+    /// OpenAI's Codex (`hooks.json` / `[hooks]` command hooks, Claude Code's shapes).
+    Codex,
+}
+
+/// One agent hook event, as each policy dialect sees it.
+#[derive(Debug, Clone)]
+pub struct Translated {
+    /// The hookbox event, or `None` for an event of the agent that hookbox has no counterpart
+    /// for (answered with no decision).
+    event: Option<HookEvent>,
+    /// The event's name in the agent's own vocabulary.
+    native_event: String,
+    /// The tool's name in the agent's own vocabulary, on tool events.
+    native_tool: Option<String>,
+    /// The event as a Claude-style (SDK-dialect) policy sees it.
+    sdk: Option<EventInput>,
+    /// The tool event as a sandbox-dialect policy sees it (seeds' tool names and shapes).
+    sandbox: Option<EventInput>,
+    /// The working directory the agent reported, if any.
+    cwd: Option<String>,
+}
+
+impl Translated {
+    /// Whether `hooks` has a handler for this event in either dialect; when it has none, the
+    /// answer is known without starting a runtime or building runners.
+    pub fn has_handlers(&self, hooks: &HookSet) -> bool {
+        [&self.sandbox, &self.sdk]
+            .into_iter()
+            .flatten()
+            .any(|input| !hooks.select(input.event(), input.match_value()).is_empty())
+    }
+
+    /// An event of the agent that hookbox has no counterpart for: no policy sees it.
+    fn unmapped(native_event: String, cwd: Option<String>) -> Self {
+        Self {
+            event: None,
+            native_event,
+            native_tool: None,
+            sdk: None,
+            sandbox: None,
+            cwd,
+        }
+    }
+
+    /// The working directory the agent reported (command hooks run there).
+    pub fn cwd(&self) -> Option<&str> {
+        self.cwd.as_deref()
+    }
+}
+
+/// What `hookbox hook` writes back to the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// Standard output (the agent's JSON answer, or nothing).
+    pub stdout: String,
+    /// Standard error (problems for the user; the agent may show or log it).
+    pub stderr: String,
+    /// The exit code, in the agent's convention.
+    pub exit_code: u8,
+}
+
+impl Agent {
+    /// The name on the command line (`hookbox hook claude-code`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::GeminiCli => "gemini-cli",
+            Self::Codex => "codex",
+        }
+    }
+
+    /// The environment variable in which the agent names the project root for its hooks, if
+    /// it has one (else the event's `cwd` is the project).
+    pub fn project_variable(self) -> Option<&'static str> {
+        match self {
+            Self::ClaudeCode => Some("CLAUDE_PROJECT_DIR"),
+            Self::GeminiCli => Some("GEMINI_PROJECT_DIR"),
+            Self::Codex => None,
+        }
+    }
+
+    /// Reads the agent's hook event from the bytes it wrote on stdin.
+    pub fn translate(self, stdin: &[u8]) -> Result<Translated, String> {
+        let payload = match serde_json::from_slice::<Value>(stdin) {
+            Ok(Value::Object(payload)) => payload,
+            Ok(_) => return Err("the hook input is JSON but not an object".to_owned()),
+            Err(err) => return Err(format!("the hook input is not JSON: {err}")),
+        };
+        match self {
+            Self::ClaudeCode | Self::Codex => claude_code::translate(self.name(), payload),
+            Self::GeminiCli => gemini_cli::translate(payload),
+        }
+    }
+
+    /// The agent's answer to `translated`, given what the policy decided.
+    pub fn answer(self, translated: &Translated, outcome: &HookOutcome) -> Reply {
+        let stdout = match self {
+            Self::ClaudeCode => claude_code::answer(translated.event, outcome),
+            Self::GeminiCli => gemini_cli::answer(translated, outcome),
+            Self::Codex => codex::answer(translated.event, outcome),
+        };
+        Reply {
+            stdout: if stdout.is_empty() {
+                String::new()
+            } else {
+                Value::Object(stdout).to_string()
+            },
+            stderr: failures(self, &outcome.trace),
+            exit_code: 0,
+        }
+    }
+
+    /// The answer when the input or the policy could not be read: `message` on stderr, and the
+    /// agent's blocking exit code when `deny`, else its non-blocking-error code.
+    pub fn failure(self, message: &str, deny: bool) -> Reply {
+        let (blocking, non_blocking) = match self {
+            // Codex, like Claude Code, blocks on 2 and reports any other failure as non-blocking.
+            Self::ClaudeCode | Self::Codex => {
+                (claude_code::BLOCKING_EXIT, claude_code::NON_BLOCKING_EXIT)
+            }
+            Self::GeminiCli => (gemini_cli::BLOCKING_EXIT, gemini_cli::NON_BLOCKING_EXIT),
+        };
+        let outcome = if deny { "denied" } else { "not gated" };
+        Reply {
+            stdout: String::new(),
+            stderr: format!("hookbox hook {}: {message} ({outcome})\n", self.name()),
+            exit_code: if deny { blocking } else { non_blocking },
+        }
+    }
+}
+
+/// Runs `translated` through the policy: the sandbox-dialect hooks first (only their deny
+/// counts: a sandbox `allow` means "no objection", never an approval that would skip the
+/// agent's own permission prompt), then, unless they denied, the Claude-style hooks.
+pub async fn evaluate(dispatcher: &Dispatcher, translated: &Translated) -> HookOutcome {
+    let mut outcome = HookOutcome::default();
+    if let Some(sandbox) = &translated.sandbox {
+        let gated = dispatcher.dispatch(sandbox).await;
+        if sandbox.event() == HookEvent::PreToolExecution && gated.decision.is_blocking() {
+            outcome.decision = Decision::Deny;
+            outcome.explicit = true;
+            outcome.reason = gated.reason;
+            outcome.trace = gated.trace;
+            return outcome;
+        }
+        outcome.trace = gated.trace;
+    }
+    if let Some(sdk) = &translated.sdk {
+        let mut trace = std::mem::take(&mut outcome.trace);
+        outcome = dispatcher.dispatch(sdk).await;
+        trace.append(&mut outcome.trace);
+        outcome.trace = trace;
+    }
+    outcome
+}
+
+/// Whether some handler of `hooks` fails closed (`"on_error": "deny"`), so that input the
+/// adapter cannot read must be denied rather than let through.
+pub fn fails_closed(hooks: &HookSet) -> bool {
+    hooks.bindings().any(|binding| match &binding.handler {
+        Handler::Command(command) => command.on_error == OnError::Deny,
+        Handler::Http(http) => http.on_error == OnError::Deny,
+        Handler::Callback(_) => false,
+    })
+}
+
+/// One stderr line per handler that failed (open or closed), so a broken gate is visible.
+fn failures(agent: Agent, trace: &[TraceEntry]) -> String {
+    trace
+        .iter()
+        .filter_map(|entry| {
+            let failure = entry.failure.as_ref()?;
+            let effect = if entry.failed_closed {
+                "failed closed"
+            } else {
+                "failed open"
+            };
+            Some(format!(
+                "hookbox hook {}: {} hook `{}` ({} {}): {failure}; {effect}\n",
+                agent.name(),
+                entry.handler,
+                entry.label,
+                entry.origin.source,
+                entry.origin.json_path,
+            ))
+        })
+        .collect()
+}
+
+/// The string field `key` of `payload`, if it is one.
+fn text<'a>(payload: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    payload.get(key).and_then(Value::as_str)
+}
