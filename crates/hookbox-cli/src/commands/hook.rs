@@ -9,7 +9,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use hookbox_agent::sandbox_hooks_builder;
 use hookbox_hooks::adapter::{self, Agent, PolicyFiles, Reply};
-use hookbox_hooks::{Dispatcher, HookOutcome, HookSet, Runners};
+use hookbox_hooks::{
+    Dispatcher, HookOutcome, HookSet, HostCommandRunner, ProjectCommandRunner, Runners,
+};
 use hookbox_runtime::Config;
 
 use crate::cli::{HookArgs, TrustArgs};
@@ -43,8 +45,13 @@ fn answer(agent: Agent, args: &HookArgs) -> Reply {
         .filter(|cwd| cwd.is_dir())
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
+    // The agent names its project (e.g. `CLAUDE_PROJECT_DIR`); else it is the working directory.
+    let project = agent
+        .project_variable()
+        .and_then(std::env::var_os)
+        .map_or_else(|| cwd.clone(), PathBuf::from);
     // Without its policy nothing can be let through that the policy would deny: block.
-    let (hooks, untrusted) = match load_policy(agent, args, &cwd) {
+    let (hooks, untrusted) = match load_policy(args, &project) {
         Ok(loaded) => loaded,
         Err(err) => return agent.failure(&format!("{err:#}"), true),
     };
@@ -68,7 +75,7 @@ fn answer(agent: Agent, args: &HookArgs) -> Reply {
         ));
     }
     let outcome = if translated.has_handlers(&hooks) {
-        match decide(hooks, &translated, cwd) {
+        match decide(hooks, &translated, cwd, project) {
             Ok(outcome) => outcome,
             Err(err) => return agent.failure(&format!("{err:#}"), true),
         }
@@ -83,20 +90,12 @@ fn answer(agent: Agent, args: &HookArgs) -> Reply {
 /// The policy for this call: `--policy FILE`, else the managed, user and (when trusted)
 /// project files; also the project file left out as untrusted. A file that cannot be read or
 /// has errors is an error (its broken handler might have been a gate).
-fn load_policy(
-    agent: Agent,
-    args: &HookArgs,
-    cwd: &Path,
-) -> anyhow::Result<(HookSet, Option<PathBuf>)> {
+fn load_policy(args: &HookArgs, project: &Path) -> anyhow::Result<(HookSet, Option<PathBuf>)> {
     let files = match &args.policy {
         Some(path) => PolicyFiles::Explicit(path.clone()),
         None => {
             let home = hookbox_env::Environments::default_home()?;
             let config = Config::read(args.config.as_deref(), &home)?;
-            let project = agent
-                .project_variable()
-                .and_then(std::env::var_os)
-                .map_or_else(|| cwd.to_path_buf(), PathBuf::from);
             PolicyFiles::Layered {
                 managed: config
                     .policy
@@ -134,17 +133,29 @@ pub(crate) fn trust(args: &TrustArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the policy's handlers on this host, in `cwd`, for `translated`.
+/// Runs the policy's handlers for `translated`: the owner's (managed, user, `--policy`) on this
+/// host in `cwd`, the project's own in a read-only sandbox over `project` (the agent can write
+/// that file and the scripts it names: nothing it wrote may run on the host).
 fn decide(
     hooks: HookSet,
     translated: &adapter::Translated,
     cwd: PathBuf,
+    project: PathBuf,
 ) -> anyhow::Result<HookOutcome> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let runners = Runners::host(Some(cwd)).context("cannot build the HTTP client")?;
+    let runners = Runners {
+        command: Arc::new(ProjectCommandRunner {
+            host: HostCommandRunner {
+                cwd: Some(cwd.clone()),
+                env: Vec::new(),
+            },
+            project,
+        }),
+        ..Runners::host(Some(cwd)).context("cannot build the HTTP client")?
+    };
     let dispatcher = Dispatcher::new(Arc::new(hooks), runners);
     Ok(runtime.block_on(adapter::evaluate(&dispatcher, translated)))
 }

@@ -501,10 +501,13 @@ fn a_project_policy_runs_only_as_trusted() {
     std::fs::create_dir_all(project.join(".agents")).expect("mkdir");
     std::fs::create_dir_all(&home).expect("mkdir");
     let file = project.join(".agents/hooks.json");
-    // What the model might write: a hook that runs its own command on this host.
+    // What the model might write: a hook that runs its own command on this host (and, to show
+    // that it ran, denies).
     let marker = dir.path().join("ran");
     let planted = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
-        {"type": "command", "command": format!("touch {}", marker.display())}]}]}});
+        {"type": "command", "command": format!(
+            "touch {} 2>/dev/null; echo '{{\"decision\":\"deny\",\"reason\":\"project gate ran\"}}'",
+            marker.display())}]}]}});
     std::fs::write(&file, planted.to_string()).expect("write");
     let event = pre_tool_use(&project, "Bash", json!({"command": "ls"}));
     let output = hook(&home, &project, &[], &event);
@@ -521,15 +524,27 @@ fn a_project_policy_runs_only_as_trusted() {
         stderr(&output)
     );
 
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("project gate ran"));
+
+    // Trusted, it runs, but in a read-only sandbox over the project: it decides, and
+    // changes nothing on this host.
     trust(&home, &file);
-    hook(&home, &project, &[], &event);
-    assert!(marker.exists(), "the trusted project hook did not run");
+    let output = hook(&home, &project, &[], &event);
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("project gate ran"),
+        "the trusted project hook did not run: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        stderr(&output)
+    );
+    assert!(
+        !marker.exists(),
+        "the trusted project hook wrote on the host"
+    );
 
     // Changed after it was trusted: not run again until trusted again.
-    std::fs::remove_file(&marker).expect("rm");
     std::fs::write(&file, format!("{planted} ")).expect("write");
     let output = hook(&home, &project, &[], &event);
-    assert!(!marker.exists(), "a changed project hook ran");
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("project gate ran"));
     assert!(
         stderr(&output).contains("is not trusted"),
         "{}",
