@@ -29,7 +29,7 @@ use super::structured::{self, OutputSchema};
 use super::tools::{TASK, declarations};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
 use hookbox_llm::{Conversation, Delta, Model, ModelReply, ToolCall, ToolDeclaration};
-use hookbox_store::new_uuid;
+use hookbox_store::{json_kind, new_uuid};
 
 /// `Stop` blocks in a row after which the session stops anyway (Claude Code's cap).
 const MAX_STOP_BLOCKS: u32 = 8;
@@ -515,14 +515,16 @@ fn replace_output(done: &mut CallDone, replacement: &Value, tool: &str, out: &mu
             .iter()
             .find_map(|(key, value)| match original.get(key) {
                 None => Some(format!("{tool}'s output has no field `{key}`")),
-                Some(old) if !value.is_null() && kind(old) != kind(value) => Some(format!(
-                    "`{key}` of {tool}'s output is {}, not {}",
-                    kind(old),
-                    kind(value)
-                )),
+                Some(old) if !value.is_null() && json_kind(old) != json_kind(value) => {
+                    Some(format!(
+                        "`{key}` of {tool}'s output is {}, not {}",
+                        json_kind(old),
+                        json_kind(value)
+                    ))
+                }
                 Some(_) => None,
             }),
-        other => Some(format!("it is {}, not an object", kind(other))),
+        other => Some(format!("it is {}, not an object", json_kind(other))),
     };
     if let Some(why) = mismatch {
         out.emit(SessionMessage::HookSystemMessage {
@@ -540,18 +542,6 @@ fn replace_output(done: &mut CallDone, replacement: &Value, tool: &str, out: &mu
         }
     }
     done.text = Value::Object(original.clone()).to_string();
-}
-
-/// The kind of JSON value `value` is.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// One agent's run on the agent loop: the main agent's query, or a sub-agent's task.
