@@ -2,14 +2,26 @@
 //! arrays. Shared by the keeper and the calls of a warm sandbox, which both execute a program
 //! from a forked process that may not allocate.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use crate::after_fork::errno;
 
 /// Search path used when the environment has no `PATH` (the C library's default).
 const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
+
+/// The environment `vars` as [`ExecArgs::new`] takes it: `NAME=value` each.
+pub(crate) fn env_entries(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<Vec<u8>> {
+    vars.into_iter()
+        .map(|(name, value)| {
+            let mut var = name.into_vec();
+            var.push(b'=');
+            var.extend_from_slice(value.as_bytes());
+            var
+        })
+        .collect()
+}
 
 /// A program to execute like `execvp` does, with its arguments and environment.
 #[derive(Debug)]

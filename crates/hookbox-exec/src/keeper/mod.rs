@@ -35,7 +35,6 @@ mod watch;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 pub(crate) use child::run;
 
@@ -56,15 +55,7 @@ impl KeeperPlan {
     /// library before the keeper starts). Fails, as the standard library would, on a NUL
     /// byte in the program, an argument or a variable.
     pub(crate) fn new(spec: &ProcessSpec) -> io::Result<Self> {
-        let vars = environment(spec)
-            .into_iter()
-            .map(|(name, value)| {
-                let mut var = name.into_vec();
-                var.push(b'=');
-                var.extend_from_slice(value.as_bytes());
-                var
-            })
-            .collect();
+        let vars = crate::exec_args::env_entries(environment(spec));
         Ok(Self {
             caller: rustix::process::getpid().as_raw_nonzero().get(),
             exec: ExecArgs::new(

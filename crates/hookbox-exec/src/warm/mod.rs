@@ -492,15 +492,7 @@ fn request(spec: &ProcessSpec, sandbox: &Sandbox) -> Request {
             .iter()
             .map(|arg| arg.as_bytes().to_vec())
             .collect(),
-        vars: vars
-            .into_iter()
-            .map(|(name, value)| {
-                let mut var = name.into_vec();
-                var.push(b'=');
-                var.extend_from_slice(value.as_bytes());
-                var
-            })
-            .collect(),
+        vars: crate::exec_args::env_entries(vars),
     }
 }
 
