@@ -224,14 +224,14 @@ fn listed_sandboxes(home: &std::path::Path) -> Vec<(String, serde_json::Value)> 
         .collect()
 }
 
-#[test]
-fn env_list_shows_the_warm_sandboxes_and_sigterm_stops_them() {
+/// A home whose agent `tool` makes one `code_execution` call of `code`, then answers.
+fn one_call_home(code: &str) -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
     let script = home.path().join("one.script.json");
     std::fs::write(
         &script,
         json!({"turns": [
-            {"tool_calls": [{"name": "code_execution", "args": {"code": "echo ran"}}]},
+            {"tool_calls": [{"name": "code_execution", "args": {"code": code}}]},
             {"text": "done"}]})
         .to_string(),
     )
@@ -244,6 +244,12 @@ fn env_list_shows_the_warm_sandboxes_and_sigterm_stops_them() {
         ),
     )
     .unwrap();
+    home
+}
+
+#[test]
+fn env_list_shows_the_warm_sandboxes_and_sigterm_stops_them() {
+    let home = one_call_home("echo ran");
     let key = api_key(home.path(), "alice");
     let served = serve(home.path(), &[]);
     let mut pids = Vec::new();
@@ -362,24 +368,7 @@ fn a_warm_call_cannot_see_or_signal_a_supervisor_of_its_own_or_another_environme
 
 #[test]
 fn concurrent_first_calls_of_an_environment_build_one_sandbox() {
-    let home = tempfile::tempdir().unwrap();
-    let script = home.path().join("one.script.json");
-    std::fs::write(
-        &script,
-        json!({"turns": [
-            {"tool_calls": [{"name": "code_execution", "args": {"code": "echo r''an"}}]},
-            {"text": "done"}]})
-        .to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        home.path().join("hookbox.toml"),
-        format!(
-            "[agents.tool]\nprovider = \"scripted\"\nscript = \"{}\"\n",
-            script.display()
-        ),
-    )
-    .unwrap();
+    let home = one_call_home("echo r''an");
     let key = api_key(home.path(), "alice");
     let served = serve(home.path(), &[]);
     let created = http::json(
