@@ -111,21 +111,7 @@ pub(super) fn answer(event: Option<HookEvent>, outcome: &HookOutcome) -> Map<Str
     {
         specific.insert("updatedToolOutput".into(), output.clone());
     }
-    if !specific.is_empty() {
-        let mut envelope = Map::new();
-        envelope.insert("hookEventName".into(), event.name().into());
-        envelope.extend(specific);
-        out.insert("hookSpecificOutput".into(), Value::Object(envelope));
-    }
-    if !outcome.continue_ {
-        out.insert("continue".into(), false.into());
-        if let Some(stop_reason) = &outcome.stop_reason {
-            out.insert("stopReason".into(), stop_reason.clone().into());
-        }
-    }
-    if let Some(message) = &outcome.system_message {
-        out.insert("systemMessage".into(), message.clone().into());
-    }
+    super::common_output(&mut out, event.name(), specific, outcome);
     out
 }
 

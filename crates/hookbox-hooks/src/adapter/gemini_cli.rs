@@ -180,23 +180,6 @@ pub(super) fn answer(translated: &Translated, outcome: &HookOutcome) -> Map<Stri
     {
         specific.insert("additionalContext".into(), context.clone().into());
     }
-    if !specific.is_empty() {
-        let mut envelope = Map::new();
-        envelope.insert(
-            "hookEventName".into(),
-            translated.native_event.clone().into(),
-        );
-        envelope.extend(specific);
-        out.insert("hookSpecificOutput".into(), Value::Object(envelope));
-    }
-    if !outcome.continue_ {
-        out.insert("continue".into(), false.into());
-        if let Some(stop_reason) = &outcome.stop_reason {
-            out.insert("stopReason".into(), stop_reason.clone().into());
-        }
-    }
-    if let Some(message) = &outcome.system_message {
-        out.insert("systemMessage".into(), message.clone().into());
-    }
+    super::common_output(&mut out, &translated.native_event, specific, outcome);
     out
 }

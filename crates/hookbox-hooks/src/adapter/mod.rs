@@ -187,6 +187,32 @@ pub async fn evaluate(dispatcher: &Dispatcher, translated: &Translated) -> HookO
     outcome
 }
 
+/// Adds what Claude Code's and Gemini CLI's answers share: `hookSpecificOutput` under
+/// `event_name` (when `specific` holds anything), `continue: false` with `stopReason`, and
+/// `systemMessage`.
+fn common_output(
+    out: &mut Map<String, Value>,
+    event_name: &str,
+    specific: Map<String, Value>,
+    outcome: &HookOutcome,
+) {
+    if !specific.is_empty() {
+        let mut envelope = Map::new();
+        envelope.insert("hookEventName".into(), event_name.into());
+        envelope.extend(specific);
+        out.insert("hookSpecificOutput".into(), Value::Object(envelope));
+    }
+    if !outcome.continue_ {
+        out.insert("continue".into(), false.into());
+        if let Some(stop_reason) = &outcome.stop_reason {
+            out.insert("stopReason".into(), stop_reason.clone().into());
+        }
+    }
+    if let Some(message) = &outcome.system_message {
+        out.insert("systemMessage".into(), message.clone().into());
+    }
+}
+
 /// Whether some handler of `hooks` fails closed (`"on_error": "deny"`), so that input the
 /// adapter cannot read must be denied rather than let through.
 pub fn fails_closed(hooks: &HookSet) -> bool {
