@@ -46,7 +46,8 @@ pub(crate) enum Command {
     /// Claude Code names it) and answers in the agent's own output format and exit codes. The
     /// policy is `--policy FILE`, else `/etc/hookbox/policy.json` (or `[policy] managed` in
     /// hookbox.toml), `$HOOKBOX_HOME/policy.json` and `<project>/.agents/hooks.json` (only once
-    /// trusted with `hookbox trust`), in that order, a later file only adding. Unreadable
+    /// trusted with `hookbox trust`; its command hooks run in a read-only sandbox over the
+    /// project), in that order, a later file only adding. Unreadable
     /// input: a message on stderr and the agent's non-blocking error code, or its blocking code
     /// when a handler says `on_error: "deny"`; a policy that cannot be loaded blocks. See
     /// docs/agent-adapters.md.
@@ -117,7 +118,7 @@ pub(crate) enum Command {
     /// `GET /{v}/interactions/{id}/hook_traces`.
     Traces(TracesArgs),
     /// Inspect and retry the audit outbox: the events of `"delivery": "at_least_once"` HTTP
-    /// hooks that `hookbox serve` delivers.
+    /// hooks that `hookbox serve` (or an SDK session's process) delivers.
     ///
     /// Reads `$HOOKBOX_HOME/hookbox.db` (safe while `hookbox serve` runs). Delivery is tuned
     /// by hookbox.toml's `[audit]`: `max_age` (default "24h"), `max_backoff` (default "5m"),
