@@ -302,8 +302,6 @@ fn env_list_shows_the_warm_sandboxes_and_sigterm_stops_them() {
 
 #[test]
 fn a_warm_call_cannot_see_or_signal_a_supervisor_of_its_own_or_another_environment() {
-    let home = tempfile::tempdir().unwrap();
-    let script = home.path().join("attack.script.json");
     // Signal everything it may (`kill -1`), then look for any supervisor in its /proc, without
     // ever writing the supervisor's argument whole (its own command lines would match); the
     // concatenated marker keeps the word looked for out of the code the reply echoes.
@@ -313,22 +311,7 @@ fn a_warm_call_cannot_see_or_signal_a_supervisor_of_its_own_or_another_environme
                   c=$(tr '\\0' ' ' < $f 2>/dev/null); \
                   case \"$c\" in *\"$p\"*) n=$((n+1));; esac; \
                 done; echo S''EEN=$n";
-    std::fs::write(
-        &script,
-        json!({"turns": [
-            {"tool_calls": [{"name": "code_execution", "args": {"code": code}}]},
-            {"text": "done"}]})
-        .to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        home.path().join("hookbox.toml"),
-        format!(
-            "[agents.attack]\nprovider = \"scripted\"\nscript = \"{}\"\n",
-            script.display()
-        ),
-    )
-    .unwrap();
+    let home = one_call_home(code);
     let key = api_key(home.path(), "alice");
     let served = serve(home.path(), &[]);
     let run = |environment: serde_json::Value| {
@@ -337,7 +320,7 @@ fn a_warm_call_cannot_see_or_signal_a_supervisor_of_its_own_or_another_environme
             &key,
             "POST",
             "/v1/interactions",
-            &json!({"agent": "attack", "input": "attack", "tools": [{"type": "code_execution"}],
+            &json!({"agent": "tool", "input": "attack", "tools": [{"type": "code_execution"}],
                 "environment": environment}),
         );
         assert_eq!(created.status, 200, "{created:?}");
