@@ -184,8 +184,9 @@ async fn write_output<W: AsyncWrite + Unpin>(
 }
 
 /// Reads the input: responses resolve their requests here (so they arrive while the driver
-/// waits on a hook), everything else goes to the driver. At end of input every pending
-/// request fails.
+/// waits on a hook), everything else goes to the driver. At end of input the driver
+/// interrupts the running query and only then fails the pending requests, so a query never
+/// goes on past a callback that failed because the SDK left.
 async fn read_input<R: AsyncRead + Unpin>(
     input: R,
     client: ControlClient,
@@ -216,12 +217,13 @@ async fn read_input<R: AsyncRead + Unpin>(
             Incoming::Other(what) => warn(&format!("ignoring {what}")),
             other => {
                 if incoming.send(other).is_err() {
-                    break;
+                    // The driver is gone: nobody is left to interrupt.
+                    client.close();
+                    return;
                 }
             }
         }
     }
-    client.close();
 }
 
 /// The session's state between the SDK's lines and the running query.
@@ -315,6 +317,7 @@ impl Driver {
                                 control.interrupt();
                             }
                         }
+                        self.client.close();
                     }
                 },
                 Some(request) = requests.recv() => {
