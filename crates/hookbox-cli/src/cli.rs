@@ -58,6 +58,14 @@ pub(crate) enum Command {
     /// `hookbox hook` runs it only while its content is the one trusted here (its SHA-256 is
     /// kept in `$HOOKBOX_HOME/trusted-policies.json`). Review the file first.
     Trust(TrustArgs),
+    /// Show the decisions `hookbox hook` made, oldest first.
+    ///
+    /// Every event an agent hands to `hookbox hook` is logged in `$HOOKBOX_HOME/hookbox.db`
+    /// with its agent, session, event, tool, decision (`allow`, `ask`, `deny`, `block`, `stop`,
+    /// or `none` when no handler decided), reason, latency, and the handler and policy file
+    /// that decided. The log keeps the newest `[policy] keep_decisions` (default 100000; 0
+    /// turns logging off).
+    Log(LogArgs),
     /// Run hooks by hand.
     Hooks {
         #[command(subcommand)]
@@ -307,6 +315,23 @@ pub(crate) struct HookArgs {
     /// `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LogArgs {
+    /// Only this agent's decisions (`claude-code`, `gemini-cli`, `codex`, …).
+    #[arg(long, value_name = "AGENT")]
+    pub(crate) agent: Option<String>,
+    /// Only decisions since this UTC time (`2026-01-01T00:00:00Z`) or this long ago (`30m`,
+    /// `24h`, `7d`).
+    #[arg(long, value_name = "WHEN")]
+    pub(crate) since: Option<String>,
+    /// At most this many (the newest).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub(crate) limit: u32,
+    /// Print the decisions as a JSON array.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         Command::Exec(args) => commands::exec::run(&args),
         Command::Hook(args) => Ok(commands::hook::run(&args)),
         Command::Trust(args) => commands::hook::trust(&args),
+        Command::Log(args) => commands::log::run(&args),
         Command::Serve(args) => commands::serve::run(&args),
         Command::ApiKeys { command } => commands::api_keys::run(&command),
         Command::Traces(args) => commands::traces::run(&args),

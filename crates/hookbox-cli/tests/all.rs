@@ -451,6 +451,7 @@ fn help_is_available_for_every_command() {
         vec!["env", "--help"],
         vec!["env", "create", "--help"],
         vec!["exec", "--help"],
+        vec!["log", "--help"],
         vec!["--version"],
     ] {
         let output = hookbox(&args);

@@ -1,6 +1,6 @@
 //! hookbox's persistence: environments, interactions, their steps, every hook trace, API keys
-//! (hashed), which key owns what, and the audit outbox (events of `at_least_once` HTTP hooks
-//! waiting for delivery).
+//! (hashed), which key owns what, the decision log of `hookbox hook`, and the audit outbox
+//! (events of `at_least_once` HTTP hooks waiting for delivery).
 //!
 //! Everything sits behind the [`Store`] trait, so a server database can come later; the embedded
 //! default is [`SqliteStore`] (bundled SQLite, WAL). No SQL leaves this crate: callers see plain
@@ -23,6 +23,7 @@
 //! the clock ([`Timestamp`]) and the name of a JSON value's type for error messages
 //! ([`json_kind`]).
 
+mod decision;
 mod error;
 mod id;
 mod json_kind;
@@ -32,6 +33,7 @@ mod sqlite;
 mod store;
 mod time;
 
+pub use decision::{DecisionQuery, DecisionRecord, NewDecision};
 pub use error::{DatabaseError, Entity, Error};
 pub use id::{TOKEN_LEN, is_generated_id, new_id, new_uuid, random_token};
 pub use json_kind::json_kind;
@@ -45,4 +47,4 @@ pub use record::{
 };
 pub use sqlite::SqliteStore;
 pub use store::{DEFAULT_HISTORY_DEPTH, MAX_PAGE_SIZE, Store};
-pub use time::Timestamp;
+pub use time::{NotATimestamp, Timestamp};

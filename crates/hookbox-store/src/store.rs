@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
+use crate::decision::{DecisionQuery, DecisionRecord, NewDecision};
 use crate::error::Error;
 use crate::outbox::{NewOutboxEvent, OutboxDestination, OutboxEvent, Settlement};
 use crate::record::{
@@ -120,6 +121,13 @@ pub trait Store: Send + Sync {
 
     /// The owner of `resource` `id`, if one was recorded.
     fn owner(&self, resource: Resource, id: &str) -> Result<Option<String>, Error>;
+
+    /// Appends a decision of `hookbox hook` to the decision log; now and then (at least every
+    /// `keep` and every 1000 rows) the log is cut back to its newest `keep` decisions.
+    fn record_decision(&self, decision: &NewDecision, keep: u64) -> Result<(), Error>;
+
+    /// The newest `query.limit` logged decisions matching `query`, oldest first.
+    fn list_decisions(&self, query: &DecisionQuery) -> Result<Vec<DecisionRecord>, Error>;
 
     /// Stores an audit event as pending, due now (durable once this returns). A taken id
     /// fails.

@@ -2,11 +2,12 @@
 //! ISO-8601 UTC to the second (`YYYY-MM-DDThh:mm:ssZ`, formatted by the `time` crate).
 
 use std::fmt;
+use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use time::OffsetDateTime;
 use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
+use time::{OffsetDateTime, PrimitiveDateTime};
 
 /// The wire format: ISO-8601 UTC to the second.
 const ISO_8601: &[BorrowedFormatItem<'_>] =
@@ -45,6 +46,22 @@ impl Timestamp {
     }
 }
 
+/// Text that is not a timestamp in the wire format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a UTC time like 2026-01-01T00:00:05Z")]
+pub struct NotATimestamp(String);
+
+impl FromStr for Timestamp {
+    type Err = NotATimestamp;
+
+    /// Reads the wire format, e.g. `2026-01-01T00:00:05Z`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        PrimitiveDateTime::parse(text, ISO_8601)
+            .map(|instant| Self::from_unix_seconds(instant.assume_utc().unix_timestamp()))
+            .map_err(|_| NotATimestamp(text.to_owned()))
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let seconds = self.0.div_euclid(1000);
@@ -67,5 +84,19 @@ mod tests {
         assert_eq!(show(951_782_400_999), "2000-02-29T00:00:00Z");
         assert_eq!(show(1_767_225_605_000), "2026-01-01T00:00:05Z");
         assert_eq!(show(-1000), "1969-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn the_wire_format_reads_back() {
+        let instant: Timestamp = "2026-01-01T00:00:05Z".parse().unwrap();
+        assert_eq!(instant, Timestamp::from_unix_millis(1_767_225_605_000));
+        for bad in [
+            "2026-01-01",
+            "2026-01-01T00:00:05",
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+        ] {
+            assert!(bad.parse::<Timestamp>().is_err(), "{bad}");
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! `hookbox hook AGENT`: answer one hook event of Claude Code, Gemini CLI or Codex with the
-//! hookbox policy.
+//! hookbox policy, and log the decision.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::Context;
 use hookbox_agent::sandbox_hooks_builder;
@@ -13,6 +14,7 @@ use hookbox_hooks::{
     Dispatcher, HookOutcome, HookSet, HostCommandRunner, ProjectCommandRunner, Runners,
 };
 use hookbox_runtime::Config;
+use hookbox_store::{NewDecision, SqliteStore, Store};
 
 use crate::cli::{HookArgs, TrustArgs};
 
@@ -23,15 +25,43 @@ const TRUST_STORE: &str = "trusted-policies.json";
 const MANAGED_POLICY: &str = "/etc/hookbox/policy.json";
 
 pub(crate) fn run(args: &HookArgs) -> ExitCode {
+    let started = Instant::now();
     let agent = Agent::from(args.agent);
-    let reply = answer(agent, args);
+    let (reply, decision) = answer(agent, args);
     let _ = std::io::stdout().write_all(reply.stdout.as_bytes());
     let _ = std::io::stderr().write_all(reply.stderr.as_bytes());
+    if let Some(mut decision) = decision {
+        decision.latency = started.elapsed();
+        if let Err(err) = record(args, &decision) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "hookbox hook {}: the decision was not logged: {err:#}",
+                agent.name()
+            );
+        }
+    }
     ExitCode::from(reply.exit_code)
 }
 
+/// Appends `decision` to the decision log in `$HOOKBOX_HOME/hookbox.db`, unless
+/// `[policy] keep_decisions = 0`.
+fn record(args: &HookArgs, decision: &NewDecision) -> anyhow::Result<()> {
+    let home = hookbox_env::Environments::default_home()?;
+    let config = Config::read(args.config.as_deref(), &home)?;
+    let keep = config.policy.keep_decisions();
+    if keep == 0 {
+        return Ok(());
+    }
+    let path = home.join("hookbox.db");
+    let store = SqliteStore::open_appender(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    store.record_decision(decision, keep)?;
+    Ok(())
+}
+
 /// Reads the event, loads the policy and decides; every failure becomes the agent's reply.
-fn answer(agent: Agent, args: &HookArgs) -> Reply {
+/// Also what the decision log keeps of it (nothing when the input could not be read at all).
+fn answer(agent: Agent, args: &HookArgs) -> (Reply, Option<NewDecision>) {
     let mut stdin = Vec::new();
     let input = match std::io::stdin().read_to_end(&mut stdin) {
         Ok(_) => agent.translate(&stdin),
@@ -53,11 +83,18 @@ fn answer(agent: Agent, args: &HookArgs) -> Reply {
     // Without its policy nothing can be let through that the policy would deny: block.
     let (hooks, untrusted) = match load_policy(args, &project) {
         Ok(loaded) => loaded,
-        Err(err) => return agent.failure(&format!("{err:#}"), true),
+        Err(err) => {
+            let message = format!("{err:#}");
+            let decision = input
+                .as_ref()
+                .ok()
+                .map(|translated| translated.failed(agent, &message, true));
+            return (agent.failure(&message, true), decision);
+        }
     };
     let translated = match input {
         Ok(translated) => translated,
-        Err(message) => return agent.failure(&message, adapter::fails_closed(&hooks)),
+        Err(message) => return (agent.failure(&message, adapter::fails_closed(&hooks)), None),
     };
     // Warnings (e.g. a project group ignored because the managed policy defines it) are shown.
     let mut warnings: String = hooks
@@ -77,14 +114,18 @@ fn answer(agent: Agent, args: &HookArgs) -> Reply {
     let outcome = if translated.has_handlers(&hooks) {
         match decide(hooks, &translated, cwd, project) {
             Ok(outcome) => outcome,
-            Err(err) => return agent.failure(&format!("{err:#}"), true),
+            Err(err) => {
+                let message = format!("{err:#}");
+                let decision = translated.failed(agent, &message, true);
+                return (agent.failure(&message, true), Some(decision));
+            }
         }
     } else {
         HookOutcome::default()
     };
     let mut reply = agent.answer(&translated, &outcome);
     reply.stderr.insert_str(0, &warnings);
-    reply
+    (reply, Some(translated.decision(agent, &outcome)))
 }
 
 /// The policy for this call: `--policy FILE`, else the managed, user and (when trusted)

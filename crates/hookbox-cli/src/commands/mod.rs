@@ -9,5 +9,6 @@ pub(crate) mod env;
 pub(crate) mod exec;
 pub(crate) mod hook;
 pub(crate) mod hooks_run;
+pub(crate) mod log;
 pub(crate) mod serve;
 pub(crate) mod traces;

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::{code, seed_config, stdout_json, write};
 
 mod gemini_cli;
+mod log;
 
 /// Runs `hookbox hook claude-code EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and
 /// `CLAUDE_PROJECT_DIR` = `project`.

@@ -39,6 +39,7 @@ pub(super) fn translate(agent: &str, payload: Map<String, Value>) -> Result<Tran
         sandbox: vocabulary::sandbox_event(agent, event, &payload),
         sdk: Some(EventInput::sdk_payload(event, payload)),
         cwd,
+        session: None,
     })
 }
 

@@ -96,6 +96,7 @@ pub(super) fn translate(mut payload: Map<String, Value>) -> Result<Translated, S
         sandbox: vocabulary::sandbox_event("gemini-cli", event, &payload),
         sdk: Some(EventInput::sdk_payload(event, payload)),
         cwd,
+        session: None,
     })
 }
 

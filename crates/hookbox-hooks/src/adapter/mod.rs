@@ -12,6 +12,9 @@ mod gemini_cli;
 mod policy;
 mod vocabulary;
 
+use std::time::Duration;
+
+use hookbox_store::NewDecision;
 use serde_json::{Map, Value};
 
 use crate::dispatch::Dispatcher;
@@ -20,7 +23,7 @@ use crate::handler::{Handler, OnError};
 use crate::hookset::HookSet;
 use crate::input::EventInput;
 use crate::outcome::{Decision, HookOutcome};
-use crate::trace::TraceEntry;
+use crate::trace::{HandlerResult, TraceEntry};
 
 pub use policy::{Loaded, PolicyFiles, trust};
 
@@ -51,6 +54,8 @@ pub struct Translated {
     sandbox: Option<EventInput>,
     /// The working directory the agent reported, if any.
     cwd: Option<String>,
+    /// The agent's session id, if the event carried one.
+    session: Option<String>,
 }
 
 impl Translated {
@@ -72,12 +77,87 @@ impl Translated {
             sdk: None,
             sandbox: None,
             cwd,
+            session: None,
         }
     }
 
     /// The working directory the agent reported (command hooks run there).
     pub fn cwd(&self) -> Option<&str> {
         self.cwd.as_deref()
+    }
+
+    /// The decision log's record of this event answered with `outcome` by `agent`'s policy
+    /// (`latency` left zero for the caller): the decision (a sandbox-dialect `allow`, which the
+    /// agent only sees as no objection, is logged as the allow it was; `none` when no handler
+    /// decided), its reason, and the first handler that gave it, with its policy file.
+    pub fn decision(&self, agent: Agent, outcome: &HookOutcome) -> NewDecision {
+        let decided = |decision| {
+            outcome
+                .trace
+                .iter()
+                .find(|entry| entry.result == HandlerResult::Decided(decision))
+        };
+        let (decision, reason, decider) = if !outcome.continue_ {
+            let reason = outcome
+                .stop_reason
+                .clone()
+                .or_else(|| outcome.reason.clone());
+            ("stop", reason, None)
+        } else if outcome.explicit || outcome.decision != Decision::Allow {
+            let decider = decided(outcome.decision);
+            (
+                decision_name(outcome.decision),
+                outcome.reason.clone(),
+                decider,
+            )
+        } else {
+            match decided(Decision::Allow) {
+                Some(entry) => ("allow", entry.reason.clone(), Some(entry)),
+                None => ("none", None, None),
+            }
+        };
+        NewDecision {
+            agent: agent.name().to_owned(),
+            session: self.session.clone(),
+            event: self.native_event.clone(),
+            tool: self.native_tool.clone(),
+            decision: decision.to_owned(),
+            reason,
+            latency: Duration::ZERO,
+            policy: decider.map(|entry| entry.origin.source.clone()),
+            handler: decider.map(|entry| {
+                format!(
+                    "{} `{}` at {}",
+                    entry.handler, entry.label, entry.origin.json_path
+                )
+            }),
+        }
+    }
+
+    /// The decision log's record of this event when it could not be evaluated (`message`
+    /// says why; `deny`: it was denied for that).
+    pub fn failed(&self, agent: Agent, message: &str, deny: bool) -> NewDecision {
+        NewDecision {
+            agent: agent.name().to_owned(),
+            session: self.session.clone(),
+            event: self.native_event.clone(),
+            tool: self.native_tool.clone(),
+            decision: if deny { "deny" } else { "none" }.to_owned(),
+            reason: Some(message.to_owned()),
+            latency: Duration::ZERO,
+            policy: None,
+            handler: None,
+        }
+    }
+}
+
+/// The decision log's name of `decision`.
+fn decision_name(decision: Decision) -> &'static str {
+    match decision {
+        Decision::Allow => "allow",
+        Decision::Ask => "ask",
+        Decision::Deny => "deny",
+        Decision::Block => "block",
     }
 }
 
@@ -119,10 +199,15 @@ impl Agent {
             Ok(_) => return Err("the hook input is JSON but not an object".to_owned()),
             Err(err) => return Err(format!("the hook input is not JSON: {err}")),
         };
-        match self {
+        let session = text(&payload, "session_id").map(str::to_owned);
+        let translated = match self {
             Self::ClaudeCode | Self::Codex => claude_code::translate(self.name(), payload),
             Self::GeminiCli => gemini_cli::translate(payload),
-        }
+        }?;
+        Ok(Translated {
+            session,
+            ..translated
+        })
     }
 
     /// The agent's answer to `translated`, given what the policy decided.

@@ -89,30 +89,38 @@ impl AuditSection {
     }
 }
 
+impl DurationValue {
+    /// The whole seconds it stands for, unless it is not a number with a known unit (or is too
+    /// large).
+    pub fn seconds(&self) -> Option<u64> {
+        match self {
+            Self::Seconds(seconds) => Some(*seconds),
+            Self::Text(text) => {
+                let text = text.trim();
+                let split = text
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(text.len());
+                let (number, unit) = text.split_at(split);
+                let scale = match unit.trim() {
+                    "" | "s" => Some(1),
+                    "m" => Some(60),
+                    "h" => Some(60 * 60),
+                    "d" => Some(24 * 60 * 60),
+                    _ => None,
+                };
+                number
+                    .parse::<u64>()
+                    .ok()
+                    .zip(scale)
+                    .and_then(|(number, scale)| number.checked_mul(scale))
+            }
+        }
+    }
+}
+
 /// `value` of `[audit] key` as a positive duration.
 fn parse_duration(value: &DurationValue, key: &str, file: &str) -> anyhow::Result<Duration> {
-    let seconds = match value {
-        DurationValue::Seconds(seconds) => Some(*seconds),
-        DurationValue::Text(text) => {
-            let text = text.trim();
-            let split = text
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(text.len());
-            let (number, unit) = text.split_at(split);
-            let scale = match unit.trim() {
-                "" | "s" => Some(1),
-                "m" => Some(60),
-                "h" => Some(60 * 60),
-                "d" => Some(24 * 60 * 60),
-                _ => None,
-            };
-            number
-                .parse::<u64>()
-                .ok()
-                .zip(scale)
-                .and_then(|(number, scale)| number.checked_mul(scale))
-        }
-    };
+    let seconds = value.seconds();
     match seconds {
         Some(seconds @ 1..) => Ok(Duration::from_secs(seconds)),
         _ => bail!(

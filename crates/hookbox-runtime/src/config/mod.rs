@@ -62,6 +62,16 @@ pub struct PolicySection {
     /// The managed policy file `hookbox hook` loads first (default
     /// `/etc/hookbox/policy.json`); relative to the config file's directory.
     pub managed: Option<PathBuf>,
+    /// How many of `hookbox hook`'s decisions the decision log keeps (default 100000; 0: none
+    /// are logged).
+    pub keep_decisions: Option<u64>,
+}
+
+impl PolicySection {
+    /// [`PolicySection::keep_decisions`] or its default.
+    pub fn keep_decisions(&self) -> u64 {
+        self.keep_decisions.unwrap_or(100_000)
+    }
 }
 
 /// `[sandbox]`.

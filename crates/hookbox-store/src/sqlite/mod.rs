@@ -1,5 +1,6 @@
 //! The embedded SQLite implementation of [`Store`].
 
+mod decisions;
 mod environments;
 mod interactions;
 mod json;
@@ -14,9 +15,11 @@ use std::ops::DerefMut;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use serde_json::Value;
 
+use crate::decision::{DecisionQuery, DecisionRecord, NewDecision};
 use crate::error::Error;
 use crate::outbox::{NewOutboxEvent, OutboxDestination, OutboxEvent, Settlement};
 use crate::record::{
@@ -65,6 +68,23 @@ impl SqliteStore {
             })?;
         }
         Self::finish(schema::prepare(Connection::open(path), true), path)
+    }
+
+    /// Like [`SqliteStore::open_without_recovery`], for a short-lived process that appends a
+    /// few rows (`hookbox hook` logging one decision): closing it leaves the write-ahead log
+    /// as it is instead of checkpointing it into the database, which costs several fsyncs
+    /// (tens of milliseconds on a busy disk). SQLite checkpoints it later (when it grows, or
+    /// when a long-lived process closes); a committed row is never lost either way.
+    pub fn open_appender(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let store = Self::open_without_recovery(path.as_ref())?;
+        store
+            .lock()
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(|source| Error::Open {
+                path: path.as_ref().to_owned(),
+                source: source.into(),
+            })?;
+        Ok(store)
     }
 
     /// A private, empty database in memory (for tests); gone when dropped.
@@ -217,6 +237,14 @@ impl Store for SqliteStore {
 
     fn owner(&self, resource: Resource, id: &str) -> Result<Option<String>, Error> {
         self.read(|tx| owners::get(tx, resource, id))
+    }
+
+    fn record_decision(&self, decision: &NewDecision, keep: u64) -> Result<(), Error> {
+        self.write(|tx| decisions::record(tx, decision, keep))
+    }
+
+    fn list_decisions(&self, query: &DecisionQuery) -> Result<Vec<DecisionRecord>, Error> {
+        self.read(|tx| decisions::list(tx, query))
     }
 
     fn enqueue_outbox(&self, event: &NewOutboxEvent) -> Result<(), Error> {

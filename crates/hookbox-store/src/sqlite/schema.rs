@@ -151,6 +151,24 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_pending ON outbox (environment, seq) WHERE state = 'pending';
     CREATE INDEX outbox_by_state ON outbox (state, seq);
     ",
+    // 5: the decision log of `hookbox hook` (one row per agent hook event; `at` in Unix
+    // milliseconds, `latency_us` in microseconds; `seq` a plain rowid, oldest pruned first).
+    "
+    CREATE TABLE decisions (
+        seq        INTEGER PRIMARY KEY,
+        at         INTEGER NOT NULL,
+        agent      TEXT NOT NULL,
+        session    TEXT,
+        event      TEXT NOT NULL,
+        tool       TEXT,
+        decision   TEXT NOT NULL,
+        reason     TEXT,
+        latency_us INTEGER NOT NULL CHECK (latency_us >= 0),
+        policy     TEXT,
+        handler    TEXT
+    ) STRICT;
+    CREATE INDEX decisions_by_agent ON decisions (agent, seq);
+    ",
 ];
 
 /// Why a connection could not be prepared.

@@ -6,6 +6,8 @@ mod bad_input;
 mod concurrency;
 /// A process killed mid-interaction leaves a consistent, failed record.
 mod crash;
+/// The decision log of `hookbox hook`.
+mod decisions;
 /// Conversation chains through `previous_interaction_id`.
 mod history;
 /// Idempotent creates under client retries.

@@ -133,7 +133,7 @@ fn a_newer_schema_is_refused() {
             error,
             hookbox_store::Error::SchemaTooNew {
                 found: 99,
-                supported: 4
+                supported: 5
             }
         ),
         "{error}"
@@ -147,11 +147,12 @@ fn the_outbox_keeps_its_events_through_the_signing_credential_migration() {
     let (_dir, path) = db_path();
     drop(SqliteStore::open(&path).unwrap());
     {
-        // Back to schema 3's outbox, holding one pending event.
+        // Back to schema 3 (no decision log yet), its outbox holding one pending event.
         let connection = rusqlite::Connection::open(&path).unwrap();
         connection
             .execute_batch(
-                "DROP TABLE outbox;
+                "DROP TABLE decisions;
+                 DROP TABLE outbox;
                  CREATE TABLE outbox (
                      seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
                      environment TEXT NOT NULL, url TEXT NOT NULL, handler TEXT NOT NULL,

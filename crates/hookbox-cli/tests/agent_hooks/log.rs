@@ -1,0 +1,145 @@
+//! The decision log: every event `hookbox hook` answers is recorded, and `hookbox log` shows it.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use super::{hook, hook_as, pre_tool_use, stderr};
+use crate::{code, hookbox_in, seed_config, stdout_json};
+
+/// `hookbox log ARGS… --json` in `home`.
+fn log_json(home: &Path, args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["log", "--json"];
+    all.extend_from_slice(args);
+    let output = hookbox_in(home, &all, b"");
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    stdout_json(&output).as_array().expect("array").clone()
+}
+
+/// Claude Code's `Bash` `rm -rf victim` through `policy`, with `HOOKBOX_HOME` = `home`.
+fn gate_rm_rf(home: &Path, dir: &Path, policy: &str) -> Output {
+    hook(
+        home,
+        dir,
+        &["--policy", policy],
+        &pre_tool_use(dir, "Bash", json!({"command": "rm -rf victim"})),
+    )
+}
+
+#[test]
+fn every_decision_is_logged_with_its_handler_and_hookbox_log_filters_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let policy = seed_config(dir.path(), "security-gate.hooks.json");
+    let denied = gate_rm_rf(&home, dir.path(), &policy);
+    assert_eq!(code(&denied), 0, "{}", stderr(&denied));
+    hook(
+        &home,
+        dir.path(),
+        &["--policy", &policy],
+        &pre_tool_use(dir.path(), "Read", json!({"file_path": "/etc/hosts"})),
+    );
+    let gemini = json!({
+        "session_id": "8f2c", "cwd": dir.path(), "hook_event_name": "BeforeTool",
+        "timestamp": "2026-01-01T00:00:00Z", "tool_name": "run_shell_command",
+        "tool_input": {"command": "ls"},
+    });
+    hook_as(
+        "gemini-cli",
+        &home,
+        dir.path(),
+        &["--policy", &policy],
+        gemini.to_string().as_bytes(),
+    );
+    let missing = dir.path().join("missing.json");
+    let blocked = hook(
+        &home,
+        dir.path(),
+        &["--policy", missing.to_str().expect("utf-8")],
+        &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
+    );
+    assert_eq!(code(&blocked), 2);
+
+    let all = log_json(&home, &[]);
+    assert_eq!(all.len(), 4, "{all:#?}");
+    let deny = &all[0];
+    assert_eq!(deny["agent"], "claude-code");
+    assert_eq!(deny["session"], "abc123");
+    assert_eq!(
+        (&deny["event"], &deny["tool"]),
+        (&json!("PreToolUse"), &json!("Bash"))
+    );
+    assert_eq!(deny["decision"], "deny");
+    assert_eq!(
+        deny["reason"],
+        "Destructive command blocked by security gate."
+    );
+    assert!(deny["latency_ms"].as_f64().expect("latency") > 0.0);
+    assert!(
+        deny["policy"]
+            .as_str()
+            .expect("policy")
+            .ends_with("security-gate.hooks.json"),
+        "{deny}"
+    );
+    assert!(
+        deny["handler"]
+            .as_str()
+            .expect("handler")
+            .contains("gate.py"),
+        "{deny}"
+    );
+    // Read matches no handler of the gate: nothing decided.
+    assert_eq!(all[1]["tool"], "Read");
+    assert_eq!(all[1]["decision"], "none");
+    assert_eq!(all[1]["handler"], Value::Null);
+    // The gate's allow is recorded as what it said.
+    assert_eq!(all[2]["agent"], "gemini-cli");
+    assert_eq!(all[2]["tool"], "run_shell_command");
+    assert_eq!(all[2]["decision"], "allow");
+    // A policy that cannot be loaded denies, and says why.
+    assert_eq!(all[3]["decision"], "deny");
+    assert!(
+        all[3]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("missing.json"),
+        "{}",
+        all[3]
+    );
+
+    assert_eq!(log_json(&home, &["--agent", "gemini-cli"]).len(), 1);
+    assert_eq!(log_json(&home, &["--since", "1h"]).len(), 4);
+    assert!(log_json(&home, &["--since", "2999-01-01T00:00:00Z"]).is_empty());
+    let newest = log_json(&home, &["--limit", "1"]);
+    assert_eq!(newest[0]["reason"], all[3]["reason"]);
+
+    let text = hookbox_in(&home, &["log", "--agent", "claude-code"], b"");
+    let text = String::from_utf8(text.stdout).expect("utf-8");
+    let first = text.lines().next().expect("a line");
+    assert!(
+        first.contains("claude-code abc123 PreToolUse Bash → deny")
+            && first.contains("Destructive command blocked"),
+        "{text}"
+    );
+
+    let bad = hookbox_in(&home, &["log", "--since", "yesterday"], b"");
+    assert_eq!(code(&bad), 1);
+    assert!(stderr(&bad).contains("--since"), "{}", stderr(&bad));
+}
+
+#[test]
+fn keep_decisions_0_logs_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::write(home.join("hookbox.toml"), "[policy]\nkeep_decisions = 0\n").expect("config");
+    let policy = seed_config(dir.path(), "security-gate.hooks.json");
+    let denied = gate_rm_rf(&home, dir.path(), &policy);
+    assert_eq!(
+        stdout_json(&denied)["hookSpecificOutput"]["permissionDecision"],
+        "deny"
+    );
+    assert!(log_json(&home, &[]).is_empty());
+}
