@@ -58,8 +58,8 @@ impl EnvironmentCommandRunner {
         }
     }
 
-    /// This runner with sandboxed hooks without egress running in the environment's sandbox
-    /// in `warm`, like its code (none by default: a sandbox built for each hook).
+    /// This runner with sandboxed hooks running in the environment's sandbox in `warm`, like
+    /// its code (none by default: a sandbox built for each hook).
     pub fn with_warm_sandboxes(mut self, warm: Option<WarmSandboxes>) -> Self {
         self.warm = warm;
         self
@@ -128,7 +128,10 @@ impl CommandRunner for EnvironmentCommandRunner {
             match egress {
                 // The hook's own requests are decided like the code's, and kept when asked.
                 Some(egress) => {
-                    let (result, decisions) = egress.run(spec).await;
+                    let (result, decisions) = match &warm {
+                        Some(warm) => egress.run_warm(spec, warm, environment.id()).await,
+                        None => egress.run(spec).await,
+                    };
                     if let Some(sink) = sink {
                         sink.lock()
                             .unwrap_or_else(PoisonError::into_inner)

@@ -75,6 +75,7 @@ pub struct SandboxTools {
     discovery: HookDiscovery,
     runners: Runners,
     egress: Option<Arc<SandboxEgress>>,
+    warm: Option<WarmSandboxes>,
 }
 
 impl SandboxTools {
@@ -117,6 +118,7 @@ impl SandboxTools {
             discovery,
             runners,
             egress: None,
+            warm: None,
         })
     }
 
@@ -144,8 +146,9 @@ impl SandboxTools {
     }
 
     /// These tools with sandboxed code and command hooks running in the environment's sandbox
-    /// in `warm` (see [`WarmSandboxes`]) unless they have egress (which builds a sandbox per
-    /// run); without it, every run builds its own sandbox.
+    /// in `warm` (see [`WarmSandboxes`]; with egress, one built with the egress's proxy
+    /// listener, for as long as these tools live); without it, every run builds its own
+    /// sandbox.
     pub fn with_warm_sandboxes(mut self, warm: Option<WarmSandboxes>) -> Self {
         if self.isolation != Isolation::Sandboxed {
             return self;
@@ -153,8 +156,9 @@ impl SandboxTools {
         self.tools = self.tools.with_warm_sandboxes(warm.clone());
         self.runners.command = Arc::new(
             EnvironmentCommandRunner::new(Arc::clone(&self.environment), self.isolation)
-                .with_warm_sandboxes(warm),
+                .with_warm_sandboxes(warm.clone()),
         );
+        self.warm = warm;
         self
     }
 
@@ -205,6 +209,7 @@ impl SandboxTools {
             runners.command = Arc::new(
                 EnvironmentCommandRunner::new(Arc::clone(&self.environment), self.isolation)
                     .with_egress(Some(Arc::clone(egress)))
+                    .with_warm_sandboxes(self.warm.clone())
                     .recording_network(Arc::clone(&hook_network)),
             );
         }

@@ -53,6 +53,25 @@ fn hookbox_in(home: &Path, args: &[&str], stdin: &[u8]) -> Output {
     child.wait_with_output().expect("wait for hookbox")
 }
 
+/// A test network namespace, or `None` when `test` is skipped because the sandbox or the
+/// namespace is unavailable here (the reason printed).
+fn sandbox_and_netns(test: &str) -> Option<hookbox_test_support::TestNetns> {
+    if let Err(error) = hookbox_exec::check_isolation() {
+        hookbox_test_support::skip(test, format_args!("the sandbox is unavailable: {error}"));
+        return None;
+    }
+    match hookbox_test_support::TestNetns::create() {
+        Ok(netns) => Some(netns),
+        Err(reason) => {
+            hookbox_test_support::skip(
+                test,
+                format_args!("cannot create a test network namespace: {reason}"),
+            );
+            None
+        }
+    }
+}
+
 fn code(output: &Output) -> i32 {
     output.status.code().expect("exit code")
 }

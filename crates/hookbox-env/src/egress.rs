@@ -15,9 +15,10 @@
 //!
 //! `network: "disabled"` gets none of this: no listener, no variables, no bundle.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hookbox_exec::{Bind, ExecError, ListenInside, ProcessOutput, ProcessSpec};
 use hookbox_net::{
@@ -26,6 +27,7 @@ use hookbox_net::{
 use serde::Serialize;
 
 use crate::environment::Environment;
+use crate::warm::WarmSandboxes;
 
 /// The port of the proxy on `127.0.0.1` inside the sandbox.
 pub const PROXY_PORT: u16 = ListenInside::DEFAULT_PORT;
@@ -103,6 +105,52 @@ pub struct SandboxEgress {
     /// The bundle on the host (a private temporary file in this process's directory under the
     /// hookbox home, removed on drop).
     bundle: tempfile::TempPath,
+    /// The listener of warm sandboxes: one per built sandbox, served until the sandbox stops,
+    /// the same value for every call so that they share the sandbox.
+    warm_listener: ListenInside,
+    /// The warm calls running now, to which the warm listeners' decisions go.
+    warm_calls: Arc<WarmCalls>,
+}
+
+/// The calls running in the warm sandboxes of one [`SandboxEgress`], by the name each gives
+/// the proxy (its proxy URL's user), with the decisions made for each.
+#[derive(Default)]
+struct WarmCalls {
+    running: Mutex<HashMap<String, Arc<Mutex<Vec<NetworkDecision>>>>>,
+}
+
+impl WarmCalls {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Mutex<Vec<NetworkDecision>>>>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Gives `decision` to the call it names; one that names no running call (its client
+    /// dropped the proxy URL's user) goes to every call running now, so that none is left
+    /// out of the record.
+    fn route(&self, decision: ProxyDecision) {
+        let running = self.lock();
+        let named = decision
+            .caller
+            .as_deref()
+            .and_then(|name| running.get(name));
+        let sinks: Vec<_> = match named {
+            Some(sink) => vec![Arc::clone(sink)],
+            None => running.values().cloned().collect(),
+        };
+        drop(running);
+        let decision = NetworkDecision::from(decision);
+        for sink in sinks {
+            keep(&sink, decision.clone());
+        }
+    }
+}
+
+/// Adds `decision` to `sink` unless it holds [`MAX_DECISIONS`] already.
+fn keep(sink: &Mutex<Vec<NetworkDecision>>, decision: NetworkDecision) {
+    let mut kept = sink.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept.len() < MAX_DECISIONS {
+        kept.push(decision);
+    }
 }
 
 impl std::fmt::Debug for SandboxEgress {
@@ -132,13 +180,24 @@ impl SandboxEgress {
             Some(source) => parsed.clone().resolve_credentials(source).unwrap_or(parsed),
             None => parsed,
         };
-        let ca = ProxyCa::generate(environment.id())?;
+        let ca = Arc::new(ProxyCa::generate(environment.id())?);
         let bundle = write_bundle(environment.run_dir(), ca.certificate_pem().as_bytes())?;
+        let policy = Arc::new(policy);
+        let warm_calls = Arc::new(WarmCalls::default());
+        let warm_listener = {
+            let (proxy, policy, ca) = (proxy.clone(), Arc::clone(&policy), Arc::clone(&ca));
+            let calls = Arc::clone(&warm_calls);
+            ListenInside::new(PROXY_PORT, move |listener| {
+                serve_warm(listener, &proxy, &policy, &ca, &calls);
+            })
+        };
         Ok(Some(Self {
             proxy,
-            policy: Arc::new(policy),
-            ca: Arc::new(ca),
+            policy,
+            ca,
             bundle,
+            warm_listener,
+            warm_calls,
         }))
     }
 
@@ -159,33 +218,26 @@ impl SandboxEgress {
         &self,
         mut spec: ProcessSpec,
     ) -> (Result<ProcessOutput, ExecError>, Vec<NetworkDecision>) {
-        let Some(sandbox) = spec.sandbox.as_mut() else {
+        if spec.sandbox.is_none() {
             return (hookbox_exec::run(&spec).await, Vec::new());
-        };
+        }
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let sender = Mutex::new(Some(sender));
-        sandbox.listen_inside = Some(ListenInside::new(PROXY_PORT, move |listener| {
+        let listener = ListenInside::new(PROXY_PORT, move |listener| {
             if let Some(sender) = sender.lock().unwrap_or_else(PoisonError::into_inner).take() {
                 let _unused = sender.send(listener);
             }
-        }));
-        sandbox.binds.push(Bind {
-            host: self.bundle.to_path_buf(),
-            target: PathBuf::from(CA_BUNDLE_PATH),
-            writable: false,
         });
-        // The system store too, for programs that ignore the CA variables.
-        sandbox.trust_bundle = Some(self.bundle.to_path_buf());
-        // First, so that the environment's own `env` may still override them.
-        spec.env.splice(0..0, proxy_variables());
+        self.reach_proxy(
+            &mut spec,
+            listener,
+            &format!("http://127.0.0.1:{PROXY_PORT}"),
+        );
 
         let decisions = Arc::new(Mutex::new(Vec::new()));
         let kept = Arc::clone(&decisions);
         let log: DecisionLog = Arc::new(move |decision: ProxyDecision| {
-            let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
-            if kept.len() < MAX_DECISIONS {
-                kept.push(NetworkDecision::from(decision));
-            }
+            keep(&kept, NetworkDecision::from(decision));
         });
         let serve = async {
             let Ok(listener) = receiver.await else {
@@ -220,6 +272,93 @@ impl SandboxEgress {
     }
 }
 
+impl SandboxEgress {
+    /// Runs `spec` (a sandboxed process of environment `environment_id`) in the
+    /// environment's warm sandbox in `warm`, built with this egress's listener, which serves
+    /// the proxy for as long as that sandbox lives; returns what the run returned and the
+    /// requests the proxy decided for it. The run names itself to the proxy with a fresh
+    /// random user in its proxy URL, so that concurrent calls get their own decisions (a
+    /// request whose client drops that user is recorded for every call running then). The
+    /// sandbox is this egress's own: a new egress (another interaction) builds a new one.
+    pub async fn run_warm(
+        &self,
+        mut spec: ProcessSpec,
+        warm: &WarmSandboxes,
+        environment_id: &str,
+    ) -> (Result<ProcessOutput, ExecError>, Vec<NetworkDecision>) {
+        if spec.sandbox.is_none() {
+            return (hookbox_exec::run(&spec).await, Vec::new());
+        }
+        let name = match hookbox_store::random_token() {
+            Ok(token) => format!("call-{token}"),
+            Err(source) => {
+                let program = "a warm call's proxy name".to_owned();
+                return (Err(ExecError::Spawn { program, source }), Vec::new());
+            }
+        };
+        let url = format!("http://{name}:x@127.0.0.1:{PROXY_PORT}");
+        self.reach_proxy(&mut spec, self.warm_listener.clone(), &url);
+        let decisions = Arc::new(Mutex::new(Vec::new()));
+        self.warm_calls
+            .lock()
+            .insert(name.clone(), Arc::clone(&decisions));
+        let output = warm.run(environment_id, &spec).await;
+        self.warm_calls.lock().remove(&name);
+        let decisions =
+            std::mem::take(&mut *decisions.lock().unwrap_or_else(PoisonError::into_inner));
+        (output, decisions)
+    }
+
+    /// Gives `spec`'s sandbox `listener` at [`PROXY_PORT`], the CA bundle, and the variables
+    /// naming `proxy_url` and the bundle.
+    fn reach_proxy(&self, spec: &mut ProcessSpec, listener: ListenInside, proxy_url: &str) {
+        let Some(sandbox) = spec.sandbox.as_mut() else {
+            return;
+        };
+        sandbox.listen_inside = Some(listener);
+        sandbox.binds.push(Bind {
+            host: self.bundle.to_path_buf(),
+            target: PathBuf::from(CA_BUNDLE_PATH),
+            writable: false,
+        });
+        // The system store too, for programs that ignore the CA variables.
+        sandbox.trust_bundle = Some(self.bundle.to_path_buf());
+        // First, so that the environment's own `env` may still override them.
+        spec.env.splice(0..0, proxy_variables(proxy_url));
+    }
+}
+
+/// Serves the proxy on a warm sandbox's `listener` (on this Tokio runtime) until the sandbox
+/// stops and shuts the listener down; its decisions go to the calls running.
+fn serve_warm(
+    listener: std::net::TcpListener,
+    proxy: &EgressProxy,
+    policy: &Arc<EgressPolicy>,
+    ca: &Arc<ProxyCa>,
+    calls: &Arc<WarmCalls>,
+) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("a warm sandbox's proxy listener arrived outside a runtime; not served");
+        return;
+    };
+    let listener = match listener
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(listener))
+    {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::warn!(%error, "cannot serve a warm sandbox's proxy listener");
+            return;
+        }
+    };
+    let (proxy, policy, ca) = (proxy.clone(), Arc::clone(policy), Arc::clone(ca));
+    let calls = Arc::clone(calls);
+    let log: DecisionLog = Arc::new(move |decision| calls.route(decision));
+    runtime.spawn(async move {
+        proxy.serve_intercepting(listener, policy, ca, log).await;
+    });
+}
+
 /// `serve` never returns; this only satisfies the type of the `select!` arm.
 fn unreachable_serve() -> Result<ProcessOutput, ExecError> {
     Err(ExecError::Spawn {
@@ -228,13 +367,12 @@ fn unreachable_serve() -> Result<ProcessOutput, ExecError> {
     })
 }
 
-/// The variables pointing a program at the proxy and the CA bundle.
-fn proxy_variables() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
+/// The variables pointing a program at the proxy at `proxy_url` and the CA bundle.
+fn proxy_variables(proxy_url: &str) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     let mut variables = Vec::new();
     for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
-        variables.push((name.to_owned(), proxy.clone()));
-        variables.push((name.to_lowercase(), proxy.clone()));
+        variables.push((name.to_owned(), proxy_url.to_owned()));
+        variables.push((name.to_lowercase(), proxy_url.to_owned()));
     }
     for name in ["NO_PROXY", "no_proxy"] {
         variables.push((name.to_owned(), "localhost,127.0.0.1".to_owned()));
@@ -276,4 +414,66 @@ pub(crate) fn write_bundle(dir: &Path, extra_pem: &[u8]) -> std::io::Result<temp
     file.write_all(extra_pem)?;
     file.flush()?;
     Ok(file.into_temp_path())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decision(caller: Option<&str>, host: &str) -> ProxyDecision {
+        ProxyDecision {
+            host: host.to_owned(),
+            port: 443,
+            method: "CONNECT".to_owned(),
+            allowed: true,
+            reason: String::new(),
+            intercepted: false,
+            redactions: 0,
+            sni: None,
+            caller: caller.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn warm_decisions_go_to_the_call_they_name_or_else_to_every_call_running() {
+        let calls = WarmCalls::default();
+        let (first, second) = (Arc::default(), Arc::default());
+        calls.lock().insert("call-a".to_owned(), Arc::clone(&first));
+        calls
+            .lock()
+            .insert("call-b".to_owned(), Arc::clone(&second));
+        calls.route(decision(Some("call-a"), "a.example.com"));
+        calls.route(decision(Some("call-b"), "b.example.com"));
+        // No name, or a name no call has (made up inside): every running call records it.
+        calls.route(decision(None, "anonymous.example.com"));
+        calls.route(decision(Some("call-z"), "forged.example.com"));
+        let hosts = |sink: &Arc<Mutex<Vec<NetworkDecision>>>| -> Vec<String> {
+            sink.lock()
+                .unwrap()
+                .iter()
+                .map(|decision| decision.host.clone())
+                .collect()
+        };
+        assert_eq!(
+            hosts(&first),
+            [
+                "a.example.com",
+                "anonymous.example.com",
+                "forged.example.com"
+            ]
+        );
+        assert_eq!(
+            hosts(&second),
+            [
+                "b.example.com",
+                "anonymous.example.com",
+                "forged.example.com"
+            ]
+        );
+        // A call's record is bounded.
+        for _ in 0..2 * MAX_DECISIONS {
+            calls.route(decision(Some("call-a"), "a.example.com"));
+        }
+        assert_eq!(first.lock().unwrap().len(), MAX_DECISIONS);
+    }
 }

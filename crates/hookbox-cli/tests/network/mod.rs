@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use hookbox_test_support::{Reply, TestCertificates, TestHttpServer, TestNetns};
+use hookbox_test_support::{Reply, TestCertificates, TestHttpServer};
 use serde_json::{Value, json};
 
 use super::{code, seeds, stdout_json};
@@ -120,19 +120,8 @@ fn seed_audit_spec() -> Value {
 fn the_seed_audit_example_delivers_two_events_with_the_token_injected() {
     const TEST: &str =
         "network::the_seed_audit_example_delivers_two_events_with_the_token_injected";
-    if let Err(error) = hookbox_exec::check_isolation() {
-        hookbox_test_support::skip(TEST, format_args!("the sandbox is unavailable: {error}"));
+    let Some(netns) = super::sandbox_and_netns(TEST) else {
         return;
-    }
-    let netns = match TestNetns::create() {
-        Ok(netns) => netns,
-        Err(reason) => {
-            hookbox_test_support::skip(
-                TEST,
-                format_args!("cannot create a test network namespace: {reason}"),
-            );
-            return;
-        }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

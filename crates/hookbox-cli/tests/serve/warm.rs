@@ -385,3 +385,116 @@ fn concurrent_first_calls_of_an_environment_build_one_sandbox() {
     let (status, log) = served.terminate();
     assert!(status.success(), "{status:?}: {log}");
 }
+
+/// An environment with network: its calls share one warm sandbox whose listener the proxy
+/// serves, each call's record holds only its own requests, and the allowlist still decides.
+/// Needs root (a test network namespace) and the sandbox; skipped with a printed reason
+/// otherwise.
+#[test]
+fn an_environment_with_network_runs_warm_through_the_proxy() {
+    const TEST: &str = "serve::warm::an_environment_with_network_runs_warm_through_the_proxy";
+    let Some(netns) = super::super::sandbox_and_netns(TEST) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = netns.bind_inside(80).unwrap();
+    let _receiver = runtime
+        .block_on(async {
+            hookbox_test_support::TestHttpServer::start_on(listener, |request| {
+                hookbox_test_support::Reply::text(200, &format!("served {}", request.path))
+            })
+        })
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let curl = |path: &str, host: &str| format!("curl -s --max-time 20 http://{host}{path}");
+    let script = home.path().join("net.script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "code_execution",
+                "args": {"code": curl("/one", "data.example.com")}}]},
+            {"tool_calls": [{"name": "code_execution",
+                "args": {"code": curl("/two", "other.example.com")}}]},
+            {"tool_calls": [{"name": "code_execution",
+                "args": {"code": curl("/three", "data.example.com")}}]},
+            {"text": "done"}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        format!(
+            "[network]\nallow_private_cidrs = [\"{}\"]\n\
+             resolve = {{ \"data.example.com\" = \"{}\", \"other.example.com\" = \"{}\" }}\n\
+             [agents.net]\nprovider = \"scripted\"\nscript = \"{}\"\n",
+            netns.cidr(),
+            netns.inside_address(),
+            netns.inside_address(),
+            script.display()
+        ),
+    )
+    .unwrap();
+    let key = api_key(home.path(), "alice");
+    let served = serve(home.path(), &[]);
+    let url = &served.base_url;
+    let created = http::json(
+        url,
+        &key,
+        "POST",
+        "/v1/interactions",
+        &json!({"agent": "net", "input": "fetch", "tools": [{"type": "code_execution"}],
+            "environment": {"type": "remote", "sources": [],
+                "network": {"allowlist": [{"domain": "data.example.com"}]}}}),
+    );
+    assert_eq!(created.status, 200, "{created:?}");
+    assert!(
+        created.body.contains("served /one") && created.body.contains("served /three"),
+        "{created:?}"
+    );
+    assert!(!created.body.contains("served /two"), "{created:?}");
+    // Three calls, one sandbox.
+    let log = served.stderr.lock().unwrap().clone();
+    assert_eq!(started_pids(&log).len(), 1, "{log}");
+    // Each step's record holds its own request and only that.
+    let id = created.json()["id"].as_str().expect("id").to_owned();
+    let traces = http::json(
+        url,
+        &key,
+        "GET",
+        &format!("/v1/interactions/{id}/hook_traces"),
+        &serde_json::Value::Null,
+    )
+    .json();
+    let network: Vec<(u64, String, bool)> = traces["hook_traces"]
+        .as_array()
+        .expect("hook_traces")
+        .iter()
+        .filter_map(|entry| {
+            let decision = entry.get("network")?;
+            Some((
+                entry["step_index"].as_u64().expect("step_index"),
+                decision["host"].as_str().expect("host").to_owned(),
+                decision["allowed"].as_bool().expect("allowed"),
+            ))
+        })
+        .collect();
+    let hosts: Vec<(&str, bool)> = network
+        .iter()
+        .map(|(_, host, allowed)| (host.as_str(), *allowed))
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            ("data.example.com", true),
+            ("other.example.com", false),
+            ("data.example.com", true)
+        ],
+        "{traces}"
+    );
+    let steps: Vec<u64> = network.iter().map(|(step, _, _)| *step).collect();
+    assert!(steps[0] < steps[1] && steps[1] < steps[2], "{traces}");
+}

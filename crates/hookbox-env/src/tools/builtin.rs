@@ -89,8 +89,9 @@ impl BuiltinTools {
     }
 
     /// These tools with sandboxed code running in the environment's sandbox in `warm` (see
-    /// [`WarmSandboxes`]) when it has no egress; without it (the default), or with egress,
-    /// each run builds a sandbox of its own.
+    /// [`WarmSandboxes`]; with egress, a sandbox built with the egress's listener, see
+    /// [`SandboxEgress::run_warm`]); without it (the default), each run builds a sandbox of
+    /// its own.
     pub fn with_warm_sandboxes(mut self, warm: Option<WarmSandboxes>) -> Self {
         self.warm = warm;
         self

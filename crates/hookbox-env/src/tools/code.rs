@@ -150,7 +150,7 @@ pub(crate) fn environment_for(
 /// Runs `code_execution` for at most `limit` and reports `{stdout, stderr, exit_code}`, plus a
 /// `note` when the model's `timeout` was lowered to `limit`; the call failed (the post hook's
 /// `error`) when it wrote to stderr, exited non-zero or timed out. A sandboxed run reaches the
-/// network through `egress` when given, else runs in the environment's sandbox in `warm` when
+/// network through `egress` when given, and runs in the environment's sandbox in `warm` when
 /// given.
 pub(crate) async fn run(
     environment: &Environment,
@@ -166,7 +166,8 @@ pub(crate) async fn run(
     };
     let timeout = spec.timeout;
     let (output, network) = match (egress, warm) {
-        (Some(egress), _) => egress.run(spec).await,
+        (Some(egress), Some(warm)) => egress.run_warm(spec, warm, environment.id()).await,
+        (Some(egress), None) => egress.run(spec).await,
         (None, Some(warm)) => (warm.run(environment.id(), &spec).await, Vec::new()),
         (None, None) => (hookbox_exec::run(&spec).await, Vec::new()),
     };

@@ -29,6 +29,7 @@ pub(super) async fn handle(
     connection: Arc<Connection>,
     request: Request<Incoming>,
 ) -> Response<ProxyBody> {
+    connection.note_caller(request.headers());
     let method = request.method().to_string();
     let (response, decision) = match target::parse(&request) {
         Err(bad) => (
@@ -42,6 +43,7 @@ pub(super) async fn handle(
                 intercepted: false,
                 redactions: 0,
                 sni: None,
+                caller: None,
             },
         ),
         Ok(target) => {
@@ -55,6 +57,7 @@ pub(super) async fn handle(
                 intercepted: outcome.intercepted,
                 redactions: 0,
                 sni: None,
+                caller: None,
             };
             match outcome.tunnel {
                 Some(tunnel) => {
@@ -70,7 +73,7 @@ pub(super) async fn handle(
             }
         }
     };
-    (connection.log)(decision);
+    connection.record(decision);
     response
 }
 

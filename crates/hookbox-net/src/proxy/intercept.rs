@@ -175,7 +175,7 @@ where
         upstream,
     } = intercept;
     let refuse = |reason: String| {
-        (connection.log)(ProxyDecision {
+        connection.record(ProxyDecision {
             host: target.host.clone(),
             port: target.port,
             method: String::new(),
@@ -184,6 +184,7 @@ where
             intercepted: true,
             redactions: 0,
             sni: None,
+            caller: None,
         });
     };
     let acceptor = LazyConfigAcceptor::new(Acceptor::default(), client);
@@ -271,9 +272,11 @@ impl Inner {
             intercepted: true,
             redactions: 0,
             sni: None,
+            // Set here: a redacted response reports it later, not through `record`.
+            caller: self.connection.caller(),
         };
         let refused = |refusal: Refusal| {
-            (self.connection.log)(ProxyDecision {
+            self.connection.record(ProxyDecision {
                 allowed: false,
                 reason: refusal.reason.clone(),
                 ..decision.clone()
@@ -287,7 +290,7 @@ impl Inner {
         let (mut parts, body) = response.into_parts();
         strip_hop_by_hop(&mut parts.headers);
         if self.secrets.is_empty() {
-            (self.connection.log)(decision);
+            self.connection.record(decision);
             return Response::from_parts(parts, body.boxed());
         }
         let mut redactions = self.secrets.redact_headers(&mut parts.headers);
@@ -306,7 +309,7 @@ impl Inner {
             || parts.status == StatusCode::NO_CONTENT
             || parts.status == StatusCode::NOT_MODIFIED;
         if bodiless {
-            (self.connection.log)(ProxyDecision {
+            self.connection.record(ProxyDecision {
                 redactions,
                 ..decision
             });

@@ -85,9 +85,13 @@ use std::convert::Infallible;
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
+use hyper::HeaderMap;
+use hyper::header::PROXY_AUTHORIZATION;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -183,6 +187,11 @@ pub struct ProxyDecision {
     /// `CONNECT` whose first bytes were a ClientHello naming one (`None` otherwise). A blind
     /// tunnel's decision is reported once the ClientHello has been checked.
     pub sni: Option<String>,
+    /// Who asked: the user name of the first `Proxy-Authorization: Basic` credentials the
+    /// connection sent (a client given the proxy URL `http://NAME:x@host:port` sends them), so
+    /// that several callers sharing one listener can tell their requests apart. It names a
+    /// caller; it proves nothing (the proxy admits requests without it).
+    pub caller: Option<String>,
 }
 
 /// Receives every [`ProxyDecision`]; called on the connection's task, so it should be quick
@@ -251,7 +260,44 @@ struct Connection {
     own_addresses: Arc<[SocketAddr]>,
     /// Closed when `serve` stops, which ends every tunnel.
     shutdown: watch::Receiver<()>,
+    /// The caller named by the connection's first `Proxy-Authorization` (see
+    /// [`ProxyDecision::caller`]).
+    caller: OnceLock<String>,
     _permit: OwnedSemaphorePermit,
+}
+
+impl Connection {
+    /// Notes the caller named by `headers`' `Proxy-Authorization: Basic` credentials, unless
+    /// the connection named one before.
+    fn note_caller(&self, headers: &HeaderMap) {
+        if self.caller.get().is_some() {
+            return;
+        }
+        let name = headers
+            .get(PROXY_AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Basic "))
+            .and_then(|encoded| BASE64_STANDARD.decode(encoded.trim()).ok())
+            .and_then(|decoded| String::from_utf8(decoded).ok())
+            .and_then(|pair| pair.split(':').next().map(str::to_owned))
+            .filter(|name| !name.is_empty());
+        if let Some(name) = name {
+            let _first = self.caller.set(name);
+        }
+    }
+
+    /// The caller the connection named, if any.
+    fn caller(&self) -> Option<String> {
+        self.caller.get().cloned()
+    }
+
+    /// Reports `decision` to the log, with the connection's caller.
+    fn record(&self, decision: ProxyDecision) {
+        (self.log)(ProxyDecision {
+            caller: self.caller(),
+            ..decision
+        });
+    }
 }
 
 impl fmt::Debug for EgressProxy {
@@ -290,9 +336,10 @@ impl EgressProxy {
     }
 
     /// Serves one environment on `listener` with its `policy`, reporting every request to `log`,
-    /// until the returned future is dropped. Dropping it closes every connection and tunnel it
-    /// opened (the proxy fails closed). Accept errors (such as running out of file descriptors)
-    /// are retried after a short pause.
+    /// until the returned future is dropped or the listener is shut down (`shutdown(2)`, as a
+    /// sandbox's is when the sandbox stops). Ending closes every connection and tunnel it
+    /// opened (the proxy fails closed). Other accept errors (such as running out of file
+    /// descriptors) are retried after a short pause.
     ///
     /// Hosts whose allowlist entry has a `transform` are refused; use
     /// [`serve_intercepting`](Self::serve_intercepting) to reach them.
@@ -355,9 +402,14 @@ impl EgressProxy {
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
-                    let Ok(accepted) = accepted else {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
+                    let accepted = match accepted {
+                        Ok(accepted) => accepted,
+                        // The listener was shut down (its sandbox stopped): nothing more comes.
+                        Err(error) if error.kind() == io::ErrorKind::InvalidInput => return,
+                        Err(_) => {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
                     };
                     let Ok(permit) = Arc::clone(&limit).try_acquire_owned() else {
                         let limit = self.shared.options.max_connections;
@@ -370,6 +422,7 @@ impl EgressProxy {
                             intercepted: false,
                             redactions: 0,
                             sni: None,
+                            caller: None,
                         });
                         match accepted {
                             Accepted::Unix(stream) => connections.spawn(refuse_busy(stream)),
@@ -384,6 +437,7 @@ impl EgressProxy {
                         ca: ca.clone(),
                         own_addresses: Arc::clone(&own_addresses),
                         shutdown: shutdown.clone(),
+                        caller: OnceLock::new(),
                         _permit: permit,
                     });
                     match accepted {

@@ -446,6 +446,7 @@ mod tests {
                 intercepted: true,
                 redactions: 1,
                 sni: None,
+                caller: None,
             },
             log: Arc::new(move |decision| {
                 sink.lock()

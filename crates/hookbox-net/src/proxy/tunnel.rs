@@ -30,7 +30,7 @@ pub(super) async fn relay(
     let Ok(upgraded) = on_upgrade.await else {
         decision.allowed = false;
         decision.reason = "the client went away before the tunnel opened".to_owned();
-        (connection.log)(decision);
+        connection.record(decision);
         return;
     };
     let mut client = TokioIo::new(upgraded);
@@ -56,13 +56,13 @@ pub(super) async fn relay(
         Err(reason) => {
             decision.allowed = false;
             decision.reason = reason;
-            (connection.log)(decision);
+            connection.record(decision);
             return;
         }
     };
     let sni = decision.sni.clone().unwrap_or_default();
     decision.reason = format!("{}; the TLS ClientHello's SNI is `{sni}`", decision.reason);
-    (connection.log)(decision);
+    connection.record(decision);
     if upstream.write_all(&first).await.is_err() {
         return;
     }

@@ -214,6 +214,25 @@ async fn an_allowed_get_is_forwarded_over_unix_and_tcp_without_proxy_authorizati
 }
 
 #[tokio::test]
+async fn serving_ends_when_the_listener_is_shut_down() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let handle = listener.try_clone().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let listener = TcpListener::from_std(listener).unwrap();
+    let proxy = EgressProxy::new(loopback_options(443)).unwrap();
+    let log: hookbox_net::DecisionLog = Arc::new(|_| {});
+    let serving =
+        tokio::spawn(async move { proxy.serve(listener, Arc::new(allowlist()), log).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!serving.is_finished());
+    rustix::net::shutdown(&handle, rustix::net::Shutdown::Both).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("serving ended")
+        .unwrap();
+}
+
+#[tokio::test]
 async fn a_redirect_is_passed_back_unchanged_and_not_followed() {
     let server = upstream().await;
     let port = server.addr().port();
@@ -250,6 +269,7 @@ async fn a_host_outside_the_allowlist_gets_the_policys_403_without_a_lookup() {
     let decisions = running.decisions();
     assert_eq!(decisions.len(), 2);
     assert!(decisions.iter().all(|decision| !decision.allowed));
+    assert!(decisions.iter().all(|decision| decision.caller.is_none()));
     assert_eq!(decisions[1].method, "CONNECT");
 }
 
@@ -259,7 +279,12 @@ async fn connect_opens_a_tunnel_to_an_allowed_port() {
     let port = server.addr().port();
     let running = start(allowlist(), loopback_options(port)).await;
     let mut stream = TcpStream::connect(running.tcp).await.unwrap();
-    let connect = format!("CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n");
+    // The caller names itself as a proxy URL's user would (`http://call-7:x@…`):
+    // base64("call-7:x").
+    let connect = format!(
+        "CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\n\
+         Proxy-Authorization: Basic Y2FsbC03Ong=\r\n\r\n"
+    );
     stream.write_all(connect.as_bytes()).await.unwrap();
     let head = read_head(&mut stream).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
@@ -274,6 +299,7 @@ async fn connect_opens_a_tunnel_to_an_allowed_port() {
     assert!(decisions[0].allowed);
     assert_eq!(decisions[0].method, "CONNECT");
     assert_eq!(decisions[0].sni.as_deref(), Some("localhost"));
+    assert_eq!(decisions[0].caller.as_deref(), Some("call-7"));
 }
 
 #[tokio::test]
