@@ -14,6 +14,10 @@
 //! The CA's key stays in this process's memory. A program ignoring the variables still has no network: the sandbox has only `lo`.
 //!
 //! `network: "disabled"` gets none of this: no listener, no variables, no bundle.
+//!
+//! An SDK session's `Bash` ([`SandboxEgress::without_interception`]) gets the listener and the
+//! proxy variables under its domain lists, but no CA and no bundle: its policy injects nothing,
+//! so HTTPS goes through blind tunnels and programs keep the system's trust store.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -94,11 +98,17 @@ pub enum EgressError {
     Bundle(#[from] std::io::Error),
 }
 
-/// One environment's egress through the proxy: its policy, its CA (kept in memory for as long
-/// as this value lives) and the CA bundle file bound into its sandboxes.
+/// One sandbox's egress through the proxy: its policy and, for an environment, its CA (kept in
+/// memory for as long as this value lives) and the CA bundle file bound into its sandboxes.
 pub struct SandboxEgress {
     proxy: EgressProxy,
     policy: Arc<EgressPolicy>,
+    /// `None`: nothing is intercepted (the policy injects nothing), so no CA and no bundle.
+    interception: Option<Interception>,
+}
+
+/// The CA that terminates TLS to inject headers, and the bundle trusting it.
+struct Interception {
     ca: Arc<ProxyCa>,
     /// The bundle on the host (a private temporary file in this process's directory under the
     /// hookbox home, removed on drop).
@@ -109,7 +119,8 @@ impl std::fmt::Debug for SandboxEgress {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("SandboxEgress")
-            .field("bundle", &self.bundle.to_path_buf())
+            .field("policy", &self.policy)
+            .field("bundle", &self.bundle_path())
             .finish_non_exhaustive()
     }
 }
@@ -137,19 +148,39 @@ impl SandboxEgress {
         Ok(Some(Self {
             proxy,
             policy: Arc::new(policy),
-            ca: Arc::new(ca),
-            bundle,
+            interception: Some(Interception {
+                ca: Arc::new(ca),
+                bundle,
+            }),
         }))
     }
 
-    /// The environment's CA certificate (PEM), which its sandboxes trust.
-    pub fn ca_certificate_pem(&self) -> &str {
-        self.ca.certificate_pem()
+    /// Egress through `proxy` under `policy`, which injects nothing (an SDK session's domain
+    /// lists): HTTPS goes through blind `CONNECT` tunnels (their SNI checked) with the
+    /// sandbox's own trust store, so there is no CA and no bundle. `None` when `policy` is
+    /// [`EgressPolicy::DISABLED`]: the sandbox keeps no network at all.
+    pub fn without_interception(proxy: EgressProxy, policy: EgressPolicy) -> Option<Self> {
+        (policy != EgressPolicy::DISABLED).then(|| Self {
+            proxy,
+            policy: Arc::new(policy),
+            interception: None,
+        })
     }
 
-    /// The CA bundle on the host (bound read-only at [`CA_BUNDLE_PATH`] inside).
-    pub fn bundle_path(&self) -> &Path {
-        &self.bundle
+    /// The environment's CA certificate (PEM), which its sandboxes trust (`None` without
+    /// interception).
+    pub fn ca_certificate_pem(&self) -> Option<&str> {
+        self.interception
+            .as_ref()
+            .map(|interception| interception.ca.certificate_pem())
+    }
+
+    /// The CA bundle on the host (bound read-only at [`CA_BUNDLE_PATH`] inside; `None`
+    /// without interception).
+    pub fn bundle_path(&self) -> Option<&Path> {
+        self.interception
+            .as_ref()
+            .map(|interception| &*interception.bundle)
     }
 
     /// Runs `spec` (a sandboxed process of this environment) with the proxy reachable inside
@@ -169,15 +200,18 @@ impl SandboxEgress {
                 let _unused = sender.send(listener);
             }
         }));
-        sandbox.binds.push(Bind {
-            host: self.bundle.to_path_buf(),
-            target: PathBuf::from(CA_BUNDLE_PATH),
-            writable: false,
-        });
-        // The system store too, for programs that ignore the CA variables.
-        sandbox.trust_bundle = Some(self.bundle.to_path_buf());
+        if let Some(interception) = &self.interception {
+            sandbox.binds.push(Bind {
+                host: interception.bundle.to_path_buf(),
+                target: PathBuf::from(CA_BUNDLE_PATH),
+                writable: false,
+            });
+            // The system store too, for programs that ignore the CA variables.
+            sandbox.trust_bundle = Some(interception.bundle.to_path_buf());
+        }
         // First, so that the environment's own `env` may still override them.
-        spec.env.splice(0..0, proxy_variables());
+        spec.env
+            .splice(0..0, proxy_variables(self.interception.is_some()));
 
         let decisions = Arc::new(Mutex::new(Vec::new()));
         let kept = Arc::clone(&decisions);
@@ -194,19 +228,24 @@ impl SandboxEgress {
             let listener = listener
                 .set_nonblocking(true)
                 .and_then(|()| tokio::net::TcpListener::from_std(listener));
-            match listener {
-                Ok(listener) => {
+            match (listener, &self.interception) {
+                (Ok(listener), Some(interception)) => {
                     self.proxy
                         .serve_intercepting(
                             listener,
                             Arc::clone(&self.policy),
-                            Arc::clone(&self.ca),
+                            Arc::clone(&interception.ca),
                             log,
                         )
                         .await;
                 }
+                (Ok(listener), None) => {
+                    self.proxy
+                        .serve(listener, Arc::clone(&self.policy), log)
+                        .await;
+                }
                 // Nothing accepts: connections inside hang until the run's timeout.
-                Err(_) => std::future::pending().await,
+                (Err(_), _) => std::future::pending().await,
             }
         };
         // The proxy serves until the run ends; dropping it closes every connection it opened.
@@ -228,8 +267,8 @@ fn unreachable_serve() -> Result<ProcessOutput, ExecError> {
     })
 }
 
-/// The variables pointing a program at the proxy and the CA bundle.
-fn proxy_variables() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+/// The variables pointing a program at the proxy and, `with_bundle`, the CA bundle.
+fn proxy_variables(with_bundle: bool) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
     let mut variables = Vec::new();
     for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
@@ -239,15 +278,17 @@ fn proxy_variables() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     for name in ["NO_PROXY", "no_proxy"] {
         variables.push((name.to_owned(), "localhost,127.0.0.1".to_owned()));
     }
-    for name in [
-        "SSL_CERT_FILE",
-        "REQUESTS_CA_BUNDLE",
-        "CURL_CA_BUNDLE",
-        "NODE_EXTRA_CA_CERTS",
-        "GIT_SSL_CAINFO",
-        "PIP_CERT",
-    ] {
-        variables.push((name.to_owned(), CA_BUNDLE_PATH.to_owned()));
+    if with_bundle {
+        for name in [
+            "SSL_CERT_FILE",
+            "REQUESTS_CA_BUNDLE",
+            "CURL_CA_BUNDLE",
+            "NODE_EXTRA_CA_CERTS",
+            "GIT_SSL_CAINFO",
+            "PIP_CERT",
+        ] {
+            variables.push((name.to_owned(), CA_BUNDLE_PATH.to_owned()));
+        }
     }
     variables
         .into_iter()
