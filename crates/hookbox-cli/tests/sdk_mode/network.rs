@@ -20,6 +20,12 @@ const NAMES: [&str; 4] = [
     "blocked.allowed.test",
     "other.test",
 ];
+/// Allowed names that resolve to addresses the proxy never dials (loopback, a private range
+/// not admitted by `[network] allow_private_cidrs`).
+const UNDIALABLE: [(&str, &str); 2] = [
+    ("loopback.allowed.test", "127.0.0.1"),
+    ("private.allowed.test", "192.168.77.1"),
+];
 /// What the test hosts answer.
 const GREETING: &str = "hello from the test host";
 
@@ -73,9 +79,12 @@ impl Hosts {
         let path = world.home.path().join("hookbox.toml");
         let mut config = std::fs::read_to_string(&path).unwrap();
         let address = self.netns.inside_address();
+        let address = address.to_string();
         let resolve: Vec<String> = NAMES
             .iter()
-            .map(|name| format!("\"{name}\" = \"{address}\""))
+            .map(|name| (*name, address.as_str()))
+            .chain(UNDIALABLE)
+            .map(|(name, address)| format!("\"{name}\" = \"{address}\""))
             .collect();
         config.push_str(&format!(
             "\n[network]\nallow_private_cidrs = [\"{}\"]\nresolve = {{ {} }}\n\n[sdk]\n{sdk}\n",
@@ -156,6 +165,8 @@ fn sdk_bash_reaches_allowed_domains_and_the_proxy_refuses_the_rest_with_a_reason
         "http://blocked.allowed.test/".to_owned(),
         "http://other.test/".to_owned(),
         "https://other.test/".to_owned(),
+        format!("http://{}/", UNDIALABLE[0].0),
+        format!("http://{}/", UNDIALABLE[1].0),
     ];
     let script = format!(
         "{}\necho '== direct'; curl -sS --max-time 5 --noproxy '*' http://{inside}/ 2>&1; \
@@ -195,6 +206,14 @@ fn sdk_bash_reaches_allowed_domains_and_the_proxy_refuses_the_rest_with_a_reason
         ),
         "{seen}"
     );
+    // Allowed names are still held to the address rules after resolution.
+    for (url, class) in urls[5..].iter().zip(["loopback", "private"]) {
+        let part = section(&seen, url);
+        assert!(
+            part.contains(class) && part.contains("refused") && !part.contains(GREETING),
+            "{url}: {seen}"
+        );
+    }
     // Nothing but the proxy leads out.
     assert!(!section(&seen, "direct").contains(GREETING), "{seen}");
     assert!(seen.contains("== proxy http://127.0.0.1:3128"), "{seen}");
