@@ -9,7 +9,7 @@ use std::time::Duration;
 use hookbox_hooks::{HttpRunner, OutboxSink};
 use hookbox_llm::Model;
 use hookbox_runtime::{AuditDeliverer, Config, Runtime};
-use hookbox_stream_json::{RunEnd, SessionHost, Setup};
+use hookbox_stream_json::{RunEnd, SessionHost, SessionNetwork, Setup};
 
 use crate::render;
 
@@ -86,8 +86,8 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
 }
 
 /// What the runtime of `hookbox.toml` gives SDK sessions: its `[agents]` (each checked and
-/// built as every other interface does) and `[sdk] default_agent`, its HTTP hook clients
-/// and its audit outbox.
+/// built as every other interface does) and `[sdk] default_agent`, its HTTP hook clients,
+/// its audit outbox, and `[sdk] allowed_domains` / `denied_domains` with its egress proxy.
 struct RuntimeHost(Arc<Runtime>);
 
 impl SessionHost for RuntimeHost {
@@ -113,5 +113,14 @@ impl SessionHost for RuntimeHost {
 
     fn outbox(&self) -> Option<Arc<dyn OutboxSink>> {
         Some(self.0.outbox())
+    }
+
+    fn network(&self) -> Option<SessionNetwork> {
+        let domains = self.0.sdk_domains().clone();
+        Some(SessionNetwork {
+            proxy: self.0.egress_proxy().clone(),
+            allowed: domains.allowed,
+            denied: domains.denied,
+        })
     }
 }

@@ -14,6 +14,10 @@
 //! The CA's key stays in this process's memory. A program ignoring the variables still has no network: the sandbox has only `lo`.
 //!
 //! `network: "disabled"` gets none of this: no listener, no variables, no bundle.
+//!
+//! An SDK session's `Bash` ([`SandboxEgress::without_interception`]) gets the listener and the
+//! proxy variables under its domain lists, but no CA and no bundle: its policy injects nothing,
+//! so HTTPS goes through blind tunnels and programs keep the system's trust store.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -96,20 +100,26 @@ pub enum EgressError {
     Bundle(#[from] std::io::Error),
 }
 
-/// One environment's egress through the proxy: its policy, its CA (kept in memory for as long
-/// as this value lives) and the CA bundle file bound into its sandboxes.
+/// One sandbox's egress through the proxy: its policy and, for an environment, its CA (kept in
+/// memory for as long as this value lives) and the CA bundle file bound into its sandboxes.
 pub struct SandboxEgress {
     proxy: EgressProxy,
     policy: Arc<EgressPolicy>,
-    ca: Arc<ProxyCa>,
-    /// The bundle on the host (a private temporary file in this process's directory under the
-    /// hookbox home, removed on drop).
-    bundle: tempfile::TempPath,
+    /// `None`: nothing is intercepted (the policy injects nothing), so no CA and no bundle.
+    interception: Option<Arc<Interception>>,
     /// The listener of warm sandboxes: one per built sandbox, served until the sandbox stops,
     /// the same value for every call so that they share the sandbox.
     warm_listener: ListenInside,
     /// The warm calls running now, to which the warm listeners' decisions go.
     warm_calls: Arc<WarmCalls>,
+}
+
+/// The CA that terminates TLS to inject headers, and the bundle trusting it.
+struct Interception {
+    ca: Arc<ProxyCa>,
+    /// The bundle on the host (a private temporary file in this process's directory under the
+    /// hookbox home, removed on drop).
+    bundle: tempfile::TempPath,
 }
 
 /// The calls running in the warm sandboxes of one [`SandboxEgress`], by the name each gives
@@ -157,7 +167,8 @@ impl std::fmt::Debug for SandboxEgress {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("SandboxEgress")
-            .field("bundle", &self.bundle.to_path_buf())
+            .field("policy", &self.policy)
+            .field("bundle", &self.bundle_path())
             .finish_non_exhaustive()
     }
 }
@@ -182,33 +193,58 @@ impl SandboxEgress {
         };
         let ca = Arc::new(ProxyCa::generate(environment.id())?);
         let bundle = write_bundle(environment.run_dir(), ca.certificate_pem().as_bytes())?;
+        let interception = Interception { ca, bundle };
+        Ok(Some(Self::assemble(proxy, policy, Some(interception))))
+    }
+
+    /// The egress through `proxy` under `policy`, intercepting with `interception` when given.
+    fn assemble(
+        proxy: EgressProxy,
+        policy: EgressPolicy,
+        interception: Option<Interception>,
+    ) -> Self {
         let policy = Arc::new(policy);
+        let interception = interception.map(Arc::new);
         let warm_calls = Arc::new(WarmCalls::default());
         let warm_listener = {
-            let (proxy, policy, ca) = (proxy.clone(), Arc::clone(&policy), Arc::clone(&ca));
+            let (proxy, policy) = (proxy.clone(), Arc::clone(&policy));
+            let ca = interception.as_ref().map(|found| Arc::clone(&found.ca));
             let calls = Arc::clone(&warm_calls);
             ListenInside::new(PROXY_PORT, move |listener| {
-                serve_warm(listener, &proxy, &policy, &ca, &calls);
+                serve_warm(listener, &proxy, &policy, ca.as_ref(), &calls);
             })
         };
-        Ok(Some(Self {
+        Self {
             proxy,
             policy,
-            ca,
-            bundle,
+            interception,
             warm_listener,
             warm_calls,
-        }))
+        }
     }
 
-    /// The environment's CA certificate (PEM), which its sandboxes trust.
-    pub fn ca_certificate_pem(&self) -> &str {
-        self.ca.certificate_pem()
+    /// Egress through `proxy` under `policy`, which injects nothing (an SDK session's domain
+    /// lists): HTTPS goes through blind `CONNECT` tunnels (their SNI checked) with the
+    /// sandbox's own trust store, so there is no CA and no bundle. `None` when `policy` is
+    /// [`EgressPolicy::DISABLED`]: the sandbox keeps no network at all.
+    pub fn without_interception(proxy: EgressProxy, policy: EgressPolicy) -> Option<Self> {
+        (policy != EgressPolicy::DISABLED).then(|| Self::assemble(proxy, policy, None))
     }
 
-    /// The CA bundle on the host (bound read-only at [`CA_BUNDLE_PATH`] inside).
-    pub fn bundle_path(&self) -> &Path {
-        &self.bundle
+    /// The environment's CA certificate (PEM), which its sandboxes trust (`None` without
+    /// interception).
+    pub fn ca_certificate_pem(&self) -> Option<&str> {
+        self.interception
+            .as_ref()
+            .map(|interception| interception.ca.certificate_pem())
+    }
+
+    /// The CA bundle on the host (bound read-only at [`CA_BUNDLE_PATH`] inside; `None`
+    /// without interception).
+    pub fn bundle_path(&self) -> Option<&Path> {
+        self.interception
+            .as_ref()
+            .map(|interception| &*interception.bundle)
     }
 
     /// Runs `spec` (a sandboxed process of this environment) with the proxy reachable inside
@@ -246,19 +282,24 @@ impl SandboxEgress {
             let listener = listener
                 .set_nonblocking(true)
                 .and_then(|()| tokio::net::TcpListener::from_std(listener));
-            match listener {
-                Ok(listener) => {
+            match (listener, &self.interception) {
+                (Ok(listener), Some(interception)) => {
                     self.proxy
                         .serve_intercepting(
                             listener,
                             Arc::clone(&self.policy),
-                            Arc::clone(&self.ca),
+                            Arc::clone(&interception.ca),
                             log,
                         )
                         .await;
                 }
+                (Ok(listener), None) => {
+                    self.proxy
+                        .serve(listener, Arc::clone(&self.policy), log)
+                        .await;
+                }
                 // Nothing accepts: connections inside hang until the run's timeout.
-                Err(_) => std::future::pending().await,
+                (Err(_), _) => std::future::pending().await,
             }
         };
         // The proxy serves until the run ends; dropping it closes every connection it opened.
@@ -309,22 +350,27 @@ impl SandboxEgress {
         (output, decisions)
     }
 
-    /// Gives `spec`'s sandbox `listener` at [`PROXY_PORT`], the CA bundle, and the variables
-    /// naming `proxy_url` and the bundle.
+    /// Gives `spec`'s sandbox `listener` at [`PROXY_PORT`], the CA bundle (when intercepting),
+    /// and the variables naming `proxy_url` and the bundle.
     fn reach_proxy(&self, spec: &mut ProcessSpec, listener: ListenInside, proxy_url: &str) {
         let Some(sandbox) = spec.sandbox.as_mut() else {
             return;
         };
         sandbox.listen_inside = Some(listener);
-        sandbox.binds.push(Bind {
-            host: self.bundle.to_path_buf(),
-            target: PathBuf::from(CA_BUNDLE_PATH),
-            writable: false,
-        });
-        // The system store too, for programs that ignore the CA variables.
-        sandbox.trust_bundle = Some(self.bundle.to_path_buf());
+        if let Some(interception) = &self.interception {
+            sandbox.binds.push(Bind {
+                host: interception.bundle.to_path_buf(),
+                target: PathBuf::from(CA_BUNDLE_PATH),
+                writable: false,
+            });
+            // The system store too, for programs that ignore the CA variables.
+            sandbox.trust_bundle = Some(interception.bundle.to_path_buf());
+        }
         // First, so that the environment's own `env` may still override them.
-        spec.env.splice(0..0, proxy_variables(proxy_url));
+        spec.env.splice(
+            0..0,
+            proxy_variables(proxy_url, self.interception.is_some()),
+        );
     }
 }
 
@@ -334,7 +380,7 @@ fn serve_warm(
     listener: std::net::TcpListener,
     proxy: &EgressProxy,
     policy: &Arc<EgressPolicy>,
-    ca: &Arc<ProxyCa>,
+    ca: Option<&Arc<ProxyCa>>,
     calls: &Arc<WarmCalls>,
 ) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -351,11 +397,14 @@ fn serve_warm(
             return;
         }
     };
-    let (proxy, policy, ca) = (proxy.clone(), Arc::clone(policy), Arc::clone(ca));
+    let (proxy, policy, ca) = (proxy.clone(), Arc::clone(policy), ca.cloned());
     let calls = Arc::clone(calls);
     let log: DecisionLog = Arc::new(move |decision| calls.route(decision));
     runtime.spawn(async move {
-        proxy.serve_intercepting(listener, policy, ca, log).await;
+        match ca {
+            Some(ca) => proxy.serve_intercepting(listener, policy, ca, log).await,
+            None => proxy.serve(listener, policy, log).await,
+        }
     });
 }
 
@@ -367,8 +416,12 @@ fn unreachable_serve() -> Result<ProcessOutput, ExecError> {
     })
 }
 
-/// The variables pointing a program at the proxy at `proxy_url` and the CA bundle.
-fn proxy_variables(proxy_url: &str) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+/// The variables pointing a program at the proxy at `proxy_url` and, `with_bundle`, the CA
+/// bundle.
+fn proxy_variables(
+    proxy_url: &str,
+    with_bundle: bool,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     let mut variables = Vec::new();
     for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
         variables.push((name.to_owned(), proxy_url.to_owned()));
@@ -377,15 +430,17 @@ fn proxy_variables(proxy_url: &str) -> Vec<(std::ffi::OsString, std::ffi::OsStri
     for name in ["NO_PROXY", "no_proxy"] {
         variables.push((name.to_owned(), "localhost,127.0.0.1".to_owned()));
     }
-    for name in [
-        "SSL_CERT_FILE",
-        "REQUESTS_CA_BUNDLE",
-        "CURL_CA_BUNDLE",
-        "NODE_EXTRA_CA_CERTS",
-        "GIT_SSL_CAINFO",
-        "PIP_CERT",
-    ] {
-        variables.push((name.to_owned(), CA_BUNDLE_PATH.to_owned()));
+    if with_bundle {
+        for name in [
+            "SSL_CERT_FILE",
+            "REQUESTS_CA_BUNDLE",
+            "CURL_CA_BUNDLE",
+            "NODE_EXTRA_CA_CERTS",
+            "GIT_SSL_CAINFO",
+            "PIP_CERT",
+        ] {
+            variables.push((name.to_owned(), CA_BUNDLE_PATH.to_owned()));
+        }
     }
     variables
         .into_iter()

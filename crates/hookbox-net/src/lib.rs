@@ -54,7 +54,7 @@ pub use get::GetRequest;
 pub use host::is_host_name;
 pub use ipnet::IpNet;
 pub use options::ClientOptions;
-pub use policy::{EgressDecision, EgressPolicy, PolicyError};
+pub use policy::{DomainError, DomainList, EgressDecision, EgressPolicy, PolicyError};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use proxy::fuzzing;

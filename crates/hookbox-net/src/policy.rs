@@ -4,6 +4,7 @@
 //! The policy is decided on the canonical host name before any DNS lookup; the address rules
 //! (see [`ClientOptions`](crate::ClientOptions)) then apply to whatever the name resolves to.
 
+mod lists;
 mod parse;
 mod pattern;
 
@@ -13,6 +14,7 @@ use serde_json::Value;
 
 use crate::credentials::{Credential, CredentialSource};
 use crate::{headers, host};
+pub use lists::{DomainError, DomainList};
 pub(crate) use pattern::Pattern;
 
 /// Where requests may go, parsed from an environment's `network` member with
@@ -27,6 +29,7 @@ enum Mode {
     Public,
     Disabled,
     Allowlist(Vec<Entry>),
+    Lists(lists::Lists),
 }
 
 /// One `network.allowlist[]` entry.
@@ -92,6 +95,20 @@ impl EgressPolicy {
     /// refused.
     pub fn from_network(network: Option<&Value>) -> Result<Self, PolicyError> {
         parse::network(network)
+    }
+
+    /// A policy of domain lists (SDK sessions: hookbox.toml's `[sdk]` and the settings'
+    /// `sandbox.network`): a host is admitted when an entry of **every** list of `allow`
+    /// matches it and no entry of any list of `deny` does (denied wins). With no allow list,
+    /// or an empty one, nothing is admitted: the policy is [`DISABLED`](Self::DISABLED).
+    /// Nothing is injected; the address rules still apply.
+    pub fn from_domain_lists(allow: Vec<DomainList>, deny: Vec<DomainList>) -> Self {
+        if allow.is_empty() || allow.iter().any(DomainList::is_empty) {
+            return Self::DISABLED;
+        }
+        Self {
+            mode: Mode::Lists(lists::Lists { allow, deny }),
+        }
     }
 
     /// Parses `network` like [`from_network`](Self::from_network), then resolves every
@@ -188,12 +205,25 @@ impl EgressPolicy {
             Ok(canonical) => canonical,
             Err(error) => return EgressDecision::refused(error.to_string()),
         };
-        let Mode::Allowlist(entries) = &self.mode else {
-            return EgressDecision {
-                allowed: true,
-                inject: Vec::new(),
-                reason: "no `network` policy: public egress".to_owned(),
-            };
+        let entries = match &self.mode {
+            Mode::Allowlist(entries) => entries,
+            Mode::Lists(lists) => {
+                return match lists.decide(&canonical) {
+                    Ok(reason) => EgressDecision {
+                        allowed: true,
+                        inject: Vec::new(),
+                        reason,
+                    },
+                    Err(reason) => EgressDecision::refused(reason),
+                };
+            }
+            Mode::Public | Mode::Disabled => {
+                return EgressDecision {
+                    allowed: true,
+                    inject: Vec::new(),
+                    reason: "no `network` policy: public egress".to_owned(),
+                };
+            }
         };
         let Some((index, entry)) = entries
             .iter()
@@ -325,6 +355,10 @@ impl fmt::Debug for EgressPolicy {
             Mode::Allowlist(entries) => formatter
                 .debug_tuple("EgressPolicy::Allowlist")
                 .field(entries)
+                .finish(),
+            Mode::Lists(lists) => formatter
+                .debug_tuple("EgressPolicy::Lists")
+                .field(lists)
                 .finish(),
         }
     }

@@ -29,7 +29,9 @@ use crate::audit::StoreOutbox;
 
 pub use agents::{Agents, NamedAgent};
 pub use audit::{AuditDeliverer, AuditSection, AuditSettings, DurationValue, WebhookSigner};
-pub use config::{Addresses, Config, NetworkSection, SandboxSection, SdkSection, ServerSection};
+pub use config::{
+    Addresses, Config, NetworkSection, SandboxSection, SdkDomains, SdkSection, ServerSection,
+};
 pub use in_place::in_place;
 
 /// Everything an interface serves from, built once from a [`Config`].
@@ -45,6 +47,7 @@ pub struct Runtime {
     code_timeout: Duration,
     audit: AuditSettings,
     outbox: StoreOutbox,
+    sdk_domains: SdkDomains,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -87,6 +90,7 @@ impl Runtime {
             .context("cannot build the models' HTTP client")?;
         let agents = Agents::new(config, model_client)?;
         let audit = config.audit.settings(&config.name())?;
+        let sdk_domains = config.sdk_domains()?;
         let store: Arc<dyn Store> = Arc::new(
             SqliteStore::open_without_recovery(home.join("hookbox.db"))
                 .with_context(|| format!("cannot open the store in {}", home.display()))?,
@@ -107,6 +111,7 @@ impl Runtime {
             code_timeout,
             audit,
             outbox,
+            sdk_domains,
         })
     }
 
@@ -161,6 +166,17 @@ impl Runtime {
             clients: self.hook_clients.clone(),
             policy: EgressPolicy::PUBLIC,
         })
+    }
+
+    /// `[sdk] allowed_domains` and `denied_domains`, checked: the network SDK sessions'
+    /// sandboxed `Bash` may have at most, through [`egress_proxy`](Self::egress_proxy).
+    pub fn sdk_domains(&self) -> &SdkDomains {
+        &self.sdk_domains
+    }
+
+    /// The sandboxes' egress proxy (`[network]`'s address rules, name overrides and roots).
+    pub fn egress_proxy(&self) -> &EgressProxy {
+        &self.egress
     }
 
     /// The store's outbox, where `at_least_once` HTTP hooks' events wait for

@@ -72,7 +72,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 pub use argv::{SdkArgs, is_sdk_mode, is_version_probe, parse as parse_args};
-pub use setup::{SessionHost, Setup};
+pub use setup::{SessionHost, SessionNetwork, Setup};
 
 use self::control::{ControlClient, Incoming, Outbox, Prompt};
 use self::frame::InputLine;

@@ -1,10 +1,80 @@
 //! What SDK mode reads from Claude-style settings files besides their hooks (those go to the
-//! hook engine): `sandbox.autoAllowBashIfSandboxed`.
+//! hook engine): `sandbox.autoAllowBashIfSandboxed` and `sandbox.network.allowedDomains` /
+//! `deniedDomains`.
 
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use hookbox_net::DomainList;
 use serde_json::Value;
+
+/// The settings' `sandbox.network` domain lists, each merged across the files as Claude Code
+/// merges arrays (concatenated).
+pub(crate) struct NetworkDomains {
+    /// `allowedDomains`; `None` when no file sets it (an empty list set somewhere allows
+    /// nothing).
+    pub(crate) allowed: Option<DomainList>,
+    /// `deniedDomains`.
+    pub(crate) denied: DomainList,
+}
+
+/// Reads `sandbox.network.allowedDomains` and `deniedDomains` from `files`, each with the
+/// name reasons give it (`label`). A file that is not JSON is skipped here (loading its hooks
+/// reports it); a value that is not a list of domain patterns is an error naming the file, the
+/// key and the entry.
+pub(crate) fn network_domains<'a>(
+    files: impl IntoIterator<Item = (&'a Path, String)>,
+) -> anyhow::Result<NetworkDomains> {
+    let mut allowed: Option<DomainList> = None;
+    let mut denied = DomainList::new("the settings' `sandbox.network.deniedDomains`");
+    for (file, label) in files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the settings file {}", file.display()))?;
+        let Ok(settings) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        for key in ["allowedDomains", "deniedDomains"] {
+            let Some(value) = settings.pointer(&format!("/sandbox/network/{key}")) else {
+                continue;
+            };
+            let list = if key == "allowedDomains" {
+                allowed.get_or_insert_with(|| {
+                    DomainList::new("the settings' `sandbox.network.allowedDomains`")
+                })
+            } else {
+                &mut denied
+            };
+            let Some(entries) = value.as_array() else {
+                bail!(
+                    "{label}: `sandbox.network.{key}` must be a list of domains such as \
+                     [\"api.example.com\", \"*.example.com\"], not {value}"
+                );
+            };
+            let domains = entries
+                .iter()
+                .enumerate()
+                .map(|(index, entry)| {
+                    entry.as_str().ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "{label}: `sandbox.network.{key}[{index}]` must be a domain string \
+                             such as \"api.example.com\", not {entry}"
+                        )
+                    })
+                })
+                .collect::<anyhow::Result<Vec<&str>>>()?;
+            list.add(&label, &domains).map_err(|error| {
+                anyhow::anyhow!(
+                    "{label}: `sandbox.network.{key}[{}]`: {:?} is not a domain pattern: {}; {}",
+                    error.index,
+                    error.entry,
+                    error.problem,
+                    hookbox_net::DomainError::HINT
+                )
+            })?;
+        }
+    }
+    Ok(NetworkDomains { allowed, denied })
+}
 
 /// The `sandbox.autoAllowBashIfSandboxed` of the first of `files` (highest precedence first)
 /// that sets it; `None` when none does. A file that is not JSON is skipped here (loading its
@@ -72,5 +142,63 @@ mod tests {
             error.contains("bad.json") && error.contains("autoAllowBashIfSandboxed"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn network_domains_merge_across_files_and_bad_entries_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let silent = write("silent.json", r#"{"sandbox": {"network": {}}}"#);
+        let user = write(
+            "user.json",
+            r#"{"sandbox": {"network": {"allowedDomains": ["a.test"], "deniedDomains": ["x.test"]}}}"#,
+        );
+        let project = write(
+            "project.json",
+            r#"{"sandbox": {"network": {"allowedDomains": ["*.b.test"]}}}"#,
+        );
+        let empty = write(
+            "empty.json",
+            r#"{"sandbox": {"network": {"allowedDomains": []}}}"#,
+        );
+        let read = |paths: &[&std::path::PathBuf]| {
+            network_domains(
+                paths
+                    .iter()
+                    .map(|path| (path.as_path(), path.display().to_string())),
+            )
+        };
+        let none = read(&[&silent]).unwrap();
+        assert!(none.allowed.is_none() && none.denied.is_empty());
+        let merged = read(&[&user, &silent, &project]).unwrap();
+        assert_eq!(merged.allowed.unwrap().to_string(), "`a.test`, `*.b.test`");
+        assert_eq!(merged.denied.to_string(), "`x.test`");
+        // Set, but empty: allows nothing (rather than being absent).
+        assert!(read(&[&empty]).unwrap().allowed.unwrap().is_empty());
+        for (text, wanted) in [
+            (
+                r#"{"sandbox": {"network": {"allowedDomains": "a.test"}}}"#,
+                "`sandbox.network.allowedDomains` must be a list of domains",
+            ),
+            (
+                r#"{"sandbox": {"network": {"deniedDomains": ["ok.test", 7]}}}"#,
+                "`sandbox.network.deniedDomains[1]` must be a domain string",
+            ),
+            (
+                r#"{"sandbox": {"network": {"allowedDomains": ["a.test:443"]}}}"#,
+                "`sandbox.network.allowedDomains[0]`: \"a.test:443\" is not a domain pattern",
+            ),
+        ] {
+            let bad = write("bad.json", text);
+            let error = read(&[&bad]).err().unwrap().to_string();
+            assert!(
+                error.starts_with(&bad.display().to_string()) && error.contains(wanted),
+                "{error}"
+            );
+        }
     }
 }

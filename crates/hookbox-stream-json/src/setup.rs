@@ -1,7 +1,7 @@
 //! Building the session an SDK asked for: the command line, `hookbox.toml`, the `initialize`
 //! request and the Claude-style settings files together.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
@@ -10,6 +10,7 @@ use hookbox_agent::session::{
 };
 use hookbox_hooks::{HookEvent, HttpRunner, OutboxSink};
 use hookbox_llm::Model;
+use hookbox_net::{DomainList, EgressPolicy, EgressProxy};
 
 use crate::argv::SdkArgs;
 use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
@@ -41,6 +42,25 @@ pub trait SessionHost: Send + Sync {
     fn outbox(&self) -> Option<Arc<dyn OutboxSink>> {
         None
     }
+
+    /// The network the sessions' sandboxed `Bash` may have at most (`None`: none at all,
+    /// whatever the settings say).
+    fn network(&self) -> Option<SessionNetwork> {
+        None
+    }
+}
+
+/// The operator's network for the sessions' sandboxed `Bash` (in the binary, hookbox.toml's
+/// `[sdk] allowed_domains` / `denied_domains` and the runtime's egress proxy). The settings'
+/// `sandbox.network` lists only narrow it: a host goes out when it is in `allowed`, in the
+/// settings' `allowedDomains` when any file sets them, and in no denied list of either.
+pub struct SessionNetwork {
+    /// The proxy, on `127.0.0.1` inside each sandbox.
+    pub proxy: EgressProxy,
+    /// The ceiling (empty: no network).
+    pub allowed: DomainList,
+    /// Hosts always refused.
+    pub denied: DomainList,
 }
 
 /// Everything known before the first prompt. On the first prompt, one function turns it and
@@ -215,6 +235,24 @@ impl Setup {
         let by_precedence = flags.iter().rev().chain(sources.iter().rev());
         if let Some(allow) = settings::auto_allow_bash(by_precedence.map(PathBuf::as_path))? {
             builder = builder.auto_allow_sandboxed_bash(allow);
+        }
+        if let Some(network) = host.network() {
+            // An inline --settings (the SDK's `settings` and `sandbox` options) sits in a
+            // temporary file: reasons name the option instead.
+            let label = |path: &Path| {
+                if keep.iter().any(|file| file.path() == path) {
+                    "the --settings JSON (the SDK's `settings`/`sandbox` options)".to_owned()
+                } else {
+                    path.display().to_string()
+                }
+            };
+            let domains =
+                settings::network_domains(files.iter().map(|path| (path.as_path(), label(path))))?;
+            let mut allow = vec![network.allowed];
+            allow.extend(domains.allowed);
+            let policy =
+                EgressPolicy::from_domain_lists(allow, vec![network.denied, domains.denied]);
+            builder = builder.network(network.proxy, policy);
         }
         if args.unsandboxed {
             crate::warn(

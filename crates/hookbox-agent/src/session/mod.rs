@@ -35,12 +35,12 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::Stream;
-use hookbox_env::{CODING_TOOLS, CodingTools, Isolation};
+use hookbox_env::{CODING_TOOLS, CodingTools, Isolation, SandboxEgress};
 use hookbox_hooks::{
     CallbackHandler, Dialect, Dispatcher, HookCallback, HookEvent, HookSetBuilder,
     HostCommandRunner, HttpRunner, OutboxSink, Runners,
 };
-use hookbox_net::{ClientOptions, GuardedClient};
+use hookbox_net::{ClientOptions, EgressPolicy, EgressProxy, GuardedClient};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -178,6 +178,7 @@ pub struct SessionBuilder {
     http_hooks: Option<Arc<dyn HttpRunner>>,
     outbox: Option<Arc<dyn OutboxSink>>,
     prompt: Option<Arc<dyn PermissionPrompt>>,
+    egress: Option<Arc<SandboxEgress>>,
 }
 
 impl SessionBuilder {
@@ -242,6 +243,16 @@ impl SessionBuilder {
     /// `Bash`'s sandbox binds it writable. A directory that contains `cwd` is refused.
     pub fn add_directory(mut self, dir: impl Into<PathBuf>) -> Self {
         self.added_directories.push(dir.into());
+        self
+    }
+
+    /// Lets sandboxed `Bash` reach the network through `proxy` under `policy` (the session's
+    /// domain lists, which inject nothing): a listener on `127.0.0.1` inside each of its
+    /// sandboxes, named by `HTTP_PROXY`/`HTTPS_PROXY` (see
+    /// [`SandboxEgress::without_interception`]). Without it, or with
+    /// [`EgressPolicy::DISABLED`], `Bash` has no network; unsandboxed `Bash` is not proxied.
+    pub fn network(mut self, proxy: EgressProxy, policy: EgressPolicy) -> Self {
+        self.egress = SandboxEgress::without_interception(proxy, policy).map(Arc::new);
         self
     }
 
@@ -382,6 +393,9 @@ impl SessionBuilder {
                 path: self.cwd.clone(),
                 source,
             })?;
+        if let Some(egress) = self.egress {
+            tools = tools.with_egress(egress);
+        }
         for dir in &self.added_directories {
             tools
                 .add_directory(dir)
@@ -526,6 +540,7 @@ impl Session {
             http_hooks: None,
             outbox: None,
             prompt: None,
+            egress: None,
         }
     }
 

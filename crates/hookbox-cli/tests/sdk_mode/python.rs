@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::{AGENT, KEY, KEY_ENV, World, bin, call};
 
 /// The Python with both SDKs installed, or `None` (and a SKIPPED line) without one.
-fn python(test: &str) -> Option<std::ffi::OsString> {
+pub(super) fn python(test: &str) -> Option<std::ffi::OsString> {
     let python = std::env::var_os("HOOKBOX_PYTHON").filter(|value| !value.is_empty());
     if python.is_none() {
         hookbox_test_support::skip(
@@ -29,7 +29,7 @@ fn python(test: &str) -> Option<std::ffi::OsString> {
     clippy::disallowed_methods,
     reason = "the test runs the SDK's Python client"
 )]
-fn run(
+pub(super) fn run(
     python: &std::ffi::OsStr,
     world: &World,
     script: &str,
@@ -74,7 +74,7 @@ fn run(
     (output, messages)
 }
 
-fn assert_finished(output: &Output, messages: &[Value]) -> Value {
+pub(super) fn assert_finished(output: &Output, messages: &[Value]) -> Value {
     let log = format!(
         "status {:?}\nstdout: {}\nstderr: {}",
         output.status,
@@ -312,7 +312,7 @@ fn claude_sdk_on_failure_block_blocks_a_reply_the_cli_rejects() {
 }
 
 /// The entry `results.py` printed for the exception the SDK raised, if any.
-fn exception(messages: &[Value]) -> Option<&Value> {
+pub(super) fn exception(messages: &[Value]) -> Option<&Value> {
     messages
         .iter()
         .find(|message| message.get("exception").is_some())
@@ -402,7 +402,7 @@ fn claude_sdk_result_echoes_the_prompt_origin() {
 
 /// Runs `options.py` with `prompt` and `spec` (ClaudeAgentOptions, hooks and can_use_tool by
 /// name); returns the output and the messages.
-fn run_options(
+pub(super) fn run_options(
     python: &std::ffi::OsStr,
     world: &World,
     prompt: &str,

@@ -7,6 +7,7 @@ use hookbox_exec::{ExitKind, ProcessSpec, Sandbox};
 use serde_json::{Value, json};
 
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
+use crate::egress::NetworkDecision;
 use crate::tools::Isolation;
 use crate::tools::args::Args;
 use crate::tools::definition::{Effect, Run, ToolDefinition};
@@ -52,13 +53,17 @@ pub(crate) async fn run(tools: &CodingTools, input: &Value) -> CodingOutcome {
         Ok(spec) => spec,
         Err(error) => return CodingOutcome::failed(error),
     };
-    let output = match hookbox_exec::run(&spec).await {
+    let timeout_ms = spec.timeout.as_millis();
+    let (output, network) = match tools.egress() {
+        Some(egress) => egress.run(spec).await,
+        None => (hookbox_exec::run(&spec).await, Vec::new()),
+    };
+    let output = match output {
         Ok(output) => output,
         Err(error) => return CodingOutcome::failed(format!("Bash: {error}")),
     };
     let stdout = output.stdout.to_text();
     let stderr = output.stderr.to_text();
-    let timeout_ms = spec.timeout.as_millis();
     let (exit_code, interrupted, note) = match output.exit {
         ExitKind::Exited(0) => (0, false, None),
         ExitKind::Exited(code) => (code, false, Some(format!("Exit code {code}"))),
@@ -78,7 +83,13 @@ pub(crate) async fn run(tools: &CodingTools, input: &Value) -> CodingOutcome {
             )),
         ),
     };
-    let text = combine(&stdout, &stderr, note.as_deref());
+    let mut text = combine(&stdout, &stderr, note.as_deref());
+    for refused in network.iter().filter(|decision| !decision.allowed) {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&refusal_line(refused));
+    }
     CodingOutcome {
         response: json!({
             "stdout": stdout,
@@ -131,6 +142,15 @@ pub(crate) fn process(tools: &CodingTools, input: &Value) -> Result<ProcessSpec,
         }
     }
     Ok(spec)
+}
+
+/// How the model is told of a request the egress proxy refused (an HTTPS client shows only
+/// the status of a refused `CONNECT`, not the proxy's reason).
+fn refusal_line(decision: &NetworkDecision) -> String {
+    format!(
+        "Network: the sandbox's proxy refused {} {}:{}: {}",
+        decision.method, decision.host, decision.port, decision.reason
+    )
 }
 
 /// What the model sees: stdout, stderr, then the note (exit code or timeout), each on its own

@@ -24,6 +24,7 @@ mod walk;
 pub(crate) mod write;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::Vocabulary;
 use serde_json::{Value, json};
@@ -31,6 +32,7 @@ use serde_json::{Value, json};
 pub use protect::PROTECTED_ENTRIES;
 
 use crate::confined::Confined;
+use crate::egress::SandboxEgress;
 use crate::tools::definition::{self, Run};
 use crate::tools::{Isolation, ToolError};
 
@@ -56,6 +58,8 @@ pub struct CodingTools {
     /// The directories added to the session ([`CodingTools::add_directory`]), each with its
     /// own tools.
     added: Vec<CodingTools>,
+    /// How sandboxed `Bash` reaches the network (`None`: it has none).
+    egress: Option<Arc<SandboxEgress>>,
 }
 
 /// What one coding-tool call produced.
@@ -118,7 +122,20 @@ impl CodingTools {
             root,
             protected_files: Vec::new(),
             added: Vec::new(),
+            egress: None,
         })
+    }
+
+    /// Lets sandboxed `Bash` reach the network through `egress` (the proxy on `127.0.0.1`
+    /// inside, under the session's domain lists); without it `Bash` has no network.
+    pub fn with_egress(mut self, egress: Arc<SandboxEgress>) -> Self {
+        self.egress = Some(egress);
+        self
+    }
+
+    /// How sandboxed `Bash` reaches the network, if it does.
+    pub(crate) fn egress(&self) -> Option<&SandboxEgress> {
+        self.egress.as_deref()
     }
 
     /// The session's working directory (canonical).

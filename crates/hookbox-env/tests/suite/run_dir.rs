@@ -64,7 +64,7 @@ async fn sandbox_ca_bundles_are_written_under_the_home_and_removed_with_their_eg
         .await;
     let proxy = EgressProxy::new(ProxyOptions::default()).unwrap();
     let egress = SandboxEgress::new(&env, proxy, None).unwrap().unwrap();
-    let bundle = egress.bundle_path().to_path_buf();
+    let bundle = egress.bundle_path().unwrap().to_path_buf();
     assert_eq!(bundle.parent(), Some(own_dir(home.dir.path()).as_path()));
     assert!(
         bundle

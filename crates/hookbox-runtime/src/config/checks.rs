@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use hookbox_env::{DEFAULT_CODE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DiskBudget};
-use hookbox_net::{ClientOptions, IpNet, ProxyOptions, is_host_name};
+use hookbox_net::{ClientOptions, DomainError, DomainList, IpNet, ProxyOptions, is_host_name};
 
 use super::{Addresses, Config};
 
@@ -18,6 +18,16 @@ const MAX_CODE_TIMEOUT_SECS: u64 = 24 * 60 * 60;
 
 /// The start of every PEM certificate block.
 const PEM_CERTIFICATE: &[u8] = b"-----BEGIN CERTIFICATE-----";
+
+/// `[sdk] allowed_domains` and `denied_domains`, parsed: the operator's network for SDK
+/// sessions' sandboxed `Bash`.
+#[derive(Debug, Clone)]
+pub struct SdkDomains {
+    /// The ceiling: a host outside it is refused whatever the settings allow.
+    pub allowed: DomainList,
+    /// Hosts always refused.
+    pub denied: DomainList,
+}
 
 /// The error for a bad value of `key` in `file`: `FILE: KEY: PROBLEM; HINT`.
 pub(crate) fn key_error(file: &str, key: &str, problem: &str, hint: &str) -> anyhow::Error {
@@ -116,6 +126,29 @@ impl Config {
             ));
         }
         Ok(DiskBudget { bytes, inodes })
+    }
+
+    /// `[sdk] allowed_domains` and `denied_domains`, checked: each entry must be a domain
+    /// pattern.
+    pub fn sdk_domains(&self) -> anyhow::Result<SdkDomains> {
+        let list = |key: &str, domains: &[String]| {
+            let mut list = DomainList::new(format!("`[sdk] {key}`"));
+            list.add(&self.name(), domains).map_err(|error| {
+                self.bad(
+                    &format!("[sdk] {key}[{}]", error.index),
+                    &format!(
+                        "{:?} is not a domain pattern: {}",
+                        error.entry, error.problem
+                    ),
+                    DomainError::HINT,
+                )
+            })?;
+            Ok::<_, anyhow::Error>(list)
+        };
+        Ok(SdkDomains {
+            allowed: list("allowed_domains", &self.sdk.allowed_domains)?,
+            denied: list("denied_domains", &self.sdk.denied_domains)?,
+        })
     }
 
     /// The options of the client that carries HTTP hooks: [`ClientOptions::default`] with
@@ -449,5 +482,41 @@ mod tests {
              4194304 bytes can have; write a number from 64 to 4096 (at most one per KiB of \
              disk_bytes)"
         );
+    }
+
+    #[test]
+    fn sdk_domains_are_checked_and_name_the_file_the_key_and_the_entry() {
+        let domains = read(
+            "[sdk]\nallowed_domains = [\"*.example.com\", \"api.test\"]\n\
+             denied_domains = [\"bad.example.com\"]",
+        )
+        .unwrap()
+        .sdk_domains()
+        .unwrap();
+        assert_eq!(domains.allowed.to_string(), "`*.example.com`, `api.test`");
+        assert_eq!(domains.denied.to_string(), "`bad.example.com`");
+        let none = read("").unwrap().sdk_domains().unwrap();
+        assert!(none.allowed.is_empty() && none.denied.is_empty());
+        for (text, key, entry) in [
+            (
+                "[sdk]\nallowed_domains = [\"ok.test\", \"https://example.com/x\"]",
+                "[sdk] allowed_domains[1]",
+                "\"https://example.com/x\"",
+            ),
+            (
+                "[sdk]\ndenied_domains = [\"a.*.example.com\"]",
+                "[sdk] denied_domains[0]",
+                "\"a.*.example.com\"",
+            ),
+        ] {
+            let error = format!("{:#}", read(text).unwrap().sdk_domains().unwrap_err())
+                .replace(env!("CARGO_MANIFEST_DIR"), "DIR");
+            assert!(
+                error.starts_with(&format!(
+                    "DIR/hookbox.toml: {key}: {entry} is not a domain pattern: "
+                )) && error.ends_with(hookbox_net::DomainError::HINT),
+                "{error}"
+            );
+        }
     }
 }

@@ -19,6 +19,7 @@ use anyhow::Context;
 use hookbox_llm::{Model, ModelConfig};
 use serde::Deserialize;
 
+pub use checks::SdkDomains;
 pub(crate) use checks::{key_error, toml_key};
 
 /// The whole file, and the hookbox home it configures.
@@ -97,6 +98,16 @@ pub struct SandboxSection {
 pub struct SdkSection {
     /// The agent an SDK session uses when the SDK passes no `--model`.
     pub default_agent: Option<String>,
+    /// The hosts SDK sessions' sandboxed `Bash` may reach through the egress proxy (`*`,
+    /// `*.example.com`, `api.example.com`): the ceiling, which the settings'
+    /// `sandbox.network.allowedDomains` can narrow but never widen. Empty (the default): no
+    /// network.
+    #[serde(default)]
+    pub allowed_domains: Vec<String>,
+    /// Hosts SDK sessions never reach, whatever is allowed (the settings'
+    /// `sandbox.network.deniedDomains` add to them).
+    #[serde(default)]
+    pub denied_domains: Vec<String>,
 }
 
 /// `[server]`.
