@@ -39,8 +39,8 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Answer one hook event of an agent you already run, with one hookbox policy.
     ///
-    /// Configure the agent (Claude Code, Gemini CLI, Codex) to run `hookbox hook AGENT` as its
-    /// command hook for every event. Reads the event JSON the agent writes on stdin, evaluates
+    /// Configure the agent (Claude Code, Gemini CLI, Codex, Cursor, Copilot; `hookbox install`
+    /// does it) to run `hookbox hook AGENT` as its command hook for every event. Reads the event JSON the agent writes on stdin, evaluates
     /// the policy (sandbox-dialect files see the seeds' tool names: Bash is `code_execution`
     /// `{code, language}`, Read is `read_file` `{path}`…; Claude-style files see the event as
     /// Claude Code names it) and answers in the agent's own output format and exit codes. The
@@ -315,6 +315,10 @@ pub(crate) struct HookArgs {
     /// `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// The event's name, for Copilot, whose input does not name it (`preToolUse`…);
+    /// `hookbox install copilot` writes it.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) event: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -350,6 +354,10 @@ pub(crate) enum AgentArg {
     GeminiCli,
     /// OpenAI's Codex.
     Codex,
+    /// Cursor's agent.
+    Cursor,
+    /// GitHub Copilot (CLI and coding agent).
+    Copilot,
 }
 
 impl From<AgentArg> for Agent {
@@ -358,6 +366,8 @@ impl From<AgentArg> for Agent {
             AgentArg::ClaudeCode => Self::ClaudeCode,
             AgentArg::GeminiCli => Self::GeminiCli,
             AgentArg::Codex => Self::Codex,
+            AgentArg::Cursor => Self::Cursor,
+            AgentArg::Copilot => Self::Copilot,
         }
     }
 }
