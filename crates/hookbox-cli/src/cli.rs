@@ -52,6 +52,20 @@ pub(crate) enum Command {
     /// when a handler says `on_error: "deny"`; a policy that cannot be loaded blocks. See
     /// docs/agent-adapters.md.
     Hook(HookArgs),
+    /// Configure an agent you run to ask `hookbox hook` about its hook events.
+    ///
+    /// Writes or merges the agent's hook file so that every event `hookbox hook AGENT` maps
+    /// runs `<this binary's absolute path> hook AGENT [--policy FILE]`: claude-code
+    /// `.claude/settings.json`, gemini-cli `.gemini/settings.json`, codex `.codex/hooks.json`,
+    /// cursor `.cursor/hooks.json` (under the project, or under your home with `--user`), copilot
+    /// `.github/hooks/hookbox.json` (`~/.copilot/hooks/hookbox.json` with `--user`). The user's
+    /// own hooks and unknown keys are kept; running it twice changes nothing; the original file
+    /// is backed up (in `$HOOKBOX_HOME/install-backups/`) and `--uninstall` restores it byte for
+    /// byte, or, when the file was edited since, removes only hookbox's entries and keeps the
+    /// edits. A file (or directory to it) that is a symbolic link, or that is not valid JSON
+    /// of the agent's shape, is refused and nothing is written. Exit status: 0 done (or nothing
+    /// to change), 1 error. See docs/agent-adapters.md.
+    Install(InstallArgs),
     /// Trust a project policy file (`<project>/.agents/hooks.json`) for `hookbox hook`.
     ///
     /// The agent itself can write the project file, and its command hooks run on this host, so
@@ -336,6 +350,30 @@ pub(crate) struct LogArgs {
     /// Print the decisions as a JSON array.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InstallArgs {
+    /// The agent whose hook file to change.
+    #[arg(value_enum, required_unless_present = "list")]
+    pub(crate) agent: Option<AgentArg>,
+    /// Change this project's hook file (or, with --list, show this project's).
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    pub(crate) project: Option<PathBuf>,
+    /// Change your own hook file, under your home directory (every project).
+    #[arg(long)]
+    pub(crate) user: bool,
+    /// The policy the hooks use (`hook AGENT --policy FILE`, made absolute); without it,
+    /// `hookbox hook` loads the managed, user and trusted project policies.
+    #[arg(long, value_name = "FILE", conflicts_with = "uninstall")]
+    pub(crate) policy: Option<PathBuf>,
+    /// Undo `hookbox install` for this agent and place.
+    #[arg(long)]
+    pub(crate) uninstall: bool,
+    /// Show, for every agent, which events of your and the project's (current directory, or
+    /// --project) hook files run `hookbox hook`, and every other recorded install.
+    #[arg(long, conflicts_with_all = ["agent", "user", "policy", "uninstall"])]
+    pub(crate) list: bool,
 }
 
 #[derive(Debug, Args)]
