@@ -72,7 +72,12 @@ impl Records {
         let dir = self.home.join("install-backups");
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        let name = config.display().to_string().replace('/', "%");
+        // The path, made one file name without collisions: `%` → `%25` first, then `/` → `%2F`.
+        let name = config
+            .display()
+            .to_string()
+            .replace('%', "%25")
+            .replace('/', "%2F");
         write_atomically(&dir.join(&name), original, 0o600)?;
         Ok(name)
     }
