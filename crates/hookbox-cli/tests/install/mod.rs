@@ -227,33 +227,12 @@ fn the_installed_command_denies_claude_codes_rm_rf() {
 
     // Run the exact string, through a shell, as Claude Code runs a command hook.
     let run = |tool_command: &str| {
-        use std::io::Write;
         let payload = json!({
             "session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": places.project,
             "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
             "tool_input": {"command": tool_command}, "tool_use_id": "toolu_01",
         });
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "runs the installed hook as the agent would"
-        )]
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", &command])
-            .env("HOOKBOX_HOME", &places.hookbox_home)
-            .env("CLAUDE_PROJECT_DIR", &places.project)
-            .current_dir(&places.project)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("run the hook");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(payload.to_string().as_bytes())
-            .expect("write");
-        child.wait_with_output().expect("wait")
+        run_hook(&places, "sh", &command, &payload)
     };
     let denied = run("rm -rf victim");
     assert_eq!(code(&denied), 0, "{}", stderr(&denied));
@@ -478,4 +457,123 @@ fn a_malformed_hook_file_is_named_with_its_json_path_and_left_alone() {
         assert_eq!(std::fs::read_to_string(&settings).expect("read"), text);
     }
     assert!(!places.hookbox_home.join("installs.json").exists());
+}
+
+/// Runs `command` through `shell` (as the agent runs its hook) with `input` on stdin.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "runs the installed hook as the agent would"
+)]
+fn run_hook(places: &Places, shell: &str, command: &str, input: &Value) -> Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(shell)
+        .args(["-c", command])
+        .env("HOOKBOX_HOME", &places.hookbox_home)
+        .current_dir(&places.project)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the hook");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .expect("write");
+    child.wait_with_output().expect("wait")
+}
+
+#[test]
+fn the_installed_cursor_gemini_and_copilot_commands_deny_rm_rf() {
+    let places = places();
+    let policy = seed_config(&places.home, "security-gate.hooks.json");
+    for agent in ["cursor", "gemini-cli", "copilot"] {
+        let output = places.hookbox(&[
+            "install",
+            agent,
+            "--project",
+            places.project_arg(),
+            "--policy",
+            &policy,
+        ]);
+        assert_eq!(code(&output), 0, "{agent}: {}", stderr(&output));
+    }
+    let cursor = read_json(&places.project.join(".cursor/hooks.json"));
+    let gemini = read_json(&places.project.join(".gemini/settings.json"));
+    let copilot = read_json(&places.project.join(".github/hooks/hookbox.json"));
+    let cases = [
+        (
+            cursor["hooks"]["preToolUse"][0]["command"].as_str(),
+            json!({"conversation_id": "c", "generation_id": "g", "hook_event_name": "preToolUse",
+                "workspace_roots": [places.project], "tool_name": "Shell",
+                "tool_input": {"command": "rm -rf victim"}, "cwd": places.project}),
+            "/permission",
+        ),
+        (
+            gemini["hooks"]["BeforeTool"][0]["hooks"][0]["command"].as_str(),
+            json!({"session_id": "s", "transcript_path": "/t", "cwd": places.project,
+                "hook_event_name": "BeforeTool", "timestamp": "2026-12-02T06:40:00.000Z",
+                "tool_name": "run_shell_command", "tool_input": {"command": "rm -rf victim"}}),
+            "/decision",
+        ),
+        (
+            copilot["hooks"]["preToolUse"][0]["bash"].as_str(),
+            json!({"timestamp": 1, "cwd": places.project, "toolName": "bash",
+                "toolArgs": json!({"command": "rm -rf victim"}).to_string()}),
+            "/permissionDecision",
+        ),
+    ];
+    for (command, input, decision) in cases {
+        let command = command.expect("installed command");
+        let output = run_hook(&places, "bash", command, &input);
+        assert_eq!(code(&output), 0, "{command}: {}", stderr(&output));
+        let answer: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        assert_eq!(
+            answer.pointer(decision),
+            Some(&json!("deny")),
+            "{command}: {answer}"
+        );
+    }
+}
+
+#[test]
+fn list_shows_hand_written_entries_and_installs_in_other_projects() {
+    let places = places();
+    // A hand-written hookbox entry in the user's Codex file.
+    std::fs::create_dir(places.home.join(".codex")).expect("mkdir");
+    std::fs::write(
+        places.home.join(".codex/hooks.json"),
+        r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "/opt/bin/hookbox hook codex"}]}]}}"#,
+    )
+    .expect("write");
+    // An install into another project than the one listed.
+    let other = places.home.join("other");
+    std::fs::create_dir(&other).expect("mkdir");
+    let output = places.hookbox(&[
+        "install",
+        "claude-code",
+        "--project",
+        other.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+
+    let list = places.hookbox(&["install", "--list"]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    let text = stdout(&list);
+    assert!(
+        text.contains(&format!(
+            "codex        user     {}\n  1 event runs `/opt/bin/hookbox hook codex`: PreToolUse; not written by `hookbox install`",
+            places.home.join(".codex/hooks.json").display()
+        )),
+        "{text}"
+    );
+    let other_settings = other.join(".claude/settings.json");
+    assert!(
+        text.contains(&format!(
+            "claude-code  project  {}\n  12 events run",
+            other_settings.display()
+        )),
+        "{text}"
+    );
 }

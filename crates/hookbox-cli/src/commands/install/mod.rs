@@ -360,9 +360,12 @@ fn describe(agent: Agent, scope: &str, path: &Path, records: &Records) -> String
                     Some((_, command)) => {
                         let events: Vec<&str> =
                             ours.iter().map(|(event, _)| event.as_str()).collect();
+                        let count = match events.len() {
+                            1 => "1 event runs".to_owned(),
+                            n => format!("{n} events run"),
+                        };
                         format!(
-                            "{} events run `{command}`{}: {}; {origin}",
-                            events.len(),
+                            "{count} `{command}`{}: {}; {origin}",
                             if agent == Agent::Copilot {
                                 " (with --event)"
                             } else {
