@@ -185,3 +185,31 @@ pub(super) fn shell_quote(word: &str) -> String {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
+
+#[cfg(test)]
+mod docs {
+    use super::*;
+
+    #[test]
+    fn the_install_table_in_the_docs_lists_these_events() {
+        let doc = include_str!("../../../../../docs/agent-adapters.md");
+        for agent in [Agent::Codex, Agent::Cursor, Agent::Copilot] {
+            let row = doc
+                .lines()
+                .find(|line| line.starts_with(&format!("| `{}` | `DIR/", agent.name())))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "docs/agent-adapters.md has no install row for {}",
+                        agent.name()
+                    )
+                });
+            for event in events(agent) {
+                assert!(
+                    row.contains(&format!("`{event}`")),
+                    "the install row for {} does not list `{event}`",
+                    agent.name()
+                );
+            }
+        }
+    }
+}
