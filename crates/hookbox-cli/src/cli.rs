@@ -39,8 +39,8 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Answer one hook event of an agent you already run, with one hookbox policy.
     ///
-    /// Configure the agent (Claude Code, Gemini CLI, Codex) to run `hookbox hook AGENT` as its
-    /// command hook for every event. Reads the event JSON the agent writes on stdin, evaluates
+    /// Configure the agent (Claude Code, Gemini CLI, Codex, Cursor, Copilot; `hookbox install`
+    /// does it) to run `hookbox hook AGENT` as its command hook for every event. Reads the event JSON the agent writes on stdin, evaluates
     /// the policy (sandbox-dialect files see the seeds' tool names: Bash is `code_execution`
     /// `{code, language}`, Read is `read_file` `{path}`…; Claude-style files see the event as
     /// Claude Code names it) and answers in the agent's own output format and exit codes. The
@@ -52,6 +52,20 @@ pub(crate) enum Command {
     /// when a handler says `on_error: "deny"`; a policy that cannot be loaded blocks. See
     /// docs/agent-adapters.md.
     Hook(HookArgs),
+    /// Configure an agent you run to ask `hookbox hook` about its hook events.
+    ///
+    /// Writes or merges the agent's hook file so that every event `hookbox hook AGENT` maps
+    /// runs `<this binary's absolute path> hook AGENT [--policy FILE]`: claude-code
+    /// `.claude/settings.json`, gemini-cli `.gemini/settings.json`, codex `.codex/hooks.json`,
+    /// cursor `.cursor/hooks.json` (under the project, or under your home with `--user`), copilot
+    /// `.github/hooks/hookbox.json` (`~/.copilot/hooks/hookbox.json` with `--user`). The user's
+    /// own hooks and unknown keys are kept; running it twice changes nothing; the original file
+    /// is backed up (in `$HOOKBOX_HOME/install-backups/`) and `--uninstall` restores it byte for
+    /// byte, or, when the file was edited since, removes only hookbox's entries and keeps the
+    /// edits. A file (or directory to it) that is a symbolic link, or that is not valid JSON
+    /// of the agent's shape, is refused and nothing is written. Exit status: 0 done (or nothing
+    /// to change), 1 error. See docs/agent-adapters.md.
+    Install(InstallArgs),
     /// Trust a project policy file (`<project>/.agents/hooks.json`) for `hookbox hook`.
     ///
     /// The agent itself can write the project file, and its command hooks run on this host, so
@@ -315,6 +329,10 @@ pub(crate) struct HookArgs {
     /// `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// The event's name, for Copilot, whose input does not name it (`preToolUse`…);
+    /// `hookbox install copilot` writes it.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) event: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -335,6 +353,30 @@ pub(crate) struct LogArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct InstallArgs {
+    /// The agent whose hook file to change.
+    #[arg(value_enum, required_unless_present = "list")]
+    pub(crate) agent: Option<AgentArg>,
+    /// Change this project's hook file (or, with --list, show this project's).
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    pub(crate) project: Option<PathBuf>,
+    /// Change your own hook file, under your home directory (every project).
+    #[arg(long)]
+    pub(crate) user: bool,
+    /// The policy the hooks use (`hook AGENT --policy FILE`, made absolute); without it,
+    /// `hookbox hook` loads the managed, user and trusted project policies.
+    #[arg(long, value_name = "FILE", conflicts_with = "uninstall")]
+    pub(crate) policy: Option<PathBuf>,
+    /// Undo `hookbox install` for this agent and place.
+    #[arg(long)]
+    pub(crate) uninstall: bool,
+    /// Show, for every agent, which events of your and the project's (current directory, or
+    /// --project) hook files run `hookbox hook`, and every other recorded install.
+    #[arg(long, conflicts_with_all = ["agent", "user", "policy", "uninstall"])]
+    pub(crate) list: bool,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct TrustArgs {
     /// The project policy file to trust as it is now.
     #[arg(value_name = "FILE")]
@@ -350,6 +392,10 @@ pub(crate) enum AgentArg {
     GeminiCli,
     /// OpenAI's Codex.
     Codex,
+    /// Cursor's agent.
+    Cursor,
+    /// GitHub Copilot (CLI and coding agent).
+    Copilot,
 }
 
 impl From<AgentArg> for Agent {
@@ -358,6 +404,8 @@ impl From<AgentArg> for Agent {
             AgentArg::ClaudeCode => Self::ClaudeCode,
             AgentArg::GeminiCli => Self::GeminiCli,
             AgentArg::Codex => Self::Codex,
+            AgentArg::Cursor => Self::Cursor,
+            AgentArg::Copilot => Self::Copilot,
         }
     }
 }

@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Command::Env { command } => commands::env::run(&command),
         Command::Exec(args) => commands::exec::run(&args),
         Command::Hook(args) => Ok(commands::hook::run(&args)),
+        Command::Install(args) => commands::install::run(&args),
         Command::Trust(args) => commands::hook::trust(&args),
         Command::Log(args) => commands::log::run(&args),
         Command::Serve(args) => commands::serve::run(&args),

@@ -12,6 +12,8 @@ mod agent_hooks;
 mod credentials;
 /// `hookbox env` and `hookbox exec`: environments, the sandbox and hooks inside it.
 mod environments;
+/// `hookbox install AGENT`: the agents' hook files written, merged and restored.
+mod install;
 /// The seeds' network examples end to end: HTTP hooks under an environment's allowlist (root only).
 mod network;
 /// SDK mode: the stream-json control protocol, driven by the Python agent SDKs.
@@ -470,6 +472,7 @@ fn help_is_available_for_every_command() {
         vec!["env", "--help"],
         vec!["env", "create", "--help"],
         vec!["exec", "--help"],
+        vec!["install", "--help"],
         vec!["log", "--help"],
         vec!["--version"],
     ] {

@@ -1,5 +1,5 @@
-//! `hookbox hook AGENT`: answer one hook event of Claude Code, Gemini CLI or Codex with the
-//! hookbox policy, and log the decision.
+//! `hookbox hook AGENT`: answer one hook event of Claude Code, Gemini CLI, Codex, Cursor or
+//! Copilot with the hookbox policy, and log the decision.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -64,7 +64,7 @@ fn record(args: &HookArgs, decision: &NewDecision) -> anyhow::Result<()> {
 fn answer(agent: Agent, args: &HookArgs) -> (Reply, Option<NewDecision>) {
     let mut stdin = Vec::new();
     let input = match std::io::stdin().read_to_end(&mut stdin) {
-        Ok(_) => agent.translate(&stdin),
+        Ok(_) => agent.translate(&stdin, args.event.as_deref()),
         Err(err) => Err(format!("cannot read the hook input: {err}")),
     };
     let cwd = input

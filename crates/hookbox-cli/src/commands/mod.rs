@@ -9,6 +9,7 @@ pub(crate) mod env;
 pub(crate) mod exec;
 pub(crate) mod hook;
 pub(crate) mod hooks_run;
+pub(crate) mod install;
 pub(crate) mod log;
 pub(crate) mod serve;
 pub(crate) mod traces;

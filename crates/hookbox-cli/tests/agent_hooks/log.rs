@@ -143,3 +143,44 @@ fn keep_decisions_0_logs_nothing() {
     );
     assert!(log_json(&home, &[]).is_empty());
 }
+
+#[test]
+fn cursor_and_copilot_decisions_are_logged_under_their_own_names_and_sessions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let policy = seed_config(dir.path(), "security-gate.hooks.json");
+    let cursor = json!({
+        "conversation_id": "conv-123", "generation_id": "gen-456", "hook_event_name": "beforeShellExecution",
+        "workspace_roots": [dir.path()], "command": "rm -rf victim", "cwd": dir.path(),
+    });
+    let output = hook_as(
+        "cursor",
+        &home,
+        dir.path(),
+        &["--policy", &policy],
+        cursor.to_string().as_bytes(),
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let copilot = json!({"timestamp": 1, "cwd": dir.path(), "toolName": "bash",
+        "toolArgs": json!({"command": "rm -rf victim"}).to_string()});
+    let output = hook_as(
+        "copilot",
+        &home,
+        dir.path(),
+        &["--policy", &policy, "--event", "preToolUse"],
+        copilot.to_string().as_bytes(),
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+
+    let cursor = log_json(&home, &["--agent", "cursor"]);
+    assert_eq!(cursor.len(), 1, "{cursor:#?}");
+    assert_eq!(cursor[0]["session"], "conv-123");
+    assert_eq!(cursor[0]["event"], "beforeShellExecution");
+    assert_eq!(cursor[0]["tool"], "Shell");
+    assert_eq!(cursor[0]["decision"], "deny");
+    let copilot = log_json(&home, &["--agent", "copilot"]);
+    assert_eq!(copilot.len(), 1, "{copilot:#?}");
+    assert_eq!(copilot[0]["event"], "preToolUse");
+    assert_eq!(copilot[0]["tool"], "bash");
+    assert_eq!(copilot[0]["decision"], "deny");
+}

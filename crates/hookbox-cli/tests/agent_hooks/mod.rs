@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 
 use super::{code, seed_config, stdout_json, write};
 
+mod copilot;
+mod cursor;
 mod gemini_cli;
 mod log;
 

@@ -12,17 +12,7 @@ use crate::outcome::{Decision, HookOutcome};
 /// Codex's answer for `outcome` on `event`.
 pub(super) fn answer(event: Option<HookEvent>, outcome: &HookOutcome) -> Map<String, Value> {
     if event == Some(HookEvent::PreToolUse) && outcome.decision == Decision::Ask {
-        let mut denied = outcome.clone();
-        denied.decision = Decision::Deny;
-        denied.reason = Some(format!(
-            "needs a person's approval, which Codex hooks cannot ask for: {}",
-            outcome
-                .reason
-                .as_deref()
-                .unwrap_or("the policy asks before this call")
-        ));
-        denied.updated_input = None;
-        return claude_code::answer(event, &denied);
+        return claude_code::answer(event, &super::ask_as_deny(outcome, "Codex hooks"));
     }
     claude_code::answer(event, outcome)
 }

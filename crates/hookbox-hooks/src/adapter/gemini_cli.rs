@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Translated, text, vocabulary};
+use super::{Renames, Translated, rename, text, vocabulary};
 use crate::event::HookEvent;
 use crate::input::EventInput;
 use crate::outcome::{Decision, HookOutcome};
@@ -26,9 +26,6 @@ const EVENTS: [(&str, HookEvent); 8] = [
     ("PreCompress", HookEvent::PreCompact),
     ("Notification", HookEvent::Notification),
 ];
-
-/// Arguments whose names differ: (Gemini CLI's name, Claude Code's name).
-type Renames = &'static [(&'static str, &'static str)];
 
 /// Gemini CLI tool → Claude Code tool, with its renamed arguments. Every other tool keeps its
 /// name and arguments (MCP tools are renamed from their `mcp_context`).
@@ -107,11 +104,7 @@ fn claude_call(
     mcp: Option<&Value>,
 ) -> (String, Map<String, Value>) {
     if let Some(&(_, claude, renames)) = TOOLS.iter().find(|(gemini, ..)| *gemini == tool) {
-        for (gemini, claude) in renames {
-            if let Some(value) = input.remove(*gemini) {
-                input.insert((*claude).into(), value);
-            }
-        }
+        rename(&mut input, renames, false);
         return (claude.to_owned(), input);
     }
     let server = mcp
@@ -134,11 +127,7 @@ fn gemini_input(tool: &str, input: &Value) -> Value {
         return input.clone();
     };
     let mut fields = fields.clone();
-    for (gemini, claude) in renames {
-        if let Some(value) = fields.remove(*claude) {
-            fields.insert((*gemini).into(), value);
-        }
-    }
+    rename(&mut fields, renames, true);
     Value::Object(fields)
 }
 

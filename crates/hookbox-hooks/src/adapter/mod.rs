@@ -1,5 +1,5 @@
 //! `hookbox hook AGENT`: the hook events of the agents people already run (Claude Code, Gemini
-//! CLI), answered by one hookbox policy.
+//! CLI, Codex, Cursor, GitHub Copilot), answered by one hookbox policy.
 //!
 //! Each agent's module translates its stdin into a [`Translated`] event (the event as a
 //! Claude-style policy sees it, and, for tool events, as a sandbox-dialect policy sees it, see
@@ -8,6 +8,8 @@
 
 mod claude_code;
 mod codex;
+mod copilot;
+mod cursor;
 mod gemini_cli;
 mod policy;
 mod vocabulary;
@@ -36,7 +38,15 @@ pub enum Agent {
     GeminiCli,
     /// OpenAI's Codex (`hooks.json` / `[hooks]` command hooks, Claude Code's shapes).
     Codex,
+    /// Cursor's agent (`.cursor/hooks.json` command hooks).
+    Cursor,
+    /// GitHub Copilot CLI and coding agent (`.github/hooks/*.json` command hooks).
+    Copilot,
 }
+
+/// Argument renames between an agent's tool and its Claude Code counterpart: (the agent's
+/// name, Claude Code's name).
+type Renames = &'static [(&'static str, &'static str)];
 
 /// One agent hook event, as each policy dialect sees it.
 #[derive(Debug, Clone)]
@@ -84,6 +94,35 @@ impl Translated {
     /// The working directory the agent reported (command hooks run there).
     pub fn cwd(&self) -> Option<&str> {
         self.cwd.as_deref()
+    }
+
+    /// A mapped event of `agent` read into Claude Code's shape (`payload`, whose
+    /// `hook_event_name` is set here): what a Claude-style policy sees, and for tool events
+    /// the sandbox dialect's form. The agent's `cwd` goes into the payload when it lacks one,
+    /// so paths resolve against it.
+    fn claude_shaped(
+        agent: Agent,
+        native_event: String,
+        native_tool: Option<String>,
+        event: HookEvent,
+        mut payload: Map<String, Value>,
+        cwd: Option<String>,
+    ) -> Self {
+        payload.insert("hook_event_name".into(), event.name().into());
+        if let Some(cwd) = &cwd {
+            payload
+                .entry("cwd")
+                .or_insert_with(|| Value::String(cwd.clone()));
+        }
+        Self {
+            event: Some(event),
+            native_event,
+            native_tool,
+            sandbox: vocabulary::sandbox_event(agent.name(), event, &payload),
+            sdk: Some(EventInput::sdk_payload(event, payload)),
+            cwd,
+            session: None,
+        }
     }
 
     /// The decision log's record of this event answered with `outcome` by `agent`'s policy
@@ -179,6 +218,8 @@ impl Agent {
             Self::ClaudeCode => "claude-code",
             Self::GeminiCli => "gemini-cli",
             Self::Codex => "codex",
+            Self::Cursor => "cursor",
+            Self::Copilot => "copilot",
         }
     }
 
@@ -188,21 +229,35 @@ impl Agent {
         match self {
             Self::ClaudeCode => Some("CLAUDE_PROJECT_DIR"),
             Self::GeminiCli => Some("GEMINI_PROJECT_DIR"),
-            Self::Codex => None,
+            Self::Codex | Self::Cursor | Self::Copilot => None,
         }
     }
 
-    /// Reads the agent's hook event from the bytes it wrote on stdin.
-    pub fn translate(self, stdin: &[u8]) -> Result<Translated, String> {
+    /// Reads the agent's hook event from the bytes it wrote on stdin. `event` is the event's
+    /// name when the command line gives it (Copilot's input does not name its event).
+    pub fn translate(self, stdin: &[u8], event: Option<&str>) -> Result<Translated, String> {
+        if event.is_some() && self != Self::Copilot {
+            return Err(format!(
+                "--event is only for copilot, whose input does not name its event; {} names it \
+                 in `hook_event_name`",
+                self.name()
+            ));
+        }
         let payload = match serde_json::from_slice::<Value>(stdin) {
             Ok(Value::Object(payload)) => payload,
             Ok(_) => return Err("the hook input is JSON but not an object".to_owned()),
             Err(err) => return Err(format!("the hook input is not JSON: {err}")),
         };
-        let session = text(&payload, "session_id").map(str::to_owned);
+        // Cursor names the session `conversation_id`, Copilot `sessionId` (when it does).
+        let session = ["session_id", "conversation_id", "sessionId"]
+            .into_iter()
+            .find_map(|key| text(&payload, key))
+            .map(str::to_owned);
         let translated = match self {
             Self::ClaudeCode | Self::Codex => claude_code::translate(self.name(), payload),
             Self::GeminiCli => gemini_cli::translate(payload),
+            Self::Cursor => cursor::translate(payload),
+            Self::Copilot => copilot::translate(payload, event),
         }?;
         Ok(Translated {
             session,
@@ -216,14 +271,31 @@ impl Agent {
             Self::ClaudeCode => claude_code::answer(translated.event, outcome),
             Self::GeminiCli => gemini_cli::answer(translated, outcome),
             Self::Codex => codex::answer(translated.event, outcome),
+            Self::Cursor => cursor::answer(translated, outcome),
+            Self::Copilot => copilot::answer(translated, outcome),
         };
+        let mut stderr = failures(self, &outcome.trace);
+        // Cursor and Copilot ignore what most of their hooks answer: say what was not enforced.
+        if matches!(self, Self::Cursor | Self::Copilot)
+            && outcome.decision.is_blocking()
+            && stdout.is_empty()
+        {
+            stderr.push_str(&format!(
+                "hookbox hook {}: the policy blocked {}, which {} does not let a hook block; \
+                 not enforced: {}\n",
+                self.name(),
+                translated.native_event,
+                self.name(),
+                outcome.reason.as_deref().unwrap_or("no reason given")
+            ));
+        }
         Reply {
             stdout: if stdout.is_empty() {
                 String::new()
             } else {
                 Value::Object(stdout).to_string()
             },
-            stderr: failures(self, &outcome.trace),
+            stderr,
             exit_code: 0,
         }
     }
@@ -237,11 +309,24 @@ impl Agent {
                 (claude_code::BLOCKING_EXIT, claude_code::NON_BLOCKING_EXIT)
             }
             Self::GeminiCli => (gemini_cli::BLOCKING_EXIT, gemini_cli::NON_BLOCKING_EXIT),
+            Self::Cursor => (cursor::BLOCKING_EXIT, cursor::NON_BLOCKING_EXIT),
+            Self::Copilot => (copilot::EXIT, copilot::EXIT),
         };
         let outcome = if deny { "denied" } else { "not gated" };
+        let stderr = format!("hookbox hook {}: {message} ({outcome})\n", self.name());
+        // Cursor's and Copilot's tool hooks deny in JSON; say it there too.
+        let stdout = match self {
+            Self::Cursor if deny => cursor::denial(&stderr),
+            Self::Copilot if deny => copilot::denial(&stderr),
+            _ => Map::new(),
+        };
         Reply {
-            stdout: String::new(),
-            stderr: format!("hookbox hook {}: {message} ({outcome})\n", self.name()),
+            stdout: if stdout.is_empty() {
+                String::new()
+            } else {
+                Value::Object(stdout).to_string()
+            },
+            stderr,
             exit_code: if deny { blocking } else { non_blocking },
         }
     }
@@ -329,6 +414,48 @@ fn failures(agent: Agent, trace: &[TraceEntry]) -> String {
             ))
         })
         .collect()
+}
+
+/// An ask turned into a deny, for agent hooks (`hooks`, e.g. "Codex hooks") that cannot ask a
+/// person: the reason says a person must approve the call, and no rewrite goes with it.
+fn ask_as_deny(outcome: &HookOutcome, hooks: &str) -> HookOutcome {
+    let mut denied = outcome.clone();
+    denied.decision = Decision::Deny;
+    denied.reason = Some(format!(
+        "needs a person's approval, which {hooks} cannot ask for: {}",
+        outcome
+            .reason
+            .as_deref()
+            .unwrap_or("the policy asks before this call")
+    ));
+    denied.updated_input = None;
+    denied
+}
+
+/// Renames `fields` from the agent's argument names to Claude Code's (`back`: the reverse).
+fn rename(fields: &mut Map<String, Value>, renames: Renames, back: bool) {
+    for &(native, claude) in renames {
+        let (from, to) = if back {
+            (claude, native)
+        } else {
+            (native, claude)
+        };
+        if let Some(value) = fields.remove(from) {
+            fields.insert(to.into(), value);
+        }
+    }
+}
+
+/// Tool arguments as an object: agents send them as an object or as a JSON string of one.
+fn arguments(value: Option<Value>) -> Option<Map<String, Value>> {
+    match value? {
+        Value::Object(fields) => Some(fields),
+        Value::String(json) => match serde_json::from_str(&json) {
+            Ok(Value::Object(fields)) => Some(fields),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The string field `key` of `payload`, if it is one.

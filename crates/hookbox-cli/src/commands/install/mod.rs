@@ -1,0 +1,402 @@
+//! `hookbox install AGENT`: writes (or merges into) an agent's hook file so that every event
+//! `hookbox hook AGENT` maps runs it; `--uninstall` undoes that, `--list` shows what is
+//! installed where.
+
+mod document;
+mod files;
+mod target;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, anyhow, bail};
+use hookbox_hooks::adapter::Agent;
+
+use self::document::Document;
+use self::files::{Record, Records};
+use self::target::{Scope, config_path, events, layout, location, shell_quote};
+use crate::cli::InstallArgs;
+
+pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
+    let home = hookbox_env::Environments::default_home()?;
+    let mut records = Records::read(&home)?;
+    let text = match (args.list, args.agent) {
+        (true, _) => list(args.project.as_deref(), &records)?,
+        (false, None) => bail!("name the agent: hookbox install AGENT (or --list)"),
+        (false, Some(agent)) => {
+            let agent = Agent::from(agent);
+            let (scope, base) = match (&args.project, args.user) {
+                (Some(dir), false) => (
+                    Scope::Project,
+                    std::fs::canonicalize(dir)
+                        .with_context(|| format!("--project {}", dir.display()))?,
+                ),
+                (None, true) => (Scope::User, user_home()?),
+                _ => bail!("say whose configuration to change: --project DIR or --user"),
+            };
+            let file = Target {
+                agent,
+                scope,
+                path: config_path(agent, scope, &base),
+                base,
+            };
+            file.check_no_links()?;
+            if args.uninstall {
+                uninstall(&file, &mut records)?
+            } else {
+                install(&file, args.policy.as_deref(), &mut records)?
+            }
+        }
+    };
+    crate::render::print_text(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One agent's hook file.
+struct Target {
+    /// The agent.
+    agent: Agent,
+    /// The user's file or a project's.
+    scope: Scope,
+    /// The home or project directory the file is under.
+    base: PathBuf,
+    /// The hook file.
+    path: PathBuf,
+}
+
+impl Target {
+    /// Refuses the file when it, or a directory to it under `base`, is a symbolic link.
+    fn check_no_links(&self) -> anyhow::Result<()> {
+        files::check_no_links(&self.base, location(self.agent, self.scope).0, &self.path)
+    }
+
+    /// The file's path as records key it.
+    fn key(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// `problem` (a JSON path and what is wrong there) as an error naming the file.
+    fn invalid(&self, problem: &str) -> anyhow::Error {
+        anyhow!(
+            "{}: {problem}; fix the file, then run `hookbox install` again; nothing was written",
+            self.path.display()
+        )
+    }
+}
+
+/// Adds hookbox's entries for every mapped event to the agent's hook file (those already
+/// there are left as they are), backing the original up the first time.
+fn install(file: &Target, policy: Option<&Path>, records: &mut Records) -> anyhow::Result<String> {
+    let agent = file.agent;
+    let exe = std::env::current_exe().context("cannot find the path of this hookbox binary")?;
+    let mut command = format!(
+        "{} hook {}",
+        shell_quote(&exe.display().to_string()),
+        agent.name()
+    );
+    if let Some(policy) = policy {
+        let policy = std::fs::canonicalize(policy)
+            .with_context(|| format!("--policy {}", policy.display()))?;
+        command.push_str(&format!(
+            " --policy {}",
+            shell_quote(&policy.display().to_string())
+        ));
+    }
+    let original = files::read_if_present(&file.path)?;
+    let mut document =
+        Document::parse(original.as_deref()).map_err(|problem| file.invalid(&problem))?;
+    let layout = layout(agent);
+    let previous = records.by_path.get(&file.key()).cloned();
+    // Entries of an earlier install with another command (policy, binary) are replaced.
+    let mut removed = 0;
+    if let Some(previous) = previous.as_ref().filter(|old| old.command != command) {
+        for event in events(agent) {
+            let old = target::command(agent, &previous.command, event);
+            removed += document.remove(layout, event, &old);
+        }
+    }
+    let mut added = Vec::new();
+    for event in events(agent) {
+        let run = target::command(agent, &command, event);
+        if document.add(layout, event, &run, target::entry(agent, event, &run)) {
+            added.push(*event);
+        }
+    }
+    if added.is_empty() && removed == 0 {
+        return Ok(format!(
+            "{} already runs `{command}` on every event hookbox maps; nothing changed\n",
+            file.path.display()
+        ));
+    }
+    let bytes = document.to_bytes();
+    let mut record = match previous {
+        Some(previous) => previous,
+        None => Record {
+            agent: agent.name().to_owned(),
+            scope: file.scope.name().to_owned(),
+            command: String::new(),
+            backup: original
+                .as_deref()
+                .map(|original| records.back_up(&file.path, original))
+                .transpose()?,
+            created_dirs: Vec::new(),
+            installed: String::new(),
+        },
+    };
+    record.command = command.clone();
+    record.created_dirs.extend(files::create_dirs(
+        &file.base,
+        location(agent, file.scope).0,
+    )?);
+    record.installed = String::from_utf8_lossy(&bytes).into_owned();
+    let backup = record
+        .backup
+        .as_deref()
+        .map(|name| records.backup_path(name));
+    records.by_path.insert(file.key(), record);
+    records.write()?;
+    // A link planted while the directories were being created is refused here.
+    file.check_no_links()?;
+    files::write_atomically(&file.path, &bytes, 0o644)?;
+    let kept = match backup {
+        Some(backup) => format!("the original is backed up at {}", backup.display()),
+        None => "the file is new".to_owned(),
+    };
+    let place = match file.scope {
+        Scope::User => "--user".to_owned(),
+        Scope::Project => format!(
+            "--project {}",
+            shell_quote(&file.base.display().to_string())
+        ),
+    };
+    Ok(format!(
+        "installed into {} ({} scope): {} runs `{command}` on {}; {kept}; `hookbox install {} \
+         {place} --uninstall` undoes it\n{}",
+        file.path.display(),
+        file.scope.name(),
+        agent.name(),
+        added.join(", "),
+        agent.name(),
+        note(agent)
+    ))
+}
+
+/// What the user must still do for the agent to run the new hooks, if anything.
+fn note(agent: Agent) -> &'static str {
+    match agent {
+        Agent::Codex => {
+            "note: Codex runs new or changed hooks only once trusted: review them with `/hooks` \
+             in Codex\n"
+        }
+        Agent::Copilot => {
+            "note: Copilot CLI loads a repository's hooks in prompt mode (-p) only in a trusted \
+             folder (or with GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true); the coding agent reads \
+             .github/hooks/ from the default branch\n"
+        }
+        Agent::ClaudeCode | Agent::GeminiCli | Agent::Cursor => "",
+    }
+}
+
+/// Undoes an install: the original back byte for byte when the file is as hookbox left it;
+/// else (someone edited it since) only hookbox's entries removed, the edits kept.
+fn uninstall(file: &Target, records: &mut Records) -> anyhow::Result<String> {
+    let path = file.path.display();
+    let Some(record) = records.by_path.remove(&file.key()) else {
+        bail!(
+            "{path}: no `hookbox install {}` is recorded for it; nothing changed",
+            file.agent.name()
+        );
+    };
+    if record.agent != file.agent.name() {
+        bail!(
+            "{path} was installed for {}, not {}; nothing changed",
+            record.agent,
+            file.agent.name()
+        );
+    }
+    let backup = record
+        .backup
+        .as_deref()
+        .map(|name| records.backup_path(name));
+    let current = files::read_if_present(&file.path)?;
+    let message = if current.as_deref() == Some(record.installed.as_bytes()) {
+        match &backup {
+            Some(backup) => {
+                let original = std::fs::read(backup)
+                    .with_context(|| format!("cannot read the backup {}", backup.display()))?;
+                files::write_atomically(&file.path, &original, 0o644)?;
+                std::fs::remove_file(backup)
+                    .with_context(|| format!("cannot remove {}", backup.display()))?;
+                format!("restored {path} as it was before `hookbox install`, byte for byte\n")
+            }
+            None => {
+                remove_created(&file.path, &record)?;
+                format!("removed {path}, which `hookbox install` created\n")
+            }
+        }
+    } else {
+        let kept = match &backup {
+            Some(backup) => format!(
+                "the file as it was before the install is kept at {}",
+                backup.display()
+            ),
+            None => "there was no file before the install".to_owned(),
+        };
+        let Some(current) = current else {
+            records.write()?;
+            return Ok(format!(
+                "{path} no longer exists; nothing to remove ({kept})\n"
+            ));
+        };
+        let mut document =
+            Document::parse(Some(&current)).map_err(|problem| file.invalid(&problem))?;
+        let layout = layout(file.agent);
+        let removed: usize = events(file.agent)
+            .iter()
+            .map(|event| {
+                document.remove(
+                    layout,
+                    event,
+                    &target::command(file.agent, &record.command, event),
+                )
+            })
+            .sum();
+        document.tidy(layout);
+        if removed > 0 && document.is_empty() && backup.is_none() {
+            remove_created(&file.path, &record)?;
+        } else if removed > 0 {
+            files::write_atomically(&file.path, &document.to_bytes(), 0o644)?;
+        }
+        format!(
+            "{path} changed since `hookbox install` wrote it, so it is not restored: removed \
+             hookbox's {removed} entries only and kept everything else ({kept})\n"
+        )
+    };
+    records.write()?;
+    Ok(message)
+}
+
+/// Removes the hook file hookbox created, and the directories it created for it when empty.
+fn remove_created(path: &Path, record: &Record) -> anyhow::Result<()> {
+    std::fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+    for dir in record.created_dirs.iter().rev() {
+        // A directory that holds anything else now stays.
+        let _ = std::fs::remove_dir(dir);
+    }
+    Ok(())
+}
+
+/// `--list`: for every agent, the user's hook file and the project's (`project`, else the
+/// current directory), then any other file with a recorded install: which events run
+/// `hookbox hook`, and whether `hookbox install` put them there.
+fn list(project: Option<&Path>, records: &Records) -> anyhow::Result<String> {
+    let project = match project {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let project = std::fs::canonicalize(&project)
+        .with_context(|| format!("--project {}", project.display()))?;
+    let home = user_home().ok();
+    let mut seen = BTreeSet::new();
+    let mut text = String::new();
+    for agent in target::AGENTS {
+        let bases = [
+            (Scope::User, home.clone()),
+            (Scope::Project, Some(project.clone())),
+        ];
+        for (scope, base) in bases {
+            let Some(base) = base else { continue };
+            let path = config_path(agent, scope, &base);
+            if seen.insert(path.clone()) {
+                text.push_str(&describe(agent, scope.name(), &path, records));
+            }
+        }
+    }
+    for (path, record) in &records.by_path {
+        let path = PathBuf::from(path);
+        let agent = target::AGENTS
+            .into_iter()
+            .find(|agent| agent.name() == record.agent);
+        if let (Some(agent), true) = (agent, seen.insert(path.clone())) {
+            text.push_str(&describe(agent, &record.scope, &path, records));
+        }
+    }
+    Ok(text)
+}
+
+/// One `--list` entry: `agent`'s hook file at `path` and what of hookbox it holds.
+fn describe(agent: Agent, scope: &str, path: &Path, records: &Records) -> String {
+    let record = records.by_path.get(&path.display().to_string());
+    let status = match files::read_if_present(path) {
+        Err(err) => format!("cannot read: {err:#}"),
+        Ok(None) => "no file: not installed".to_owned(),
+        Ok(Some(bytes)) => match Document::parse(Some(&bytes)) {
+            Err(problem) => format!("not a hook file: {problem}"),
+            Ok(document) => {
+                let ours: Vec<(String, String)> = document
+                    .all_commands(layout(agent))
+                    .into_iter()
+                    .filter(|(_, command)| runs_hookbox_hook(command, agent))
+                    .collect();
+                let origin = match record {
+                    None => "not written by `hookbox install`".to_owned(),
+                    Some(record) => {
+                        let edited = if record.installed.as_bytes() == bytes {
+                            ""
+                        } else {
+                            ", edited since"
+                        };
+                        let original = if record.backup.is_some() {
+                            "original backed up"
+                        } else {
+                            "file created by it"
+                        };
+                        format!("installed by `hookbox install` ({original}{edited})")
+                    }
+                };
+                match ours.first() {
+                    None => format!("no `hookbox hook` entries; {origin}"),
+                    Some((_, command)) => {
+                        let events: Vec<&str> =
+                            ours.iter().map(|(event, _)| event.as_str()).collect();
+                        let count = match events.len() {
+                            1 => "1 event runs".to_owned(),
+                            n => format!("{n} events run"),
+                        };
+                        format!(
+                            "{count} `{command}`{}: {}; {origin}",
+                            if agent == Agent::Copilot {
+                                " (with --event)"
+                            } else {
+                                ""
+                            },
+                            events.join(", ")
+                        )
+                    }
+                }
+            }
+        },
+    };
+    format!(
+        "{:<12} {:<8} {}\n  {status}\n",
+        agent.name(),
+        scope,
+        path.display()
+    )
+}
+
+/// Whether `command` runs `hookbox hook AGENT` (any hookbox binary).
+fn runs_hookbox_hook(command: &str, agent: Agent) -> bool {
+    command
+        .split_once(&format!(" hook {}", agent.name()))
+        .is_some_and(|(program, _)| program.trim_matches('\'').ends_with("hookbox"))
+}
+
+/// The user's home directory (`$HOME`).
+fn user_home() -> anyhow::Result<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+        .context("HOME is not set, so the user's configuration cannot be found; use --project DIR")
+}

@@ -1,0 +1,215 @@
+//! Where each agent reads its hooks, which events `hookbox install` registers there and the
+//! shape of one entry, per agent. The table is in `docs/agent-adapters.md`.
+
+use std::path::{Path, PathBuf};
+
+use hookbox_hooks::adapter::Agent;
+use serde_json::{Value, json};
+
+/// Whose configuration: the user's (every project) or one project's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scope {
+    /// The user's configuration under the home directory.
+    User,
+    /// A project's configuration, under the project directory.
+    Project,
+}
+
+impl Scope {
+    /// The word printed for the scope.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Project => "project",
+        }
+    }
+}
+
+/// How an agent's hook file holds its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Layout {
+    /// `{"hooks": {EVENT: [{"matcher"?, "hooks": [{"type": "command", "command"}]}]}}`
+    /// (Claude Code, Gemini CLI, Codex).
+    Groups,
+    /// `{"version": 1, "hooks": {EVENT: [{KEY: command, …}]}}` with the command under `key`
+    /// (Cursor: `command`; Copilot: `bash`).
+    Flat {
+        /// The field that holds the command.
+        key: &'static str,
+    },
+}
+
+/// Every agent `hookbox install` configures, in the order `--list` shows them.
+pub(super) const AGENTS: [Agent; 5] = [
+    Agent::ClaudeCode,
+    Agent::GeminiCli,
+    Agent::Codex,
+    Agent::Cursor,
+    Agent::Copilot,
+];
+
+/// The hook file of `agent` for `scope`, under `base` (the home or the project directory):
+/// the directories to it (relative to `base`) and the file name.
+pub(super) fn location(agent: Agent, scope: Scope) -> (&'static [&'static str], &'static str) {
+    match (agent, scope) {
+        (Agent::ClaudeCode, _) => (&[".claude"], "settings.json"),
+        (Agent::GeminiCli, _) => (&[".gemini"], "settings.json"),
+        (Agent::Codex, _) => (&[".codex"], "hooks.json"),
+        (Agent::Cursor, _) => (&[".cursor"], "hooks.json"),
+        (Agent::Copilot, Scope::User) => (&[".copilot", "hooks"], "hookbox.json"),
+        (Agent::Copilot, Scope::Project) => (&[".github", "hooks"], "hookbox.json"),
+    }
+}
+
+/// The hook file of `agent` for `scope` under `base`.
+pub(super) fn config_path(agent: Agent, scope: Scope, base: &Path) -> PathBuf {
+    let (dirs, file) = location(agent, scope);
+    let mut path = base.to_path_buf();
+    path.extend(dirs);
+    path.push(file);
+    path
+}
+
+/// How `agent`'s hook file holds its entries.
+pub(super) fn layout(agent: Agent) -> Layout {
+    match agent {
+        Agent::ClaudeCode | Agent::GeminiCli | Agent::Codex => Layout::Groups,
+        Agent::Cursor => Layout::Flat { key: "command" },
+        Agent::Copilot => Layout::Flat { key: "bash" },
+    }
+}
+
+/// The events of `agent` that `hookbox hook` maps, which `hookbox install` registers. Cursor's
+/// generic tool events cover every tool; its per-tool events (`beforeShellExecution`…) would
+/// ask the policy a second time about the same call, so they are left out.
+pub(super) fn events(agent: Agent) -> &'static [&'static str] {
+    match agent {
+        Agent::ClaudeCode => &[
+            "PreToolUse",
+            "PermissionRequest",
+            "PostToolUse",
+            "PostToolUseFailure",
+            "UserPromptSubmit",
+            "Stop",
+            "SubagentStart",
+            "SubagentStop",
+            "PreCompact",
+            "Notification",
+            "SessionStart",
+            "SessionEnd",
+        ],
+        Agent::GeminiCli => &[
+            "BeforeTool",
+            "AfterTool",
+            "BeforeAgent",
+            "AfterAgent",
+            "SessionStart",
+            "SessionEnd",
+            "PreCompress",
+            "Notification",
+        ],
+        Agent::Codex => &[
+            "PreToolUse",
+            "PermissionRequest",
+            "PostToolUse",
+            "UserPromptSubmit",
+            "Stop",
+            "SubagentStart",
+            "SubagentStop",
+            "PreCompact",
+            "SessionStart",
+            "SessionEnd",
+        ],
+        Agent::Cursor => &[
+            "preToolUse",
+            "postToolUse",
+            "postToolUseFailure",
+            "beforeSubmitPrompt",
+            "stop",
+            "subagentStart",
+            "subagentStop",
+            "sessionStart",
+            "sessionEnd",
+            "preCompact",
+        ],
+        Agent::Copilot => &[
+            "preToolUse",
+            "postToolUse",
+            "userPromptSubmitted",
+            "sessionStart",
+            "sessionEnd",
+            "agentStop",
+            "subagentStop",
+        ],
+    }
+}
+
+/// The command `agent` runs for `event`: `base` (`EXE hook AGENT [--policy FILE]`), with the
+/// event's name for Copilot, whose input does not carry it.
+pub(super) fn command(agent: Agent, base: &str, event: &str) -> String {
+    match agent {
+        Agent::Copilot => format!("{base} --event {event}"),
+        _ => base.to_owned(),
+    }
+}
+
+/// One entry of `agent`'s hook file for `event`, running `command`.
+pub(super) fn entry(agent: Agent, event: &str, command: &str) -> Value {
+    let handler = json!({"type": "command", "command": command});
+    // Tool events take a matcher that matches every tool; Codex's default already does.
+    let matcher = match (agent, event) {
+        (
+            Agent::ClaudeCode,
+            "PreToolUse" | "PermissionRequest" | "PostToolUse" | "PostToolUseFailure",
+        ) => Some("*"),
+        (Agent::GeminiCli, "BeforeTool" | "AfterTool") => Some(".*"),
+        _ => None,
+    };
+    match (agent, matcher) {
+        (Agent::Cursor, _) => json!({"command": command}),
+        (Agent::Copilot, _) => json!({"type": "command", "bash": command, "timeoutSec": 30}),
+        (_, Some(matcher)) => json!({"matcher": matcher, "hooks": [handler]}),
+        (_, None) => json!({"hooks": [handler]}),
+    }
+}
+
+/// `word` quoted for a POSIX shell when it needs to be.
+pub(super) fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%=,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod docs {
+    use super::*;
+
+    #[test]
+    fn the_install_table_in_the_docs_lists_these_events() {
+        let doc = include_str!("../../../../../docs/agent-adapters.md");
+        for agent in [Agent::Codex, Agent::Cursor, Agent::Copilot] {
+            let row = doc
+                .lines()
+                .find(|line| line.starts_with(&format!("| `{}` | `DIR/", agent.name())))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "docs/agent-adapters.md has no install row for {}",
+                        agent.name()
+                    )
+                });
+            for event in events(agent) {
+                assert!(
+                    row.contains(&format!("`{event}`")),
+                    "the install row for {} does not list `{event}`",
+                    agent.name()
+                );
+            }
+        }
+    }
+}

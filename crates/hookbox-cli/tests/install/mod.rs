@@ -1,0 +1,579 @@
+//! `hookbox install AGENT`: the agents' real hook files, written, merged and restored by the
+//! real binary, and the command it writes run as the agent would run it.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use super::{code, seed_config};
+
+/// A scratch home (`HOME`), hookbox home and project.
+struct Places {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    hookbox_home: PathBuf,
+    project: PathBuf,
+}
+
+fn places() -> Places {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = std::fs::canonicalize(dir.path()).expect("canonical");
+    let [home, hookbox_home, project] = ["home", "hookbox", "project"].map(|name| root.join(name));
+    for path in [&home, &hookbox_home, &project] {
+        std::fs::create_dir(path).expect("mkdir");
+    }
+    Places {
+        _dir: dir,
+        home,
+        hookbox_home,
+        project,
+    }
+}
+
+impl Places {
+    /// Runs `hookbox ARGS` with these places' `HOME` and `HOOKBOX_HOME`, in the project.
+    #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+    fn hookbox(&self, args: &[&str]) -> Output {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+            .args(args)
+            .env("HOME", &self.home)
+            .env("HOOKBOX_HOME", &self.hookbox_home)
+            .current_dir(&self.project)
+            .output()
+            .expect("run hookbox")
+    }
+
+    fn project_arg(&self) -> &str {
+        self.project.to_str().expect("utf-8")
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).expect("read")).expect("JSON")
+}
+
+/// The user's own settings: a hook of theirs, keys hookbox does not know, odd formatting.
+const USER_SETTINGS: &str = "{\"permissions\": {\"allow\": [\"Bash(ls)\"]},\n   \"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"./my-own-hook.sh\"}]}]},\n\"theme\": \"dark\"}";
+
+/// The command of the `hookbox hook` handler under `event` in a Claude-style settings file.
+fn hookbox_command(settings: &Value, event: &str) -> String {
+    settings["hooks"][event]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .flat_map(|group| group["hooks"].as_array().expect("handlers"))
+        .filter_map(|handler| handler["command"].as_str())
+        .find(|command| command.contains(" hook claude-code"))
+        .unwrap_or_else(|| panic!("no hookbox entry under {event}: {settings:#}"))
+        .to_owned()
+}
+
+#[test]
+fn install_merges_once_and_uninstall_restores_the_original_byte_for_byte() {
+    let places = places();
+    let settings = places.project.join(".claude/settings.json");
+    std::fs::create_dir(places.project.join(".claude")).expect("mkdir");
+    std::fs::write(&settings, USER_SETTINGS).expect("write");
+    let policy = seed_config(&places.project, "security-gate.hooks.json");
+    let install = [
+        "install",
+        "claude-code",
+        "--project",
+        places.project_arg(),
+        "--policy",
+        &policy,
+    ];
+
+    let output = places.hookbox(&install);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let installed = read_json(&settings);
+    // The user's hook and keys are kept; every mapped event runs this binary with the policy.
+    assert_eq!(installed["permissions"], json!({"allow": ["Bash(ls)"]}));
+    assert_eq!(installed["theme"], "dark");
+    assert_eq!(
+        installed["hooks"]["PreToolUse"][0],
+        json!({"matcher": "Bash", "hooks": [{"type": "command", "command": "./my-own-hook.sh"}]})
+    );
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox")).expect("exe");
+    let expected = format!("{} hook claude-code --policy {policy}", exe.display());
+    for event in [
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+        "Stop",
+        "SubagentStart",
+        "SubagentStop",
+        "PreCompact",
+        "Notification",
+        "SessionStart",
+        "SessionEnd",
+    ] {
+        assert_eq!(hookbox_command(&installed, event), expected, "{event}");
+    }
+    assert_eq!(
+        installed["hooks"]["PreToolUse"][1],
+        json!({"matcher": "*", "hooks": [{"type": "command", "command": expected}]})
+    );
+    assert!(
+        stdout(&output).contains("the original is backed up at"),
+        "{}",
+        stdout(&output)
+    );
+
+    // Twice changes nothing.
+    let bytes = std::fs::read(&settings).expect("read");
+    let again = places.hookbox(&install);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("nothing changed"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(std::fs::read(&settings).expect("read"), bytes);
+
+    // Another policy replaces hookbox's entries rather than adding a second set.
+    let other = seed_config(&places.home, "privacy-gate.hooks.json");
+    let output = places.hookbox(&[
+        "install",
+        "claude-code",
+        "--project",
+        places.project_arg(),
+        "--policy",
+        &other,
+    ]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let replaced = read_json(&settings);
+    assert_eq!(
+        replaced["hooks"]["PreToolUse"]
+            .as_array()
+            .expect("entries")
+            .len(),
+        2
+    );
+    assert!(hookbox_command(&replaced, "PreToolUse").ends_with(&other));
+
+    let output = places.hookbox(&[
+        "install",
+        "claude-code",
+        "--project",
+        places.project_arg(),
+        "--uninstall",
+    ]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("byte for byte"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&settings).expect("read"),
+        USER_SETTINGS
+    );
+    // The record and the backup are gone; a second uninstall says there is nothing to undo.
+    assert_eq!(
+        std::fs::read_dir(places.hookbox_home.join("install-backups"))
+            .expect("dir")
+            .count(),
+        0
+    );
+    let output = places.hookbox(&[
+        "install",
+        "claude-code",
+        "--project",
+        places.project_arg(),
+        "--uninstall",
+    ]);
+    assert_eq!(code(&output), 1);
+    assert!(
+        stderr(&output).contains("no `hookbox install claude-code` is recorded"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&settings).expect("read"),
+        USER_SETTINGS
+    );
+}
+
+#[test]
+fn the_installed_command_denies_claude_codes_rm_rf() {
+    let places = places();
+    let policy = seed_config(&places.home, "security-gate.hooks.json");
+    let output = places.hookbox(&[
+        "install",
+        "claude-code",
+        "--project",
+        places.project_arg(),
+        "--policy",
+        &policy,
+    ]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let command = hookbox_command(
+        &read_json(&places.project.join(".claude/settings.json")),
+        "PreToolUse",
+    );
+    std::fs::write(places.project.join("victim"), "keep me").expect("victim");
+
+    // Run the exact string, through a shell, as Claude Code runs a command hook.
+    let run = |tool_command: &str| {
+        let payload = json!({
+            "session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": places.project,
+            "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": tool_command}, "tool_use_id": "toolu_01",
+        });
+        run_hook(&places, "sh", &command, &payload)
+    };
+    let denied = run("rm -rf victim");
+    assert_eq!(code(&denied), 0, "{}", stderr(&denied));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&denied.stdout).expect("JSON"),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": "Destructive command blocked by security gate."}})
+    );
+    let allowed = run("ls");
+    assert_eq!(code(&allowed), 0, "{}", stderr(&allowed));
+    assert!(allowed.stdout.is_empty());
+    assert_eq!(
+        std::fs::read_to_string(places.project.join("victim")).expect("victim"),
+        "keep me"
+    );
+}
+
+#[test]
+fn every_agent_gets_its_own_file_listed_and_removed_again() {
+    let places = places();
+    let cases = [
+        (
+            "claude-code",
+            "--user",
+            ".claude/settings.json",
+            "PreToolUse",
+        ),
+        (
+            "gemini-cli",
+            "--user",
+            ".gemini/settings.json",
+            "BeforeTool",
+        ),
+        ("codex", "--user", ".codex/hooks.json", "PreToolUse"),
+        ("cursor", "--user", ".cursor/hooks.json", "preToolUse"),
+        (
+            "copilot",
+            "--user",
+            ".copilot/hooks/hookbox.json",
+            "preToolUse",
+        ),
+        (
+            "copilot",
+            "--project",
+            ".github/hooks/hookbox.json",
+            "preToolUse",
+        ),
+    ];
+    for (agent, scope, file, event) in cases {
+        let base = if scope == "--user" {
+            &places.home
+        } else {
+            &places.project
+        };
+        let mut args = vec!["install", agent, scope];
+        if scope == "--project" {
+            args.push(places.project_arg());
+        }
+        let output = places.hookbox(&args);
+        assert_eq!(code(&output), 0, "{agent}: {}", stderr(&output));
+        assert!(
+            stdout(&output).contains("the file is new"),
+            "{}",
+            stdout(&output)
+        );
+        let config = read_json(&base.join(file));
+        let entry = &config["hooks"][event][0];
+        let command = match agent {
+            "cursor" => entry["command"].as_str(),
+            "copilot" => entry["bash"].as_str(),
+            _ => entry["hooks"][0]["command"].as_str(),
+        }
+        .unwrap_or_else(|| panic!("{agent}: {config:#}"));
+        let suffix = if agent == "copilot" {
+            format!(" hook copilot --event {event}")
+        } else {
+            format!(" hook {agent}")
+        };
+        assert!(command.ends_with(&suffix), "{agent}: {command}");
+        if matches!(agent, "cursor" | "copilot") {
+            assert_eq!(config["version"], 1, "{agent}");
+        }
+    }
+    let list = places.hookbox(&["install", "--list"]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    let text = stdout(&list);
+    for (agent, _, file, event) in cases {
+        let line = format!("{}", places.home.join(file).display());
+        let project_line = format!("{}", places.project.join(file).display());
+        let at = text
+            .find(&line)
+            .filter(|_| !file.starts_with(".github"))
+            .or_else(|| text.find(&project_line))
+            .unwrap_or_else(|| panic!("{agent} {file} not listed: {text}"));
+        let status = text[at..].lines().nth(1).expect("status line");
+        assert!(status.contains(event), "{agent}: {status}");
+        assert!(
+            status.contains("installed by `hookbox install` (file created by it)"),
+            "{status}"
+        );
+    }
+    assert!(
+        text.contains(&format!(
+            "gemini-cli   project  {}\n  no file: not installed",
+            places.project.join(".gemini/settings.json").display()
+        )),
+        "{text}"
+    );
+    for (agent, scope, file, _) in cases {
+        let mut args = vec!["install", agent, scope, "--uninstall"];
+        if scope == "--project" {
+            args.insert(3, places.project_arg());
+        }
+        let output = places.hookbox(&args);
+        assert_eq!(code(&output), 0, "{agent}: {}", stderr(&output));
+        let base = if scope == "--user" {
+            &places.home
+        } else {
+            &places.project
+        };
+        assert!(!base.join(file).exists(), "{agent}: {file} is left");
+    }
+    // The directories hookbox created went with the files.
+    assert_eq!(std::fs::read_dir(&places.home).expect("home").count(), 0);
+    assert_eq!(
+        std::fs::read_dir(&places.project).expect("project").count(),
+        0
+    );
+}
+
+#[test]
+fn uninstall_after_the_user_edited_the_file_removes_only_hookboxs_entries() {
+    let places = places();
+    let hooks = places.project.join(".cursor/hooks.json");
+    std::fs::create_dir(places.project.join(".cursor")).expect("mkdir");
+    let original = r#"{"version": 1, "hooks": {"afterFileEdit": [{"command": "./format.sh"}]}}"#;
+    std::fs::write(&hooks, original).expect("write");
+    let output = places.hookbox(&["install", "cursor", "--project", places.project_arg()]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    // The user adds a hook of their own after the install.
+    let mut edited = read_json(&hooks);
+    edited["hooks"]["stop"]
+        .as_array_mut()
+        .expect("stop entries")
+        .push(json!({"command": "./notify.sh"}));
+    std::fs::write(&hooks, serde_json::to_string_pretty(&edited).expect("JSON")).expect("write");
+
+    let output = places.hookbox(&[
+        "install",
+        "cursor",
+        "--project",
+        places.project_arg(),
+        "--uninstall",
+    ]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("changed since `hookbox install` wrote it, so it is not restored: removed hookbox's 10 entries only"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(
+        read_json(&hooks),
+        json!({"version": 1, "hooks": {"afterFileEdit": [{"command": "./format.sh"}], "stop": [{"command": "./notify.sh"}]}})
+    );
+}
+
+#[test]
+fn a_symlinked_settings_file_or_directory_is_refused_and_nothing_is_written() {
+    let places = places();
+    let elsewhere = places.home.join("elsewhere.json");
+    std::fs::write(&elsewhere, "{}").expect("write");
+    std::fs::create_dir(places.project.join(".claude")).expect("mkdir");
+    std::os::unix::fs::symlink(&elsewhere, places.project.join(".claude/settings.json"))
+        .expect("link");
+    let output = places.hookbox(&["install", "claude-code", "--project", places.project_arg()]);
+    assert_eq!(code(&output), 1);
+    assert!(
+        stderr(&output).contains("is a symbolic link"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "{}");
+
+    // A linked agent directory would put the file elsewhere too.
+    let target = places.home.join("gemini-dir");
+    std::fs::create_dir(&target).expect("mkdir");
+    std::os::unix::fs::symlink(&target, places.project.join(".gemini")).expect("link");
+    let output = places.hookbox(&["install", "gemini-cli", "--project", places.project_arg()]);
+    assert_eq!(code(&output), 1);
+    assert!(
+        stderr(&output).contains(".gemini is a symbolic link"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read_dir(&target).expect("dir").count(), 0);
+    assert!(!places.hookbox_home.join("installs.json").exists());
+}
+
+#[test]
+fn a_malformed_hook_file_is_named_with_its_json_path_and_left_alone() {
+    let places = places();
+    let settings = places.home.join(".claude/settings.json");
+    std::fs::create_dir(places.home.join(".claude")).expect("mkdir");
+    for (text, problem) in [
+        ("{\"hooks\": [1]", "$: not valid JSON"),
+        ("[]", "$: not a JSON object"),
+        ("{\"hooks\": []}", "$.hooks: not an object"),
+        (
+            "{\"hooks\": {\"PreToolUse\": {}}}",
+            "$.hooks.PreToolUse: not an array",
+        ),
+    ] {
+        std::fs::write(&settings, text).expect("write");
+        let output = places.hookbox(&["install", "claude-code", "--user"]);
+        assert_eq!(code(&output), 1, "{text}");
+        let message = stderr(&output);
+        assert!(
+            message.contains(&format!("{}: {problem}", settings.display()))
+                && message.contains("nothing was written"),
+            "{text}: {message}"
+        );
+        assert_eq!(std::fs::read_to_string(&settings).expect("read"), text);
+    }
+    assert!(!places.hookbox_home.join("installs.json").exists());
+}
+
+/// Runs `command` through `shell` (as the agent runs its hook) with `input` on stdin.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "runs the installed hook as the agent would"
+)]
+fn run_hook(places: &Places, shell: &str, command: &str, input: &Value) -> Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(shell)
+        .args(["-c", command])
+        .env("HOOKBOX_HOME", &places.hookbox_home)
+        .current_dir(&places.project)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the hook");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .expect("write");
+    child.wait_with_output().expect("wait")
+}
+
+#[test]
+fn the_installed_cursor_gemini_and_copilot_commands_deny_rm_rf() {
+    let places = places();
+    let policy = seed_config(&places.home, "security-gate.hooks.json");
+    for agent in ["cursor", "gemini-cli", "copilot"] {
+        let output = places.hookbox(&[
+            "install",
+            agent,
+            "--project",
+            places.project_arg(),
+            "--policy",
+            &policy,
+        ]);
+        assert_eq!(code(&output), 0, "{agent}: {}", stderr(&output));
+    }
+    let cursor = read_json(&places.project.join(".cursor/hooks.json"));
+    let gemini = read_json(&places.project.join(".gemini/settings.json"));
+    let copilot = read_json(&places.project.join(".github/hooks/hookbox.json"));
+    let cases = [
+        (
+            cursor["hooks"]["preToolUse"][0]["command"].as_str(),
+            json!({"conversation_id": "c", "generation_id": "g", "hook_event_name": "preToolUse",
+                "workspace_roots": [places.project], "tool_name": "Shell",
+                "tool_input": {"command": "rm -rf victim"}, "cwd": places.project}),
+            "/permission",
+        ),
+        (
+            gemini["hooks"]["BeforeTool"][0]["hooks"][0]["command"].as_str(),
+            json!({"session_id": "s", "transcript_path": "/t", "cwd": places.project,
+                "hook_event_name": "BeforeTool", "timestamp": "2026-12-02T06:40:00.000Z",
+                "tool_name": "run_shell_command", "tool_input": {"command": "rm -rf victim"}}),
+            "/decision",
+        ),
+        (
+            copilot["hooks"]["preToolUse"][0]["bash"].as_str(),
+            json!({"timestamp": 1, "cwd": places.project, "toolName": "bash",
+                "toolArgs": json!({"command": "rm -rf victim"}).to_string()}),
+            "/permissionDecision",
+        ),
+    ];
+    for (command, input, decision) in cases {
+        let command = command.expect("installed command");
+        let output = run_hook(&places, "bash", command, &input);
+        assert_eq!(code(&output), 0, "{command}: {}", stderr(&output));
+        let answer: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        assert_eq!(
+            answer.pointer(decision),
+            Some(&json!("deny")),
+            "{command}: {answer}"
+        );
+    }
+}
+
+#[test]
+fn list_shows_hand_written_entries_and_installs_in_other_projects() {
+    let places = places();
+    // A hand-written hookbox entry in the user's Codex file.
+    std::fs::create_dir(places.home.join(".codex")).expect("mkdir");
+    std::fs::write(
+        places.home.join(".codex/hooks.json"),
+        r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "/opt/bin/hookbox hook codex"}]}]}}"#,
+    )
+    .expect("write");
+    // An install into another project than the one listed.
+    let other = places.home.join("other");
+    std::fs::create_dir(&other).expect("mkdir");
+    let output = places.hookbox(&[
+        "install",
+        "claude-code",
+        "--project",
+        other.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+
+    let list = places.hookbox(&["install", "--list"]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    let text = stdout(&list);
+    assert!(
+        text.contains(&format!(
+            "codex        user     {}\n  1 event runs `/opt/bin/hookbox hook codex`: PreToolUse; not written by `hookbox install`",
+            places.home.join(".codex/hooks.json").display()
+        )),
+        "{text}"
+    );
+    let other_settings = other.join(".claude/settings.json");
+    assert!(
+        text.contains(&format!(
+            "claude-code  project  {}\n  12 events run",
+            other_settings.display()
+        )),
+        "{text}"
+    );
+}
