@@ -235,8 +235,14 @@ fn configure(connection: &Connection, file: bool) -> Result<(), OpenError> {
     Ok(())
 }
 
-/// Applies the migrations the database lacks, all in one transaction.
+/// Applies the migrations the database lacks, all in one transaction. A database already at
+/// this build's version is not locked for writing (short-lived openers, such as `hookbox hook`
+/// logging one decision, do not wait on each other here).
 fn migrate(connection: &mut Connection) -> Result<(), OpenError> {
+    let found: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if found == supported_version() {
+        return Ok(());
+    }
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let found: i64 = transaction.query_row("PRAGMA user_version", [], |row| row.get(0))?;
     let supported = supported_version();
