@@ -27,9 +27,13 @@ with tempfile.TemporaryDirectory() as tmp:
         "hooks": [{"type": "command", "command": "cat > /dev/null; echo '{}'"}]}]}})
     with open(os.path.join(SEEDS, "security-gate.hooks.json")) as f:
         gate = policy("gate.json", f.read().replace("/.agents/hooks-scripts/", SEEDS + "/"))
+    # Decisions are logged in this scratch home's hookbox.db (the default), or not at all.
+    os.environ["HOOKBOX_HOME"] = os.path.join(tmp, "home")
+    unlogged = policy("unlogged.toml", "[policy]\nkeep_decisions = 0\n")
     hook = lambda p: "%s hook gemini-cli --policy %s" % (HOOKBOX, p)
     configs = {
         "native: cat > /dev/null; echo '{}'": "cat > /dev/null; echo '{}'",
+        "hookbox hook, no handler, not logged": hook(empty) + " --config " + unlogged,
         "hookbox hook, no handler matches": hook(empty),
         "hookbox hook, that sh hook as handler": hook(trivial),
         "hookbox hook, the seeds' gate.py": hook(gate),

@@ -3,7 +3,8 @@
 //! without the hook, against a server whose environments have warm sandboxes (as `hookbox
 //! serve` builds it) and one that builds a sandbox per run; and a bare spawn of
 //! `sh -c 'cat > /dev/null; echo {}'` in the same run. The hook's added cost per call is
-//! (gated − ungated) / 20.
+//! (gated − ungated) / 20. An environment with network (an allowlist the code does not use)
+//! shows what the egress proxy's listener adds.
 //!
 //! This binary is its own warm sandboxes' supervisor (`main` calls
 //! `hookbox_exec::supervise_if_asked` first, as hookbox's does).
@@ -107,14 +108,15 @@ fn gated(c: &mut Criterion) {
         .expect("serving runtime");
     let hooks = json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution",
         "hooks": [{"type": "command", "command": HOOK}]}]}});
-    let create = |sources: serde_json::Value| {
-        let spec = EnvironmentSpec::from_json(&json!({"network": "disabled", "sources": sources}))
+    let create_with = |network: serde_json::Value, sources: serde_json::Value| {
+        let spec = EnvironmentSpec::from_json(&json!({"network": network, "sources": sources}))
             .expect("spec");
         rt.block_on(cold.environments().create(&spec))
             .expect("environment")
             .id()
             .to_owned()
     };
+    let create = |sources| create_with(json!("disabled"), sources);
     let gated_env = create(json!([
         {"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}
     ]));
@@ -126,6 +128,8 @@ fn gated(c: &mut Criterion) {
         {"type": "inline", "target": ".agents/hooks.json", "content": allow.to_string()}
     ]));
     let bare_env = create(json!([]));
+    // With network: the sandbox gets the egress proxy's listener (the code does not use it).
+    let net_env = create_with(json!({"allowlist": [{"domain": "example.com"}]}), json!([]));
     let servers = [
         ("cold", start_server(&rt, cold)),
         ("warm", start_server(&rt, warm)),
@@ -186,6 +190,9 @@ fn gated(c: &mut Criterion) {
     for (name, url) in &servers {
         group.bench_function(format!("{name}_no_hook"), |b| {
             b.iter(|| interaction(url, &bare_env))
+        });
+        group.bench_function(format!("{name}_net_no_hook"), |b| {
+            b.iter(|| interaction(url, &net_env))
         });
         group.bench_function(format!("{name}_hook"), |b| {
             b.iter(|| interaction(url, &gated_env))
