@@ -285,6 +285,19 @@ fn env_list_shows_the_warm_sandboxes_and_sigterm_stops_them() {
     assert_eq!(text.matches("sandbox warm ").count(), 2, "{text}");
     assert!(text.contains(" MiB"), "{text}");
 
+    // `env rm` in another process cannot stop the server's sandbox: it refuses, and says
+    // how to delete it; nothing is deleted.
+    let (id, _) = &listed[0];
+    let removed = super::super::hookbox_in(home.path(), &["env", "rm", id], b"");
+    assert_eq!(super::super::code(&removed), 1, "{removed:?}");
+    let said = String::from_utf8_lossy(&removed.stderr);
+    assert!(
+        said.contains("warm sandbox in a running `hookbox serve`")
+            && said.contains(&format!("DELETE /v1/environments/{id}")),
+        "{said}"
+    );
+    assert_eq!(listed_sandboxes(home.path()).len(), 2);
+
     let (status, log) = served.terminate();
     assert!(status.success(), "{status:?}: {log}");
     assert_eq!(log.matches("warm sandbox stopped").count(), 2, "{log}");
@@ -298,6 +311,10 @@ fn env_list_shows_the_warm_sandboxes_and_sigterm_stops_them() {
             .all(|(_, sandbox)| *sandbox == serde_json::json!({"warm": false})),
         "{listed:?}"
     );
+    // With the server gone, `env rm` deletes it.
+    let removed = super::super::hookbox_in(home.path(), &["env", "rm", &listed[0].0], b"");
+    assert_eq!(super::super::code(&removed), 0, "{removed:?}");
+    assert_eq!(listed_sandboxes(home.path()).len(), 1);
 }
 
 #[test]

@@ -42,6 +42,19 @@ pub enum StoreError {
     /// unmounted.
     #[error(transparent)]
     Disk(#[from] DiskError),
+    /// Another process (`hookbox serve`) runs the environment's warm sandbox, which this
+    /// process cannot stop.
+    #[error(
+        "environment `{id}` has a warm sandbox in a running `hookbox serve` (supervisor pid \
+         {supervisor_pid}); delete it through that server (DELETE /v1/environments/{id}), or \
+         stop the server first"
+    )]
+    InUse {
+        /// The environment's id.
+        id: String,
+        /// The warm sandbox's supervisor.
+        supervisor_pid: u32,
+    },
     /// No place to keep environments was configured.
     #[error("cannot tell where to keep environments: set HOOKBOX_HOME (or XDG_DATA_HOME or HOME)")]
     NoHome,

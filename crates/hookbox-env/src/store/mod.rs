@@ -275,11 +275,25 @@ impl Environments {
     }
 
     /// Deletes environment `id` and all its files (unmounting its file system, whose loop
-    /// device then detaches itself), after stopping its warm sandbox.
+    /// device then detaches itself), after stopping its warm sandbox. A process without warm
+    /// sandboxes of its own (`hookbox env rm`) refuses with [`StoreError::InUse`] while a
+    /// serving process runs the environment's warm sandbox (its files are mounted there).
     pub fn delete(&self, id: &str) -> Result<(), StoreError> {
         let meta = self.metadata(id)?;
-        if let Some(warm) = &self.warm {
-            warm.stop(id);
+        match &self.warm {
+            Some(warm) => warm.stop(id),
+            None => {
+                if let Some(running) = self
+                    .warm_status()
+                    .into_iter()
+                    .find(|status| status.environment_id == id)
+                {
+                    return Err(StoreError::InUse {
+                        id: id.to_owned(),
+                        supervisor_pid: running.supervisor_pid,
+                    });
+                }
+            }
         }
         let dir = self.dir.join(id);
         if meta.limits.is_some() {

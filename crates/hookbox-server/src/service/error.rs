@@ -80,6 +80,7 @@ impl From<StoreError> for ServiceError {
             StoreError::Source { .. }
             | StoreError::Update { .. }
             | StoreError::Misplaced { .. } => Self::invalid(err.to_string()),
+            StoreError::InUse { .. } => Self::precondition(err.to_string()),
             StoreError::NoHome | StoreError::Io { .. } | StoreError::Disk(_) => {
                 Self::internal("environment store failure", &err)
             }
