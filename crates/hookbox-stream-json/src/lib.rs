@@ -36,9 +36,11 @@
 //! Three tasks: a reader on the input (responses go straight to their waiting requests,
 //! everything else to the driver), the driver (SDK requests, the prompt queue, the running
 //! query), and a writer that alone owns the output. The output carries only JSON lines
-//! ([`frame`]; a session's messages as [`messages`] writes them, which is also how the
-//! session's transcript in `<home>/sessions/` is written); diagnostics go to the process's
-//! stderr, each line starting `hookbox: `. The session is built on the first prompt, after
+//! ([`frame`]; a session's messages as [`messages`] writes them); the driver also writes the
+//! session's transcript where Claude Code keeps it (`transcript`: `CLAUDE_CONFIG_DIR` or
+//! `~/.claude`, `projects/<cwd>/<session_id>.jsonl`), which `--resume`, `--continue` and
+//! `--fork-session` read back; diagnostics go to the process's stderr, each line starting
+//! `hookbox: `. The session is built on the first prompt, after
 //! `initialize`, by [`Setup`]; a session that cannot be built ends every prompt with an error
 //! result. The input ending ends the run once the current query has finished (at once when
 //! SDK callbacks are involved: they can no longer be answered, so pending ones fail and
@@ -56,6 +58,7 @@ mod init;
 pub mod messages;
 mod settings;
 mod setup;
+mod transcript;
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -64,7 +67,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use hookbox_agent::session::{
     MessageStream, PermissionMode, QueryResult, ResultSubtype, Session, SessionControl,
-    SessionMessage, new_uuid,
+    SessionMessage, new_uuid, slash_command,
 };
 use hookbox_llm::Model;
 use serde_json::{Map, Value, json};
@@ -73,10 +76,12 @@ use tokio::sync::mpsc;
 
 pub use argv::{SdkArgs, is_sdk_mode, is_version_probe, parse as parse_args};
 pub use setup::{SessionHost, Setup};
+pub use transcript::config_dir;
 
 use self::control::{ControlClient, Incoming, Outbox, Prompt};
 use self::frame::InputLine;
 use self::init::InitOptions;
+use self::transcript::TranscriptWriter;
 
 /// How a run ended, for the process's exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +117,7 @@ where
     let mut driver = Driver::new(setup, outbox.clone(), client);
     driver.run(incoming, requests_rx).await;
     if let Some(session) = driver.session.take() {
-        let session_id = session.session_id().to_owned();
+        let session_id = driver.session_id.clone();
         for message in session.close("prompt_input_exit").await {
             if let Some(warning) = message.hook_failure_warning() {
                 warn(&warning);
@@ -236,8 +241,11 @@ struct Driver {
     model: Option<Arc<dyn Model>>,
     /// Why the session cannot be built (every prompt then ends with this error).
     failed: Option<String>,
-    /// The session id used before (or without) a session.
-    fallback_id: String,
+    /// The id the messages written carry: the session's (a new one after `/clear`), or the
+    /// one used before (or without) a session.
+    session_id: String,
+    /// The session's transcript, when it keeps one.
+    transcript: Option<TranscriptWriter>,
     init_sent: bool,
     prompts: VecDeque<Prompt>,
     running: Option<MessageStream>,
@@ -250,7 +258,7 @@ struct Driver {
 
 impl Driver {
     fn new(setup: Setup, outbox: Outbox, client: ControlClient) -> Self {
-        let fallback_id = setup.args.session_id.clone().unwrap_or_else(new_uuid);
+        let session_id = setup.args.session_id.clone().unwrap_or_else(new_uuid);
         Self {
             setup,
             outbox,
@@ -261,7 +269,8 @@ impl Driver {
             mode: None,
             model: None,
             failed: None,
-            fallback_id,
+            session_id,
+            transcript: None,
             init_sent: false,
             prompts: VecDeque::new(),
             running: None,
@@ -273,12 +282,6 @@ impl Driver {
 
     fn send(&self, message: Value) {
         let _ = self.outbox.send(message);
-    }
-
-    fn session_id(&self) -> &str {
-        self.session
-            .as_ref()
-            .map_or(self.fallback_id.as_str(), Session::session_id)
     }
 
     /// Whether the session depends on the SDK answering (hook callbacks, `can_use_tool`).
@@ -309,11 +312,9 @@ impl Driver {
                     Some(line) => self.handle(line),
                     None => {
                         stdin_open = false;
+                        // The control client interrupted it already (`interrupt_on_close`).
                         if self.running.is_some() && self.needs_sdk() {
                             warn("stdin closed during a query that needs the SDK's callbacks; interrupting it");
-                            if let Some(control) = &self.control {
-                                control.interrupt();
-                            }
                         }
                     }
                 },
@@ -355,7 +356,20 @@ impl Driver {
         if let Some(warning) = message.hook_failure_warning() {
             warn(&warning);
         }
-        let mut line = messages::to_wire(message, self.session_id(), &new_uuid());
+        let mut line = messages::to_wire(message, &self.session_id, &new_uuid());
+        if let Some(transcript) = &mut self.transcript {
+            transcript.message(message, &line);
+        }
+        if let SessionMessage::ConversationReset { session_id, .. } = message {
+            if let Some(uuid) = self
+                .current
+                .as_ref()
+                .and_then(|prompt| prompt.uuid.as_ref())
+            {
+                line["user_message_uuid"] = json!(uuid);
+            }
+            self.session_id.clone_from(session_id);
+        }
         if let SessionMessage::Result(result) = message {
             self.last_result_failed = result.is_error;
             if let Some(prompt) = self.current.take() {
@@ -445,9 +459,14 @@ impl Driver {
     fn start(&mut self, prompt: Prompt) {
         if self.session.is_none() && self.failed.is_none() {
             match self.build() {
-                Ok(session) => {
+                Ok((session, transcript)) => {
+                    if self.needs_sdk() {
+                        self.client.interrupt_on_close(session.control());
+                    }
                     self.control = Some(session.control());
+                    self.session_id = session.session_id();
                     self.session = Some(session);
+                    self.transcript = transcript;
                 }
                 Err(err) => {
                     let message = error_message(&err);
@@ -457,6 +476,16 @@ impl Driver {
             }
         }
         let text = prompt.text.clone();
+        // A command (`/compact`, `/clear`, an unknown one) is not a message of the
+        // conversation.
+        if let Some(transcript) = self
+            .transcript
+            .as_mut()
+            .filter(|_| slash_command(&text).is_none())
+        {
+            let uuid = prompt.uuid.clone().unwrap_or_else(new_uuid);
+            transcript.prompt(&text, &uuid);
+        }
         self.current = Some(prompt);
         match (&self.session, &self.failed) {
             (Some(session), _) => {
@@ -470,7 +499,7 @@ impl Driver {
         }
     }
 
-    fn build(&mut self) -> anyhow::Result<Session> {
+    fn build(&mut self) -> anyhow::Result<(Session, Option<TranscriptWriter>)> {
         let mode = match self.mode {
             Some(mode) => mode,
             None => self.setup.permission_mode()?,

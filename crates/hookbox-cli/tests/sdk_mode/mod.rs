@@ -4,6 +4,7 @@
 
 mod protocol;
 mod python;
+mod sessions;
 
 use std::path::{Path, PathBuf};
 

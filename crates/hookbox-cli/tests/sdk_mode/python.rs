@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::{AGENT, KEY, KEY_ENV, World, bin, call};
 
 /// The Python with both SDKs installed, or `None` (and a SKIPPED line) without one.
-fn python(test: &str) -> Option<std::ffi::OsString> {
+pub(super) fn python(test: &str) -> Option<std::ffi::OsString> {
     let python = std::env::var_os("HOOKBOX_PYTHON").filter(|value| !value.is_empty());
     if python.is_none() {
         hookbox_test_support::skip(
@@ -29,7 +29,7 @@ fn python(test: &str) -> Option<std::ffi::OsString> {
     clippy::disallowed_methods,
     reason = "the test runs the SDK's Python client"
 )]
-fn run(
+pub(super) fn run(
     python: &std::ffi::OsStr,
     world: &World,
     script: &str,
@@ -74,7 +74,7 @@ fn run(
     (output, messages)
 }
 
-fn assert_finished(output: &Output, messages: &[Value]) -> Value {
+pub(super) fn assert_finished(output: &Output, messages: &[Value]) -> Value {
     let log = format!(
         "status {:?}\nstdout: {}\nstderr: {}",
         output.status,
