@@ -125,6 +125,11 @@ where
             let _ = outbox.send(messages::to_wire(&message, &session_id, &new_uuid()));
         }
     }
+    // Every entry of the transcript on disk before the process exits (a failure was
+    // reported when it happened).
+    if let Some(mut transcript) = driver.transcript.take() {
+        transcript.finish();
+    }
     let end = if driver.last_result_failed {
         RunEnd::AfterErrorResult
     } else {

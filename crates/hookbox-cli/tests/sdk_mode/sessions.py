@@ -6,7 +6,10 @@ Usage: python sessions.py MODE ..., MODE being
                      (SPEC's "agents" become AgentDefinitions);
   list               list_sessions(directory=CWD), and for each session get_session_messages,
                      list_subagents and get_subagent_messages;
-  clear FIRST LAST   one ClaudeSDKClient sending FIRST, then /clear, then LAST.
+  client SPEC PROMPT...
+                     one ClaudeSDKClient (options as for query) sending each PROMPT in turn.
+SPEC's "hooks" ({EVENT: true}) registers a callback on EVENT that prints its input as
+``{"callback": EVENT, "input": ...}`` and returns ``{}``.
 Every message is printed as one JSON line (``message_class`` names its Python class); an
 exception the SDK raises is printed last as ``{"exception": CLASS, ...}``.
 """
@@ -21,6 +24,7 @@ from claude_agent_sdk import (
     AgentDefinition,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookMatcher,
     ProcessError,
     ResultError,
     get_session_messages,
@@ -45,8 +49,20 @@ def show_message(msg):
     show(entry)
 
 
+def recorder(event):
+    async def record(input, tool_use_id, context):
+        show({"callback": event, "input": input})
+        return {}
+
+    return record
+
+
 def options(spec):
     spec = dict(spec)
+    if "hooks" in spec:
+        spec["hooks"] = {
+            event: [HookMatcher(matcher=None, hooks=[recorder(event)])] for event in spec["hooks"]
+        }
     if "agents" in spec:
         spec["agents"] = {name: AgentDefinition(**agent) for name, agent in spec["agents"].items()}
     return ClaudeAgentOptions(cli_path=CLI, cwd=CWD, model=MODEL, **spec)
@@ -78,9 +94,9 @@ def run_list():
         show({"session": session})
 
 
-async def run_clear(first, last):
-    async with ClaudeSDKClient(options=options({})) as client:
-        for prompt in (first, "/clear", last):
+async def run_client(spec, prompts):
+    async with ClaudeSDKClient(options=options(spec)) as client:
+        for prompt in prompts:
             await client.query(prompt)
             async for msg in client.receive_response():
                 show_message(msg)
@@ -92,8 +108,8 @@ def main():
         asyncio.run(run_query(sys.argv[2], json.loads(sys.argv[3])))
     elif mode == "list":
         run_list()
-    elif mode == "clear":
-        asyncio.run(run_clear(sys.argv[2], sys.argv[3]))
+    elif mode == "client":
+        asyncio.run(run_client(json.loads(sys.argv[2]), sys.argv[3:]))
     else:
         raise SystemExit(f"unknown mode {mode}")
 

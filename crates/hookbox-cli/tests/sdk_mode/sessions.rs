@@ -305,7 +305,13 @@ fn claude_sdk_clear_resets_the_conversation_under_a_new_session_id() {
         &python,
         &world,
         "sessions.py",
-        &["clear", "my name is Ada", "what is my name?"],
+        &[
+            "client",
+            "{}",
+            "my name is Ada",
+            "/clear",
+            "what is my name?",
+        ],
     );
     let log = format!(
         "{messages:#?}\nstderr: {}",
@@ -386,4 +392,75 @@ fn claude_sdk_lists_subagents_with_the_task_call_that_started_them() {
     for message in sub.as_array().unwrap() {
         assert_eq!(message["parent_tool_use_id"], "toolu_task", "{message}");
     }
+}
+
+#[test]
+fn claude_sdk_compact_fires_pre_compact_and_a_resume_starts_from_the_summary() {
+    let Some(python) =
+        python("claude_sdk_compact_fires_pre_compact_and_a_resume_starts_from_the_summary")
+    else {
+        return;
+    };
+    let world = World::new(vec![
+        FakeTurn::text("hello Ada"),
+        FakeTurn::text("The user is called Ada."),
+        FakeTurn::text("You are Ada"),
+    ]);
+    let (output, messages) = run(
+        &python,
+        &world,
+        "sessions.py",
+        &[
+            "client",
+            r#"{"hooks": {"PreCompact": true}}"#,
+            "my name is Ada",
+            "/compact keep names",
+            "what is my name?",
+        ],
+    );
+    let log = format!(
+        "{messages:#?}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{log}");
+    let pre = messages
+        .iter()
+        .find(|message| message["callback"] == "PreCompact")
+        .unwrap_or_else(|| panic!("PreCompact did not fire: {log}"));
+    assert_eq!(pre["input"]["trigger"], "manual", "{log}");
+    assert_eq!(pre["input"]["custom_instructions"], "keep names", "{log}");
+    assert!(
+        of_class(&messages, "SystemMessage")
+            .iter()
+            .any(|message| message["subtype"] == "compact_boundary"),
+        "{log}"
+    );
+    let id = of_class(&messages, "ResultMessage")[2]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let bodies = world.bodies();
+    assert_eq!(bodies.len(), 3, "{bodies:#?}");
+    assert!(bodies[1].contains("keep names"), "{}", bodies[1]);
+    assert!(
+        bodies[2].contains("The user is called Ada."),
+        "{}",
+        bodies[2]
+    );
+    assert!(!bodies[2].contains("hello Ada"), "{}", bodies[2]);
+
+    // The transcript's chain starts at the compaction: a resume sees the summary, not what
+    // it replaced.
+    world.server.push(FakeTurn::text("Still Ada"));
+    let (output, messages) = query(&python, &world, "and now?", &json!({"resume": id}));
+    assert_finished(&output, &messages);
+    let last = world.bodies().pop().unwrap();
+    assert!(last.contains("The user is called Ada."), "{last}");
+    assert!(last.contains("You are Ada"), "{last}");
+    assert!(!last.contains("hello Ada"), "{last}");
+    let listed = sessions(&python, &world);
+    let turns = turns(&session(&listed, &id)["messages"]);
+    assert_eq!(turns.len(), 5, "{turns:#?}");
+    assert!(turns[0].1.contains("The user is called Ada."), "{turns:#?}");
+    assert_eq!(turns[4], ("assistant".to_owned(), "Still Ada".to_owned()));
 }

@@ -7,9 +7,13 @@
 //! `<session_id>/subagents/agent-<id>.jsonl`, with `agent-<id>.meta.json` naming the `Task`
 //! call (`toolUseId`) that started it.
 //!
-//! Each entry is written with one `write` on a file opened for appending, then synced: a crash
-//! loses at most the entry being written, and a cut line is skipped by every reader (and
-//! followed by a newline before the next entry). Directories are private to the user (0700),
+//! Transcript files are opened without following symbolic links (`O_NOFOLLOW`), for reading
+//! and for writing.
+//!
+//! Each entry is written as it comes with one `write` on a file opened for appending, then
+//! synced by a thread of its own (the protocol never waits for the disk; the driver waits for
+//! that thread before the process exits): a crash loses at most the entry being written, and
+//! a cut line is skipped by every reader (and followed by a newline before the next entry). Directories are private to the user (0700),
 //! files too (0600). Only the conversation is written: never the system prompt, hook
 //! configuration, settings or the environment, so no credential the session holds (model API
 //! keys, hook headers) reaches a transcript.
@@ -21,6 +25,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 
 use hookbox_agent::session::{SessionMessage, new_uuid};
 use hookbox_store::Timestamp;
@@ -109,74 +115,128 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
-/// One JSONL file written an entry at a time.
-struct EntryFile {
-    file: File,
+/// Opens the transcript `path` to read it, refusing a symbolic link: whoever could plant
+/// one (a config directory the model can write) must not make hookbox read or append to
+/// another file.
+fn open_to_read(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }
 
-impl EntryFile {
-    /// Opens `path` for appending (creating it private to the user); a cut last line left by
-    /// a crash is ended first, so it stays one unreadable line of its own.
-    fn open(path: &Path) -> io::Result<Self> {
-        if let Some(dir) = path.parent() {
-            create_private_dir(dir)?;
+/// Opens `path` for appending (creating it private to the user, never through a symbolic
+/// link); a cut last line left by a crash is ended first, so it stays one unreadable line of
+/// its own.
+fn open_to_append(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent() {
+        create_private_dir(dir)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let length = file.metadata()?.len();
+    if length > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::Start(length - 1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            file.write_all(b"\n")?;
         }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .mode(0o600)
-            .open(path)?;
-        let length = file.metadata()?.len();
-        if length > 0 {
-            let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(length - 1))?;
-            file.read_exact(&mut last)?;
-            if last[0] != b'\n' {
-                file.write_all(b"\n")?;
-            }
+    }
+    Ok(file)
+}
+
+/// The transcript files of a session: each entry is appended as one line in one `write` as it
+/// comes (so a crash of the process loses nothing written, and hooks read an up-to-date
+/// transcript), then synced to disk by a thread of its own, so the protocol never waits for
+/// the disk.
+struct Disk {
+    files: HashMap<PathBuf, File>,
+    syncer: Option<mpsc::Sender<File>>,
+    thread: Option<JoinHandle<bool>>,
+    /// Whether a write failed already (reported once).
+    failed: bool,
+}
+
+impl Disk {
+    fn start() -> Self {
+        let (syncer, files) = mpsc::channel::<File>();
+        let thread = std::thread::Builder::new()
+            .name("hookbox-transcript-sync".into())
+            .spawn(move || files.into_iter().all(|file| file.sync_data().is_ok()));
+        let (syncer, thread) = match thread {
+            Ok(thread) => (Some(syncer), Some(thread)),
+            // Written, not synced: still a transcript.
+            Err(_) => (None, None),
+        };
+        Self {
+            files: HashMap::new(),
+            syncer,
+            thread,
+            failed: false,
         }
-        Ok(Self { file })
     }
 
-    /// Appends `entry` as one line in one write, then syncs it to disk.
-    fn append(&mut self, entry: &Value) -> io::Result<()> {
+    fn append(&mut self, path: &Path, entry: &Value) {
         let mut line = entry.to_string();
         line.push('\n');
-        self.file.write_all(line.as_bytes())?;
-        self.file.sync_data()
+        let written = match self.files.get_mut(path) {
+            Some(file) => file.write_all(line.as_bytes()),
+            None => open_to_append(path).and_then(|mut file| {
+                file.write_all(line.as_bytes())?;
+                self.files.insert(path.to_path_buf(), file);
+                Ok(())
+            }),
+        }
+        .and_then(|()| match (&self.syncer, self.files.get(path)) {
+            (Some(syncer), Some(file)) => {
+                let _ = syncer.send(file.try_clone()?);
+                Ok(())
+            }
+            _ => Ok(()),
+        });
+        // The first failure is reported; the session goes on without a complete transcript
+        // rather than stopping.
+        if let Err(err) = written
+            && !std::mem::replace(&mut self.failed, true)
+        {
+            warn(&format!(
+                "cannot write the session transcript {}: {err}; the session goes on, but it \
+                 cannot be fully listed or resumed",
+                path.display()
+            ));
+        }
+    }
+
+    /// Waits until every entry is synced; whether all were written and synced.
+    fn finish(&mut self) -> bool {
+        self.syncer = None;
+        let synced = self
+            .thread
+            .take()
+            .is_none_or(|thread| thread.join().unwrap_or(false));
+        if !synced && !std::mem::replace(&mut self.failed, true) {
+            warn("cannot sync the session transcript to disk: a system crash may lose its end");
+        }
+        !self.failed
     }
 }
 
-/// A chain of entries in one file: the file (opened at its first entry) and the uuid the next
-/// entry follows.
+impl Drop for Disk {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// A chain of entries in one file: the file and the uuid the next entry follows.
 struct Chain {
     path: PathBuf,
-    file: Option<EntryFile>,
     parent: Option<String>,
-}
-
-impl Chain {
-    fn new(path: PathBuf, parent: Option<String>) -> Self {
-        Self {
-            path,
-            file: None,
-            parent,
-        }
-    }
-
-    /// Appends `entry` (its `uuid` becomes the parent of the next one, unless `keeps_parent`).
-    fn append(&mut self, entry: &Value) -> io::Result<()> {
-        let file = match &mut self.file {
-            Some(file) => file,
-            None => self.file.insert(EntryFile::open(&self.path)?),
-        };
-        file.append(entry)?;
-        if let Some(uuid) = entry.get("uuid").and_then(Value::as_str) {
-            self.parent = Some(uuid.to_owned());
-        }
-        Ok(())
-    }
 }
 
 /// A sub-agent's transcript.
@@ -195,8 +255,7 @@ pub(crate) struct TranscriptWriter {
     subagents: HashMap<String, Subagent>,
     /// `Task` calls of the main agent by id: the sub-agent type and its prompt.
     tasks: HashMap<String, (String, String)>,
-    /// Whether a write failed already (reported once).
-    failed: bool,
+    disk: Disk,
 }
 
 impl TranscriptWriter {
@@ -208,22 +267,30 @@ impl TranscriptWriter {
         session_id: &str,
         parent: Option<String>,
     ) -> Self {
-        let main = Chain::new(project.join(format!("{session_id}.jsonl")), parent);
         Self {
+            main: Chain {
+                path: project.join(format!("{session_id}.jsonl")),
+                parent,
+            },
             project,
             cwd: cwd.display().to_string(),
             session_id: session_id.to_owned(),
-            main,
             subagents: HashMap::new(),
             tasks: HashMap::new(),
-            failed: false,
+            disk: Disk::start(),
         }
+    }
+
+    /// Waits until every entry is on disk (also done when the writer is dropped); whether
+    /// all were written.
+    pub(crate) fn finish(&mut self) -> bool {
+        self.disk.finish()
     }
 
     /// The user's prompt `text`, under the uuid its message had (or a new one).
     pub(crate) fn prompt(&mut self, text: &str, uuid: &str) {
         let entry = self.entry("user", json!({"role": "user", "content": text}), uuid, None);
-        self.write_main(&entry);
+        self.write_main(entry);
     }
 
     /// One message of the session, `wire` being its stream-json line (whose `uuid` and
@@ -251,7 +318,7 @@ impl TranscriptWriter {
                         if kind == "assistant" {
                             self.note_tasks(&wire["message"]);
                         }
-                        self.write_main(&entry);
+                        self.write_main(entry);
                     }
                     Some(call) => self.write_subagent(call, entry),
                 }
@@ -274,20 +341,25 @@ impl TranscriptWriter {
                         json!({"trigger": trigger.as_str(), "preTokens": pre_tokens}),
                     );
                 }
-                self.main.parent = None;
-                self.write_main(&boundary);
+                self.write_main(boundary);
                 let mut summary = self.entry(
                     "user",
                     json!({"role": "user", "content": summary}),
                     &new_uuid(),
                     None,
                 );
-                summary["parentUuid"] = json!(uuid);
                 summary["isCompactSummary"] = json!(true);
-                self.write_main(&summary);
+                self.write_main(summary);
             }
             SessionMessage::ConversationReset { session_id, .. } => {
-                *self = Self::new(self.project.clone(), Path::new(&self.cwd), session_id, None);
+                // A new file for the new session, written by the same disk thread.
+                self.session_id.clone_from(session_id);
+                self.main = Chain {
+                    path: self.project.join(format!("{session_id}.jsonl")),
+                    parent: None,
+                };
+                self.subagents.clear();
+                self.tasks.clear();
             }
             SessionMessage::Init { .. }
             | SessionMessage::HookFailed(_)
@@ -309,7 +381,7 @@ impl TranscriptWriter {
                 "forkedFrom".into(),
                 json!({"sessionId": from, "messageUuid": uuid}),
             );
-            self.write_main(&Value::Object(entry));
+            self.write_main(Value::Object(entry));
         }
     }
 
@@ -354,9 +426,12 @@ impl TranscriptWriter {
         }
     }
 
-    fn write_main(&mut self, entry: &Value) {
-        let written = self.main.append(entry);
-        self.report(written, &self.main.path.clone());
+    /// Appends `entry` to the main chain (its `uuid` becomes the parent of the next entry).
+    fn write_main(&mut self, entry: Value) {
+        if let Some(uuid) = entry.get("uuid").and_then(Value::as_str) {
+            self.main.parent = Some(uuid.to_owned());
+        }
+        self.disk.append(&self.main.path, &entry);
     }
 
     /// Appends `entry` to the transcript of the sub-agent that `Task` call `call` started,
@@ -366,11 +441,10 @@ impl TranscriptWriter {
             let agent_id = new_uuid().replace('-', "");
             let dir = self.project.join(&self.session_id).join("subagents");
             let (kind, prompt) = self.tasks.get(call).cloned().unwrap_or_default();
-            let meta = json!({"agentType": kind, "toolUseId": call});
-            let written = EntryFile::open(&dir.join(format!("agent-{agent_id}.meta.json")))
-                .and_then(|mut file| file.append(&meta));
-            self.report(written, &dir);
-            let mut chain = Chain::new(dir.join(format!("agent-{agent_id}.jsonl")), None);
+            self.disk.append(
+                &dir.join(format!("agent-{agent_id}.meta.json")),
+                &json!({"agentType": kind, "toolUseId": call}),
+            );
             let mut first = self.entry(
                 "user",
                 json!({"role": "user", "content": prompt}),
@@ -378,8 +452,11 @@ impl TranscriptWriter {
                 Some(&agent_id),
             );
             first["parentUuid"] = Value::Null;
-            let written = chain.append(&first);
-            self.report(written, &chain.path.clone());
+            let chain = Chain {
+                path: dir.join(format!("agent-{agent_id}.jsonl")),
+                parent: first["uuid"].as_str().map(str::to_owned),
+            };
+            self.disk.append(&chain.path, &first);
             self.subagents
                 .insert(call.to_owned(), Subagent { agent_id, chain });
         }
@@ -389,30 +466,15 @@ impl TranscriptWriter {
         entry["parentUuid"] = json!(subagent.chain.parent);
         entry["isSidechain"] = json!(true);
         entry["agentId"] = json!(subagent.agent_id);
-        let written = subagent.chain.append(&entry);
-        let path = subagent.chain.path.clone();
-        self.report(written, &path);
-    }
-
-    /// Reports the first failed write on stderr: the session goes on without a complete
-    /// transcript rather than stopping.
-    fn report(&mut self, written: io::Result<()>, path: &Path) {
-        if let Err(err) = written
-            && !self.failed
-        {
-            self.failed = true;
-            warn(&format!(
-                "cannot write the session transcript {}: {err}; the session goes on, but \
-                 it cannot be fully listed or resumed",
-                path.display()
-            ));
-        }
+        subagent.chain.parent = entry["uuid"].as_str().map(str::to_owned);
+        self.disk.append(&subagent.chain.path, &entry);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::argv::SdkArgs;
 
     #[test]
     fn project_directories_are_named_as_claude_code_names_them() {
@@ -434,6 +496,76 @@ mod tests {
         assert_eq!(name.len(), 201 + simple_hash(&long).len());
         // The SDKs' simpleHash of "abc" (JavaScript: 96354 in base 36).
         assert_eq!(simple_hash("abc"), "22ci");
+    }
+
+    #[test]
+    fn a_line_cut_by_a_crash_is_ended_and_skipped_and_the_rest_resumes() {
+        use std::os::unix::fs::PermissionsExt;
+
+        use hookbox_llm::Message;
+
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("projects").join("p");
+        let id = "550e8400-e29b-41d4-a716-446655440000";
+        let path = project.join(format!("{id}.jsonl"));
+        let mut writer = TranscriptWriter::new(project.clone(), dir.path(), id, None);
+        writer.prompt("hello", "u1");
+        assert!(writer.finish());
+        // A crash in the middle of the next entry.
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(br#"{"type":"user","uuid":"u2","message":{"role":"us"#)
+            .unwrap();
+        drop(file);
+        let mut writer = TranscriptWriter::new(project.clone(), dir.path(), id, Some("u1".into()));
+        writer.prompt("again", "u3");
+        assert!(writer.finish());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(text.ends_with('\n'));
+        let args = SdkArgs {
+            resume: Some(id.to_owned()),
+            ..SdkArgs::default()
+        };
+        let resumed = resume(&project, &args).unwrap().unwrap();
+        assert_eq!(
+            resumed.history,
+            [
+                Message::User {
+                    text: "hello".into()
+                },
+                Message::User {
+                    text: "again".into()
+                }
+            ]
+        );
+        assert_eq!(resumed.leaf().as_deref(), Some("u3"));
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&project), 0o700);
+    }
+
+    #[test]
+    fn a_transcript_that_is_a_symbolic_link_is_neither_read_nor_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("p");
+        std::fs::create_dir_all(&project).unwrap();
+        let target = dir.path().join("bashrc");
+        std::fs::write(&target, "# mine\n").unwrap();
+        let id = "550e8400-e29b-41d4-a716-446655440000";
+        std::os::unix::fs::symlink(&target, project.join(format!("{id}.jsonl"))).unwrap();
+        let args = SdkArgs {
+            resume: Some(id.to_owned()),
+            ..SdkArgs::default()
+        };
+        let error = resume(&project, &args).err().unwrap_or_default();
+        assert!(error.contains("cannot read the transcript"), "{error}");
+        let mut writer = TranscriptWriter::new(project, dir.path(), id, None);
+        writer.prompt("hello", "u1");
+        assert!(!writer.finish());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "# mine\n");
     }
 
     #[test]

@@ -4,12 +4,13 @@
 //! model's history they make.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::Path;
 
 use hookbox_llm::{Message, Thinking, ToolCall, ToolResult};
 use serde_json::{Map, Value};
 
-use super::is_uuid;
+use super::{is_uuid, open_to_read};
 use crate::argv::SdkArgs;
 
 /// A conversation read back from a transcript.
@@ -63,7 +64,9 @@ pub(crate) fn resume(project: &Path, args: &SdkArgs) -> Result<Option<Resumed>, 
         (None, false) => return Ok(None),
     };
     let path = project.join(format!("{session_id}.jsonl"));
-    let text = std::fs::read_to_string(&path)
+    let mut text = String::new();
+    open_to_read(&path)
+        .and_then(|mut file| file.read_to_string(&mut text))
         .map_err(|err| format!("cannot read the transcript {}: {err}", path.display()))?;
     let entries = chain(parse(&text), args.resume_session_at.as_deref()).ok_or_else(|| {
         format!(
