@@ -12,9 +12,11 @@
 //!    `-v`, then both SDKs pass `--input-format stream-json` or `--output-format stream-json`.
 //! 2. [`parse_args`] reads that command line into [`SdkArgs`]; it never fails (unknown flags
 //!    are skipped, unusable values noted in [`SdkArgs::problems`]).
-//! 3. [`Setup::new`] takes those arguments, the hookbox home and the [`SessionHost`] that
-//!    turns an agent name (the SDK's `model` option) into a [`hookbox_llm::Model`] and says
-//!    how the sessions' HTTP hooks are sent (and where durable ones are stored).
+//! 3. [`Setup::new`] takes those arguments, Claude Code's configuration directory
+//!    ([`config_dir`]: where transcripts go and resumed sessions are found) and the
+//!    [`SessionHost`] that turns an agent name (the SDK's `model` option) into a
+//!    [`hookbox_llm::Model`] and says how the sessions' HTTP hooks are sent (and where
+//!    durable ones are stored).
 //! 4. [`run`] speaks the protocol over any reader and writer (the process's stdin and stdout
 //!    in the binary) until the input ends, then returns. Its reading task may still be
 //!    blocked on the input then: with the process's stdin, shut the runtime down without
@@ -25,7 +27,7 @@
 //! if hookbox_stream_json::is_sdk_mode(&args) {
 //!     let args = hookbox_stream_json::parse_args(&args);
 //!     let host: Arc<dyn SessionHost> = Arc::new(my_host);
-//!     let setup = Setup::new(args, Some(hookbox_home), Ok(host));
+//!     let setup = Setup::new(args, hookbox_stream_json::config_dir(), Ok(host));
 //!     let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
 //!     tokio_runtime.block_on(hookbox_stream_json::run(setup, stdin, stdout));
 //! }

@@ -1,7 +1,7 @@
 //! The stream-json JSON of a session's messages: the `system`, `assistant`, `user` and `result`
 //! lines the Python agent SDKs parse (`docs/wire/sdk-control-protocol.md`), written from the
 //! agent's typed [`SessionMessage`]s. A session's transcript entries share their `uuid` and
-//! `message` ([`crate::transcript`]).
+//! `message` (the `transcript` module).
 
 use hookbox_agent::session::{ContentBlock, SessionMessage};
 use serde_json::{Value, json};
