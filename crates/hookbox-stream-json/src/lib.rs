@@ -253,6 +253,9 @@ struct Driver {
     session_id: String,
     /// The session's transcript, when it keeps one.
     transcript: Option<TranscriptWriter>,
+    /// The running query's prompt and its uuid, until the model's first turn answers it and
+    /// it is written to the transcript.
+    unanswered: Option<(String, String)>,
     init_sent: bool,
     prompts: VecDeque<Prompt>,
     running: Option<MessageStream>,
@@ -278,6 +281,7 @@ impl Driver {
             failed: None,
             session_id,
             transcript: None,
+            unanswered: None,
             init_sent: false,
             prompts: VecDeque::new(),
             running: None,
@@ -365,6 +369,22 @@ impl Driver {
         }
         let mut line = messages::to_wire(message, &self.session_id, &new_uuid());
         if let Some(transcript) = &mut self.transcript {
+            // The prompt goes to the transcript when its first turn comes: a prompt that a
+            // `UserPromptSubmit` hook blocked (a secret pasted by mistake) never reaches the
+            // model, so it is never written either, and a resume cannot send it.
+            let answered = matches!(
+                message,
+                SessionMessage::Assistant {
+                    parent_tool_use_id: None,
+                    ..
+                } | SessionMessage::StreamEvent {
+                    parent_tool_use_id: None,
+                    ..
+                }
+            );
+            if answered && let Some((text, uuid)) = self.unanswered.take() {
+                transcript.prompt(&text, &uuid);
+            }
             transcript.message(message, &line);
         }
         if let SessionMessage::ConversationReset { session_id, .. } = message {
@@ -484,15 +504,9 @@ impl Driver {
         }
         let text = prompt.text.clone();
         // A command (`/compact`, `/clear`, an unknown one) is not a message of the
-        // conversation.
-        if let Some(transcript) = self
-            .transcript
-            .as_mut()
-            .filter(|_| slash_command(&text).is_none())
-        {
-            let uuid = prompt.uuid.clone().unwrap_or_else(new_uuid);
-            transcript.prompt(&text, &uuid);
-        }
+        // conversation; a prompt is written once the model answers it (`emit`).
+        self.unanswered = (self.transcript.is_some() && slash_command(&text).is_none())
+            .then(|| (text.clone(), prompt.uuid.clone().unwrap_or_else(new_uuid)));
         self.current = Some(prompt);
         match (&self.session, &self.failed) {
             (Some(session), _) => {

@@ -8,8 +8,8 @@ Usage: python sessions.py MODE ..., MODE being
                      list_subagents and get_subagent_messages;
   client SPEC PROMPT...
                      one ClaudeSDKClient (options as for query) sending each PROMPT in turn.
-SPEC's "hooks" ({EVENT: true}) registers a callback on EVENT that prints its input as
-``{"callback": EVENT, "input": ...}`` and returns ``{}``.
+SPEC's "hooks" ({EVENT: REPLY}) registers a callback on EVENT that prints its input as
+``{"callback": EVENT, "input": ...}`` and returns REPLY (``{}`` when REPLY is not an object).
 Every message is printed as one JSON line (``message_class`` names its Python class); an
 exception the SDK raises is printed last as ``{"exception": CLASS, ...}``.
 """
@@ -49,10 +49,10 @@ def show_message(msg):
     show(entry)
 
 
-def recorder(event):
+def recorder(event, reply):
     async def record(input, tool_use_id, context):
         show({"callback": event, "input": input})
-        return {}
+        return reply if isinstance(reply, dict) else {}
 
     return record
 
@@ -61,7 +61,8 @@ def options(spec):
     spec = dict(spec)
     if "hooks" in spec:
         spec["hooks"] = {
-            event: [HookMatcher(matcher=None, hooks=[recorder(event)])] for event in spec["hooks"]
+            event: [HookMatcher(matcher=None, hooks=[recorder(event, reply)])]
+            for event, reply in spec["hooks"].items()
         }
     if "agents" in spec:
         spec["agents"] = {name: AgentDefinition(**agent) for name, agent in spec["agents"].items()}

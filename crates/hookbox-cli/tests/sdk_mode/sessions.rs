@@ -464,3 +464,35 @@ fn claude_sdk_compact_fires_pre_compact_and_a_resume_starts_from_the_summary() {
     assert!(turns[0].1.contains("The user is called Ada."), "{turns:#?}");
     assert_eq!(turns[4], ("assistant".to_owned(), "Still Ada".to_owned()));
 }
+
+#[test]
+fn claude_sdk_a_prompt_a_hook_blocked_is_never_written_to_a_transcript() {
+    let Some(python) =
+        python("claude_sdk_a_prompt_a_hook_blocked_is_never_written_to_a_transcript")
+    else {
+        return;
+    };
+    let world = World::new(vec![]);
+    let secret = "my token is tok-4f9a-secret";
+    let spec =
+        json!({"hooks": {"UserPromptSubmit": {"decision": "block", "reason": "no secrets"}}});
+    let (output, messages) = query(&python, &world, secret, &spec);
+    let log = format!(
+        "{messages:#?}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|message| message["callback"] == "UserPromptSubmit"),
+        "{log}"
+    );
+    assert!(
+        world.bodies().is_empty(),
+        "the prompt reached the model: {log}"
+    );
+    let text = files_text(&world.home.path().join(".claude"));
+    assert!(!text.contains("tok-4f9a-secret"), "{text}");
+    // Nothing to list or resume: the session said nothing.
+    assert!(sessions(&python, &world).is_empty());
+}
