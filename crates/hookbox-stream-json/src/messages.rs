@@ -19,7 +19,7 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
             "type": "system", "subtype": "init", "uuid": uuid, "session_id": session_id,
             "cwd": cwd, "model": model, "tools": tools, "mcp_servers": [],
             "permissionMode": permission_mode, "agents": agents, "apiKeySource": "none",
-            "slash_commands": ["compact"], "output_style": "default",
+            "slash_commands": ["compact", "clear"], "output_style": "default",
             "claude_code_version": env!("CARGO_PKG_VERSION"),
         }),
         SessionMessage::Assistant {

@@ -1,11 +1,11 @@
 //! Slash commands: a prompt that is `/NAME` (a letter, then letters, digits, `-`, `_` or `:`),
-//! alone or followed by arguments, is a command. hookbox knows `/compact` and `/clear`; any
-//! other is answered `Unknown command: /NAME` without reaching the model, as Claude Code does
-//! in a non-interactive session. A prompt that starts with a path (`/tmp/x …`) is not a
-//! command.
+//! alone or followed by arguments, is a command. hookbox knows `/compact` and `/clear` (with
+//! Claude Code's aliases `/reset` and `/new`); any other is answered `Unknown command: /NAME`
+//! without reaching the model, as Claude Code does in a non-interactive session. A prompt that
+//! starts with a path (`/tmp/x …`) is not a command.
 
 /// The commands the session runs itself (without their slash).
-pub(super) const KNOWN: [&str; 2] = ["compact", "clear"];
+pub(super) const KNOWN: [&str; 4] = ["compact", "clear", "reset", "new"];
 
 /// The command `prompt` is (`/NAME`, with its slash), if it is one, known or not. A command
 /// is not a message to the model: interfaces that keep a transcript do not record it as one.
@@ -25,9 +25,10 @@ pub(super) fn unknown_command<'a>(prompt: &'a str, known: &[&str]) -> Option<&'a
     slash_command(prompt).filter(|word| !known.contains(&&word[1..]))
 }
 
-/// Whether `prompt` is `/clear` (arguments are ignored, as in Claude Code).
+/// Whether `prompt` is `/clear`, `/reset` or `/new` (arguments are ignored, as in Claude
+/// Code).
 pub(super) fn is_clear(prompt: &str) -> bool {
-    slash_command(prompt) == Some("/clear")
+    matches!(slash_command(prompt), Some("/clear" | "/reset" | "/new"))
 }
 
 #[cfg(test)]
@@ -52,6 +53,7 @@ mod tests {
     fn clear_is_a_command() {
         assert!(is_clear("/clear"));
         assert!(is_clear("  /clear now"));
+        assert!(is_clear("/reset") && is_clear("/new"));
         assert!(!is_clear("/clearly"));
         assert!(!is_clear("please /clear"));
         assert_eq!(slash_command("/compact keep"), Some("/compact"));
