@@ -59,7 +59,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         .map(Arc::new);
     let deliverer = built.as_ref().ok().map(Arc::clone);
     let host = built.map(|runtime| Arc::new(RuntimeHost(runtime)) as Arc<dyn SessionHost>);
-    let setup = Setup::new(args, home.ok(), host);
+    let setup = Setup::new(args, hookbox_stream_json::config_dir(), host);
     let end = runtime.block_on(async {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let delivering = deliverer.map(|runtime| {

@@ -63,6 +63,7 @@ const BOOLEAN_FLAGS: &[&str] = &[
     "--snowflake-sandbox",
     "--session-mirror",
     "--unsandboxed",
+    "--no-session-persistence",
 ];
 
 /// Whether `args` (without the program name) is an SDK's launch: it names the stream-json
@@ -106,6 +107,16 @@ pub struct SdkArgs {
     pub workdir: Option<PathBuf>,
     /// `--session-id ID`.
     pub session_id: Option<String>,
+    /// `--resume ID`: the session whose conversation goes on.
+    pub resume: Option<String>,
+    /// `--continue`: go on with the latest session of the working directory.
+    pub continue_latest: bool,
+    /// `--fork-session`: a resumed conversation goes on under a new session id.
+    pub fork_session: bool,
+    /// `--resume-session-at UUID`: resume only up to and including that message.
+    pub resume_session_at: Option<String>,
+    /// `--no-session-persistence`: write no transcript.
+    pub no_session_persistence: bool,
     /// `--add-dir D` (repeated; the SDKs' `add_dirs` / `additional_directories`).
     pub add_dirs: Vec<PathBuf>,
     /// `--settings FILE|JSON`, in order.
@@ -152,6 +163,9 @@ pub fn parse(args: &[String]) -> SdkArgs {
                 }
                 "--unsandboxed" => parsed.unsandboxed = true,
                 "--include-partial-messages" => parsed.include_partial_messages = true,
+                "--continue" => parsed.continue_latest = true,
+                "--fork-session" => parsed.fork_session = true,
+                "--no-session-persistence" => parsed.no_session_persistence = true,
                 _ => {}
             }
             continue;
@@ -209,6 +223,8 @@ fn apply(parsed: &mut SdkArgs, flag: &str, value: String) {
         }
         "--workdir" => parsed.workdir = Some(PathBuf::from(value)),
         "--session-id" => parsed.session_id = Some(value),
+        "--resume" => parsed.resume = Some(value),
+        "--resume-session-at" => parsed.resume_session_at = Some(value),
         "--add-dir" if !value.is_empty() => parsed.add_dirs.push(PathBuf::from(value)),
         "--settings" if !value.is_empty() => parsed.settings.push(value),
         "--setting-sources" => parsed.setting_sources = Some(list(&value)),
@@ -343,6 +359,19 @@ mod tests {
         assert_eq!(parsed.max_thinking_tokens, Some(2048));
         assert!(!parsed.thinking_disabled);
         assert_eq!(parsed.problems.len(), 1);
+        let parsed = parse(&args(&[
+            "--resume=550e8400-e29b-41d4-a716-446655440000",
+            "--fork-session",
+            "--resume-session-at=u-1",
+            "--continue",
+            "--no-session-persistence",
+        ]));
+        assert_eq!(
+            parsed.resume.as_deref(),
+            Some("550e8400-e29b-41d4-a716-446655440000")
+        );
+        assert_eq!(parsed.resume_session_at.as_deref(), Some("u-1"));
+        assert!(parsed.fork_session && parsed.continue_latest && parsed.no_session_persistence);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use hookbox_agent::session::SessionControl;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -160,6 +161,8 @@ pub(crate) fn error(request_id: &str, message: &str) -> Value {
 struct PendingState {
     waiting: HashMap<String, oneshot::Sender<Reply>>,
     closed: bool,
+    /// The session to interrupt when the SDK goes, before its requests fail.
+    interrupt_on_close: Option<SessionControl>,
 }
 
 /// Sends requests to the SDK and hands each response to its waiter. Cheap to clone.
@@ -231,8 +234,19 @@ impl ControlClient {
     /// The SDK is gone: every waiting request fails now, later ones at once.
     pub(crate) fn close(&self) {
         let mut state = self.state();
+        // First the interrupt, so the query that waited on a request stops there rather than
+        // going on with the failed request's outcome.
+        if let Some(control) = state.interrupt_on_close.take() {
+            control.interrupt();
+        }
         state.closed = true;
         state.waiting.clear();
+    }
+
+    /// Interrupts `control`'s session when the SDK goes ([`close`](Self::close)), before its
+    /// pending requests fail: for sessions whose queries depend on the SDK's answers.
+    pub(crate) fn interrupt_on_close(&self, control: SessionControl) {
+        self.state().interrupt_on_close = Some(control);
     }
 
     /// How many requests wait for an answer.

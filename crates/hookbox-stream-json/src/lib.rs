@@ -12,9 +12,11 @@
 //!    `-v`, then both SDKs pass `--input-format stream-json` or `--output-format stream-json`.
 //! 2. [`parse_args`] reads that command line into [`SdkArgs`]; it never fails (unknown flags
 //!    are skipped, unusable values noted in [`SdkArgs::problems`]).
-//! 3. [`Setup::new`] takes those arguments, the hookbox home and the [`SessionHost`] that
-//!    turns an agent name (the SDK's `model` option) into a [`hookbox_llm::Model`] and says
-//!    how the sessions' HTTP hooks are sent (and where durable ones are stored).
+//! 3. [`Setup::new`] takes those arguments, Claude Code's configuration directory
+//!    ([`config_dir`]: where transcripts go and resumed sessions are found) and the
+//!    [`SessionHost`] that turns an agent name (the SDK's `model` option) into a
+//!    [`hookbox_llm::Model`] and says how the sessions' HTTP hooks are sent (and where
+//!    durable ones are stored).
 //! 4. [`run`] speaks the protocol over any reader and writer (the process's stdin and stdout
 //!    in the binary) until the input ends, then returns. Its reading task may still be
 //!    blocked on the input then: with the process's stdin, shut the runtime down without
@@ -25,7 +27,7 @@
 //! if hookbox_stream_json::is_sdk_mode(&args) {
 //!     let args = hookbox_stream_json::parse_args(&args);
 //!     let host: Arc<dyn SessionHost> = Arc::new(my_host);
-//!     let setup = Setup::new(args, Some(hookbox_home), Ok(host));
+//!     let setup = Setup::new(args, hookbox_stream_json::config_dir(), Ok(host));
 //!     let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
 //!     tokio_runtime.block_on(hookbox_stream_json::run(setup, stdin, stdout));
 //! }
@@ -36,9 +38,11 @@
 //! Three tasks: a reader on the input (responses go straight to their waiting requests,
 //! everything else to the driver), the driver (SDK requests, the prompt queue, the running
 //! query), and a writer that alone owns the output. The output carries only JSON lines
-//! ([`frame`]; a session's messages as [`messages`] writes them, which is also how the
-//! session's transcript in `<home>/sessions/` is written); diagnostics go to the process's
-//! stderr, each line starting `hookbox: `. The session is built on the first prompt, after
+//! ([`frame`]; a session's messages as [`messages`] writes them); the driver also writes the
+//! session's transcript where Claude Code keeps it (`transcript`: `CLAUDE_CONFIG_DIR` or
+//! `~/.claude`, `projects/<cwd>/<session_id>.jsonl`), which `--resume`, `--continue` and
+//! `--fork-session` read back; diagnostics go to the process's stderr, each line starting
+//! `hookbox: `. The session is built on the first prompt, after
 //! `initialize`, by [`Setup`]; a session that cannot be built ends every prompt with an error
 //! result. The input ending ends the run once the current query has finished (at once when
 //! SDK callbacks are involved: they can no longer be answered, so pending ones fail and
@@ -56,6 +60,7 @@ mod init;
 pub mod messages;
 mod settings;
 mod setup;
+mod transcript;
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -64,7 +69,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use hookbox_agent::session::{
     MessageStream, PermissionMode, QueryResult, ResultSubtype, Session, SessionControl,
-    SessionMessage, new_uuid,
+    SessionMessage, new_uuid, slash_command,
 };
 use hookbox_llm::Model;
 use serde_json::{Map, Value, json};
@@ -73,10 +78,12 @@ use tokio::sync::mpsc;
 
 pub use argv::{SdkArgs, is_sdk_mode, is_version_probe, parse as parse_args};
 pub use setup::{SessionHost, SessionNetwork, Setup};
+pub use transcript::config_dir;
 
 use self::control::{ControlClient, Incoming, Outbox, Prompt};
 use self::frame::InputLine;
 use self::init::InitOptions;
+use self::transcript::TranscriptWriter;
 
 /// How a run ended, for the process's exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,13 +119,18 @@ where
     let mut driver = Driver::new(setup, outbox.clone(), client);
     driver.run(incoming, requests_rx).await;
     if let Some(session) = driver.session.take() {
-        let session_id = session.session_id().to_owned();
+        let session_id = driver.session_id.clone();
         for message in session.close("prompt_input_exit").await {
             if let Some(warning) = message.hook_failure_warning() {
                 warn(&warning);
             }
             let _ = outbox.send(messages::to_wire(&message, &session_id, &new_uuid()));
         }
+    }
+    // Every entry of the transcript on disk before the process exits (a failure was
+    // reported when it happened).
+    if let Some(mut transcript) = driver.transcript.take() {
+        transcript.finish();
     }
     let end = if driver.last_result_failed {
         RunEnd::AfterErrorResult
@@ -184,9 +196,9 @@ async fn write_output<W: AsyncWrite + Unpin>(
 }
 
 /// Reads the input: responses resolve their requests here (so they arrive while the driver
-/// waits on a hook), everything else goes to the driver. At end of input the driver
-/// interrupts the running query and only then fails the pending requests, so a query never
-/// goes on past a callback that failed because the SDK left.
+/// waits on a hook), everything else goes to the driver. At end of input the client is
+/// closed: it interrupts a query that depends on the SDK and only then fails the pending
+/// requests, so a query never goes on past a callback that failed because the SDK left.
 async fn read_input<R: AsyncRead + Unpin>(
     input: R,
     client: ControlClient,
@@ -217,13 +229,12 @@ async fn read_input<R: AsyncRead + Unpin>(
             Incoming::Other(what) => warn(&format!("ignoring {what}")),
             other => {
                 if incoming.send(other).is_err() {
-                    // The driver is gone: nobody is left to interrupt.
-                    client.close();
-                    return;
+                    break;
                 }
             }
         }
     }
+    client.close();
 }
 
 /// The session's state between the SDK's lines and the running query.
@@ -238,8 +249,14 @@ struct Driver {
     model: Option<Arc<dyn Model>>,
     /// Why the session cannot be built (every prompt then ends with this error).
     failed: Option<String>,
-    /// The session id used before (or without) a session.
-    fallback_id: String,
+    /// The id the messages written carry: the session's (a new one after `/clear`), or the
+    /// one used before (or without) a session.
+    session_id: String,
+    /// The session's transcript, when it keeps one.
+    transcript: Option<TranscriptWriter>,
+    /// The running query's prompt and its uuid, until the model's first turn answers it and
+    /// it is written to the transcript.
+    unanswered: Option<(String, String)>,
     init_sent: bool,
     prompts: VecDeque<Prompt>,
     running: Option<MessageStream>,
@@ -252,7 +269,7 @@ struct Driver {
 
 impl Driver {
     fn new(setup: Setup, outbox: Outbox, client: ControlClient) -> Self {
-        let fallback_id = setup.args.session_id.clone().unwrap_or_else(new_uuid);
+        let session_id = setup.args.session_id.clone().unwrap_or_else(new_uuid);
         Self {
             setup,
             outbox,
@@ -263,7 +280,9 @@ impl Driver {
             mode: None,
             model: None,
             failed: None,
-            fallback_id,
+            session_id,
+            transcript: None,
+            unanswered: None,
             init_sent: false,
             prompts: VecDeque::new(),
             running: None,
@@ -275,12 +294,6 @@ impl Driver {
 
     fn send(&self, message: Value) {
         let _ = self.outbox.send(message);
-    }
-
-    fn session_id(&self) -> &str {
-        self.session
-            .as_ref()
-            .map_or(self.fallback_id.as_str(), Session::session_id)
     }
 
     /// Whether the session depends on the SDK answering (hook callbacks, `can_use_tool`).
@@ -311,13 +324,10 @@ impl Driver {
                     Some(line) => self.handle(line),
                     None => {
                         stdin_open = false;
+                        // The control client interrupted it already (`interrupt_on_close`).
                         if self.running.is_some() && self.needs_sdk() {
                             warn("stdin closed during a query that needs the SDK's callbacks; interrupting it");
-                            if let Some(control) = &self.control {
-                                control.interrupt();
-                            }
                         }
-                        self.client.close();
                     }
                 },
                 Some(request) = requests.recv() => {
@@ -358,7 +368,36 @@ impl Driver {
         if let Some(warning) = message.hook_failure_warning() {
             warn(&warning);
         }
-        let mut line = messages::to_wire(message, self.session_id(), &new_uuid());
+        let mut line = messages::to_wire(message, &self.session_id, &new_uuid());
+        if let Some(transcript) = &mut self.transcript {
+            // The prompt goes to the transcript when its first turn comes: a prompt that a
+            // `UserPromptSubmit` hook blocked (a secret pasted by mistake) never reaches the
+            // model, so it is never written either, and a resume cannot send it.
+            let answered = matches!(
+                message,
+                SessionMessage::Assistant {
+                    parent_tool_use_id: None,
+                    ..
+                } | SessionMessage::StreamEvent {
+                    parent_tool_use_id: None,
+                    ..
+                }
+            );
+            if answered && let Some((text, uuid)) = self.unanswered.take() {
+                transcript.prompt(&text, &uuid);
+            }
+            transcript.message(message, &line);
+        }
+        if let SessionMessage::ConversationReset { session_id, .. } = message {
+            if let Some(uuid) = self
+                .current
+                .as_ref()
+                .and_then(|prompt| prompt.uuid.as_ref())
+            {
+                line["user_message_uuid"] = json!(uuid);
+            }
+            self.session_id.clone_from(session_id);
+        }
         if let SessionMessage::Result(result) = message {
             self.last_result_failed = result.is_error;
             if let Some(prompt) = self.current.take() {
@@ -448,9 +487,14 @@ impl Driver {
     fn start(&mut self, prompt: Prompt) {
         if self.session.is_none() && self.failed.is_none() {
             match self.build() {
-                Ok(session) => {
+                Ok((session, transcript)) => {
+                    if self.needs_sdk() {
+                        self.client.interrupt_on_close(session.control());
+                    }
                     self.control = Some(session.control());
+                    self.session_id = session.session_id();
                     self.session = Some(session);
+                    self.transcript = transcript;
                 }
                 Err(err) => {
                     let message = error_message(&err);
@@ -460,6 +504,10 @@ impl Driver {
             }
         }
         let text = prompt.text.clone();
+        // A command (`/compact`, `/clear`, an unknown one) is not a message of the
+        // conversation; a prompt is written once the model answers it (`emit`).
+        self.unanswered = (self.transcript.is_some() && slash_command(&text).is_none())
+            .then(|| (text.clone(), prompt.uuid.clone().unwrap_or_else(new_uuid)));
         self.current = Some(prompt);
         match (&self.session, &self.failed) {
             (Some(session), _) => {
@@ -473,7 +521,7 @@ impl Driver {
         }
     }
 
-    fn build(&mut self) -> anyhow::Result<Session> {
+    fn build(&mut self) -> anyhow::Result<(Session, Option<TranscriptWriter>)> {
         let mode = match self.mode {
             Some(mode) => mode,
             None => self.setup.permission_mode()?,

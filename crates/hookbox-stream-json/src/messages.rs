@@ -1,8 +1,9 @@
 //! The stream-json JSON of a session's messages: the `system`, `assistant`, `user` and `result`
 //! lines the Python agent SDKs parse (`docs/wire/sdk-control-protocol.md`), written from the
-//! agent's typed [`SessionMessage`]s. The same lines make a session's transcript.
+//! agent's typed [`SessionMessage`]s. A session's transcript entries share their `uuid` and
+//! `message` (the `transcript` module).
 
-use hookbox_agent::session::{ContentBlock, SessionMessage, new_uuid};
+use hookbox_agent::session::{ContentBlock, SessionMessage};
 use serde_json::{Value, json};
 
 /// `message` as one stream-json line object, stamped with `session_id` and `uuid`.
@@ -18,7 +19,7 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
             "type": "system", "subtype": "init", "uuid": uuid, "session_id": session_id,
             "cwd": cwd, "model": model, "tools": tools, "mcp_servers": [],
             "permissionMode": permission_mode, "agents": agents, "apiKeySource": "none",
-            "slash_commands": ["compact"], "output_style": "default",
+            "slash_commands": ["compact", "clear"], "output_style": "default",
             "claude_code_version": env!("CARGO_PKG_VERSION"),
         }),
         SessionMessage::Assistant {
@@ -88,10 +89,20 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
         SessionMessage::CompactBoundary {
             trigger,
             pre_tokens,
+            ..
         } => json!({
             "type": "system", "subtype": "compact_boundary", "uuid": uuid,
             "session_id": session_id,
             "compact_metadata": {"trigger": trigger.as_str(), "pre_tokens": pre_tokens},
+        }),
+        // Claude Code's `conversation_reset`: the line carries the id of the session that was
+        // reset; the fresh conversation's id is also the new session's.
+        SessionMessage::ConversationReset {
+            previous_session_id,
+            session_id: new_session_id,
+        } => json!({
+            "type": "conversation_reset", "new_conversation_id": new_session_id,
+            "uuid": uuid, "session_id": previous_session_id, "trigger": "clear",
         }),
         SessionMessage::Result(result) => {
             let denials: Vec<Value> = result
@@ -126,12 +137,6 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
             line
         }
     }
-}
-
-/// `message` as one transcript line of session `session_id` (its stream-json line, with a
-/// fresh `uuid`): the format `hookbox-stream-json` sessions write their transcripts in.
-pub fn transcript_line(message: &SessionMessage, session_id: &str) -> String {
-    to_wire(message, session_id, &new_uuid()).to_string()
 }
 
 /// The `content` array of an assistant or user message.
@@ -285,12 +290,24 @@ mod tests {
         let boundary = SessionMessage::CompactBoundary {
             trigger: CompactTrigger::Auto,
             pre_tokens: 120,
+            summary: "the summary".into(),
         };
         assert_eq!(
             to_wire(&boundary, "s", "u"),
             json!({
                 "type": "system", "subtype": "compact_boundary", "uuid": "u", "session_id": "s",
                 "compact_metadata": {"trigger": "auto", "pre_tokens": 120},
+            })
+        );
+        let reset = SessionMessage::ConversationReset {
+            previous_session_id: "old".into(),
+            session_id: "new".into(),
+        };
+        assert_eq!(
+            to_wire(&reset, "new", "u"),
+            json!({
+                "type": "conversation_reset", "new_conversation_id": "new", "uuid": "u",
+                "session_id": "old", "trigger": "clear",
             })
         );
     }

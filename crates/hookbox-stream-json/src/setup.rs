@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
 use hookbox_agent::session::{
-    DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS, HookMatcher, PermissionMode, Session,
+    DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS, HookMatcher, PermissionMode, Session, new_uuid,
+    valid_session_id,
 };
 use hookbox_hooks::{HookEvent, HttpRunner, OutboxSink};
 use hookbox_llm::Model;
@@ -16,7 +17,8 @@ use crate::argv::SdkArgs;
 use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
 use crate::control::ControlClient;
 use crate::init::InitOptions;
-use crate::{messages, settings, warn};
+use crate::transcript::{self, TranscriptWriter};
+use crate::{settings, warn};
 
 /// What the program embedding SDK mode supplies to its sessions: the agents an SDK may select
 /// with its `model` option (`--model NAME`; in the binary, `hookbox.toml`'s `[agents]` tables
@@ -68,8 +70,9 @@ pub struct SessionNetwork {
 pub struct Setup {
     /// The command line.
     pub(crate) args: SdkArgs,
-    /// `$HOOKBOX_HOME`, when it could be found: transcripts go to its `sessions/`.
-    home: Option<PathBuf>,
+    /// Claude Code's configuration directory, when there is one: transcripts go to its
+    /// `projects/` ([`transcript`]).
+    config_dir: Option<PathBuf>,
     /// The host's agents and hook transports, or why they could not be set up (every prompt
     /// then fails with this).
     host: Result<Arc<dyn SessionHost>, String>,
@@ -78,12 +81,14 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// The set-up for command line `args`, hookbox home `home` (when there is one) and the
-    /// `host`, or the error setting it up, which is reported on the first prompt. The working
-    /// directory is `--workdir`, else the current directory.
+    /// The set-up for command line `args`, Claude Code's configuration directory
+    /// `config_dir` (where transcripts are written and resumed sessions found, as
+    /// [`config_dir`](crate::config_dir) finds it; `None`: no transcripts) and the `host`, or
+    /// the error setting it up, which is reported on the first prompt. The working directory is
+    /// `--workdir`, else the current directory.
     pub fn new(
         args: SdkArgs,
-        home: Option<PathBuf>,
+        config_dir: Option<PathBuf>,
         host: anyhow::Result<Arc<dyn SessionHost>>,
     ) -> Self {
         let cwd = match &args.workdir {
@@ -92,7 +97,7 @@ impl Setup {
         };
         Self {
             args,
-            home,
+            config_dir,
             host: host.map_err(|err| crate::error_message(&err)),
             cwd,
         }
@@ -136,8 +141,9 @@ impl Setup {
 
     /// Builds the session: the command line's tools, limits and prompts, `init`'s hooks (as
     /// callbacks through `client`), sub-agents and settings sources, the settings files, and
-    /// `model` in permission `mode`. This is the one place a session is assembled. `keep`
-    /// receives temporary files that must outlive it.
+    /// `model` in permission `mode`, and the conversation it resumes. This is the one place a
+    /// session is assembled. `keep` receives temporary files that must outlive it. Returns the
+    /// session and the writer of its transcript (`None` without one).
     pub(crate) fn build(
         &self,
         init: &InitOptions,
@@ -145,15 +151,53 @@ impl Setup {
         mode: PermissionMode,
         model: Arc<dyn Model>,
         keep: &mut Vec<tempfile::NamedTempFile>,
-    ) -> anyhow::Result<Session> {
+    ) -> anyhow::Result<(Session, Option<TranscriptWriter>)> {
         let args = &self.args;
         let mut builder = Session::builder(&self.cwd)
             .model(model)
             .permission_mode(mode)
             .allowed_tools(args.allowed_tools.iter().cloned())
             .disallowed_tools(args.disallowed_tools.iter().cloned());
-        if let Some(id) = &args.session_id {
-            builder = builder.session_id(id.clone());
+        let project = self
+            .config_dir
+            .as_ref()
+            .map(|config| transcript::project_dir(config, &self.cwd));
+        let resumed = match &project {
+            Some(project) => transcript::resume(project, args).map_err(|err| anyhow!(err))?,
+            None if args.resume.is_some() || args.continue_latest => bail!(
+                "cannot resume a session: there is no Claude config directory to find it in \
+                 (set CLAUDE_CONFIG_DIR or HOME)"
+            ),
+            None => None,
+        };
+        let session_id = match (&resumed, &args.session_id) {
+            (Some(resumed), _) if !args.fork_session => resumed.session_id.clone(),
+            (_, Some(id)) => id.clone(),
+            (_, None) => new_uuid(),
+        };
+        if !valid_session_id(&session_id) {
+            bail!(
+                "invalid --session-id `{session_id}`: use a UUID (1 to 128 letters, digits, \
+                 `-`, `_` or `.`)"
+            );
+        }
+        let continues = resumed.is_some() && !args.fork_session;
+        if let Some(project) = &project
+            && !continues
+            && project.join(format!("{session_id}.jsonl")).exists()
+        {
+            bail!(
+                "Session ID {session_id} is already in use: resume it with --resume, or pick \
+                 another id"
+            );
+        }
+        builder = builder.session_id(session_id.clone());
+        if let Some(resumed) = &resumed {
+            builder = builder.history(resumed.history.clone());
+        }
+        let project = project.filter(|_| !args.no_session_persistence);
+        if let Some(project) = &project {
+            builder = builder.transcript_named_in(project);
         }
         for dir in &args.add_dirs {
             // Relative to the session's working directory, as in Claude Code.
@@ -201,9 +245,6 @@ impl Setup {
         }
         for (name, definition) in &init.agents {
             builder = builder.agent(name.clone(), definition.clone());
-        }
-        if let Some(home) = &self.home {
-            builder = builder.transcript_dir(home.join("sessions"), messages::transcript_line);
         }
         let host = self.host()?;
         if let Some(http) = host.http_hooks() {
@@ -265,9 +306,18 @@ impl Setup {
             builder =
                 builder.permission_prompt(Arc::new(RemotePermissionPrompt::new(client.clone())));
         }
-        builder
+        let session = builder
             .build()
-            .with_context(|| format!("cannot start the session in {}", self.cwd.display()))
+            .with_context(|| format!("cannot start the session in {}", self.cwd.display()))?;
+        let writer = project.map(|project| {
+            let parent = resumed.as_ref().and_then(transcript::Resumed::leaf);
+            let mut writer = TranscriptWriter::new(project, &self.cwd, &session_id, parent);
+            if let Some(resumed) = resumed.as_ref().filter(|_| args.fork_session) {
+                writer.fork_from(&resumed.session_id, &resumed.entries);
+            }
+            writer
+        });
+        Ok((session, writer))
     }
 
     fn system_prompt(&self, init: &InitOptions) -> anyhow::Result<Option<String>> {

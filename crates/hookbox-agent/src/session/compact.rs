@@ -125,10 +125,12 @@ impl Core {
         // The history goes; the system prompt and the thinking budget stay.
         conversation.messages.clear();
         conversation.attachments.clear();
-        conversation.push_user(format!("{SUMMARY_PREFIX}\n\n{}", summary.text));
+        let summary = format!("{SUMMARY_PREFIX}\n\n{}", summary.text);
+        conversation.push_user(summary.clone());
         out.emit(SessionMessage::CompactBoundary {
             trigger,
             pre_tokens,
+            summary,
         });
         Ok(format!(
             "Conversation compacted ({}); about {pre_tokens} tokens summarised",

@@ -18,13 +18,13 @@ use tokio::sync::Notify;
 
 use super::SubagentDefinition;
 use super::compact::{compact_command, estimate_tokens};
-use super::emit::{Emitter, Transcript};
+use super::emit::{Emitter, Transcript, TranscriptPlace, place_transcript};
 use super::messages::{CompactTrigger, ContentBlock, HookFailure, SessionMessage};
 use super::outcome::{End, Stats, denial, millis, result, stop_reason};
 use super::partial::PartialStream;
 use super::permissions::{PermissionMode, PermissionPrompt};
 use super::permit::Permit;
-use super::slash::unknown_command;
+use super::slash::{KNOWN, is_clear, unknown_command};
 use super::structured::{self, OutputSchema};
 use super::tools::{TASK, declarations};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
@@ -36,6 +36,8 @@ const MAX_STOP_BLOCKS: u32 = 8;
 
 /// What the running query and the session's controller share.
 pub(crate) struct Shared {
+    /// The session's current id (a new one after `/clear`).
+    pub(crate) session_id: Mutex<String>,
     pub(crate) mode: Mutex<PermissionMode>,
     pub(crate) model: Mutex<Arc<dyn Model>>,
     pub(crate) interrupted: AtomicBool,
@@ -43,6 +45,13 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    pub(crate) fn session_id(&self) -> String {
+        self.session_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     pub(crate) fn mode(&self) -> PermissionMode {
         *self.mode.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -58,6 +67,8 @@ pub(crate) struct Core {
     pub(crate) cwd: String,
     pub(crate) transcript_path: String,
     pub(crate) transcript: Option<Transcript>,
+    /// Where transcripts go, for the new session after `/clear`.
+    pub(crate) transcript_place: Option<TranscriptPlace>,
     pub(crate) dispatcher: Dispatcher,
     pub(crate) tools: CodingTools,
     /// The coding tools offered to the model: all but the disallowed ones.
@@ -81,6 +92,8 @@ pub(crate) struct Core {
     pub(crate) prompt: Option<Arc<dyn PermissionPrompt>>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) conversation: Conversation,
+    /// Whether the session resumed an earlier conversation (`SessionStart` says `resume`).
+    pub(crate) resumed: bool,
     pub(crate) started: bool,
 }
 
@@ -149,28 +162,127 @@ impl Core {
     ) {
         let started = Instant::now();
         self.shared.interrupted.store(false, Ordering::SeqCst);
+        let end = if is_clear(&prompt) {
+            self.clear(&stream).await
+        } else {
+            let mut transcript = self.transcript.take();
+            let mut out = Emitter {
+                session_id: &self.session_id,
+                stream: stream.clone(),
+                transcript: transcript.as_mut(),
+            };
+            let mut conversation = std::mem::take(&mut self.conversation);
+            let mut stats = Stats::default();
+            let end = self
+                .query_inner(&prompt, &mut conversation, &mut out, &mut stats)
+                .await;
+            drop(out);
+            self.conversation = conversation;
+            self.transcript = transcript;
+            (end, stats)
+        };
+        self.started = true;
         let mut transcript = self.transcript.take();
         let mut out = Emitter {
             session_id: &self.session_id,
             stream,
             transcript: transcript.as_mut(),
         };
-        let mut stats = Stats::default();
-        let mut conversation = std::mem::take(&mut self.conversation);
-        let end = self
-            .query_inner(&prompt, &mut conversation, &mut out, &mut stats)
-            .await;
-        self.conversation = conversation;
-        self.started = true;
         let idle = SdkEvent::Notification {
             message: "hookbox is waiting for your input",
             notification_type: "idle_prompt",
             title: None,
         };
         self.fire(idle, &mut out).await;
+        let (end, stats) = end;
         out.emit(SessionMessage::Result(result(end, stats, started)));
         drop(out);
         self.transcript = transcript;
+    }
+
+    /// `/clear`: `SessionEnd` (`clear`) for the session so far, then a fresh conversation
+    /// under a new id (and a new transcript), `SessionStart` (`clear`) and a
+    /// [`SessionMessage::ConversationReset`]. The model is not asked anything.
+    async fn clear(
+        &mut self,
+        stream: &tokio::sync::mpsc::UnboundedSender<SessionMessage>,
+    ) -> (End, Stats) {
+        let mut transcript = self.transcript.take();
+        let mut out = Emitter {
+            session_id: &self.session_id,
+            stream: stream.clone(),
+            transcript: transcript.as_mut(),
+        };
+        if !self.started {
+            self.start(&mut out).await;
+        }
+        self.fire(SdkEvent::SessionEnd { reason: "clear" }, &mut out)
+            .await;
+        drop(out);
+        let previous_session_id = std::mem::replace(&mut self.session_id, new_uuid());
+        *self
+            .shared
+            .session_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = self.session_id.clone();
+        // The history goes; the system prompt and the thinking budget stay.
+        self.conversation.messages.clear();
+        self.conversation.attachments.clear();
+        let note = match place_transcript(self.transcript_place.as_ref(), &self.session_id) {
+            Ok((transcript, path)) => {
+                self.transcript = transcript;
+                self.transcript_path = path;
+                "Conversation cleared".to_owned()
+            }
+            Err(err) => {
+                self.transcript = None;
+                self.transcript_path = String::new();
+                format!("Conversation cleared; its new transcript cannot be created: {err}")
+            }
+        };
+        let mut transcript = self.transcript.take();
+        let mut out = Emitter {
+            session_id: &self.session_id,
+            stream: stream.clone(),
+            transcript: transcript.as_mut(),
+        };
+        let model = self.shared.model();
+        let start = SdkEvent::SessionStart {
+            source: "clear",
+            model: model.label(),
+        };
+        self.fire(start, &mut out).await;
+        out.emit(SessionMessage::ConversationReset {
+            previous_session_id,
+            session_id: self.session_id.clone(),
+        });
+        drop(out);
+        self.transcript = transcript;
+        (End::Command(note), Stats::default())
+    }
+
+    /// The session's start, before its first query: `SessionStart` and the `Init` message.
+    /// Returns the context `SessionStart` hooks added for the model.
+    async fn start(&self, out: &mut Emitter<'_>) -> Vec<String> {
+        let model = self.shared.model();
+        let start = SdkEvent::SessionStart {
+            source: if self.resumed { "resume" } else { "startup" },
+            model: model.label(),
+        };
+        let start = self.fire(start, out).await;
+        out.emit(SessionMessage::Init {
+            cwd: self.cwd.clone(),
+            model: model.label().to_owned(),
+            tools: self
+                .main_runner()
+                .declarations
+                .into_iter()
+                .map(|d| d.name)
+                .collect(),
+            permission_mode: self.shared.mode().name().to_owned(),
+            agents: self.agents.keys().cloned().collect(),
+        });
+        start.additional_context.into_iter().collect()
     }
 
     /// Fires `SessionEnd` (its output is ignored: the session is over either way); returns
@@ -202,25 +314,7 @@ impl Core {
     ) -> End {
         let mut context = Vec::new();
         if !self.started {
-            let model = self.shared.model();
-            let start = SdkEvent::SessionStart {
-                source: "startup",
-                model: model.label(),
-            };
-            let start = self.fire(start, out).await;
-            context.extend(start.additional_context);
-            out.emit(SessionMessage::Init {
-                cwd: self.cwd.clone(),
-                model: self.shared.model().label().to_owned(),
-                tools: self
-                    .main_runner()
-                    .declarations
-                    .into_iter()
-                    .map(|d| d.name)
-                    .collect(),
-                permission_mode: self.shared.mode().name().to_owned(),
-                agents: self.agents.keys().cloned().collect(),
-            });
+            context = self.start(out).await;
         }
         if let Some(instructions) = compact_command(prompt) {
             return match self
@@ -233,11 +327,11 @@ impl Core {
                 )
                 .await
             {
-                Ok(note) => End::Compacted(note),
+                Ok(note) => End::Command(note),
                 Err(end) => end,
             };
         }
-        if let Some(command) = unknown_command(prompt, &["compact"]) {
+        if let Some(command) = unknown_command(prompt, &KNOWN) {
             return End::UnknownCommand(format!("Unknown command: {command}"));
         }
         let submitted = self.fire(SdkEvent::UserPromptSubmit { prompt }, out).await;

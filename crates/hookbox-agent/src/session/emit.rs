@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -38,8 +38,34 @@ impl Emitter<'_> {
     }
 }
 
+/// Where a session's transcripts go: `DIR/<session_id>.jsonl`, written by the session in
+/// `format`, or (`None`) by its caller, the session only naming the file to hooks.
+pub(crate) type TranscriptPlace = (PathBuf, Option<TranscriptFormat>);
+
+/// The transcript of session `session_id` at `place` (`None` when the caller writes it), and
+/// its path as hooks receive it (`transcript_path`; empty without a place).
+pub(crate) fn place_transcript(
+    place: Option<&TranscriptPlace>,
+    session_id: &str,
+) -> io::Result<(Option<Transcript>, String)> {
+    match place {
+        None => Ok((None, String::new())),
+        Some((dir, None)) => Ok((
+            None,
+            dir.join(format!("{session_id}.jsonl"))
+                .display()
+                .to_string(),
+        )),
+        Some((dir, Some(format))) => {
+            let (file, path) = open_transcript(dir, session_id)?;
+            let format = *format;
+            Ok((Some(Transcript { file, format }), path))
+        }
+    }
+}
+
 /// Opens (creating) `dir/<session_id>.jsonl` for appending, private to the user.
-pub(crate) fn open_transcript(dir: &Path, session_id: &str) -> io::Result<(File, String)> {
+fn open_transcript(dir: &Path, session_id: &str) -> io::Result<(File, String)> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::create_dir_all(dir)?;
     let path = dir.join(format!("{session_id}.jsonl"));

@@ -196,6 +196,16 @@ pub enum SessionMessage {
         trigger: CompactTrigger,
         /// The estimated size of the history replaced, in tokens.
         pre_tokens: u64,
+        /// The user message that now holds the history: the model's summary.
+        summary: String,
+    },
+    /// `/clear` reset the conversation: the session goes on under a new id with an empty
+    /// history (Claude Code's `conversation_reset`).
+    ConversationReset {
+        /// The id of the session that was reset.
+        previous_session_id: String,
+        /// The id of the fresh session, which every later message carries.
+        session_id: String,
     },
     /// A piece of a model turn as it streams (`--include-partial-messages`): an
     /// Anthropic-style stream event (`message_start`, `content_block_delta`, …).
@@ -329,11 +339,18 @@ impl std::fmt::Display for SessionMessage {
             Self::CompactBoundary {
                 trigger,
                 pre_tokens,
+                ..
             } => write!(
                 f,
                 "[compacted] {} compaction of about {pre_tokens} tokens",
                 trigger.as_str()
             ),
+            Self::ConversationReset { session_id, .. } => {
+                write!(
+                    f,
+                    "[cleared] the conversation goes on as session {session_id}"
+                )
+            }
             Self::StreamEvent { event, .. } => write!(f, "[stream] {event}"),
             Self::Result(result) => write!(
                 f,

@@ -53,6 +53,7 @@ pub use messages::{
 pub use permissions::{
     PermissionAnswer, PermissionMode, PermissionPrompt, PermissionQuery, UnknownPermissionMode,
 };
+pub use slash::slash_command;
 pub use structured::DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS;
 
 use self::core::{Core, Shared};
@@ -170,7 +171,8 @@ pub struct SessionBuilder {
     partial_messages: bool,
     thinking_budget: Option<u32>,
     output_schema: Option<(Value, u32)>,
-    transcript_dir: Option<(PathBuf, TranscriptFormat)>,
+    transcript: Option<emit::TranscriptPlace>,
+    history: Option<Vec<hookbox_llm::Message>>,
     hooks: HookSetBuilder,
     hook_errors: Vec<String>,
     settings_files: Vec<PathBuf>,
@@ -298,9 +300,25 @@ impl SessionBuilder {
     }
 
     /// Writes the transcript (one line per message, written by `format`) to
-    /// `DIR/<session_id>.jsonl`, whose path hooks receive as `transcript_path`.
+    /// `DIR/<session_id>.jsonl`, whose path hooks receive as `transcript_path`. After `/clear`
+    /// the new session's transcript is a new file there.
     pub fn transcript_dir(mut self, dir: impl Into<PathBuf>, format: TranscriptFormat) -> Self {
-        self.transcript_dir = Some((dir.into(), format));
+        self.transcript = Some((dir.into(), Some(format)));
+        self
+    }
+
+    /// Names the transcript `DIR/<session_id>.jsonl` to hooks (`transcript_path`) without
+    /// writing it: the caller writes it (e.g. in Claude Code's format, from the messages it
+    /// reads off the stream).
+    pub fn transcript_named_in(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.transcript = Some((dir.into(), None));
+        self
+    }
+
+    /// Resumes a conversation: the session starts with `messages` as its history (oldest
+    /// first) and fires `SessionStart` with `source: "resume"`.
+    pub fn history(mut self, messages: Vec<hookbox_llm::Message>) -> Self {
+        self.history = Some(messages);
         self
     }
 
@@ -421,19 +439,17 @@ impl SessionBuilder {
             Some(id) => return Err(SessionError::SessionId(id)),
             None => new_uuid(),
         };
-        let (transcript, transcript_path) = match &self.transcript_dir {
-            Some((dir, format)) => {
-                let (file, path) = emit::open_transcript(dir, &session_id).map_err(|source| {
-                    SessionError::Transcript {
-                        dir: dir.clone(),
-                        source,
-                    }
-                })?;
-                let format = *format;
-                (Some(emit::Transcript { file, format }), path)
-            }
-            None => (None, String::new()),
-        };
+        let (transcript, transcript_path) =
+            emit::place_transcript(self.transcript.as_ref(), &session_id).map_err(|source| {
+                SessionError::Transcript {
+                    dir: self
+                        .transcript
+                        .as_ref()
+                        .map(|(dir, _)| dir.clone())
+                        .unwrap_or_default(),
+                    source,
+                }
+            })?;
         let runners = match self.runners {
             Some(runners) => runners,
             None => Runners {
@@ -449,16 +465,18 @@ impl SessionBuilder {
             },
         };
         let shared = Arc::new(Shared {
+            session_id: Mutex::new(session_id.clone()),
             mode: Mutex::new(self.mode),
             model: Mutex::new(model),
             interrupted: AtomicBool::new(false),
             interrupt: tokio::sync::Notify::new(),
         });
         let core = Core {
-            session_id: session_id.clone(),
+            session_id,
             cwd: cwd.display().to_string(),
             transcript_path,
             transcript,
+            transcript_place: self.transcript,
             dispatcher: Dispatcher::new(Arc::new(hooks), runners),
             tools,
             // A disallowed tool is not offered at all, as in Claude Code (its calls would
@@ -481,21 +499,24 @@ impl SessionBuilder {
             output: output_schema,
             prompt: self.prompt,
             shared: Arc::clone(&shared),
+            resumed: self.history.is_some(),
             conversation: hookbox_llm::Conversation {
                 thinking_budget: self.thinking_budget,
+                messages: self.history.unwrap_or_default(),
                 ..hookbox_llm::Conversation::new(system_prompt)
             },
             started: false,
         };
         Ok(Session {
-            session_id,
             core: Arc::new(tokio::sync::Mutex::new(core)),
             control: SessionControl { shared },
         })
     }
 }
 
-fn valid_session_id(id: &str) -> bool {
+/// Whether `id` can be a session id: 1 to 128 letters, digits, `-`, `_` or `.`, not `.` or
+/// `..` (it names the transcript file, so it must never be a path).
+pub fn valid_session_id(id: &str) -> bool {
     (1..=128).contains(&id.len())
         && id != "."
         && id != ".."
@@ -507,7 +528,6 @@ fn valid_session_id(id: &str) -> bool {
 /// An agent session: send it prompts with [`query`](Self::query), read what it does from the
 /// returned stream. Queries run one at a time, in the order they were sent.
 pub struct Session {
-    session_id: String,
     core: Arc<tokio::sync::Mutex<Core>>,
     control: SessionControl,
 }
@@ -532,7 +552,8 @@ impl Session {
             partial_messages: false,
             thinking_budget: None,
             output_schema: None,
-            transcript_dir: None,
+            transcript: None,
+            history: None,
             hooks: hookbox_hooks::HookSet::builder(),
             hook_errors: Vec::new(),
             settings_files: Vec::new(),
@@ -544,9 +565,10 @@ impl Session {
         }
     }
 
-    /// The session's id (`session_id` in hook inputs and messages).
-    pub fn session_id(&self) -> &str {
-        &self.session_id
+    /// The session's id (`session_id` in hook inputs and messages); a new one after
+    /// `/clear`.
+    pub fn session_id(&self) -> String {
+        self.control.shared.session_id()
     }
 
     /// A handle that changes the running session: interrupt, permission mode, model.
@@ -562,7 +584,9 @@ impl Session {
         self.core.lock().await.end(reason).await
     }
 
-    /// Sends `prompt` (`/compact [instructions]` compacts the conversation instead) and returns
+    /// Sends `prompt` (`/compact [instructions]` compacts the conversation instead; `/clear`
+    /// starts a fresh conversation under a new session id, announced by
+    /// [`SessionMessage::ConversationReset`]) and returns
     /// the stream of what happens, ending with a [`SessionMessage::Result`]. The first query
     /// starts with [`SessionMessage::Init`]. A query runs to its end even if the stream is
     /// dropped; use [`SessionControl::interrupt`] to stop it. Needs a Tokio runtime.

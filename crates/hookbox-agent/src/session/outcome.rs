@@ -25,7 +25,8 @@ pub(super) enum End {
         status: Option<u16>,
     },
     PromptBlocked(String),
-    Compacted(String),
+    /// A command the session runs itself (`/compact`, `/clear`) ran; the text is its note.
+    Command(String),
     /// The prompt was a slash command the session does not know (the text says which).
     UnknownCommand(String),
     /// The model gave output matching the output schema (`text`: its last text).
@@ -77,12 +78,12 @@ pub(super) fn result(end: End, stats: Stats, started: Instant) -> QueryResult {
         End::Interrupted { in_tools: false } => Some(TerminalReason::AbortedStreaming),
         End::Interrupted { in_tools: true } => Some(TerminalReason::AbortedTools),
         End::ApiFailed { .. } => Some(TerminalReason::ApiError),
-        End::Failed(_) | End::PromptBlocked(_) | End::Compacted(_) | End::UnknownCommand(_) => None,
+        End::Failed(_) | End::PromptBlocked(_) | End::Command(_) | End::UnknownCommand(_) => None,
     };
     let mut api_error_status = None;
     let mut structured_output = None;
     let (subtype, is_error, text, stop_reason, errors) = match end {
-        End::Answered(text) | End::Compacted(text) | End::UnknownCommand(text) => {
+        End::Answered(text) | End::Command(text) | End::UnknownCommand(text) => {
             (ResultSubtype::Success, false, Some(text), None, Vec::new())
         }
         End::Structured { text, output } => {

@@ -652,3 +652,79 @@ async fn an_explicit_pre_tool_use_allow_skips_the_permission_ask() {
         "an allowed call still asked for permission"
     );
 }
+
+#[tokio::test]
+async fn clear_ends_the_session_and_starts_a_fresh_one_without_the_model() {
+    let f = fixture(vec![FakeTurn::text("hello Ada"), FakeTurn::text("who?")]).await;
+    let (ends, end_matcher) = recorder(json!({}));
+    let (starts, start_matcher) = recorder(json!({}));
+    let transcripts = tempfile::tempdir().expect("transcripts");
+    let session = f
+        .session()
+        .transcript_dir(transcripts.path(), |message, session_id| {
+            format!("{session_id} {message:?}")
+        })
+        .hook(HookEvent::SessionEnd, end_matcher)
+        .hook(HookEvent::SessionStart, start_matcher)
+        .build()
+        .expect("session");
+    run(&session, "my name is Ada").await;
+    let cleared = run(&session, "/clear").await;
+    let fresh = session.session_id();
+    assert_ne!(fresh, "test-session");
+    assert!(
+        cleared.contains(&SessionMessage::ConversationReset {
+            previous_session_id: "test-session".into(),
+            session_id: fresh.clone(),
+        }),
+        "{cleared:?}"
+    );
+    assert_eq!(result(&cleared).subtype, ResultSubtype::Success);
+    assert_eq!(seen(&ends)[0]["reason"], "clear");
+    assert_eq!(seen(&ends)[0]["session_id"], "test-session");
+    let starts = seen(&starts);
+    assert_eq!(
+        (
+            starts[1]["source"].as_str(),
+            starts[1]["session_id"].as_str()
+        ),
+        (Some("clear"), Some(fresh.as_str()))
+    );
+    assert!(
+        starts[1]["transcript_path"]
+            .as_str()
+            .is_some_and(|path| path.ends_with(&format!("{fresh}.jsonl")))
+    );
+    run(&session, "what is my name?").await;
+    // Two model requests: `/clear` asked nothing, and the history was gone after it.
+    assert_eq!(f.server.bodies().len(), 2);
+    assert!(!f.request_text(1).contains("Ada"));
+    assert!(transcripts.path().join(format!("{fresh}.jsonl")).is_file());
+}
+
+#[tokio::test]
+async fn a_resumed_history_reaches_the_model_and_session_start_says_resume() {
+    let f = fixture(vec![FakeTurn::text("still 42")]).await;
+    let (starts, start_matcher) = recorder(json!({}));
+    let session = f
+        .session()
+        .history(vec![
+            hookbox_llm::Message::User {
+                text: "remember 42".into(),
+            },
+            hookbox_llm::Message::Assistant {
+                text: "noted".into(),
+                tool_calls: Vec::new(),
+                thinking: Vec::new(),
+            },
+        ])
+        .hook(HookEvent::SessionStart, start_matcher)
+        .build()
+        .expect("session");
+    run(&session, "what was it?").await;
+    assert_eq!(seen(&starts)[0]["source"], "resume");
+    let sent = f.request_text(0);
+    for earlier in ["remember 42", "noted", "what was it?"] {
+        assert!(sent.contains(earlier), "{earlier} missing from {sent}");
+    }
+}

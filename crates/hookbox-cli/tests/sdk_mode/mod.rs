@@ -5,6 +5,7 @@
 mod network;
 mod protocol;
 mod python;
+mod sessions;
 
 use std::path::{Path, PathBuf};
 
