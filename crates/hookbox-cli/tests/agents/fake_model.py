@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""A fake model API for the real agent CLIs: Anthropic Messages (Claude Code) or Gemini
-generateContent (Gemini CLI), on 127.0.0.1, in each API's wire format.
+"""A fake model API for the real agent CLIs: Anthropic Messages (Claude Code), Gemini
+generateContent (Gemini CLI) or OpenAI Responses (Codex), on 127.0.0.1, in each API's wire
+format.
 
 Stateless, so the CLIs' side requests (titles, next-speaker checks, token counts...) cannot
 derail it: a request that offers the scripted tool is answered with the scripted tool call
@@ -8,7 +9,7 @@ whose index is the number of tool results the request already carries, and, once
 has its result, with the final text. Other requests get a short text (or the JSON a side
 request asks for). Every POST is appended to the log as one JSON line {path, body}.
 
-Usage: fake_model.py anthropic|gemini SCRIPT LOG
+Usage: fake_model.py anthropic|gemini|responses SCRIPT LOG
   SCRIPT: {"calls": [{"name": TOOL, "args": {...}}, ...], "final": TEXT}
 Prints "listening PORT" once it accepts connections.
 """
@@ -111,6 +112,43 @@ def gemini(body, path):
     return "application/json", json.dumps(answer).encode()
 
 
+def responses_results(body):
+    return sum(1 for item in body.get("input") or []
+               if isinstance(item, dict) and item.get("type") == "function_call_output")
+
+
+def responses(body):
+    """-> (content type, bytes) of a Responses API answer (SSE when asked)."""
+    offered = [t.get("name") for t in body.get("tools") or []]
+    call = next_call(offered, responses_results(body))
+    rid = "resp_" + uuid.uuid4().hex[:24]
+    if call:
+        item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:24],
+                "call_id": "call_" + uuid.uuid4().hex[:24], "name": call["name"],
+                "arguments": json.dumps(call["args"])}
+    else:
+        item = {"type": "message", "id": "msg_" + uuid.uuid4().hex[:24], "role": "assistant",
+                "status": "completed", "content": [{
+                    "type": "output_text", "text": SCRIPT["final"] if offered else "ok",
+                    "annotations": []}]}
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 15}
+    response = {"id": rid, "object": "response", "status": "completed",
+                "model": body.get("model"), "output": [item], "usage": usage}
+    if not body.get("stream"):
+        return "application/json", json.dumps(response).encode()
+    events = [
+        ("response.created", {"response": dict(response, status="in_progress", output=[])}),
+        ("response.output_item.added", {"output_index": 0, "item": item}),
+        ("response.output_item.done", {"output_index": 0, "item": item}),
+        ("response.completed", {"response": response}),
+    ]
+    return "text/event-stream", "".join(
+        sse(name, dict(data, type=name, sequence_number=i))
+        for i, (name, data) in enumerate(events)).encode()
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -144,6 +182,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, "application/json", b'{"input_tokens": 10}')
         if DIALECT == "anthropic" and self.path.startswith("/v1/messages"):
             return self.reply(200, *anthropic(body))
+        if DIALECT == "responses" and self.path.endswith("/responses"):
+            return self.reply(200, *responses(body))
         if DIALECT == "gemini" and "/models/" in self.path:
             return self.reply(200, *gemini(body, self.path))
         self.reply(404, "application/json", b'{"error": {"code": 404, "message": "not found"}}')

@@ -1,5 +1,5 @@
-//! The real agents from npm, Claude Code and Gemini CLI, run non-interactively (`-p`) against a
-//! fake model server of their own wire format (`fake_model.py`, on 127.0.0.1: no network), after
+//! The real agents from npm, Claude Code, Gemini CLI and Codex, run non-interactively (`-p`,
+//! `exec`) against a fake model server of their own wire format (`fake_model.py`, on 127.0.0.1: no network), after
 //! `hookbox install AGENT --project DIR --policy P` with a seed gate as `P`; then `--uninstall`.
 //!
 //! The agents come from `HOOKBOX_AGENTS_DIR` (an `npm install --prefix` folder; `.ci/run`
@@ -22,41 +22,103 @@ const SECURITY_REASON: &str = "Destructive command blocked by security gate.";
 const PRIVACY_REASON: &str = "Access to confidential `/private/` records is blocked by PII \
                               compliance policy. Query approved `/public/` summary tables instead.";
 
+/// The wire format of an agent's model API.
+#[derive(Clone, Copy)]
+enum Wire {
+    /// Anthropic Messages (Claude Code).
+    Anthropic,
+    /// Gemini `generateContent` (Gemini CLI).
+    Gemini,
+    /// OpenAI Responses (Codex).
+    Responses,
+}
+
+impl Wire {
+    /// `fake_model.py`'s name for it.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
+            Self::Responses => "responses",
+        }
+    }
+}
+
+/// One of an agent's tools.
+struct Tool {
+    /// Its name in the model API.
+    model: &'static str,
+    /// Its argument holding the command or path.
+    argument: &'static str,
+    /// Its name in the agent's hook events (and so in `hookbox log`).
+    hooked: &'static str,
+}
+
 /// One agent CLI as these tests drive it.
 struct Agent {
     /// hookbox's name for it (`hookbox hook NAME`, `hookbox install NAME`).
     name: &'static str,
     /// The executable in `node_modules/.bin`.
     bin: &'static str,
-    /// The wire format of its model API, as `fake_model.py` names it.
-    dialect: &'static str,
+    wire: Wire,
     /// Its project hook file, relative to the project.
     settings: &'static str,
     /// The project's own settings before hookbox is installed (odd formatting on purpose).
     original: &'static str,
-    /// Its shell tool and its read tool.
-    shell: &'static str,
-    read: &'static str,
+    shell: Tool,
+    /// Its read tool (Codex has none: it reads files with its shell).
+    read: Option<Tool>,
 }
 
 const CLAUDE_CODE: Agent = Agent {
     name: "claude-code",
     bin: "claude",
-    dialect: "anthropic",
+    wire: Wire::Anthropic,
     settings: ".claude/settings.json",
     original: "{\"permissions\": {\"deny\": [\"WebFetch\"]},\n   \"env\": {\"OWN_SETTING\": \"kept\"}}\n",
-    shell: "Bash",
-    read: "Read",
+    shell: Tool {
+        model: "Bash",
+        argument: "command",
+        hooked: "Bash",
+    },
+    read: Some(Tool {
+        model: "Read",
+        argument: "file_path",
+        hooked: "Read",
+    }),
 };
 
 const GEMINI_CLI: Agent = Agent {
     name: "gemini-cli",
     bin: "gemini",
-    dialect: "gemini",
+    wire: Wire::Gemini,
     settings: ".gemini/settings.json",
     original: "{\"ui\":   {\"hideTips\": true},\n\"general\": {\"vimMode\": false}}\n",
-    shell: "run_shell_command",
-    read: "read_file",
+    shell: Tool {
+        model: "run_shell_command",
+        argument: "command",
+        hooked: "run_shell_command",
+    },
+    read: Some(Tool {
+        model: "read_file",
+        argument: "file_path",
+        hooked: "read_file",
+    }),
+};
+
+/// Codex: its shell tool reaches its hooks as Claude Code's `Bash`.
+const CODEX: Agent = Agent {
+    name: "codex",
+    bin: "codex",
+    wire: Wire::Responses,
+    settings: ".codex/hooks.json",
+    original: "{\"hooks\": {\"SessionStart\": [{\"hooks\": [\n  {\"type\": \"command\", \"command\": \"true\"}]}]}}\n",
+    shell: Tool {
+        model: "exec_command",
+        argument: "cmd",
+        hooked: "Bash",
+    },
+    read: None,
 };
 
 /// The installed agents' `node_modules/.bin`, or `None` (and a SKIPPED line) without them.
@@ -66,7 +128,7 @@ fn agent_bins(test: &str) -> Option<PathBuf> {
         None => "HOOKBOX_AGENTS_DIR is not set".to_owned(),
         Some(dir) => {
             let bins = Path::new(&dir).join("node_modules/.bin");
-            match [CLAUDE_CODE.bin, GEMINI_CLI.bin]
+            match [CLAUDE_CODE.bin, GEMINI_CLI.bin, CODEX.bin]
                 .into_iter()
                 .find(|bin| !bins.join(bin).exists())
             {
@@ -77,7 +139,7 @@ fn agent_bins(test: &str) -> Option<PathBuf> {
     };
     let reason = format!(
         "{problem}: install the agents with `npm install --prefix DIR --no-audit --no-fund \
-         @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0` and set \
+         @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0 @openai/codex@0.171.0` and set \
          HOOKBOX_AGENTS_DIR=DIR (.ci/run does)"
     );
     assert!(!required, "{test}: HOOKBOX_REQUIRE_AGENTS=1 but {reason}");
@@ -149,12 +211,12 @@ struct FakeModel {
 }
 
 impl FakeModel {
-    /// Starts the fake `dialect` server in `scene`, scripted to make `calls` (tool, args).
+    /// Starts the fake `wire` server in `scene`, scripted to make `calls` (tool, args).
     #[expect(
         clippy::disallowed_methods,
         reason = "the test runs the fake model server"
     )]
-    fn start(scene: &Scene, dialect: &str, calls: &[(&str, Value)]) -> Self {
+    fn start(scene: &Scene, wire: Wire, calls: &[(&str, Value)]) -> Self {
         use std::io::BufRead;
         let calls: Vec<Value> = calls
             .iter()
@@ -166,7 +228,7 @@ impl FakeModel {
         let log = scene.policies.join("model-requests.jsonl");
         let mut child = Command::new("python3")
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/fake_model.py"))
-            .args([Path::new(dialect), &script, &log])
+            .args([Path::new(wire.name()), &script, &log])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -214,63 +276,96 @@ impl Agent {
         scene.env(&mut command);
         command.env("NO_COLOR", "1").env("CI", "1");
         let prompt = "Run the tool calls you are asked for.";
-        if self.dialect == "anthropic" {
-            // IS_SANDBOX=1: as root, Claude Code refuses --dangerously-skip-permissions otherwise.
-            command
-                .envs([
-                    ("ANTHROPIC_BASE_URL", base_url.as_str()),
-                    ("ANTHROPIC_API_KEY", "fake"),
-                    ("IS_SANDBOX", "1"),
-                    ("DISABLE_TELEMETRY", "1"),
-                    ("DISABLE_AUTOUPDATER", "1"),
-                    ("DISABLE_ERROR_REPORTING", "1"),
-                    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-                ])
-                .args(["-p", prompt, "--dangerously-skip-permissions"])
-                .args(["--model", "sonnet"]);
-        } else {
-            let settings = json!({
-                "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
-                "privacy": {"usageStatisticsEnabled": false},
-                "telemetry": {"enabled": false},
-                "security": {"auth": {"selectedType": "gemini-api-key"}},
-            });
-            std::fs::create_dir_all(scene.home.join(".gemini")).expect("mkdir");
-            std::fs::write(
-                scene.home.join(".gemini/settings.json"),
-                settings.to_string(),
-            )
-            .expect("user settings");
-            command
-                .envs([
-                    ("GOOGLE_GEMINI_BASE_URL", base_url.as_str()),
-                    ("GEMINI_API_KEY", "fake"),
-                    ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
-                ])
-                .args(["-p", prompt, "--yolo", "-m", "gemini-2.5-flash"]);
+        match self.wire {
+            Wire::Anthropic => {
+                // IS_SANDBOX=1: as root, Claude Code refuses --dangerously-skip-permissions
+                // otherwise.
+                command
+                    .envs([
+                        ("ANTHROPIC_BASE_URL", base_url.as_str()),
+                        ("ANTHROPIC_API_KEY", "fake"),
+                        ("IS_SANDBOX", "1"),
+                        ("DISABLE_TELEMETRY", "1"),
+                        ("DISABLE_AUTOUPDATER", "1"),
+                        ("DISABLE_ERROR_REPORTING", "1"),
+                        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+                    ])
+                    .args(["-p", prompt, "--dangerously-skip-permissions"])
+                    .args(["--model", "sonnet"]);
+            }
+            Wire::Gemini => {
+                let settings = json!({
+                    "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+                    "privacy": {"usageStatisticsEnabled": false},
+                    "telemetry": {"enabled": false},
+                    "security": {"auth": {"selectedType": "gemini-api-key"}},
+                });
+                write_file(
+                    &scene.home.join(".gemini/settings.json"),
+                    &settings.to_string(),
+                );
+                command
+                    .envs([
+                        ("GOOGLE_GEMINI_BASE_URL", base_url.as_str()),
+                        ("GEMINI_API_KEY", "fake"),
+                        ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
+                    ])
+                    .args(["-p", prompt, "--yolo", "-m", "gemini-2.5-flash"]);
+            }
+            Wire::Responses => {
+                // A custom provider speaking the Responses API; the project trusted, so its
+                // `.codex/` layer (the installed hooks.json) is loaded.
+                let codex_home = scene.home.join(".codex");
+                let config = format!(
+                    "model = \"gpt-5.1-codex\"\nmodel_provider = \"fake\"\n\
+                     check_for_update_on_startup = false\n\n\
+                     [model_providers.fake]\nname = \"fake\"\nbase_url = \"{base_url}/v1\"\n\
+                     wire_api = \"responses\"\nenv_key = \"FAKE_OPENAI_API_KEY\"\n\n\
+                     [projects.{:?}]\ntrust_level = \"trusted\"\n",
+                    scene.project_arg()
+                );
+                write_file(&codex_home.join("config.toml"), &config);
+                // Codex runs a new hook only once a person trusts it in its `/hooks` view;
+                // `--dangerously-bypass-hook-trust` is its switch for automation. Its own
+                // sandbox is off (it may not work here): the hooks are under test, not it.
+                command
+                    .env("CODEX_HOME", &codex_home)
+                    .env("FAKE_OPENAI_API_KEY", "fake")
+                    .args(["exec", "--skip-git-repo-check"])
+                    .args(["--dangerously-bypass-approvals-and-sandbox"])
+                    .args(["--dangerously-bypass-hook-trust", prompt]);
+            }
         }
         command
     }
 
     /// The tool results `body` (a model request) carries, in order, each as JSON text.
     fn results(&self, body: &Value) -> Vec<String> {
-        let (turns, pieces, result) = if self.dialect == "anthropic" {
-            ("messages", "content", "tool_result")
-        } else {
-            ("contents", "parts", "functionResponse")
+        let items = |list: &Value| list.as_array().cloned().unwrap_or_default();
+        let pieces: Vec<Value> = match self.wire {
+            Wire::Anthropic => items(&body["messages"])
+                .iter()
+                .flat_map(|message| items(&message["content"]))
+                .filter(|block| block["type"] == "tool_result")
+                .collect(),
+            Wire::Gemini => items(&body["contents"])
+                .iter()
+                .flat_map(|content| items(&content["parts"]))
+                .filter_map(|part| part.get("functionResponse").cloned())
+                .collect(),
+            Wire::Responses => items(&body["input"])
+                .into_iter()
+                .filter(|item| item["type"] == "function_call_output")
+                .collect(),
         };
-        let mut results = Vec::new();
-        for turn in body[turns].as_array().into_iter().flatten() {
-            for piece in turn[pieces].as_array().into_iter().flatten() {
-                if piece["type"] == result {
-                    results.push(piece.to_string());
-                } else if let Some(response) = piece.get(result) {
-                    results.push(response.to_string());
-                }
-            }
-        }
-        results
+        pieces.iter().map(Value::to_string).collect()
     }
+}
+
+/// Writes `text` to `path`, creating its directories.
+fn write_file(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
 }
 
 /// What one gated run of an agent left behind.
@@ -295,8 +390,7 @@ fn gated_run(
     let bins = agent_bins(test)?;
     let scene = Scene::new();
     let settings = scene.project.join(agent.settings);
-    std::fs::create_dir_all(settings.parent().expect("parent")).expect("mkdir");
-    std::fs::write(&settings, agent.original).expect("original settings");
+    write_file(&settings, agent.original);
     prepare(&scene.project);
     let policy = seed_config(&scene.policies, seed);
     let install = ["install", agent.name, "--project", scene.project_arg()];
@@ -309,7 +403,7 @@ fn gated_run(
     );
 
     let calls = calls(&scene.project);
-    let model = FakeModel::start(&scene, agent.dialect, &calls);
+    let model = FakeModel::start(&scene, agent.wire, &calls);
     let output = run(agent.command(&bins, &scene, &model));
     let bodies = model.bodies();
     let transcript = format!(
@@ -394,13 +488,10 @@ fn security_gate(test: &str, agent: &Agent) {
         "security-gate.hooks.json",
         |project| std::fs::write(project.join("victim"), "keep me").expect("victim"),
         |_| {
-            vec![
-                (
-                    agent.shell,
-                    json!({"command": "rm -rf victim", "description": "clean up"}),
-                ),
-                (agent.shell, json!({"command": "ls", "description": "list"})),
-            ]
+            let shell = &agent.shell;
+            ["rm -rf victim", "ls"]
+                .map(|command| (shell.model, json!({shell.argument: command})))
+                .to_vec()
         },
     ) else {
         return;
@@ -417,13 +508,19 @@ fn security_gate(test: &str, agent: &Agent) {
         std::fs::read_to_string(outcome.scene.project.join("victim")).expect("victim survives"),
         "keep me"
     );
-    assert_logged(&outcome.decisions, agent.shell, "deny", SECURITY_REASON);
-    assert_logged(&outcome.decisions, agent.shell, "allow", Value::Null);
+    assert_logged(
+        &outcome.decisions,
+        agent.shell.hooked,
+        "deny",
+        SECURITY_REASON,
+    );
+    assert_logged(&outcome.decisions, agent.shell.hooked, "allow", Value::Null);
 }
 
 /// The seeds' privacy gate on the agent's read tool: a `/private/` file denied (the model sees
 /// the reason, not the file), a `/public/` one read.
 fn privacy_gate(test: &str, agent: &Agent) {
+    let read = agent.read.as_ref().expect("an agent with a read tool");
     let Some(outcome) = gated_run(
         test,
         agent,
@@ -438,21 +535,21 @@ fn privacy_gate(test: &str, agent: &Agent) {
             ["private", "public"]
                 .map(|dir| {
                     let path = project.join(dir).join("records.csv");
-                    (agent.read, json!({"file_path": path}))
+                    (read.model, json!({read.argument: path}))
                 })
                 .to_vec()
         },
     ) else {
         return;
     };
-    let [denied, read] = &outcome.results[..] else {
+    let [denied, public] = &outcome.results[..] else {
         unreachable!("gated_run checked there are two results")
     };
     assert!(denied.contains(PRIVACY_REASON), "{denied}");
     assert!(!denied.contains("078-05-1120"), "{denied}");
-    assert!(read.contains("total 42"), "{read}");
-    assert_logged(&outcome.decisions, agent.read, "deny", PRIVACY_REASON);
-    assert_logged(&outcome.decisions, agent.read, "allow", Value::Null);
+    assert!(public.contains("total 42"), "{public}");
+    assert_logged(&outcome.decisions, read.hooked, "deny", PRIVACY_REASON);
+    assert_logged(&outcome.decisions, read.hooked, "allow", Value::Null);
 }
 
 /// The decision log has a `decision` about `tool` with `reason`, decided by the seed's gate.
@@ -498,5 +595,13 @@ fn gemini_cli_read_of_private_records_is_denied_by_the_installed_privacy_gate() 
     privacy_gate(
         "gemini_cli_read_of_private_records_is_denied_by_the_installed_privacy_gate",
         &GEMINI_CLI,
+    );
+}
+
+#[test]
+fn codex_shell_rm_rf_is_denied_by_the_installed_security_gate_and_ls_runs() {
+    security_gate(
+        "codex_shell_rm_rf_is_denied_by_the_installed_security_gate_and_ls_runs",
+        &CODEX,
     );
 }
