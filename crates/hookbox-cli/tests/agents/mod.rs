@@ -1,6 +1,7 @@
 //! The real agents from npm, Claude Code, Gemini CLI and Codex, run non-interactively (`-p`,
-//! `exec`) against a fake model server of their own wire format (`fake_model.py`, on 127.0.0.1: no network), after
-//! `hookbox install AGENT --project DIR --policy P` with a seed gate as `P`; then `--uninstall`.
+//! `exec`) against a fake model server of their own wire format (`fake_model.py`, on 127.0.0.1:
+//! no network), after `hookbox install AGENT --project DIR --policy P` with a seed gate as `P`;
+//! then `--uninstall`.
 //!
 //! The agents come from `HOOKBOX_AGENTS_DIR` (an `npm install --prefix` folder; `.ci/run`
 //! installs the pinned versions). Without it the tests skip with a printed reason, unless
@@ -139,8 +140,8 @@ fn agent_bins(test: &str) -> Option<PathBuf> {
     };
     let reason = format!(
         "{problem}: install the agents with `npm install --prefix DIR --no-audit --no-fund \
-         @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0 @openai/codex@0.171.0` and set \
-         HOOKBOX_AGENTS_DIR=DIR (.ci/run does)"
+         @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0 @openai/codex@0.171.0` \
+         and set HOOKBOX_AGENTS_DIR=DIR (.ci/run does)"
     );
     assert!(!required, "{test}: HOOKBOX_REQUIRE_AGENTS=1 but {reason}");
     hookbox_test_support::skip(test, reason);
