@@ -8,6 +8,8 @@
 
 /// `hookbox hook AGENT`: agents' own hook events answered by a hookbox policy.
 mod agent_hooks;
+/// The real agents from npm (Claude Code, Gemini CLI) gated by `hookbox install`, fake models.
+mod agents;
 /// `hookbox credentials` and the `[network]` section of hookbox.toml.
 mod credentials;
 /// `hookbox env` and `hookbox exec`: environments, the sandbox and hooks inside it.
