@@ -74,11 +74,12 @@ pub(crate) enum Command {
     Trust(TrustArgs),
     /// Show the decisions `hookbox hook` made, oldest first.
     ///
-    /// Every event an agent hands to `hookbox hook` is logged in `$HOOKBOX_HOME/hookbox.db`
-    /// with its agent, session, event, tool, decision (`allow`, `ask`, `deny`, `block`, `stop`,
-    /// or `none` when no handler decided), reason, latency, and the handler and policy file
-    /// that decided. The log keeps the newest `[policy] keep_decisions` (default 100000; 0
-    /// turns logging off).
+    /// Every event an agent hands to `hookbox hook` is logged with its agent, session, event,
+    /// tool, decision (`allow`, `ask`, `deny`, `block`, `stop`, or `none` when no handler
+    /// decided), reason, latency, and the handler and policy file that decided: appended to
+    /// `$HOOKBOX_HOME/decisions.journal`, and moved into `$HOOKBOX_HOME/hookbox.db` by this
+    /// command (or by `hookbox hook` once the journal passes 256 KiB). The log keeps the newest
+    /// `[policy] keep_decisions` (default 100000; 0 turns logging off).
     Log(LogArgs),
     /// Run hooks by hand.
     Hooks {
@@ -350,6 +351,10 @@ pub(crate) struct LogArgs {
     /// Print the decisions as a JSON array.
     #[arg(long)]
     pub(crate) json: bool,
+    /// The config file whose `[policy] keep_decisions` applies (default:
+    /// `$HOOKBOX_HOME/hookbox.toml`, when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -96,6 +96,15 @@ pub enum Error {
         /// The operating system's reason.
         source: io::Error,
     },
+    /// The decision journal (or its directory) could not be read, written or removed.
+    #[error("cannot use the decision journal `{}`: {source}", path.display())]
+    Journal {
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
     /// The database file could not be opened or prepared.
     #[error("cannot open the database `{path}`: {source}")]
     Open {

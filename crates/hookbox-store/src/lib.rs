@@ -26,6 +26,7 @@
 mod decision;
 mod error;
 mod id;
+mod journal;
 mod json_kind;
 mod outbox;
 mod record;
@@ -36,6 +37,7 @@ mod time;
 pub use decision::{DecisionQuery, DecisionRecord, NewDecision};
 pub use error::{DatabaseError, Entity, Error};
 pub use id::{TOKEN_LEN, is_generated_id, new_id, new_uuid, random_token};
+pub use journal::DecisionJournal;
 pub use json_kind::json_kind;
 pub use outbox::{
     NewOutboxEvent, OutboxDestination, OutboxEvent, OutboxQueue, OutboxState, Settlement,

@@ -12,6 +12,7 @@ use crate::record::{
     InteractionWithSteps, NewApiKey, NewInteraction, NewStep, Page, PageRequest, Resource, Step,
     Update,
 };
+use crate::time::Timestamp;
 
 /// How many interactions [`Store::history`] returns at most when callers have no better bound.
 pub const DEFAULT_HISTORY_DEPTH: usize = 100;
@@ -122,9 +123,14 @@ pub trait Store: Send + Sync {
     /// The owner of `resource` `id`, if one was recorded.
     fn owner(&self, resource: Resource, id: &str) -> Result<Option<String>, Error>;
 
-    /// Appends a decision of `hookbox hook` to the decision log; now and then (at least every
-    /// `keep` and every 1000 rows) the log is cut back to its newest `keep` decisions.
-    fn record_decision(&self, decision: &NewDecision, keep: u64) -> Result<(), Error>;
+    /// Appends decisions of `hookbox hook` (each with the instant it was made) to the
+    /// decision log, in one transaction; now and then (when the log passes a multiple of
+    /// `keep` or of 1000 rows) the log is cut back to its newest `keep` decisions.
+    fn record_decisions(
+        &self,
+        decisions: &[(Timestamp, NewDecision)],
+        keep: u64,
+    ) -> Result<(), Error>;
 
     /// The newest `query.limit` logged decisions matching `query`, oldest first.
     fn list_decisions(&self, query: &DecisionQuery) -> Result<Vec<DecisionRecord>, Error>;

@@ -14,7 +14,7 @@ use hookbox_hooks::{
     Dispatcher, HookOutcome, HookSet, HostCommandRunner, ProjectCommandRunner, Runners,
 };
 use hookbox_runtime::Config;
-use hookbox_store::{NewDecision, SqliteStore, Store};
+use hookbox_store::{DecisionJournal, NewDecision, SqliteStore, Timestamp};
 
 use crate::cli::{HookArgs, TrustArgs};
 
@@ -43,8 +43,13 @@ pub(crate) fn run(args: &HookArgs) -> ExitCode {
     ExitCode::from(reply.exit_code)
 }
 
-/// Appends `decision` to the decision log in `$HOOKBOX_HOME/hookbox.db`, unless
-/// `[policy] keep_decisions = 0`.
+/// A journal past this size is imported into the store by the `hookbox hook` that grew it (so
+/// it stays small even when nobody runs `hookbox log`).
+const JOURNAL_IMPORT_BYTES: u64 = 256 * 1024;
+
+/// Logs `decision`: appended to the decision journal in `$HOOKBOX_HOME` (a few microseconds;
+/// the store's decision log takes it at the next `hookbox log`, or here once the journal is
+/// large), unless `[policy] keep_decisions = 0`.
 fn record(args: &HookArgs, decision: &NewDecision) -> anyhow::Result<()> {
     let home = hookbox_env::Environments::default_home()?;
     let config = Config::read(args.config.as_deref(), &home)?;
@@ -52,10 +57,15 @@ fn record(args: &HookArgs, decision: &NewDecision) -> anyhow::Result<()> {
     if keep == 0 {
         return Ok(());
     }
-    let path = home.join("hookbox.db");
-    let store = SqliteStore::open_appender(&path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    store.record_decision(decision, keep)?;
+    std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
+    let journal = DecisionJournal::in_dir(&home);
+    let size = journal.append(Timestamp::now(), decision)?;
+    if size > JOURNAL_IMPORT_BYTES {
+        let path = home.join("hookbox.db");
+        let store = SqliteStore::open_appender(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        journal.import(&store, keep)?;
+    }
     Ok(())
 }
 

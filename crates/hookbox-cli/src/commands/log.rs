@@ -5,8 +5,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use hookbox_env::Environments;
+use hookbox_runtime::Config;
 use hookbox_runtime::DurationValue;
-use hookbox_store::{DecisionQuery, DecisionRecord, SqliteStore, Store, Timestamp};
+use hookbox_store::{
+    DecisionJournal, DecisionQuery, DecisionRecord, SqliteStore, Store, Timestamp,
+};
 use serde_json::{Value, json};
 
 use crate::cli::LogArgs;
@@ -16,9 +19,12 @@ pub(crate) fn run(args: &LogArgs) -> anyhow::Result<ExitCode> {
     let since = args.since.as_deref().map(since).transpose()?;
     let home = Environments::default_home()?;
     let path = home.join("hookbox.db");
-    let records = if path.exists() {
+    let journal = DecisionJournal::in_dir(&home);
+    let records = if path.exists() || journal.has_entries() {
         let store = SqliteStore::open_without_recovery(&path)
             .with_context(|| format!("cannot open {}", path.display()))?;
+        let config = Config::read(args.config.as_deref(), &home)?;
+        journal.import(&store, config.policy.keep_decisions().max(1))?;
         store.list_decisions(&DecisionQuery {
             agent: args.agent.clone(),
             since,

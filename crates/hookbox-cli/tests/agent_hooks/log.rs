@@ -61,8 +61,11 @@ fn every_decision_is_logged_with_its_handler_and_hookbox_log_filters_them() {
     );
     assert_eq!(code(&blocked), 2);
 
+    // Appended to the journal; `hookbox log` moves them into the store.
+    assert!(home.join("decisions.journal").exists());
     let all = log_json(&home, &[]);
     assert_eq!(all.len(), 4, "{all:#?}");
+    assert!(!home.join("decisions.journal").exists());
     let deny = &all[0];
     assert_eq!(deny["agent"], "claude-code");
     assert_eq!(deny["session"], "abc123");

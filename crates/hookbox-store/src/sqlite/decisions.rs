@@ -8,22 +8,29 @@ use crate::decision::{DecisionQuery, DecisionRecord, NewDecision};
 use crate::error::Error;
 use crate::time::Timestamp;
 
-/// Rows are pruned when the newest row's `seq` is a multiple of this or of `keep` (not at
+/// Rows are pruned when the log passes a multiple of this many rows or of `keep` (not at
 /// every insert).
 const PRUNE_EVERY: i64 = 1000;
 
-/// Appends `decision`, now; now and then drops the oldest rows beyond the newest `keep`.
+/// Appends `decisions` (each with the instant it was made), then, when the log passed a
+/// multiple of [`PRUNE_EVERY`] or of `keep` rows, drops the oldest rows beyond the newest `keep`.
 pub(super) fn record(
     connection: &Connection,
-    decision: &NewDecision,
+    decisions: &[(Timestamp, NewDecision)],
     keep: u64,
 ) -> Result<(), Error> {
-    let latency_us = i64::try_from(decision.latency.as_micros()).unwrap_or(i64::MAX);
-    connection.execute(
+    let mut insert = connection.prepare_cached(
         "INSERT INTO decisions (at, agent, session, event, tool, decision, reason, latency_us, \
          policy, handler) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        params![
-            Timestamp::now().unix_millis(),
+    )?;
+    let before: i64 =
+        connection.query_row("SELECT coalesce(max(seq), 0) FROM decisions", [], |row| {
+            row.get(0)
+        })?;
+    for (at, decision) in decisions {
+        let latency_us = i64::try_from(decision.latency.as_micros()).unwrap_or(i64::MAX);
+        insert.execute(params![
+            at.unix_millis(),
             decision.agent,
             decision.session,
             decision.event,
@@ -33,11 +40,12 @@ pub(super) fn record(
             latency_us,
             decision.policy,
             decision.handler,
-        ],
-    )?;
+        ])?;
+    }
     let seq = connection.last_insert_rowid();
     let keep = i64::try_from(keep).unwrap_or(i64::MAX).max(1);
-    if seq % PRUNE_EVERY == 0 || seq % keep == 0 {
+    let passed = |every: i64| seq / every > before / every;
+    if !decisions.is_empty() && (passed(PRUNE_EVERY) || passed(keep)) {
         connection.execute(
             "DELETE FROM decisions WHERE seq <= ?1",
             params![seq.saturating_sub(keep)],

@@ -27,6 +27,7 @@ use crate::record::{
     InteractionWithSteps, NewApiKey, NewInteraction, Page, PageRequest, Resource, Step,
 };
 use crate::store::Store;
+use crate::time::Timestamp;
 
 /// A [`Store`] in one SQLite database file (bundled SQLite, WAL journal, foreign keys on).
 ///
@@ -239,8 +240,12 @@ impl Store for SqliteStore {
         self.read(|tx| owners::get(tx, resource, id))
     }
 
-    fn record_decision(&self, decision: &NewDecision, keep: u64) -> Result<(), Error> {
-        self.write(|tx| decisions::record(tx, decision, keep))
+    fn record_decisions(
+        &self,
+        decisions: &[(Timestamp, NewDecision)],
+        keep: u64,
+    ) -> Result<(), Error> {
+        self.write(|tx| decisions::record(tx, decisions, keep))
     }
 
     fn list_decisions(&self, query: &DecisionQuery) -> Result<Vec<DecisionRecord>, Error> {

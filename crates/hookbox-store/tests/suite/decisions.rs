@@ -1,6 +1,7 @@
+use std::io::Write;
 use std::time::Duration;
 
-use hookbox_store::{DecisionQuery, NewDecision, Store, Timestamp};
+use hookbox_store::{DecisionJournal, DecisionQuery, NewDecision, SqliteStore, Store, Timestamp};
 
 /// The log size the tests ask for.
 const KEEP: u64 = 1000;
@@ -34,13 +35,25 @@ fn decisions_are_recorded_and_listed_oldest_first_by_agent_and_time() {
     let store = memory();
     let before = Timestamp::now();
     store
-        .record_decision(&decision("claude-code", "Bash", "deny"), KEEP)
+        .record_decisions(
+            &[(Timestamp::now(), decision("claude-code", "Bash", "deny"))],
+            KEEP,
+        )
         .unwrap();
     store
-        .record_decision(&decision("gemini-cli", "run_shell_command", "allow"), KEEP)
+        .record_decisions(
+            &[(
+                Timestamp::now(),
+                decision("gemini-cli", "run_shell_command", "allow"),
+            )],
+            KEEP,
+        )
         .unwrap();
     store
-        .record_decision(&decision("claude-code", "Read", "none"), KEEP)
+        .record_decisions(
+            &[(Timestamp::now(), decision("claude-code", "Read", "none"))],
+            KEEP,
+        )
         .unwrap();
     let listed = store.list_decisions(&all(None)).unwrap();
     let tools: Vec<_> = listed
@@ -73,7 +86,10 @@ fn decisions_survive_reopening_the_file() {
     {
         let store = hookbox_store::SqliteStore::open_without_recovery(&path).unwrap();
         store
-            .record_decision(&decision("codex", "shell", "deny"), KEEP)
+            .record_decisions(
+                &[(Timestamp::now(), decision("codex", "shell", "deny"))],
+                KEEP,
+            )
             .unwrap();
     }
     let store = hookbox_store::SqliteStore::open_without_recovery(&path).unwrap();
@@ -89,7 +105,10 @@ fn the_log_keeps_only_the_newest_decisions() {
     for index in 0..2 * keep {
         let tool = format!("t{index}");
         store
-            .record_decision(&decision("claude-code", &tool, "allow"), keep)
+            .record_decisions(
+                &[(Timestamp::now(), decision("claude-code", &tool, "allow"))],
+                keep,
+            )
             .unwrap();
     }
     let query = DecisionQuery {
@@ -99,4 +118,99 @@ fn the_log_keeps_only_the_newest_decisions() {
     let kept = store.list_decisions(&query).unwrap();
     assert_eq!(u64::try_from(kept.len()).unwrap(), keep);
     assert_eq!(kept[0].decision.tool.as_deref(), Some("t50"));
+}
+
+#[test]
+fn journaled_decisions_are_imported_once_in_order_with_their_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = DecisionJournal::in_dir(dir.path());
+    let at = Timestamp::from_unix_millis(1_767_225_605_000);
+    let size = journal
+        .append(at, &decision("claude-code", "Bash", "deny"))
+        .unwrap();
+    assert!(size > 0);
+    journal
+        .append(at, &decision("gemini-cli", "read_file", "allow"))
+        .unwrap();
+    let file = dir.path().join("decisions.journal");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // A line a crash cut short is skipped.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap()
+        .write_all(b"{\"at_ms\": 1, \"agent\": \"cod")
+        .unwrap();
+    let store = memory();
+    assert_eq!(journal.import(&store, KEEP).unwrap(), 2);
+    let listed = store.list_decisions(&all(None)).unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0].at, at);
+    assert_eq!(listed[0].decision, decision("claude-code", "Bash", "deny"));
+    assert_eq!(listed[1].decision.tool.as_deref(), Some("read_file"));
+    // Nothing is imported twice, and the journal is gone.
+    assert_eq!(journal.import(&store, KEEP).unwrap(), 0);
+    assert_eq!(store.list_decisions(&all(None)).unwrap().len(), 2);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn appends_racing_imports_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db_dir, path) = db_path();
+    let store = SqliteStore::open_without_recovery(&path).unwrap();
+    let writers: Vec<_> = (0..4)
+        .map(|writer| {
+            let journal = DecisionJournal::in_dir(dir.path());
+            std::thread::spawn(move || {
+                for n in 0..200 {
+                    let tool = format!("w{writer}-{n}");
+                    journal
+                        .append(Timestamp::now(), &decision("codex", &tool, "allow"))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    let journal = DecisionJournal::in_dir(dir.path());
+    let mut imported = 0;
+    while writers.iter().any(|writer| !writer.is_finished()) {
+        imported += journal.import(&store, 100_000).unwrap();
+    }
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    imported += journal.import(&store, 100_000).unwrap();
+    assert_eq!(imported, 800);
+    let query = DecisionQuery {
+        limit: u32::MAX,
+        ..all(None)
+    };
+    let listed = store.list_decisions(&query).unwrap();
+    let mut tools: Vec<String> = listed
+        .into_iter()
+        .map(|record| record.decision.tool.unwrap())
+        .collect();
+    tools.sort();
+    tools.dedup();
+    assert_eq!(tools.len(), 800);
+}
+
+#[test]
+fn the_journal_is_never_written_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::write(&elsewhere, "mine\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.path().join("decisions.journal")).unwrap();
+    let journal = DecisionJournal::in_dir(dir.path());
+    assert!(
+        journal
+            .append(Timestamp::now(), &decision("codex", "shell", "deny"))
+            .is_err()
+    );
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "mine\n");
 }
