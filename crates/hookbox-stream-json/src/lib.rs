@@ -52,6 +52,7 @@
 //! `hookbox.toml`, the terminal or the REST server; the program embedding it supplies the
 //! agents and hook transports ([`SessionHost`]).
 
+mod agent_files;
 mod argv;
 mod bridge;
 mod control;
