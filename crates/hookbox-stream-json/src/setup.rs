@@ -12,6 +12,7 @@ use hookbox_agent::session::{
 use hookbox_hooks::{HookEvent, HttpRunner, OutboxSink};
 use hookbox_llm::Model;
 use hookbox_net::{DomainList, EgressPolicy, EgressProxy};
+use serde_json::{Value, json};
 
 use crate::agent_files::{self, AgentSpec};
 use crate::argv::SdkArgs;
@@ -245,7 +246,11 @@ impl Setup {
             builder = builder.system_prompt(prompt);
         }
         let host = self.host()?;
-        for (name, spec) in self.agents(init) {
+        let (agents, warnings) = self.agents(init);
+        for warning in &warnings {
+            warn(warning);
+        }
+        for (name, spec) in agents {
             let model = self.agent_model(host, &name, spec.model.as_deref())?;
             builder = builder.agent(
                 name,
@@ -330,10 +335,49 @@ impl Setup {
         Ok((session, writer))
     }
 
+    /// The `initialize` response (claude-agent-sdk's `get_server_info()`), in Claude Code's
+    /// shape: the slash commands, the sub-agents, the output style and the models (the
+    /// configured agents `model` / `set_model` may name).
+    pub(crate) fn server_info(&self, init: &InitOptions) -> Value {
+        // Their files' warnings are reported when the session is built.
+        let (agents, _) = self.agents(init);
+        let agents: Vec<Value> = agents
+            .into_iter()
+            .map(|(name, spec)| {
+                json!({"name": name, "description": spec.description, "model": spec.model})
+            })
+            .collect();
+        let models: Vec<Value> = self
+            .host()
+            .map(SessionHost::agent_names)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|name| {
+                json!({"value": name, "displayName": name,
+                       "description": format!("hookbox.toml's [agents.\"{name}\"]")})
+            })
+            .collect();
+        json!({
+            "hook_on_failure_supported": true,
+            "commands": [
+                {"name": "compact", "builtin": true, "argumentHint": "<optional instructions>",
+                 "description": "Summarise the conversation so far (PreCompact fires)"},
+                {"name": "clear", "builtin": true, "argumentHint": "", "aliases": ["reset", "new"],
+                 "description": "Start a fresh conversation under a new session id"},
+            ],
+            "agents": agents,
+            "output_style": "default",
+            "available_output_styles": ["default"],
+            "models": models,
+            "account": {},
+            "pid": std::process::id(),
+        })
+    }
+
     /// The sub-agents: the user's agent files, then the project's, then the SDK's `agents`
     /// option, a later one replacing an earlier one of the same name (Claude Code's
-    /// precedence). Files are read per the setting sources; each bad one is warned about.
-    fn agents(&self, init: &InitOptions) -> Vec<(String, AgentSpec)> {
+    /// precedence). Files are read per the setting sources; with a warning for each bad one.
+    fn agents(&self, init: &InitOptions) -> (Vec<(String, AgentSpec)>, Vec<String>) {
         let mut dirs = Vec::new();
         if self.wants_source(init, "user")
             && let Some(config) = &self.config_dir
@@ -344,18 +388,18 @@ impl Setup {
             dirs.push((self.cwd.join(".claude/agents"), true));
         }
         let mut agents: Vec<(String, AgentSpec)> = Vec::new();
+        let mut warnings = Vec::new();
         let loaded = dirs.iter().flat_map(|(dir, confined)| {
-            let (found, warnings) = agent_files::load(dir, *confined);
-            for warning in warnings {
-                warn(&warning);
-            }
+            let (found, problems) = agent_files::load(dir, *confined);
+            warnings.extend(problems);
             found
         });
-        for (name, spec) in loaded.chain(init.agents.iter().cloned()) {
+        let loaded: Vec<_> = loaded.collect();
+        for (name, spec) in loaded.into_iter().chain(init.agents.iter().cloned()) {
             agents.retain(|(known, _)| *known != name);
             agents.push((name, spec));
         }
-        agents
+        (agents, warnings)
     }
 
     /// The model of sub-agent `name`, written `model`: `None` (the session's current model)
