@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use hookbox_agent::session::SubagentDefinition;
 use hookbox_hooks::HookEvent;
 use serde_json::{Map, Value};
+
+use crate::agent_files::AgentSpec;
 
 /// The default time limit of an SDK hook matcher.
 pub(crate) const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -33,7 +34,7 @@ pub(crate) struct InitOptions {
     /// The hook matchers.
     pub(crate) hooks: Vec<RemoteMatcher>,
     /// The sub-agents, by name.
-    pub(crate) agents: Vec<(String, SubagentDefinition)>,
+    pub(crate) agents: Vec<(String, AgentSpec)>,
     /// cortex `sdkManagedPermissions`: ask the SDK's `can_use_tool`.
     pub(crate) sdk_managed_permissions: bool,
     /// cortex `systemPrompt`.
@@ -89,10 +90,11 @@ pub(crate) fn parse(request: &Map<String, Value>) -> InitOptions {
                 });
             options.agents.push((
                 name.clone(),
-                SubagentDefinition {
+                AgentSpec {
                     description: text("description"),
                     prompt: text("prompt"),
                     tools,
+                    model: Some(text("model")).filter(|model| !model.is_empty()),
                 },
             ));
         }
@@ -222,6 +224,7 @@ mod tests {
         assert_eq!(options.warnings.len(), 1);
         assert_eq!(options.agents[0].0, "reviewer");
         assert_eq!(options.agents[0].1.tools, Some(vec!["Read".to_owned()]));
+        assert_eq!(options.agents[0].1.model.as_deref(), Some("sonnet"));
         assert!(options.sdk_managed_permissions);
         assert_eq!(options.system_prompt.as_deref(), Some("be brief"));
         assert_eq!(options.setting_sources, Some(vec!["project".to_owned()]));

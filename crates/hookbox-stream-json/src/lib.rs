@@ -52,6 +52,7 @@
 //! `hookbox.toml`, the terminal or the REST server; the program embedding it supplies the
 //! agents and hook transports ([`SessionHost`]).
 
+mod agent_files;
 mod argv;
 mod bridge;
 mod control;
@@ -444,7 +445,7 @@ impl Driver {
                         warn(warning);
                     }
                 }
-                Ok(json!({"hook_on_failure_supported": true, "commands": [], "models": []}))
+                Ok(self.setup.server_info(&self.init))
             }
             "interrupt" => {
                 if let Some(control) = self.control.as_ref().filter(|_| self.running.is_some()) {

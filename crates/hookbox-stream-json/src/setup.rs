@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
 use hookbox_agent::session::{
-    DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS, HookMatcher, PermissionMode, Session, new_uuid,
-    valid_session_id,
+    DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS, HookMatcher, PermissionMode, Session,
+    SubagentDefinition, new_uuid, valid_session_id,
 };
 use hookbox_hooks::{HookEvent, HttpRunner, OutboxSink};
 use hookbox_llm::Model;
 use hookbox_net::{DomainList, EgressPolicy, EgressProxy};
+use serde_json::{Value, json};
 
+use crate::agent_files::{self, AgentSpec};
 use crate::argv::SdkArgs;
 use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
 use crate::control::ControlClient;
@@ -243,10 +245,23 @@ impl Setup {
         if let Some(prompt) = self.system_prompt(init)? {
             builder = builder.system_prompt(prompt);
         }
-        for (name, definition) in &init.agents {
-            builder = builder.agent(name.clone(), definition.clone());
-        }
         let host = self.host()?;
+        let (agents, warnings) = self.agents(init);
+        for warning in &warnings {
+            warn(warning);
+        }
+        for (name, spec) in agents {
+            let model = self.agent_model(host, &name, spec.model.as_deref())?;
+            builder = builder.agent(
+                name,
+                SubagentDefinition {
+                    description: spec.description,
+                    prompt: spec.prompt,
+                    tools: spec.tools,
+                    model,
+                },
+            );
+        }
         if let Some(http) = host.http_hooks() {
             builder = builder.http_hooks(http);
         }
@@ -320,6 +335,108 @@ impl Setup {
         Ok((session, writer))
     }
 
+    /// The `initialize` response (claude-agent-sdk's `get_server_info()`), in Claude Code's
+    /// shape: the slash commands, the sub-agents, the output style and the models (the
+    /// configured agents `model` / `set_model` may name).
+    pub(crate) fn server_info(&self, init: &InitOptions) -> Value {
+        // Their files' warnings are reported when the session is built.
+        let (agents, _) = self.agents(init);
+        let agents: Vec<Value> = agents
+            .into_iter()
+            .map(|(name, spec)| {
+                json!({"name": name, "description": spec.description, "model": spec.model})
+            })
+            .collect();
+        let models: Vec<Value> = self
+            .host()
+            .map(SessionHost::agent_names)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|name| {
+                json!({"value": name, "displayName": name,
+                       "description": format!("hookbox.toml's [agents.\"{name}\"]")})
+            })
+            .collect();
+        json!({
+            "hook_on_failure_supported": true,
+            "commands": [
+                {"name": "compact", "builtin": true, "argumentHint": "<optional instructions>",
+                 "description": "Summarise the conversation so far (PreCompact fires)"},
+                {"name": "clear", "builtin": true, "argumentHint": "", "aliases": ["reset", "new"],
+                 "description": "Start a fresh conversation under a new session id"},
+            ],
+            "agents": agents,
+            "output_style": "default",
+            "available_output_styles": ["default"],
+            "models": models,
+            "account": {},
+            "pid": std::process::id(),
+        })
+    }
+
+    /// The sub-agents: the user's agent files, then the project's, then the SDK's `agents`
+    /// option, a later one replacing an earlier one of the same name (Claude Code's
+    /// precedence). Files are read per the setting sources; with a warning for each bad one.
+    fn agents(&self, init: &InitOptions) -> (Vec<(String, AgentSpec)>, Vec<String>) {
+        let mut dirs = Vec::new();
+        if self.wants_source(init, "user")
+            && let Some(config) = &self.config_dir
+        {
+            dirs.push((config.join("agents"), false));
+        }
+        if self.wants_source(init, "project") {
+            dirs.push((self.cwd.join(".claude/agents"), true));
+        }
+        let mut agents: Vec<(String, AgentSpec)> = Vec::new();
+        let mut warnings = Vec::new();
+        let loaded = dirs.iter().flat_map(|(dir, confined)| {
+            let (found, problems) = agent_files::load(dir, *confined);
+            warnings.extend(problems);
+            found
+        });
+        let loaded: Vec<_> = loaded.collect();
+        for (name, spec) in loaded.into_iter().chain(init.agents.iter().cloned()) {
+            agents.retain(|(known, _)| *known != name);
+            agents.push((name, spec));
+        }
+        (agents, warnings)
+    }
+
+    /// The model of sub-agent `name`, written `model`: `None` (the session's current model)
+    /// for none and `inherit`; a configured agent of that name's model; else, for Claude Code's
+    /// aliases (`haiku`, `sonnet`, `opus`) and any other name, `None` with a warning.
+    fn agent_model(
+        &self,
+        host: &dyn SessionHost,
+        name: &str,
+        model: Option<&str>,
+    ) -> anyhow::Result<Option<Arc<dyn Model>>> {
+        let Some(model) = model.filter(|model| *model != "inherit") else {
+            return Ok(None);
+        };
+        if host.agent_names().iter().any(|known| known == model) {
+            return host
+                .model(model)
+                .map(Some)
+                .with_context(|| format!("sub-agent `{name}` names model `{model}`"));
+        }
+        warn(&format!(
+            "sub-agent `{name}`: model `{model}` is not an [agents.\"{model}\"] table of \
+             hookbox.toml; it uses the session's model (add that table to choose its model)"
+        ));
+        Ok(None)
+    }
+
+    /// Whether settings source `source` (`user`, `project`, `local`) is read: `--setting-sources`,
+    /// else the SDK's `settingSources`, else all.
+    fn wants_source(&self, init: &InitOptions, source: &str) -> bool {
+        self.args
+            .setting_sources
+            .as_ref()
+            .or(init.setting_sources.as_ref())
+            .is_none_or(|sources| sources.iter().any(|item| item == source))
+    }
+
     fn system_prompt(&self, init: &InitOptions) -> anyhow::Result<Option<String>> {
         let args = &self.args;
         let base =
@@ -362,16 +479,7 @@ impl Setup {
                 files.push(PathBuf::from(value));
             }
         }
-        let sources = self
-            .args
-            .setting_sources
-            .clone()
-            .or_else(|| init.setting_sources.clone());
-        let wanted = |source: &str| {
-            sources
-                .as_ref()
-                .is_none_or(|sources| sources.iter().any(|item| item == source))
-        };
+        let wanted = |source: &str| self.wants_source(init, source);
         let mut candidates = Vec::new();
         if let Some(home) = std::env::var_os("HOME").filter(|_| wanted("user")) {
             candidates.push(PathBuf::from(home).join(".claude/settings.json"));

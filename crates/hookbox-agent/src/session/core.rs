@@ -105,6 +105,8 @@ pub(super) struct Runner {
     pub(super) parent_tool_use_id: Option<String>,
     /// The tools it offers the model.
     pub(super) declarations: Vec<ToolDeclaration>,
+    /// A sub-agent's own model (`None`: the session's current one).
+    pub(super) model: Option<Arc<dyn Model>>,
 }
 
 impl Runner {
@@ -360,10 +362,11 @@ impl Core {
         Runner {
             agent: None,
             parent_tool_use_id: None,
-            declarations: declarations(&self.tool_names, self.offers_task)
+            declarations: declarations(&self.tool_names, self.offers_task.then_some(&self.agents))
                 .into_iter()
                 .chain(self.output.as_ref().map(OutputSchema::declaration))
                 .collect(),
+            model: None,
         }
     }
 
@@ -727,7 +730,10 @@ impl LoopPoints for SessionRun<'_, '_> {
     }
 
     async fn ask(&mut self, conversation: &Conversation) -> Result<ModelReply, End> {
-        let model = self.core.shared.model();
+        let model = match &self.runner.model {
+            Some(model) => Arc::clone(model),
+            None => self.core.shared.model(),
+        };
         let asked = Instant::now();
         let id = format!("msg_{}", new_uuid().replace('-', ""));
         let mut partial = self.core.partial_messages.then(|| {

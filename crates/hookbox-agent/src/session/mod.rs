@@ -60,7 +60,7 @@ use self::core::{Core, Shared};
 use hookbox_llm::Model;
 
 /// A sub-agent the `Task` tool can start.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct SubagentDefinition {
     /// When to use it (shown to the model).
     pub description: String,
@@ -68,6 +68,20 @@ pub struct SubagentDefinition {
     pub prompt: String,
     /// The tools it may use (`None` = all of the session's coding tools; never `Task`).
     pub tools: Option<Vec<String>>,
+    /// The model its turns go to (`None`: the session's current model, Claude Code's
+    /// `inherit`).
+    pub model: Option<Arc<dyn Model>>,
+}
+
+impl std::fmt::Debug for SubagentDefinition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubagentDefinition")
+            .field("description", &self.description)
+            .field("prompt", &self.prompt)
+            .field("tools", &self.tools)
+            .field("model", &self.model.as_ref().map(|model| model.label()))
+            .finish()
+    }
 }
 
 /// Callbacks registered on one event under one matcher, with their time limit.

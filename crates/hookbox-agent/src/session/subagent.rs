@@ -51,7 +51,8 @@ impl Core {
         let sub = Runner {
             agent: Some((agent_id.clone(), kind.to_owned())),
             parent_tool_use_id: Some(call.id.clone()),
-            declarations: declarations(&tool_names, false),
+            declarations: declarations(&tool_names, None),
+            model: definition.model.clone(),
         };
         let agent = SubagentRef {
             agent_id: &agent_id,

@@ -417,6 +417,7 @@ async fn subagents_fire_start_and_stop_and_their_tool_calls_pass_the_hooks() {
                     description: "Reviews code".into(),
                     prompt: "You review code.".into(),
                     tools: Some(vec!["Glob".into(), "Read".into()]),
+                    model: None,
                 },
             )
             .hook(HookEvent::SubagentStart, start)
@@ -434,6 +435,18 @@ async fn subagents_fire_start_and_stop_and_their_tool_calls_pass_the_hooks() {
     assert_eq!(stop["stop_hook_active"], false);
     assert!(stop.get("agent_transcript_path").is_some());
     assert_eq!(seen(&pre)[0]["agent_id"], agent_id.as_str());
+    // The parent's Task tool lists the agent, its description and its tools.
+    let task = f.server.bodies()[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|tool| tool["function"]["name"] == "Task")
+        .expect("Task offered")["function"]["description"]
+        .to_string();
+    assert!(
+        task.contains("reviewer: Reviews code (Tools: Glob, Read)"),
+        "{task}"
+    );
     // The sub-agent's request carries its own prompt and the start hook's context, and only its tools.
     let sub_request = &f.server.bodies()[1];
     let sub_text = sub_request["messages"].to_string();

@@ -2,6 +2,7 @@
 //! published Python SDKs (seed 002's examples, as written) and by the test itself for the
 //! protocol's edge cases. The model is a fake Anthropic API configured as a hookbox.toml agent.
 
+mod agents;
 mod network;
 mod protocol;
 mod python;

@@ -675,6 +675,47 @@ fn agents_from_initialize_run_as_task_subagents_with_their_hooks() {
 }
 
 #[test]
+fn initialize_answers_with_the_commands_agents_and_models() {
+    let world = World::new(vec![FakeTurn::text("hi")]);
+    std::fs::create_dir_all(world.work().join(".claude/agents")).unwrap();
+    std::fs::write(
+        world.work().join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews code\nmodel: haiku\n---\nreview",
+    )
+    .unwrap();
+    let mut cli = Cli::start(&world, &[]);
+    cli.send(
+        &json!({"type": "control_request", "request_id": "req_init", "request": {
+        "subtype": "initialize", "hooks": null,
+        "agents": {"helper": {"description": "Helps", "prompt": "help"}}}}),
+    );
+    let response = cli.response_to("req_init");
+    let info = &response["response"];
+    assert_eq!(info["hook_on_failure_supported"], true, "{response}");
+    let commands: Vec<&str> = info["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|command| command["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(commands, ["compact", "clear"], "{info}");
+    assert_eq!(
+        info["agents"],
+        json!([
+            {"name": "reviewer", "description": "Reviews code", "model": "haiku"},
+            {"name": "helper", "description": "Helps", "model": null}
+        ]),
+        "{info}"
+    );
+    assert_eq!(info["models"][0]["value"], AGENT, "{info}");
+    assert_eq!(info["output_style"], "default");
+    cli.prompt("hello");
+    cli.result();
+    let (status, _, log) = cli.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{log}");
+}
+
+#[test]
 fn stdin_closing_ends_the_session_with_session_end() {
     let world = World::new(vec![FakeTurn::text("bye")]);
     std::fs::create_dir_all(world.work().join(".claude")).unwrap();

@@ -8,6 +8,7 @@ Usage: python sessions.py MODE ..., MODE being
                      list_subagents and get_subagent_messages;
   client SPEC PROMPT...
                      one ClaudeSDKClient (options as for query) sending each PROMPT in turn.
+SPEC's "stderr": true prints each line the CLI writes to stderr as ``{"stderr": LINE}``.
 SPEC's "hooks" ({EVENT: REPLY}) registers a callback on EVENT that prints its input as
 ``{"callback": EVENT, "input": ...}`` and returns REPLY (``{}`` when REPLY is not an object).
 Every message is printed as one JSON line (``message_class`` names its Python class); an
@@ -66,6 +67,8 @@ def options(spec):
         }
     if "agents" in spec:
         spec["agents"] = {name: AgentDefinition(**agent) for name, agent in spec["agents"].items()}
+    if spec.pop("stderr", False):
+        spec["stderr"] = lambda line: show({"stderr": line})
     return ClaudeAgentOptions(cli_path=CLI, cwd=CWD, model=MODEL, **spec)
 
 
