@@ -155,6 +155,43 @@ impl WarmCalls {
     }
 }
 
+/// A call registered in [`WarmCalls`] while it runs; unregistered when finished or dropped
+/// (a cancelled run leaves nothing behind).
+struct RunningCall<'a> {
+    calls: &'a WarmCalls,
+    name: String,
+    decisions: Arc<Mutex<Vec<NetworkDecision>>>,
+}
+
+impl<'a> RunningCall<'a> {
+    fn register(calls: &'a WarmCalls, name: String) -> Self {
+        let decisions = Arc::new(Mutex::new(Vec::new()));
+        calls.lock().insert(name.clone(), Arc::clone(&decisions));
+        Self {
+            calls,
+            name,
+            decisions,
+        }
+    }
+
+    /// Unregisters the call; returns the decisions made for it.
+    fn finish(self) -> Vec<NetworkDecision> {
+        self.calls.lock().remove(&self.name);
+        std::mem::take(
+            &mut *self
+                .decisions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+}
+
+impl Drop for RunningCall<'_> {
+    fn drop(&mut self) {
+        self.calls.lock().remove(&self.name);
+    }
+}
+
 /// Adds `decision` to `sink` unless it holds [`MAX_DECISIONS`] already.
 fn keep(sink: &Mutex<Vec<NetworkDecision>>, decision: NetworkDecision) {
     let mut kept = sink.lock().unwrap_or_else(PoisonError::into_inner);
@@ -339,15 +376,9 @@ impl SandboxEgress {
         };
         let url = format!("http://{name}:x@127.0.0.1:{PROXY_PORT}");
         self.reach_proxy(&mut spec, self.warm_listener.clone(), &url);
-        let decisions = Arc::new(Mutex::new(Vec::new()));
-        self.warm_calls
-            .lock()
-            .insert(name.clone(), Arc::clone(&decisions));
+        let running = RunningCall::register(&self.warm_calls, name);
         let output = warm.run(environment_id, &spec).await;
-        self.warm_calls.lock().remove(&name);
-        let decisions =
-            std::mem::take(&mut *decisions.lock().unwrap_or_else(PoisonError::into_inner));
-        (output, decisions)
+        (output, running.finish())
     }
 
     /// Gives `spec`'s sandbox `listener` at [`PROXY_PORT`], the CA bundle (when intercepting),
@@ -530,5 +561,18 @@ mod tests {
             calls.route(decision(Some("call-a"), "a.example.com"));
         }
         assert_eq!(first.lock().unwrap().len(), MAX_DECISIONS);
+    }
+
+    #[test]
+    fn a_finished_or_cancelled_call_is_unregistered() {
+        let calls = WarmCalls::default();
+        let running = RunningCall::register(&calls, "call-a".to_owned());
+        calls.route(decision(Some("call-a"), "a.example.com"));
+        let decisions = running.finish();
+        assert_eq!(decisions.len(), 1);
+        assert!(calls.lock().is_empty());
+        // A run whose future is dropped mid-call.
+        drop(RunningCall::register(&calls, "call-b".to_owned()));
+        assert!(calls.lock().is_empty());
     }
 }
