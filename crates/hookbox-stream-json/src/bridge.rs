@@ -197,7 +197,7 @@ mod tests {
     #[tokio::test]
     async fn hook_callbacks_round_trip_and_errors_fail() {
         let (outbox, mut sent) = mpsc::unbounded_channel();
-        let client = ControlClient::new(outbox);
+        let client = ControlClient::new(outbox.clone(), outbox);
         let callback = RemoteHookCallback::new("hook_3", client.clone(), false);
         let call = tokio::spawn(callback.call(json!({"tool_name": "Bash"}), Some("t1".into())));
         let request = sent.recv().await.unwrap();

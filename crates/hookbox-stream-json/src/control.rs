@@ -169,15 +169,19 @@ struct PendingState {
 #[derive(Clone)]
 pub(crate) struct ControlClient {
     outbox: Outbox,
+    /// Where cancellations go: straight to the output, so that a withdrawn request's cancel
+    /// precedes whatever the query emits after withdrawing it.
+    cancels: Outbox,
     next: Arc<AtomicU64>,
     pending: Arc<Mutex<PendingState>>,
 }
 
 impl ControlClient {
-    /// A client writing through `outbox`.
-    pub(crate) fn new(outbox: Outbox) -> Self {
+    /// A client writing its requests through `outbox` and its cancellations through `cancels`.
+    pub(crate) fn new(outbox: Outbox, cancels: Outbox) -> Self {
         Self {
             outbox,
+            cancels,
             next: Arc::new(AtomicU64::new(1)),
             pending: Arc::new(Mutex::new(PendingState::default())),
         }
@@ -277,7 +281,7 @@ impl Drop for Withdraw<'_> {
         if removed {
             let _ = self
                 .client
-                .outbox
+                .cancels
                 .send(json!({"type": "control_cancel_request", "request_id": self.request_id}));
         }
     }
@@ -369,7 +373,7 @@ mod tests {
     #[tokio::test]
     async fn out_of_order_responses_reach_their_requests() {
         let (outbox, mut sent) = mpsc::unbounded_channel();
-        let client = ControlClient::new(outbox);
+        let client = ControlClient::new(outbox.clone(), outbox);
         let first = tokio::spawn({
             let client = client.clone();
             async move {
@@ -404,7 +408,7 @@ mod tests {
     #[tokio::test]
     async fn close_fails_pending_and_later_requests() {
         let (outbox, mut sent) = mpsc::unbounded_channel();
-        let client = ControlClient::new(outbox);
+        let client = ControlClient::new(outbox.clone(), outbox);
         let waiting = tokio::spawn({
             let client = client.clone();
             async move { client.request(json!({"subtype": "hook_callback"})).await }
@@ -418,7 +422,7 @@ mod tests {
     #[tokio::test]
     async fn a_timed_out_request_is_cancelled() {
         let (outbox, mut sent) = mpsc::unbounded_channel();
-        let client = ControlClient::new(outbox);
+        let client = ControlClient::new(outbox.clone(), outbox);
         let result = tokio::time::timeout(
             Duration::from_millis(20),
             client.request(json!({"subtype": "x"})),

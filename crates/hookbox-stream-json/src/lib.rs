@@ -112,9 +112,10 @@ where
     let (outbox, outgoing) = mpsc::unbounded_channel();
     let writer = tokio::spawn(write_output(output, outgoing));
     // Requests from hook callbacks pass through the driver, which first writes the messages
-    // the query emitted before them (the tool call precedes its hook_callback).
+    // the query emitted before them (the tool call precedes its hook_callback); their
+    // cancellations go straight out (before what the query emits after a callback timed out).
     let (requests, requests_rx) = mpsc::unbounded_channel();
-    let client = ControlClient::new(requests);
+    let client = ControlClient::new(requests, outbox.clone());
     let (incoming_tx, incoming) = mpsc::unbounded_channel();
     tokio::spawn(read_input(input, client.clone(), incoming_tx));
     let mut driver = Driver::new(setup, outbox.clone(), client);
