@@ -4,6 +4,7 @@
 
 mod agents;
 mod network;
+mod output_styles;
 mod protocol;
 mod python;
 mod sessions;
