@@ -8,12 +8,9 @@
 //! a link out of the project), and what an agent may use is only ever narrowed by its file
 //! (its `tools` filter the session's tools; permissions and hooks stay the session's).
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The largest agent file read, in bytes.
-const MAX_FILE_BYTES: u64 = 256 * 1024;
+use crate::md_files;
 
 /// A sub-agent as the SDK or a file defines it, before its model is resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,35 +27,12 @@ pub(crate) struct AgentSpec {
 
 /// The agents of the `*.md` files directly in `dir`, by name (sorted by file name), and a
 /// warning for each file or directory that could not be used. `confined`: the directory is
-/// the project's (model-writable): it and its parent must not be symlinks, nor its files.
+/// the project's (model-writable; see [`md_files`]).
 pub(crate) fn load(dir: &Path, confined: bool) -> (Vec<(String, AgentSpec)>, Vec<String>) {
+    let (files, mut warnings) = md_files::read_dir(dir, confined, "agent");
     let mut agents = Vec::new();
-    let mut warnings = Vec::new();
-    if confined {
-        let parent = dir.parent().unwrap_or(dir);
-        for path in [parent, dir] {
-            if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
-                warnings.push(format!(
-                    "ignoring the agents in {}: {} is a symbolic link, and project agents are \
-                     read only from the project itself",
-                    dir.display(),
-                    path.display()
-                ));
-                return (agents, warnings);
-            }
-        }
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return (agents, warnings);
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
-        .collect();
-    files.sort();
-    for file in files {
-        match read(&file, confined).and_then(|text| parse(&text)) {
+    for (file, text) in files {
+        match parse(&text) {
             Ok((name, spec)) => agents.push((name, spec)),
             Err(problem) => warnings.push(format!(
                 "ignoring the agent file {}: {problem}",
@@ -69,77 +43,15 @@ pub(crate) fn load(dir: &Path, confined: bool) -> (Vec<(String, AgentSpec)>, Vec
     (agents, warnings)
 }
 
-/// The text of agent file `file`: a regular file (not a symlink when `confined`) of at most
-/// [`MAX_FILE_BYTES`].
-fn read(file: &Path, confined: bool) -> Result<String, String> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    // O_NONBLOCK: a FIFO planted in the directory must not hang the session's start.
-    let mut flags = libc::O_NONBLOCK;
-    if confined {
-        flags |= libc::O_NOFOLLOW;
-    }
-    options.custom_flags(flags);
-    let handle = options.open(file).map_err(|err| {
-        if err.raw_os_error() == Some(libc::ELOOP) {
-            "it is a symbolic link; project agent files must be regular files in the project"
-                .to_owned()
-        } else {
-            format!("cannot read it: {err}")
-        }
-    })?;
-    let meta = handle
-        .metadata()
-        .map_err(|err| format!("cannot read it: {err}"))?;
-    if !meta.is_file() {
-        return Err("it is not a regular file".to_owned());
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "it is {} bytes; agent files may have at most {MAX_FILE_BYTES}",
-            meta.len()
-        ));
-    }
-    let mut text = String::new();
-    handle
-        .take(MAX_FILE_BYTES)
-        .read_to_string(&mut text)
-        .map_err(|err| format!("cannot read it as UTF-8 text: {err}"))?;
-    Ok(text)
-}
-
 /// An agent file's text: `---` front matter of `key: value` lines, then the prompt.
 fn parse(text: &str) -> Result<(String, AgentSpec), String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let missing = "it does not start with a `---` front matter block (name, description, tools, \
-                   model) followed by the agent's prompt";
-    let mut lines = text.split_inclusive('\n');
-    if lines.next().map(str::trim_end) != Some("---") {
-        return Err(missing.to_owned());
-    }
+    let (pairs, prompt) = md_files::front_matter(text, "name, description, tools, model")?;
     let mut name = None;
     let mut description = None;
     let mut tools = None;
     let mut model = None;
-    let mut closed = false;
-    let mut consumed = text.len() - lines.clone().map(str::len).sum::<usize>();
-    for line in lines.by_ref() {
-        consumed += line.len();
-        let line = line.trim_end();
-        if line == "---" {
-            closed = true;
-            break;
-        }
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
-            continue;
-        }
-        let Some((key, value)) = line.split_once(':') else {
-            return Err(format!(
-                "front matter line {line:?} is not `key: value` (the values must fit on one line)"
-            ));
-        };
-        let value = unquote(value.trim());
-        match key.trim() {
+    for (key, value) in pairs {
+        match key.as_str() {
             "name" => name = Some(value),
             "description" => description = Some(value),
             // `tools:` alone is YAML's null: all of the session's tools, as in Claude Code.
@@ -149,9 +61,6 @@ fn parse(text: &str) -> Result<(String, AgentSpec), String> {
             // hookbox keeps the session's permissions.
             _ => {}
         }
-    }
-    if !closed {
-        return Err("its front matter has no closing `---` line".to_owned());
     }
     let name = name
         .filter(|name| !name.is_empty())
@@ -167,7 +76,6 @@ fn parse(text: &str) -> Result<(String, AgentSpec), String> {
     let description = description
         .filter(|description| !description.is_empty())
         .ok_or("its front matter has no `description:` (when the agent should be used)")?;
-    let prompt = text.get(consumed..).unwrap_or_default().trim();
     Ok((
         name,
         AgentSpec {
@@ -179,19 +87,6 @@ fn parse(text: &str) -> Result<(String, AgentSpec), String> {
     ))
 }
 
-/// `value` without one pair of surrounding quotes.
-fn unquote(value: &str) -> String {
-    for quote in ['"', '\''] {
-        if let Some(inner) = value
-            .strip_prefix(quote)
-            .and_then(|rest| rest.strip_suffix(quote))
-        {
-            return inner.to_owned();
-        }
-    }
-    value.to_owned()
-}
-
 /// A `tools:` value: `Read, Grep` or `[Read, Grep]`.
 fn list(value: &str) -> Vec<String> {
     let value = value
@@ -200,7 +95,7 @@ fn list(value: &str) -> Vec<String> {
         .unwrap_or(value);
     value
         .split(',')
-        .map(|item| unquote(item.trim()))
+        .map(|item| md_files::unquote(item.trim()))
         .filter(|item| !item.is_empty())
         .collect()
 }

@@ -43,6 +43,9 @@ pub(crate) struct InitOptions {
     pub(crate) append_system_prompt: Option<String>,
     /// cortex `settingSources`.
     pub(crate) setting_sources: Option<Vec<String>>,
+    /// `forwardSubagentText`: sub-agents' text and thinking reach the SDK too, not only their
+    /// tool calls and results.
+    pub(crate) forward_subagent_text: bool,
     /// What hookbox could not use (reported on stderr).
     pub(crate) warnings: Vec<String>,
 }
@@ -103,6 +106,8 @@ pub(crate) fn parse(request: &Map<String, Value>) -> InitOptions {
         .get("sdkManagedPermissions")
         .and_then(Value::as_bool)
         == Some(true);
+    options.forward_subagent_text =
+        request.get("forwardSubagentText").and_then(Value::as_bool) == Some(true);
     let text = |key: &str| {
         request
             .get(key)

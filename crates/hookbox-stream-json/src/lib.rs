@@ -58,7 +58,9 @@ mod bridge;
 mod control;
 pub mod frame;
 mod init;
+mod md_files;
 pub mod messages;
+mod output_styles;
 mod settings;
 mod setup;
 mod transcript;
@@ -266,6 +268,8 @@ struct Driver {
     current: Option<Prompt>,
     /// Whether the last `result` written was an error.
     last_result_failed: bool,
+    /// The session's output style, which `system/init` names.
+    output_style: String,
     keep: Vec<tempfile::NamedTempFile>,
 }
 
@@ -290,6 +294,7 @@ impl Driver {
             running: None,
             current: None,
             last_result_failed: false,
+            output_style: output_styles::DEFAULT.to_owned(),
             keep: Vec::new(),
         }
     }
@@ -371,6 +376,9 @@ impl Driver {
             warn(&warning);
         }
         let mut line = messages::to_wire(message, &self.session_id, &new_uuid());
+        if matches!(message, SessionMessage::Init { .. }) {
+            line["output_style"] = json!(self.output_style);
+        }
         if let Some(transcript) = &mut self.transcript {
             // The prompt goes to the transcript when its first turn comes: a prompt that a
             // `UserPromptSubmit` hook blocked (a secret pasted by mistake) never reaches the
@@ -411,6 +419,11 @@ impl Driver {
                     line["user_message_uuids"] = json!([uuid]);
                 }
             }
+        }
+        // The transcript keeps all of a sub-agent's turns; the SDK gets its text only when it
+        // asked for it.
+        if !self.init.forward_subagent_text && !messages::without_subagent_text(&mut line) {
+            return;
         }
         self.send(line);
     }
@@ -489,14 +502,16 @@ impl Driver {
     fn start(&mut self, prompt: Prompt) {
         if self.session.is_none() && self.failed.is_none() {
             match self.build() {
-                Ok((session, transcript)) => {
+                Ok(built) => {
+                    let session = built.session;
                     if self.needs_sdk() {
                         self.client.interrupt_on_close(session.control());
                     }
                     self.control = Some(session.control());
                     self.session_id = session.session_id();
                     self.session = Some(session);
-                    self.transcript = transcript;
+                    self.transcript = built.transcript;
+                    self.output_style = built.output_style;
                 }
                 Err(err) => {
                     let message = error_message(&err);
@@ -523,7 +538,7 @@ impl Driver {
         }
     }
 
-    fn build(&mut self) -> anyhow::Result<(Session, Option<TranscriptWriter>)> {
+    fn build(&mut self) -> anyhow::Result<setup::Built> {
         let mode = match self.mode {
             Some(mode) => mode,
             None => self.setup.permission_mode()?,

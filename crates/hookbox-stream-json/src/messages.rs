@@ -164,6 +164,35 @@ fn blocks(content: &[ContentBlock]) -> Vec<Value> {
         .collect()
 }
 
+/// Takes the model's text and thinking out of stream-json line `line` when a sub-agent wrote
+/// it (its `parent_tool_use_id` is set), for an SDK that did not ask for sub-agent text
+/// (`forwardSubagentText`, as Claude Code does): a sub-agent's turns keep only their tool
+/// calls, its tool results stay, and its stream events go. Whether anything is left to send.
+pub fn without_subagent_text(line: &mut Value) -> bool {
+    if line["parent_tool_use_id"].is_null() {
+        return true;
+    }
+    match line["type"].as_str() {
+        Some("stream_event") => false,
+        Some("assistant") => match line
+            .pointer_mut("/message/content")
+            .and_then(Value::as_array_mut)
+        {
+            Some(blocks) => {
+                blocks.retain(|block| {
+                    !matches!(
+                        block["type"].as_str(),
+                        Some("text" | "thinking" | "redacted_thinking")
+                    )
+                });
+                !blocks.is_empty()
+            }
+            None => true,
+        },
+        _ => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use hookbox_agent::session::{
@@ -351,5 +380,32 @@ mod tests {
             ])
         );
         assert_eq!(line["parent_tool_use_id"], "toolu_0");
+    }
+
+    #[test]
+    fn sub_agent_text_is_taken_out_unless_asked_for() {
+        let mut main = json!({"type": "assistant", "parent_tool_use_id": null,
+            "message": {"content": [{"type": "text", "text": "mine"}]}});
+        assert!(without_subagent_text(&mut main));
+        assert_eq!(main["message"]["content"][0]["text"], "mine");
+        let mut turn = json!({"type": "assistant", "parent_tool_use_id": "toolu_0",
+        "message": {"content": [
+            {"type": "thinking", "thinking": "hm", "signature": ""},
+            {"type": "text", "text": "reading"},
+            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}},
+        ]}});
+        assert!(without_subagent_text(&mut turn));
+        assert_eq!(
+            turn["message"]["content"],
+            json!([{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}])
+        );
+        let mut answer = json!({"type": "assistant", "parent_tool_use_id": "toolu_0",
+            "message": {"content": [{"type": "text", "text": "done"}]}});
+        assert!(!without_subagent_text(&mut answer));
+        let mut result = json!({"type": "user", "parent_tool_use_id": "toolu_0",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]}});
+        assert!(without_subagent_text(&mut result));
+        let mut event = json!({"type": "stream_event", "parent_tool_use_id": "toolu_0"});
+        assert!(!without_subagent_text(&mut event));
     }
 }

@@ -1,6 +1,6 @@
 //! What SDK mode reads from Claude-style settings files besides their hooks (those go to the
-//! hook engine): `sandbox.autoAllowBashIfSandboxed` and `sandbox.network.allowedDomains` /
-//! `deniedDomains`.
+//! hook engine): `sandbox.autoAllowBashIfSandboxed`, `sandbox.network.allowedDomains` /
+//! `deniedDomains` and `outputStyle`.
 
 use std::path::Path;
 
@@ -100,6 +100,31 @@ pub(crate) fn auto_allow_bash<'a>(
     Ok(None)
 }
 
+/// The `outputStyle` of the first of `files` (highest precedence first, each with the name
+/// reasons give it) that sets it, with that name; `None` when none does. A file that is not
+/// JSON is skipped here (loading its hooks reports it); a value that is not a string is an
+/// error naming the file.
+pub(crate) fn output_style<'a>(
+    files: impl IntoIterator<Item = (&'a Path, String)>,
+) -> anyhow::Result<Option<(String, String)>> {
+    for (file, label) in files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the settings file {}", file.display()))?;
+        let Ok(settings) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        match settings.get("outputStyle") {
+            None => {}
+            Some(Value::String(name)) => return Ok(Some((name.clone(), label))),
+            Some(other) => bail!(
+                "{label}: `outputStyle` must be the name of an output style such as \
+                 \"Explanatory\", not {other}"
+            ),
+        }
+    }
+    Ok(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +165,37 @@ mod tests {
         let error = find(paths(&[&bad])).unwrap_err().to_string();
         assert!(
             error.contains("bad.json") && error.contains("autoAllowBashIfSandboxed"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_first_output_style_wins_and_a_bad_one_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let silent = write("silent.json", "{}");
+        let local = write("local.json", r#"{"outputStyle": "Learning"}"#);
+        let user = write("user.json", r#"{"outputStyle": "Explanatory"}"#);
+        let bad = write("bad.json", r#"{"outputStyle": 3}"#);
+        let read = |paths: &[&std::path::PathBuf]| {
+            output_style(
+                paths
+                    .iter()
+                    .map(|path| (path.as_path(), path.display().to_string())),
+            )
+        };
+        assert_eq!(read(&[&silent]).unwrap(), None);
+        assert_eq!(
+            read(&[&silent, &local, &user]).unwrap(),
+            Some(("Learning".to_owned(), local.display().to_string()))
+        );
+        let error = read(&[&bad]).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&bad.display().to_string()) && error.contains("`outputStyle`"),
             "{error}"
         );
     }

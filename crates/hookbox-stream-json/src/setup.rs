@@ -19,6 +19,7 @@ use crate::argv::SdkArgs;
 use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
 use crate::control::ControlClient;
 use crate::init::InitOptions;
+use crate::output_styles::{self, OutputStyle};
 use crate::transcript::{self, TranscriptWriter};
 use crate::{settings, warn};
 
@@ -65,6 +66,14 @@ pub struct SessionNetwork {
     pub allowed: DomainList,
     /// Hosts always refused.
     pub denied: DomainList,
+}
+
+/// A session built for an SDK: the session, the writer of its transcript (`None` without
+/// one) and the name of its output style (init's `output_style`).
+pub(crate) struct Built {
+    pub(crate) session: Session,
+    pub(crate) transcript: Option<TranscriptWriter>,
+    pub(crate) output_style: String,
 }
 
 /// Everything known before the first prompt. On the first prompt, one function turns it and
@@ -144,8 +153,7 @@ impl Setup {
     /// Builds the session: the command line's tools, limits and prompts, `init`'s hooks (as
     /// callbacks through `client`), sub-agents and settings sources, the settings files, and
     /// `model` in permission `mode`, and the conversation it resumes. This is the one place a
-    /// session is assembled. `keep` receives temporary files that must outlive it. Returns the
-    /// session and the writer of its transcript (`None` without one).
+    /// session is assembled. `keep` receives temporary files that must outlive it.
     pub(crate) fn build(
         &self,
         init: &InitOptions,
@@ -153,7 +161,7 @@ impl Setup {
         mode: PermissionMode,
         model: Arc<dyn Model>,
         keep: &mut Vec<tempfile::NamedTempFile>,
-    ) -> anyhow::Result<(Session, Option<TranscriptWriter>)> {
+    ) -> anyhow::Result<Built> {
         let args = &self.args;
         let mut builder = Session::builder(&self.cwd)
             .model(model)
@@ -242,7 +250,12 @@ impl Setup {
         if let Some(turns) = args.max_turns {
             builder = builder.max_turns(turns);
         }
-        if let Some(prompt) = self.system_prompt(init)? {
+        let files = self.settings_files(init, keep)?;
+        let (style, _, warnings) = self.output_style(init, &files, keep)?;
+        for warning in &warnings {
+            warn(warning);
+        }
+        if let Some(prompt) = self.system_prompt(init, &style)? {
             builder = builder.system_prompt(prompt);
         }
         let host = self.host()?;
@@ -281,29 +294,19 @@ impl Setup {
             }
             builder = builder.hook(hook.event, matcher);
         }
-        let files = self.settings_files(init, keep)?;
         for path in &files {
             builder = builder.settings_file(path);
         }
-        // Precedence, as in Claude Code: --settings (the last one first), then local, project,
-        // user.
-        let (flags, sources) = files.split_at(self.args.settings.len().min(files.len()));
-        let by_precedence = flags.iter().rev().chain(sources.iter().rev());
-        if let Some(allow) = settings::auto_allow_bash(by_precedence.map(PathBuf::as_path))? {
+        let by_precedence = self.by_precedence(&files);
+        if let Some(allow) = settings::auto_allow_bash(by_precedence)? {
             builder = builder.auto_allow_sandboxed_bash(allow);
         }
         if let Some(network) = host.network() {
-            // An inline --settings (the SDK's `settings` and `sandbox` options) sits in a
-            // temporary file: reasons name the option instead.
-            let label = |path: &Path| {
-                if keep.iter().any(|file| file.path() == path) {
-                    "the --settings JSON (the SDK's `settings`/`sandbox` options)".to_owned()
-                } else {
-                    path.display().to_string()
-                }
-            };
-            let domains =
-                settings::network_domains(files.iter().map(|path| (path.as_path(), label(path))))?;
+            let domains = settings::network_domains(
+                files
+                    .iter()
+                    .map(|path| (path.as_path(), settings_label(path, keep))),
+            )?;
             let mut allow = vec![network.allowed];
             allow.extend(domains.allowed);
             let policy =
@@ -324,7 +327,7 @@ impl Setup {
         let session = builder
             .build()
             .with_context(|| format!("cannot start the session in {}", self.cwd.display()))?;
-        let writer = project.map(|project| {
+        let transcript = project.map(|project| {
             let parent = resumed.as_ref().and_then(transcript::Resumed::leaf);
             let mut writer = TranscriptWriter::new(project, &self.cwd, &session_id, parent);
             if let Some(resumed) = resumed.as_ref().filter(|_| args.fork_session) {
@@ -332,7 +335,57 @@ impl Setup {
             }
             writer
         });
-        Ok((session, writer))
+        Ok(Built {
+            session,
+            transcript,
+            output_style: style.name,
+        })
+    }
+
+    /// `files` (as [`settings_files`](Self::settings_files) lists them) by Claude Code's
+    /// precedence, highest first: --settings (the last one first), then local, project, user.
+    fn by_precedence<'a>(&self, files: &'a [PathBuf]) -> Vec<&'a Path> {
+        let (flags, sources) = files.split_at(self.args.settings.len().min(files.len()));
+        flags
+            .iter()
+            .rev()
+            .chain(sources.iter().rev())
+            .map(PathBuf::as_path)
+            .collect()
+    }
+
+    /// The output style the settings `files` choose (`default` when none does), the styles
+    /// there are (built in, then the user's and the project's files, per the setting sources),
+    /// and a warning for each file that could not be used and for an unknown name.
+    fn output_style(
+        &self,
+        init: &InitOptions,
+        files: &[PathBuf],
+        keep: &[tempfile::NamedTempFile],
+    ) -> anyhow::Result<(OutputStyle, Vec<OutputStyle>, Vec<String>)> {
+        let mut dirs = Vec::new();
+        if self.wants_source(init, "user")
+            && let Some(config) = &self.config_dir
+        {
+            dirs.push((config.join("output-styles"), false));
+        }
+        if self.wants_source(init, "project") {
+            dirs.push((self.cwd.join(".claude/output-styles"), true));
+        }
+        let (styles, mut warnings) = output_styles::available(&dirs);
+        let wanted = settings::output_style(
+            self.by_precedence(files)
+                .into_iter()
+                .map(|path| (path, settings_label(path, keep))),
+        )?;
+        let (style, unknown) = output_styles::choose(
+            &styles,
+            wanted
+                .as_ref()
+                .map(|(name, source)| (name.as_str(), source.as_str())),
+        );
+        warnings.extend(unknown);
+        Ok((style, styles, warnings))
     }
 
     /// The `initialize` response (claude-agent-sdk's `get_server_info()`), in Claude Code's
@@ -357,6 +410,18 @@ impl Setup {
                        "description": format!("hookbox.toml's [agents.\"{name}\"]")})
             })
             .collect();
+        // Problems are reported when the session is built.
+        let mut keep = Vec::new();
+        let styles = self
+            .settings_files(init, &mut keep)
+            .and_then(|files| self.output_style(init, &files, &keep));
+        let (style, available) = match styles {
+            Ok((style, styles, _)) => (
+                style.name,
+                styles.into_iter().map(|style| style.name).collect(),
+            ),
+            Err(_) => (output_styles::DEFAULT.to_owned(), Vec::new()),
+        };
         json!({
             "hook_on_failure_supported": true,
             "commands": [
@@ -366,8 +431,8 @@ impl Setup {
                  "description": "Start a fresh conversation under a new session id"},
             ],
             "agents": agents,
-            "output_style": "default",
-            "available_output_styles": ["default"],
+            "output_style": style,
+            "available_output_styles": available,
             "models": models,
             "account": {},
             "pid": std::process::id(),
@@ -437,7 +502,14 @@ impl Setup {
             .is_none_or(|sources| sources.iter().any(|item| item == source))
     }
 
-    fn system_prompt(&self, init: &InitOptions) -> anyhow::Result<Option<String>> {
+    /// The system prompt: `--system-prompt` (or its file, or cortex's `systemPrompt`), the
+    /// appended prompts, then the output style's instructions, as Claude Code adds them at
+    /// the end.
+    fn system_prompt(
+        &self,
+        init: &InitOptions,
+        style: &OutputStyle,
+    ) -> anyhow::Result<Option<String>> {
         let args = &self.args;
         let base =
             match (&args.system_prompt, &args.system_prompt_file) {
@@ -451,6 +523,7 @@ impl Setup {
             base,
             args.append_system_prompt.clone(),
             init.append_system_prompt.clone(),
+            Some(style.prompt.clone()),
         ]
         .into_iter()
         .flatten()
@@ -492,5 +565,15 @@ impl Setup {
         }
         files.extend(candidates.into_iter().filter(|path| path.is_file()));
         Ok(files)
+    }
+}
+
+/// How reasons name settings file `path`: an inline --settings (the SDK's `settings` and
+/// `sandbox` options), which sits in one of the temporary files `keep`, by the option.
+fn settings_label(path: &Path, keep: &[tempfile::NamedTempFile]) -> String {
+    if keep.iter().any(|file| file.path() == path) {
+        "the --settings JSON (the SDK's `settings`/`sandbox` options)".to_owned()
+    } else {
+        path.display().to_string()
     }
 }

@@ -18,7 +18,9 @@ use tokio::sync::Notify;
 
 use super::SubagentDefinition;
 use super::compact::{compact_command, estimate_tokens};
-use super::emit::{Emitter, Transcript, TranscriptPlace, place_transcript};
+use super::emit::{
+    Emitter, Transcript, TranscriptPlace, place_transcript, subagent_transcript_path,
+};
 use super::messages::{CompactTrigger, ContentBlock, HookFailure, SessionMessage};
 use super::outcome::{End, Stats, denial, millis, result, stop_reason};
 use super::partial::PartialStream;
@@ -821,6 +823,17 @@ impl LoopPoints for SessionRun<'_, '_> {
             };
         }
         let (stop_hook_active, last_assistant_message) = (self.stop_blocks > 0, &reply.text);
+        let agent_transcript_path = self
+            .runner
+            .subagent_ref()
+            .and_then(|agent| {
+                subagent_transcript_path(
+                    self.core.transcript_place.as_ref(),
+                    &self.core.session_id,
+                    agent.agent_id,
+                )
+            })
+            .unwrap_or_else(|| self.core.transcript_path.clone());
         let stop = match self.runner.subagent_ref() {
             None => SdkEvent::Stop {
                 stop_hook_active,
@@ -828,7 +841,7 @@ impl LoopPoints for SessionRun<'_, '_> {
             },
             Some(agent) => SdkEvent::SubagentStop {
                 agent,
-                agent_transcript_path: &self.core.transcript_path,
+                agent_transcript_path: &agent_transcript_path,
                 stop_hook_active,
                 last_assistant_message,
             },

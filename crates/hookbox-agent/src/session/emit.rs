@@ -64,6 +64,26 @@ pub(crate) fn place_transcript(
     }
 }
 
+/// Where the transcript of sub-agent `agent_id` of session `session_id` is, when its caller
+/// writes the transcripts at `place`: Claude Code's `DIR/<session_id>/subagents/agent-<agent_id>.jsonl`.
+/// `None` when the session writes its own (its sub-agents' turns go to its file) or keeps none.
+pub(crate) fn subagent_transcript_path(
+    place: Option<&TranscriptPlace>,
+    session_id: &str,
+    agent_id: &str,
+) -> Option<String> {
+    match place {
+        Some((dir, None)) => Some(
+            dir.join(session_id)
+                .join("subagents")
+                .join(format!("agent-{agent_id}.jsonl"))
+                .display()
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
 /// Opens (creating) `dir/<session_id>.jsonl` for appending, private to the user.
 fn open_transcript(dir: &Path, session_id: &str) -> io::Result<(File, String)> {
     use std::os::unix::fs::OpenOptionsExt;

@@ -55,6 +55,7 @@ pub use permissions::{
 };
 pub use slash::slash_command;
 pub use structured::DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS;
+pub use subagent::subagent_id;
 
 use self::core::{Core, Shared};
 use hookbox_llm::Model;

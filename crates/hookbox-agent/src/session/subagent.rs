@@ -1,5 +1,7 @@
 //! Sub-agents: a `Task` call runs one of the session's agents in its own loop.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+
 use hookbox_hooks::{SdkEvent, SubagentRef};
 use hookbox_llm::{Conversation, ToolCall};
 use serde_json::{Value, json};
@@ -8,7 +10,17 @@ use super::core::{Core, Runner};
 use super::emit::Emitter;
 use super::outcome::{End, Stats};
 use super::tools::declarations;
-use hookbox_store::new_uuid;
+
+/// The id of the sub-agent that `Task` call `task_call_id` of session `session_id` starts: 16
+/// hexadecimal digits, the same wherever it is computed in the process, so the `agent_id` its
+/// hooks see also names its transcript (`<session_id>/subagents/agent-<id>.jsonl`, which the
+/// caller writing the transcript derives the same way). Only hexadecimal digits, whatever id
+/// the model gave the call, so it is safe in a file name.
+pub fn subagent_id(session_id: &str, task_call_id: &str) -> String {
+    let mut hasher = DefaultHasher::new();
+    (session_id, task_call_id).hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
+}
 
 impl Core {
     /// Runs a `Task` call: `SubagentStart`, the sub-agent's own loop (its tools through the same
@@ -36,7 +48,7 @@ impl Core {
             );
             return Ok((error.clone(), json!({"error": error}), Some(error)));
         };
-        let agent_id = format!("agent_{}", new_uuid().replace('-', ""));
+        let agent_id = subagent_id(&self.session_id, &call.id);
         let tool_names: Vec<&'static str> = self
             .tool_names
             .iter()

@@ -12,7 +12,7 @@ use super::python::{assert_finished, python, run};
 use super::{KEY, KEY_ENV, World, call};
 
 /// `sessions.py query PROMPT SPEC`, the CLI's stderr included.
-fn query(python: &std::ffi::OsStr, world: &World, spec: &Value) -> Vec<Value> {
+pub(super) fn query(python: &std::ffi::OsStr, world: &World, spec: &Value) -> Vec<Value> {
     let mut spec = spec.clone();
     spec["stderr"] = json!(true);
     let (output, messages) = run(
@@ -42,7 +42,7 @@ fn init_agents(messages: &[Value]) -> Vec<String> {
 }
 
 /// What the CLI wrote to stderr.
-fn stderr(messages: &[Value]) -> String {
+pub(super) fn stderr(messages: &[Value]) -> String {
     messages
         .iter()
         .filter_map(|message| message["stderr"].as_str())
@@ -73,7 +73,8 @@ fn task_description(body: &Value) -> String {
         .to_owned()
 }
 
-fn write_agent(dir: &Path, file: &str, text: &str) {
+/// Writes `dir/file` (creating `dir`).
+pub(super) fn write_agent(dir: &Path, file: &str, text: &str) {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join(file), text).unwrap();
 }
@@ -219,4 +220,86 @@ fn claude_sdk_reads_user_agent_files_per_setting_sources_and_unmapped_models_inh
         "{}",
         bodies[1]["system"]
     );
+}
+
+/// A session whose main agent starts `reviewer` (which reads `notes.txt`, saying so, then
+/// answers), run with the SDK's `forward_subagent_text` set to `forward`; its messages.
+fn review_forwarding(python: &std::ffi::OsStr, forward: bool) -> Vec<Value> {
+    let world = World::new(vec![]);
+    let notes = world.work().join("notes.txt");
+    std::fs::write(&notes, "ship it\n").unwrap();
+    for turn in [
+        task_on("reviewer"),
+        FakeTurn::tool_call(
+            "let me look at the notes",
+            "toolu_read",
+            "Read",
+            json!({"file_path": notes}),
+        ),
+        FakeTurn::text("I am the reviewer"),
+        FakeTurn::text("reviewed"),
+    ] {
+        world.server.push(turn);
+    }
+    let spec = json!({
+        "permission_mode": "bypassPermissions",
+        "forward_subagent_text": forward,
+        "agents": {"reviewer": {"description": "Reviews", "prompt": "You review.", "tools": ["Read"]}},
+    });
+    query(python, &world, &spec)
+}
+
+/// The kinds of the content blocks of each message of class `class` that the sub-agent of
+/// `toolu_task` produced, and their texts.
+fn subagent_blocks(messages: &[Value], class: &str) -> (Vec<String>, Vec<String>) {
+    let blocks: Vec<&Value> = messages
+        .iter()
+        .filter(|message| {
+            message["message_class"] == class && message["parent_tool_use_id"] == "toolu_task"
+        })
+        .flat_map(|message| message["content"].as_array().unwrap())
+        .collect();
+    let kinds = blocks
+        .iter()
+        .map(|block| {
+            ["text", "tool_use_id", "name", "thinking"]
+                .into_iter()
+                .find(|key| block.get(*key).is_some())
+                .unwrap_or("?")
+                .to_owned()
+        })
+        .collect();
+    let texts = blocks
+        .iter()
+        .filter_map(|block| block["text"].as_str().map(str::to_owned))
+        .collect();
+    (kinds, texts)
+}
+
+#[test]
+fn claude_sdk_gets_subagent_text_only_when_it_asks_for_it() {
+    let Some(python) = python("claude_sdk_gets_subagent_text_only_when_it_asks_for_it") else {
+        return;
+    };
+    // By default: the sub-agent's tool call and its result, none of its text; the Task
+    // result carries its answer.
+    let messages = review_forwarding(&python, false);
+    let (kinds, texts) = subagent_blocks(&messages, "AssistantMessage");
+    assert_eq!(kinds, ["name"], "{messages:#?}");
+    assert!(texts.is_empty(), "{texts:?}");
+    let (kinds, _) = subagent_blocks(&messages, "UserMessage");
+    assert_eq!(kinds, ["tool_use_id"], "{messages:#?}");
+    let task_result = messages
+        .iter()
+        .filter(|message| {
+            message["message_class"] == "UserMessage" && message["parent_tool_use_id"].is_null()
+        })
+        .map(Value::to_string)
+        .collect::<String>();
+    assert!(task_result.contains("I am the reviewer"), "{messages:#?}");
+    // Asked for: its text too, with the Task call as parent.
+    let messages = review_forwarding(&python, true);
+    let (kinds, texts) = subagent_blocks(&messages, "AssistantMessage");
+    assert_eq!(kinds, ["text", "name", "text"], "{messages:#?}");
+    assert_eq!(texts, ["let me look at the notes", "I am the reviewer"]);
 }

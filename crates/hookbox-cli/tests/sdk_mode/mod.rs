@@ -1,12 +1,14 @@
 //! SDK mode: the `hookbox` binary driven over the stream-json control protocol, by the
-//! published Python SDKs (seed 002's examples, as written) and by the test itself for the
-//! protocol's edge cases. The model is a fake Anthropic API configured as a hookbox.toml agent.
+//! published Python SDKs (seed 002's examples, as written), the TypeScript SDK (the seed's
+//! JavaScript examples) and by the test itself for the protocol's edge cases. The model is a fake Anthropic API configured as a hookbox.toml agent.
 
 mod agents;
 mod network;
+mod output_styles;
 mod protocol;
 mod python;
 mod sessions;
+mod typescript;
 
 use std::path::{Path, PathBuf};
 

@@ -23,12 +23,8 @@ pub(super) fn python(test: &str) -> Option<std::ffi::OsString> {
     python
 }
 
-/// Runs `script` with `args` in the world's working directory; returns the output and the
-/// messages it printed.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the test runs the SDK's Python client"
-)]
+/// Runs `script` (a file of `tests/sdk_mode`) with `args` in the world's working directory;
+/// returns the output and the messages it printed.
 pub(super) fn run(
     python: &std::ffi::OsStr,
     world: &World,
@@ -38,7 +34,23 @@ pub(super) fn run(
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/sdk_mode")
         .join(script);
-    let child = std::process::Command::new(python)
+    run_program(python, world, &script, args)
+}
+
+/// Runs `program script args` (an SDK's client) in the world's working directory, with the
+/// hookbox binary, the world's agent and homes in its environment; returns the output and the
+/// JSON lines it printed.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test runs the SDK's client program"
+)]
+pub(super) fn run_program(
+    program: &std::ffi::OsStr,
+    world: &World,
+    script: &Path,
+    args: &[&str],
+) -> (Output, Vec<Value>) {
+    let child = std::process::Command::new(program)
         .arg(script)
         .args(args)
         .current_dir(world.work())
@@ -91,21 +103,18 @@ pub(super) fn assert_finished(output: &Output, messages: &[Value]) -> Value {
     result
 }
 
-#[test]
-fn cortex_seed_block_dangerous() {
-    let Some(python) = python("cortex_seed_block_dangerous") else {
-        return;
-    };
+/// Runs one of seed 002's examples by name (`block_dangerous`, `auto_approve_reads`,
+/// `add_timeout`, `audit_log`) with a prompt in a world, through one SDK; returns the output
+/// and the messages, each with its `message_class` (the Python SDKs' class names).
+pub(super) type SeedDriver<'a> = &'a dyn Fn(&World, &str, &str) -> (Output, Vec<Value>);
+
+/// Seed 002's "block dangerous tools": `rm -rf` is blocked with the hook's reason.
+pub(super) fn seed_block_dangerous(drive: SeedDriver<'_>) {
     let world = World::new(vec![
         call("toolu_1", "Bash", json!({"command": "rm -rf build"})),
         FakeTurn::text("I will not delete it."),
     ]);
-    let (output, messages) = run(
-        &python,
-        &world,
-        "seed_002_cortex.py",
-        &["block_dangerous", "delete the build dir"],
-    );
+    let (output, messages) = drive(&world, "block_dangerous", "delete the build dir");
     let result = assert_finished(&output, &messages);
     assert_eq!(result["result"], "I will not delete it.");
     let results = world.tool_results();
@@ -125,11 +134,8 @@ fn cortex_seed_block_dangerous() {
     );
 }
 
-#[test]
-fn cortex_seed_auto_approve_reads() {
-    let Some(python) = python("cortex_seed_auto_approve_reads") else {
-        return;
-    };
+/// Seed 002's "auto-approve read-only permission requests": the read runs.
+pub(super) fn seed_auto_approve_reads(drive: SeedDriver<'_>) {
     let world = World::new(vec![]);
     let notes = world.work().join("notes.txt");
     std::fs::write(&notes, "the answer is 42\n").unwrap();
@@ -137,12 +143,7 @@ fn cortex_seed_auto_approve_reads() {
         .server
         .push(call("toolu_1", "Read", json!({"file_path": notes})));
     world.server.push(FakeTurn::text("It says 42."));
-    let (output, messages) = run(
-        &python,
-        &world,
-        "seed_002_cortex.py",
-        &["auto_approve_reads", "read notes.txt"],
-    );
+    let (output, messages) = drive(&world, "auto_approve_reads", "read notes.txt");
     let result = assert_finished(&output, &messages);
     assert_eq!(result["result"], "It says 42.");
     let results = world.tool_results();
@@ -150,11 +151,8 @@ fn cortex_seed_auto_approve_reads() {
     assert!(results[0].0.contains("the answer is 42"), "{results:?}");
 }
 
-#[test]
-fn cortex_seed_add_timeout() {
-    let Some(python) = python("cortex_seed_add_timeout") else {
-        return;
-    };
+/// Seed 002's "modify tool input": the command runs as `timeout 30 …`.
+pub(super) fn seed_add_timeout(drive: SeedDriver<'_>) {
     // The command records its parent's command line: with the rewrite, `timeout 30 sh -c …`.
     let world = World::new(vec![
         call(
@@ -164,12 +162,7 @@ fn cortex_seed_add_timeout() {
         ),
         FakeTurn::text("Done."),
     ]);
-    let (output, messages) = run(
-        &python,
-        &world,
-        "seed_002_cortex.py",
-        &["add_timeout", "record"],
-    );
+    let (output, messages) = drive(&world, "add_timeout", "record");
     assert_finished(&output, &messages);
     let marker = std::fs::read_to_string(world.work().join("marker.txt"))
         .unwrap_or_else(|err| panic!("no marker ({err}); tool results {:?}", world.tool_results()));
@@ -181,22 +174,15 @@ fn cortex_seed_add_timeout() {
     );
 }
 
-#[test]
-fn cortex_seed_audit_log() {
-    let Some(python) = python("cortex_seed_audit_log") else {
-        return;
-    };
+/// Seed 002's "audit log": one line per tool call in `audit.log`, its session id under
+/// `session_key` (the Python example's `session_id`, the JavaScript one's `sessionId`).
+pub(super) fn seed_audit_log(drive: SeedDriver<'_>, session_key: &str) {
     let world = World::new(vec![
         call("toolu_1", "Bash", json!({"command": "echo first"})),
         call("toolu_2", "Bash", json!({"command": "echo second"})),
         FakeTurn::text("Both ran."),
     ]);
-    let (output, messages) = run(
-        &python,
-        &world,
-        "seed_002_cortex.py",
-        &["audit_log", "run two commands"],
-    );
+    let (output, messages) = drive(&world, "audit_log", "run two commands");
     let result = assert_finished(&output, &messages);
     let log = std::fs::read_to_string(world.work().join("audit.log")).unwrap();
     let entries: Vec<Value> = log
@@ -207,12 +193,49 @@ fn cortex_seed_audit_log() {
     for (entry, command) in entries.iter().zip(["echo first", "echo second"]) {
         assert_eq!(entry["tool"], "Bash");
         assert_eq!(entry["input"]["command"], command);
-        assert_eq!(entry["session_id"], result["session_id"]);
+        assert_eq!(entry[session_key], result["session_id"]);
         assert!(
             entry["timestamp"].as_str().unwrap().contains('T'),
             "{entry}"
         );
     }
+}
+
+/// Seed 002's Python examples through cortex-code-agent-sdk, as written.
+fn cortex_seed(python: &std::ffi::OsStr) -> impl Fn(&World, &str, &str) -> (Output, Vec<Value>) {
+    move |world, example, prompt| run(python, world, "seed_002_cortex.py", &[example, prompt])
+}
+
+#[test]
+fn cortex_seed_block_dangerous() {
+    let Some(python) = python("cortex_seed_block_dangerous") else {
+        return;
+    };
+    seed_block_dangerous(&cortex_seed(&python));
+}
+
+#[test]
+fn cortex_seed_auto_approve_reads() {
+    let Some(python) = python("cortex_seed_auto_approve_reads") else {
+        return;
+    };
+    seed_auto_approve_reads(&cortex_seed(&python));
+}
+
+#[test]
+fn cortex_seed_add_timeout() {
+    let Some(python) = python("cortex_seed_add_timeout") else {
+        return;
+    };
+    seed_add_timeout(&cortex_seed(&python));
+}
+
+#[test]
+fn cortex_seed_audit_log() {
+    let Some(python) = python("cortex_seed_audit_log") else {
+        return;
+    };
+    seed_audit_log(&cortex_seed(&python), "session_id");
 }
 
 #[test]

@@ -8,7 +8,9 @@ Usage: python sessions.py MODE ..., MODE being
                      list_subagents and get_subagent_messages;
   client SPEC PROMPT...
                      one ClaudeSDKClient (options as for query) sending each PROMPT in turn.
-SPEC's "stderr": true prints each line the CLI writes to stderr as ``{"stderr": LINE}``.
+SPEC's "stderr": true prints each line the CLI writes to stderr as ``{"stderr": LINE}``;
+in client mode, SPEC's "server_info": true prints the initialize response first as
+``{"server_info": ...}``.
 SPEC's "hooks" ({EVENT: REPLY}) registers a callback on EVENT that prints its input as
 ``{"callback": EVENT, "input": ...}`` and returns REPLY (``{}`` when REPLY is not an object).
 Every message is printed as one JSON line (``message_class`` names its Python class); an
@@ -99,7 +101,11 @@ def run_list():
 
 
 async def run_client(spec, prompts):
+    spec = dict(spec)
+    server_info = spec.pop("server_info", False)
     async with ClaudeSDKClient(options=options(spec)) as client:
+        if server_info:
+            show({"server_info": await client.get_server_info()})
         for prompt in prompts:
             await client.query(prompt)
             async for msg in client.receive_response():

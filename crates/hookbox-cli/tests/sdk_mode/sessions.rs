@@ -348,8 +348,9 @@ fn claude_sdk_clear_resets_the_conversation_under_a_new_session_id() {
 }
 
 #[test]
-fn claude_sdk_lists_subagents_with_the_task_call_that_started_them() {
-    let Some(python) = python("claude_sdk_lists_subagents_with_the_task_call_that_started_them")
+fn claude_sdk_lists_subagents_under_their_hooks_agent_id_with_the_task_call() {
+    let Some(python) =
+        python("claude_sdk_lists_subagents_under_their_hooks_agent_id_with_the_task_call")
     else {
         return;
     };
@@ -365,9 +366,32 @@ fn claude_sdk_lists_subagents_with_the_task_call_that_started_them() {
     let spec = json!({
         "permission_mode": "bypassPermissions",
         "agents": {"reviewer": {"description": "Reviews", "prompt": "You are the reviewer.", "tools": ["Read"]}},
+        "hooks": {"SubagentStart": {}, "SubagentStop": {}},
     });
     let (output, messages) = query(&python, &world, "get a review", &spec);
-    assert_finished(&output, &messages);
+    let result = assert_finished(&output, &messages);
+    let hook = |event: &str| {
+        messages
+            .iter()
+            .find(|message| message["callback"] == event)
+            .unwrap_or_else(|| panic!("no {event} hook: {messages:#?}"))["input"]
+            .clone()
+    };
+    let (start, stop) = (hook("SubagentStart"), hook("SubagentStop"));
+    let agent_id = start["agent_id"].as_str().unwrap();
+    assert_eq!(stop["agent_id"], agent_id);
+    // SubagentStop names the sub-agent's own transcript, which its hooks' id names too.
+    let path = stop["agent_transcript_path"].as_str().unwrap();
+    assert!(
+        path.ends_with(&format!(
+            "/{}/subagents/agent-{agent_id}.jsonl",
+            result["session_id"].as_str().unwrap()
+        )),
+        "{path}"
+    );
+    assert_ne!(stop["agent_transcript_path"], stop["transcript_path"]);
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains("I am the reviewer"), "{text}");
     let listed = sessions(&python, &world);
     assert_eq!(listed.len(), 1, "{listed:#?}");
     assert_eq!(
@@ -381,7 +405,11 @@ fn claude_sdk_lists_subagents_with_the_task_call_that_started_them() {
     );
     let subagents = listed[0]["subagents"].as_object().unwrap();
     assert_eq!(subagents.len(), 1, "{listed:#?}");
-    let (_, sub) = subagents.iter().next().unwrap();
+    let (listed_id, sub) = subagents.iter().next().unwrap();
+    assert_eq!(
+        listed_id, agent_id,
+        "list_subagents names the id the hooks saw"
+    );
     assert_eq!(
         turns(sub),
         pairs(&[

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use hookbox_agent::session::{SessionMessage, new_uuid};
+use hookbox_agent::session::{SessionMessage, new_uuid, subagent_id};
 use hookbox_store::Timestamp;
 use serde_json::{Map, Value, json};
 
@@ -438,7 +438,8 @@ impl TranscriptWriter {
     /// beginning it (its metadata, then the task's prompt) at its first entry.
     fn write_subagent(&mut self, call: &str, mut entry: Value) {
         if !self.subagents.contains_key(call) {
-            let agent_id = new_uuid().replace('-', "");
+            // The id its hooks saw (`agent_id`, and `agent_transcript_path` names this file).
+            let agent_id = subagent_id(&self.session_id, call);
             let dir = self.project.join(&self.session_id).join("subagents");
             let (kind, prompt) = self.tasks.get(call).cloned().unwrap_or_default();
             self.disk.append(
