@@ -316,7 +316,7 @@ pub(crate) fn prepare(
     let root_user = is_root();
     let limits = &sandbox.limits;
     let cgroups = if root_user {
-        RunCgroups::create(limits)
+        RunCgroups::create(limits, 1)
     } else {
         RunCgroups::default()
     };

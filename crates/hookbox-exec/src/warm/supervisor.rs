@@ -9,9 +9,10 @@
 //! the pidfd of each running call and each call's reply socket.
 //!
 //! - A request on the control socket (see [`super::request`]) with five descriptors (the
-//!   request's memory file, the call's stdin, stdout and stderr, its reply socket) starts the
-//!   call ([`crate::sandbox::start_call`]) and answers `STARTED` with a pidfd of it on the
-//!   reply socket.
+//!   request's memory file, the call's stdin, stdout and stderr, its reply socket), and as root
+//!   the files through which the call joins its own cgroups, starts the call
+//!   ([`crate::sandbox::start_call`]) and answers `STARTED` with a pidfd of it on the reply
+//!   socket.
 //! - A call's pidfd becoming readable means the call and everything it started are gone: it
 //!   is reaped and its wait status sent as `EXITED`.
 //! - A reply socket hung up means the caller stopped waiting (a timeout, or its future was
@@ -45,7 +46,14 @@ use crate::sandbox::{
 pub const SUPERVISOR_ARG: &str = "--hookbox-sandbox-supervisor";
 
 /// Descriptors passed with each request: its memory file, stdin, stdout, stderr, reply socket.
-pub(crate) const REQUEST_FDS: usize = 5;
+const REQUEST_FDS: usize = 5;
+
+/// Descriptors a request may carry after [`REQUEST_FDS`]: the files through which the call
+/// joins its own cgroups (v1 `pids` and `memory` `tasks`, or one v2 `cgroup.procs`).
+const JOIN_FDS: usize = 2;
+
+/// The most descriptors one request carries.
+pub(crate) const MAX_REQUEST_FDS: usize = REQUEST_FDS + JOIN_FDS;
 
 /// Runs this process as a warm sandbox's supervisor and exits, when it was started as one (its
 /// first argument is [`SUPERVISOR_ARG`]); returns at once otherwise.
@@ -263,7 +271,7 @@ fn finish(call: &Running) {
 /// Receives one request's descriptors: `Ok(None)` at end of file (the parent is gone).
 fn receive_request(control: &OwnedFd) -> Result<Option<Vec<OwnedFd>>, Errno> {
     let mut header = [0_u8; 4];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(REQUEST_FDS))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_REQUEST_FDS))];
     let mut ancillary = RecvAncillaryBuffer::new(&mut space);
     let received = recvmsg(
         control,
@@ -286,7 +294,11 @@ fn receive_request(control: &OwnedFd) -> Result<Option<Vec<OwnedFd>>, Errno> {
 }
 
 /// Starts the call of one request; reports why it could not on its reply socket otherwise.
-fn start(fds: Vec<OwnedFd>, confinement: &Confinement<'_>, scratch: &CStr) -> Option<Running> {
+fn start(mut fds: Vec<OwnedFd>, confinement: &Confinement<'_>, scratch: &CStr) -> Option<Running> {
+    if !(REQUEST_FDS..=MAX_REQUEST_FDS).contains(&fds.len()) {
+        return None;
+    }
+    let joins = fds.split_off(REQUEST_FDS);
     let [payload, stdin, stdout, stderr, reply]: [OwnedFd; REQUEST_FDS] = fds.try_into().ok()?;
     let fail = |step: u32, errno: i32| {
         let _sent = send_record(reply.as_raw_fd(), RECORD_FAILED, step, errno as u32, None);
@@ -309,6 +321,7 @@ fn start(fds: Vec<OwnedFd>, confinement: &Confinement<'_>, scratch: &CStr) -> Op
         cwd,
         stdio: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
         reply: reply.as_raw_fd(),
+        cgroup_joins: joins.iter().map(AsRawFd::as_raw_fd).collect(),
         scratch,
     };
     match start_call(&plan, confinement) {

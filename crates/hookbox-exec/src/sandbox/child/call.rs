@@ -18,8 +18,8 @@ use rustix::mount::MountFlags;
 
 use super::confine::{Confinement, confine};
 use super::{
-    Failed, RECORD_FAILED, STEP_CALL_MOUNTS, STEP_CALL_START, STEP_CWD, STEP_DEATH, STEP_EXEC,
-    STEP_STDIO, Step, check, errno, send_record,
+    Failed, RECORD_FAILED, STEP_CALL_MOUNTS, STEP_CALL_START, STEP_CGROUP, STEP_CWD, STEP_DEATH,
+    STEP_EXEC, STEP_STDIO, Step, check, errno, send_record,
 };
 use crate::exec_args::ExecArgs;
 
@@ -33,6 +33,8 @@ pub(crate) struct CallPlan<'a> {
     pub(crate) stdio: [libc::c_int; 3],
     /// The call's reply socket (close-on-exec), where a failed step is reported.
     pub(crate) reply: libc::c_int,
+    /// Files (close-on-exec) the call writes `0` into first thing, to join its own cgroups.
+    pub(crate) cgroup_joins: Vec<libc::c_int>,
     /// The options of the call's own `/tmp` and `/dev/shm` (tmpfs).
     pub(crate) scratch: &'a CStr,
 }
@@ -101,6 +103,11 @@ fn call_child(plan: &CallPlan<'_>, confinement: &Confinement<'_>) -> Result<Infa
     // supervisor prepared; none allocates.
     unsafe {
         check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
+        // Before anything else runs in the call, as a cold run's intermediate joins before
+        // it forks: everything the call starts is then counted in its own cgroups.
+        for &join in &plan.cgroup_joins {
+            check(libc::write(join, b"0".as_ptr().cast(), 1) as libc::c_long).at(STEP_CGROUP)?;
+        }
         // The supervisor's runtime ignores SIGPIPE; the program gets the default, as it
         // would from any shell.
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
