@@ -94,6 +94,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// **Files.** The file system is built once: files and directories created below the
 /// sandbox's entries (such as `/workspace`) are seen by later calls as always, but a top-level
 /// entry added to [`Sandbox::root`] after the start appears only in a sandbox built after it.
+/// Binds below `/tmp` (say a working directory under the host's `/tmp`, bound at its own path)
+/// are carried over each call's fresh `/tmp`, read-only ones read-only, as a cold run has them
+/// (at most 16 such stacks; more is refused when the sandbox starts).
 ///
 /// **Limits.** As root, each call gets cgroups of its own, made by the parent like a cold
 /// run's (from the same small pool) with the sandbox's [`Limits`](crate::Limits), and joins

@@ -494,6 +494,64 @@ async fn each_call_has_a_process_limit_of_its_own() {
 }
 
 #[tokio::test]
+async fn binds_below_tmp_are_there_in_every_call_over_its_fresh_tmp() {
+    let _guard = shared().await;
+    // A directory under the host's /tmp, bound at its own path (as SDK sessions' `Bash` binds
+    // its working directory), with a read-only file inside and a read-only bind of another
+    // directory below /tmp.
+    let dir = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("kept")).unwrap();
+    std::fs::write(work.join("notes.txt"), "notes").unwrap();
+    std::fs::write(work.join("locked.txt"), "locked").unwrap();
+    let other = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    std::fs::write(other.path().join("data"), "data").unwrap();
+    let mut sandbox = Sandbox::over_directory(&work).unwrap();
+    let work = sandbox.home();
+    let other = other.path().canonicalize().unwrap();
+    sandbox.binds.extend([
+        hookbox_exec::Bind {
+            host: work.join("locked.txt"),
+            target: work.join("locked.txt"),
+            writable: false,
+        },
+        hookbox_exec::Bind {
+            host: other.clone(),
+            target: other.clone(),
+            writable: false,
+        },
+    ]);
+    let warm = WarmSandbox::start(sandbox, SUPERVISOR).await.unwrap();
+    let script = format!(
+        "cat notes.txt; echo; cat {other}/data; echo; echo new > made.txt && echo made; \
+         echo x > locked.txt || echo locked-refused; echo x > {other}/data || echo other-refused; \
+         echo scratch > /tmp/scratch; ls /tmp | grep -c scratch",
+        other = other.display()
+    );
+    for round in 0..2 {
+        let out = warm
+            .run(&ProcessSpec::shell(&script, Duration::from_secs(30)))
+            .await
+            .unwrap();
+        assert_eq!(
+            out.stdout.to_text(),
+            "notes\ndata\nmade\nlocked-refused\nother-refused\n1\n",
+            "round {round}: {}",
+            out.stderr.to_text()
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(work.join("made.txt")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("locked.txt")).unwrap(),
+        "locked"
+    );
+    assert_eq!(std::fs::read_to_string(other.join("data")).unwrap(), "data");
+}
+
+#[tokio::test]
 async fn a_request_larger_than_a_socket_message_arrives_whole() {
     let _guard = shared().await;
     let warm = Warm::start().await;
