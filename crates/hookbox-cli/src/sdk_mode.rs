@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hookbox_env::WarmSandboxes;
 use hookbox_hooks::{HttpRunner, OutboxSink};
 use hookbox_llm::Model;
 use hookbox_runtime::{AuditDeliverer, Config, Runtime};
@@ -54,11 +55,12 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         .and_then(|home| Config::read(args.config.as_deref(), home))
         .and_then(|config| {
             crate::config::warn_if_loopback_hooks(&config);
-            Runtime::from_config(&config)
-        })
-        .map(Arc::new);
-    let deliverer = built.as_ref().ok().map(Arc::clone);
-    let host = built.map(|runtime| Arc::new(RuntimeHost(runtime)) as Arc<dyn SessionHost>);
+            let warm = WarmSandboxes::new("/proc/self/exe", config.idle_timeout()?);
+            Ok((Arc::new(Runtime::from_config(&config)?), warm))
+        });
+    let deliverer = built.as_ref().ok().map(|(runtime, _)| Arc::clone(runtime));
+    let host =
+        built.map(|(runtime, warm)| Arc::new(RuntimeHost(runtime, warm)) as Arc<dyn SessionHost>);
     let setup = Setup::new(args, hookbox_stream_json::config_dir(), host);
     let end = runtime.block_on(async {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -87,8 +89,10 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
 
 /// What the runtime of `hookbox.toml` gives SDK sessions: its `[agents]` (each checked and
 /// built as every other interface does) and `[sdk] default_agent`, its HTTP hook clients,
-/// its audit outbox, and `[sdk] allowed_domains` / `denied_domains` with its egress proxy.
-struct RuntimeHost(Arc<Runtime>);
+/// its audit outbox, `[sdk] allowed_domains` / `denied_domains` with its egress proxy, and
+/// warm sandboxes for `Bash` (this binary as their supervisor, idle after `[sandbox]
+/// idle_timeout_secs`).
+struct RuntimeHost(Arc<Runtime>, WarmSandboxes);
 
 impl SessionHost for RuntimeHost {
     fn default_agent(&self) -> Option<String> {
@@ -113,6 +117,10 @@ impl SessionHost for RuntimeHost {
 
     fn outbox(&self) -> Option<Arc<dyn OutboxSink>> {
         Some(self.0.outbox())
+    }
+
+    fn warm_sandboxes(&self) -> Option<WarmSandboxes> {
+        Some(self.1.clone())
     }
 
     fn network(&self) -> Option<SessionNetwork> {

@@ -9,6 +9,7 @@ use hookbox_agent::session::{
     DEFAULT_MAX_STRUCTURED_OUTPUT_ATTEMPTS, HookMatcher, PermissionMode, Session,
     SubagentDefinition, new_uuid, valid_session_id,
 };
+use hookbox_env::WarmSandboxes;
 use hookbox_hooks::{HookEvent, HttpRunner, OutboxSink};
 use hookbox_llm::Model;
 use hookbox_net::{DomainList, EgressPolicy, EgressProxy};
@@ -51,6 +52,11 @@ pub trait SessionHost: Send + Sync {
     /// The network the sessions' sandboxed `Bash` may have at most (`None`: none at all,
     /// whatever the settings say).
     fn network(&self) -> Option<SessionNetwork> {
+        None
+    }
+
+    /// Where the sessions' sandboxed `Bash` runs warm (`None`: a sandbox built per call).
+    fn warm_sandboxes(&self) -> Option<WarmSandboxes> {
         None
     }
 }
@@ -300,6 +306,9 @@ impl Setup {
         let by_precedence = self.by_precedence(&files);
         if let Some(allow) = settings::auto_allow_bash(by_precedence)? {
             builder = builder.auto_allow_sandboxed_bash(allow);
+        }
+        if let Some(warm) = host.warm_sandboxes() {
+            builder = builder.warm_sandboxes(warm);
         }
         if let Some(network) = host.network() {
             let domains = settings::network_domains(

@@ -35,7 +35,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::Stream;
-use hookbox_env::{CODING_TOOLS, CodingTools, Isolation, SandboxEgress};
+use hookbox_env::{CODING_TOOLS, CodingTools, Isolation, SandboxEgress, WarmSandboxes};
 use hookbox_hooks::{
     CallbackHandler, Dialect, Dispatcher, HookCallback, HookEvent, HookSetBuilder,
     HostCommandRunner, HttpRunner, OutboxSink, Runners,
@@ -196,6 +196,7 @@ pub struct SessionBuilder {
     outbox: Option<Arc<dyn OutboxSink>>,
     prompt: Option<Arc<dyn PermissionPrompt>>,
     egress: Option<Arc<SandboxEgress>>,
+    warm: Option<WarmSandboxes>,
 }
 
 impl SessionBuilder {
@@ -270,6 +271,15 @@ impl SessionBuilder {
     /// [`EgressPolicy::DISABLED`], `Bash` has no network; unsandboxed `Bash` is not proxied.
     pub fn network(mut self, proxy: EgressProxy, policy: EgressPolicy) -> Self {
         self.egress = SandboxEgress::without_interception(proxy, policy).map(Arc::new);
+        self
+    }
+
+    /// Runs sandboxed `Bash` in one warm sandbox of `warm` (built by the first call, kept
+    /// until idle) instead of building a sandbox per call; the confinement, limits and end of
+    /// each call are those of a cold one. `warm`'s supervisor program must call
+    /// `hookbox_exec::supervise_if_asked` first thing (the `hookbox` binary does).
+    pub fn warm_sandboxes(mut self, warm: WarmSandboxes) -> Self {
+        self.warm = Some(warm);
         self
     }
 
@@ -429,6 +439,9 @@ impl SessionBuilder {
         if let Some(egress) = self.egress {
             tools = tools.with_egress(egress);
         }
+        if let Some(warm) = self.warm {
+            tools = tools.with_warm_sandboxes(warm);
+        }
         for dir in &self.added_directories {
             tools
                 .add_directory(dir)
@@ -577,6 +590,7 @@ impl Session {
             outbox: None,
             prompt: None,
             egress: None,
+            warm: None,
         }
     }
 

@@ -509,6 +509,48 @@ fn claude_sdk_pre_tool_use_context_reaches_the_model() {
 }
 
 #[test]
+fn claude_sdk_bash_calls_of_a_session_share_one_warm_sandbox_each_in_its_own_pid_namespace() {
+    const TEST: &str =
+        "claude_sdk_bash_calls_of_a_session_share_one_warm_sandbox_each_in_its_own_pid_namespace";
+    let Some(python) = python(TEST) else {
+        return;
+    };
+    if !hookbox_test_support::require_root(TEST) {
+        return;
+    }
+    // A sandbox is its user, network and mount-root namespaces; a call, its pid namespace.
+    let namespaces = "readlink /proc/self/ns/user /proc/self/ns/net /proc/self/ns/pid";
+    let world = World::new(vec![
+        call("toolu_1", "Bash", json!({"command": namespaces})),
+        call("toolu_2", "Bash", json!({"command": namespaces})),
+        FakeTurn::text("Compared."),
+    ]);
+    let (output, messages) = run_options(&python, &world, "compare", &json!({}));
+    assert_finished(&output, &messages);
+    let results = world.tool_results();
+    let seen: Vec<Vec<&str>> = results
+        .iter()
+        .map(|(text, failed)| {
+            assert!(!failed, "{results:?}");
+            text.lines().collect()
+        })
+        .collect();
+    assert_eq!(seen.len(), 2, "{results:?}");
+    assert_eq!(
+        seen[0][..2],
+        seen[1][..2],
+        "one sandbox for both calls: {results:?}"
+    );
+    assert_ne!(
+        seen[0][2], seen[1][2],
+        "a pid namespace per call: {results:?}"
+    );
+    // Not the host's namespaces.
+    let host_user = std::fs::read_link("/proc/self/ns/user").unwrap();
+    assert_ne!(seen[0][0], host_user.to_string_lossy(), "{results:?}");
+}
+
+#[test]
 fn claude_sdk_updated_tool_output_replaces_what_the_model_sees() {
     let Some(python) = python("claude_sdk_updated_tool_output_replaces_what_the_model_sees") else {
         return;

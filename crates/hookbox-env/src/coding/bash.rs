@@ -54,9 +54,11 @@ pub(crate) async fn run(tools: &CodingTools, input: &Value) -> CodingOutcome {
         Err(error) => return CodingOutcome::failed(error),
     };
     let timeout_ms = spec.timeout.as_millis();
-    let (output, network) = match tools.egress() {
-        Some(egress) => egress.run(spec).await,
-        None => (hookbox_exec::run(&spec).await, Vec::new()),
+    let (output, network) = match (tools.egress(), tools.warm()) {
+        (Some(egress), Some((warm, key))) => egress.run_warm(spec, warm, key).await,
+        (Some(egress), None) => egress.run(spec).await,
+        (None, Some((warm, key))) => (warm.run(key, &spec).await, Vec::new()),
+        (None, None) => (hookbox_exec::run(&spec).await, Vec::new()),
     };
     let output = match output {
         Ok(output) => output,

@@ -35,6 +35,8 @@ use crate::confined::Confined;
 use crate::egress::SandboxEgress;
 use crate::tools::definition::{self, Run};
 use crate::tools::{Isolation, ToolError};
+use crate::warm::WarmSandboxes;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The names of the coding tools, as models call them: those of
 /// [`builtin_tools(Vocabulary::Sdk)`](crate::builtin_tools).
@@ -60,6 +62,9 @@ pub struct CodingTools {
     added: Vec<CodingTools>,
     /// How sandboxed `Bash` reaches the network (`None`: it has none).
     egress: Option<Arc<SandboxEgress>>,
+    /// Where sandboxed `Bash` runs warm, and this session's key there (`None`: a sandbox
+    /// built per call).
+    warm: Option<(WarmSandboxes, String)>,
 }
 
 /// What one coding-tool call produced.
@@ -123,6 +128,7 @@ impl CodingTools {
             protected_files: Vec::new(),
             added: Vec::new(),
             egress: None,
+            warm: None,
         })
     }
 
@@ -136,6 +142,23 @@ impl CodingTools {
     /// How sandboxed `Bash` reaches the network, if it does.
     pub(crate) fn egress(&self) -> Option<&SandboxEgress> {
         self.egress.as_deref()
+    }
+
+    /// Runs sandboxed `Bash` calls in one warm sandbox of `warm` for this session (built by
+    /// the first call, rebuilt when the session's sandbox changes, say after a protected
+    /// file is added) instead of building a sandbox per call; each call is still confined,
+    /// limited and killed whole at its end exactly as a cold one.
+    pub fn with_warm_sandboxes(mut self, warm: WarmSandboxes) -> Self {
+        /// Tells apart the sessions of one process in the registry.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let key = format!("session-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        self.warm = Some((warm, key));
+        self
+    }
+
+    /// The warm sandboxes sandboxed `Bash` runs in, and this session's key there.
+    pub(crate) fn warm(&self) -> Option<(&WarmSandboxes, &str)> {
+        self.warm.as_ref().map(|(warm, key)| (warm, key.as_str()))
     }
 
     /// The session's working directory (canonical).

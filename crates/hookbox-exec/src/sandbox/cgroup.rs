@@ -1,5 +1,7 @@
 //! Per-run cgroups (v1 `pids` and `memory`, or v2 when those controllers are delegated),
-//! created by the parent before the spawn. Once everything inside has died they go back to a
+//! created by the parent before the spawn: one per cold run, and one per call of a warm
+//! sandbox (the call joins it through descriptors the parent opened, see
+//! [`RunCgroups::open_joins`]). Once everything inside has died they go back to a
 //! small pool for the next run with the same limits (creating and removing them costs about
 //! 0.4 ms a run); the rest are removed. A cgroup holds accounting, never data, so reuse across
 //! runs and environments shares nothing. Emptied cgroups a dead hookbox process left behind
@@ -42,6 +44,8 @@ pub(crate) struct RunCgroups {
     pub(crate) memory: bool,
     /// The limits the cgroups were set up with (`None` for an empty set).
     limits: Option<Limits>,
+    /// hookbox's own processes counted besides the program's (see [`RunCgroups::create`]).
+    helpers: u64,
 }
 
 /// The path of this process's cgroup for `controller` (v1), or for the unified hierarchy
@@ -67,15 +71,19 @@ fn write(path: &Path, value: &str) -> std::io::Result<()> {
 
 impl RunCgroups {
     /// Creates the cgroups limiting `limits` for one run, nested under this process's own
-    /// cgroups. What could not be created is left out (see the flags).
-    pub(crate) fn create(limits: &Limits) -> Self {
+    /// cgroups, with room for `helpers` processes of hookbox's own besides the program's
+    /// [`Limits::max_processes`] (a cold run's intermediate process: 1; a warm call joins
+    /// its cgroups itself and is the program: 0). What could not be created is left out (see
+    /// the flags).
+    pub(crate) fn create(limits: &Limits, helpers: u64) -> Self {
         static SWEEP: Once = Once::new();
         SWEEP.call_once(remove_stale);
-        if let Some(ready) = take_pooled(limits) {
+        if let Some(ready) = take_pooled(limits, helpers) {
             return ready;
         }
         let mut cgroups = Self::default();
         cgroups.limits = Some(limits.clone());
+        cgroups.helpers = helpers;
         let name = format!(
             "{PREFIX}{}-{}",
             std::process::id(),
@@ -96,14 +104,11 @@ impl RunCgroups {
             }
             cgroups.dirs.push(dir.clone());
             let ok = match controller {
-                "pids" => {
-                    // One more for the intermediate process, which is in the cgroup too.
-                    write(
-                        &dir.join("pids.max"),
-                        &limits.max_processes.saturating_add(1).to_string(),
-                    )
-                    .is_ok()
-                }
+                "pids" => write(
+                    &dir.join("pids.max"),
+                    &limits.max_processes.saturating_add(helpers).to_string(),
+                )
+                .is_ok(),
                 _ => {
                     let bytes = limits.memory_bytes.to_string();
                     let ok = write(&dir.join("memory.limit_in_bytes"), &bytes).is_ok();
@@ -120,7 +125,7 @@ impl RunCgroups {
         }
         // cgroup v2, when the controllers are delegated to our cgroup's children.
         if !(cgroups.pids && cgroups.memory) {
-            cgroups.create_v2(limits, &name);
+            cgroups.create_v2(limits, helpers, &name);
         }
         cgroups
     }
@@ -146,7 +151,7 @@ impl RunCgroups {
         }
     }
 
-    fn create_v2(&mut self, limits: &Limits, name: &str) {
+    fn create_v2(&mut self, limits: &Limits, helpers: u64, name: &str) {
         let Some(own) = own_path("") else { return };
         // Where the unified hierarchy is mounted (looked up once per process).
         static MOUNT: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -181,7 +186,7 @@ impl RunCgroups {
             let ok = match controller {
                 "pids" => write(
                     &dir.join("pids.max"),
-                    &limits.max_processes.saturating_add(1).to_string(),
+                    &limits.max_processes.saturating_add(helpers).to_string(),
                 )
                 .is_ok(),
                 _ => {
@@ -198,6 +203,24 @@ impl RunCgroups {
         if any {
             self.push_join(&dir, "cgroup.procs");
         }
+    }
+
+    /// Opens the files the process to limit writes `0` into to join these cgroups
+    /// (close-on-exec, write-only): for a warm call, whose supervisor cannot name them (the
+    /// cgroup file system is not mounted inside the sandbox). The kernel checks the right to
+    /// move a process with the credentials of the opener, this process.
+    pub(crate) fn open_joins(&self) -> std::io::Result<Vec<std::os::fd::OwnedFd>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        self.procs
+            .iter()
+            .map(|procs| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_CLOEXEC)
+                    .open(std::ffi::OsStr::from_bytes(procs.as_bytes()))
+                    .map(std::os::fd::OwnedFd::from)
+            })
+            .collect()
     }
 
     fn has(&self, controller: &str) -> bool {
@@ -222,12 +245,12 @@ impl RunCgroups {
     }
 }
 
-/// A pooled set of cgroups set up for `limits`, if one is waiting.
-fn take_pooled(limits: &Limits) -> Option<RunCgroups> {
+/// A pooled set of cgroups set up for `limits` and `helpers`, if one is waiting.
+fn take_pooled(limits: &Limits, helpers: u64) -> Option<RunCgroups> {
     let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
     let index = pool
         .iter()
-        .position(|ready| ready.limits.as_ref() == Some(limits))?;
+        .position(|ready| ready.limits.as_ref() == Some(limits) && ready.helpers == helpers)?;
     Some(pool.swap_remove(index))
 }
 
@@ -287,6 +310,7 @@ impl Drop for RunCgroups {
                     pids: self.pids,
                     memory: self.memory,
                     limits: Some(limits),
+                    helpers: self.helpers,
                 });
                 return;
             }

@@ -22,12 +22,14 @@ use landlock::ABI;
 pub(crate) use cgroup::RunCgroups;
 pub(crate) use child::run as enter;
 pub(crate) use child::{
-    CONTROL_FD, CallPlan, Confinement, LandlockPlan, RECORD_EXITED, RECORD_FAILED, RECORD_READY,
-    RECORD_STARTED, STEP_CALL_START, STEP_EXEC, STEP_REQUEST, send_record, start_call,
+    CONTROL_FD, CallPlan, Confinement, LandlockPlan, MAX_SCRATCH_BINDS, RECORD_EXITED,
+    RECORD_FAILED, RECORD_READY, RECORD_STARTED, STEP_CALL_START, STEP_EXEC, STEP_REQUEST,
+    ScratchBind, send_record, start_call,
 };
 pub(crate) use filter::program as seccomp_program;
 pub(crate) use plan::{Prepared, prepare};
 pub use probe::check_isolation;
+pub(crate) use probe::is_root;
 pub(crate) use status::{async_fd, async_fd_for, receive, setup_error, stop_listening};
 
 /// Resource limits for everything running inside one sandboxed run.
@@ -36,8 +38,8 @@ pub(crate) use status::{async_fd, async_fd_for, receive, setup_error, stop_liste
 ///
 /// | limit | as root | as another user |
 /// |---|---|---|
-/// | `memory_bytes` | cgroup memory limit for the whole sandbox (v1 `memory.limit_in_bytes`, or v2 `memory.max`) | `RLIMIT_AS` **per process** (no cgroup) |
-/// | `max_processes` | cgroup `pids.max` for the whole sandbox; a run is refused when no pids cgroup can be created | `RLIMIT_NPROC`, counted per sandbox (its own user namespace) |
+/// | `memory_bytes` | cgroup memory limit for the whole sandbox, or per call of a warm sandbox (v1 `memory.limit_in_bytes`, or v2 `memory.max`) | `RLIMIT_AS` **per process** (no cgroup) |
+/// | `max_processes` | cgroup `pids.max` for the whole sandbox, or per call of a warm sandbox; a run is refused when no pids cgroup can be created | `RLIMIT_NPROC`, counted per sandbox (its own user namespace) |
 /// | `cpu_seconds` | `RLIMIT_CPU` per process | same |
 /// | `file_size_bytes` | `RLIMIT_FSIZE` per process | same |
 /// | `open_files` | `RLIMIT_NOFILE` per process | same |
@@ -222,7 +224,7 @@ impl Sandbox {
     pub fn enforcement(&self) -> Enforcement {
         let root = probe::is_root();
         let cgroups = if root {
-            RunCgroups::create(&self.limits)
+            RunCgroups::create(&self.limits, 1)
         } else {
             RunCgroups::default()
         };

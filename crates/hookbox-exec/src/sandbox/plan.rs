@@ -12,7 +12,7 @@ use landlock::{ABI, Access, AccessFs, Scope};
 use rustix::fs::{Mode, OFlags};
 
 use super::child::{self, Plan, SupervisorLaunch};
-use super::layout::{checked_binds, root_entries};
+use super::layout::{CheckedBind, checked_binds, root_entries};
 use super::probe::{cap_last, is_root, landlock_abi};
 use super::{IsolationError, ListenInside, RunCgroups, SYSTEM_TRUST_BUNDLES, Sandbox, filter};
 use crate::exec_args::CPointers;
@@ -316,7 +316,7 @@ pub(crate) fn prepare(
     let root_user = is_root();
     let limits = &sandbox.limits;
     let cgroups = if root_user {
-        RunCgroups::create(limits)
+        RunCgroups::create(limits, 1)
     } else {
         RunCgroups::default()
     };
@@ -358,8 +358,13 @@ pub(crate) fn prepare(
 
     let (supervisor, supervisor_exe) = match supervisor {
         Some(program) => {
-            let args =
-                crate::warm::supervisor_args(cap_last, &rlimits, &scratch, landlock.as_ref());
+            let args = crate::warm::supervisor_args(
+                cap_last,
+                &rlimits,
+                &scratch,
+                &scratch_binds(&binds)?,
+                landlock.as_ref(),
+            );
             let (launch, exe) = supervisor_launch(program, args)?;
             (Some(launch), Some(exe))
         }
@@ -391,6 +396,38 @@ pub(crate) fn prepare(
         },
         child_end,
     ))
+}
+
+/// The binds below `/tmp`, the top-most of each stack and nested ones left out, with whether
+/// each is a directory: a warm sandbox's call carries them over the fresh `/tmp` it mounts
+/// (each recursively, so what is bound below one comes along), so that they are there as in a
+/// cold run. At most [`child::MAX_SCRATCH_BINDS`].
+fn scratch_binds(binds: &[CheckedBind]) -> Result<Vec<(CString, bool)>, IsolationError> {
+    let below_tmp = |bind: &&CheckedBind| bind.target.starts_with("/tmp");
+    let mut carried: Vec<&CheckedBind> = Vec::new();
+    for bind in binds.iter().filter(below_tmp) {
+        carried.retain(|earlier| earlier.target != bind.target);
+        carried.push(bind);
+    }
+    let tops: Vec<&CheckedBind> = carried
+        .iter()
+        .copied()
+        .filter(|bind| {
+            !carried
+                .iter()
+                .any(|other| other.target != bind.target && bind.target.starts_with(&other.target))
+        })
+        .collect();
+    if tops.len() > child::MAX_SCRATCH_BINDS {
+        return Err(IsolationError::Unsupported(format!(
+            "a warm sandbox carries at most {} binds below /tmp into its calls; this one has {}",
+            child::MAX_SCRATCH_BINDS,
+            tops.len()
+        )));
+    }
+    tops.into_iter()
+        .map(|bind| Ok((path_c(&bind.target)?, bind.is_dir)))
+        .collect()
 }
 
 /// Opens the supervisor's executable and prepares its arguments (see

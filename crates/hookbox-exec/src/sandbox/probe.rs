@@ -8,7 +8,8 @@ use landlock::ABI;
 
 use super::IsolationError;
 
-pub(super) fn is_root() -> bool {
+/// Whether this process runs as root (limits are then cgroups, see [`super::Limits`]).
+pub(crate) fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 

@@ -32,8 +32,8 @@ use tokio::time::{Instant, timeout, timeout_at};
 
 use crate::capture::{self, CapturedOutput};
 use crate::sandbox::{
-    self, IsolationError, Prepared, RECORD_EXITED, RECORD_FAILED, RECORD_STARTED, STEP_EXEC,
-    Sandbox,
+    self, IsolationError, Prepared, RECORD_EXITED, RECORD_FAILED, RECORD_STARTED, RunCgroups,
+    STEP_EXEC, Sandbox,
 };
 use crate::spawn::{KILL_GRACE, MAX_TIMEOUT, SANDBOX_PATH, StopListening};
 use crate::{ExecError, ExitKind, ProcessOutput, ProcessSpec};
@@ -94,13 +94,19 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// **Files.** The file system is built once: files and directories created below the
 /// sandbox's entries (such as `/workspace`) are seen by later calls as always, but a top-level
 /// entry added to [`Sandbox::root`] after the start appears only in a sandbox built after it.
+/// Binds below `/tmp` (say a working directory under the host's `/tmp`, bound at its own path)
+/// are carried over each call's fresh `/tmp`, read-only ones read-only, as a cold run has them
+/// (at most 16 such stacks; more is refused when the sandbox starts).
 ///
-/// **Limits.** The sandbox's cgroups (memory, processes) cover the whole warm sandbox: the
-/// supervisor (one of [`Limits::max_processes`](crate::Limits::max_processes)) and all its
-/// calls, concurrent ones together; there is no per-call cgroup yet, so one call's fork bomb
-/// leaves no room for the calls running beside it (a call that cannot start fails with an
-/// isolation error, never hangs). CPU time, file size and open files are per-process rlimits
-/// as in a cold run.
+/// **Limits.** As root, each call gets cgroups of its own, made by the parent like a cold
+/// run's (from the same small pool) with the sandbox's [`Limits`](crate::Limits), and joins
+/// them first thing after its `clone3`, through write-only descriptors the parent opened and
+/// passed with the request (the cgroup file system is not mounted inside): one call's fork bomb
+/// or memory hog is bounded by its own limits and leaves the calls beside it theirs. The
+/// sandbox's own cgroups then hold only the supervisor and calls not yet moved (so a sandbox
+/// whose limits leave no room beside its supervisor starts no call: it fails with an isolation
+/// error, never hangs). CPU time, file size and open files are per-process rlimits as in a
+/// cold run.
 ///
 /// **Lifetime.** The supervisor dies with its parent (like a cold sandbox, it is bound to the
 /// thread that started it: start it from a runtime worker, not a blocking thread that may end).
@@ -280,7 +286,7 @@ impl Live {
         loop {
             let mut ready = self.control.writable().await?;
             let mut space = [std::mem::MaybeUninit::uninit();
-                rustix::cmsg_space!(ScmRights(supervisor::REQUEST_FDS))];
+                rustix::cmsg_space!(ScmRights(supervisor::MAX_REQUEST_FDS))];
             let mut ancillary = SendAncillaryBuffer::new(&mut space);
             ancillary.push(SendAncillaryMessage::ScmRights(fds));
             match sendmsg(
@@ -327,17 +333,41 @@ impl Live {
         std::fs::File::from(payload.try_clone().map_err(io_error)?)
             .write_all(&request(spec, sandbox).encode())
             .map_err(io_error)?;
-        self.send(&[
+        // The call's own cgroups (as root), joined by the call before anything else: its
+        // processes and memory are limited like a cold run's, apart from the calls beside it.
+        // Kept until the call has ended, then pooled or removed.
+        let cgroups = if sandbox::is_root() {
+            let cgroups = RunCgroups::create(&sandbox.limits, 0);
+            cgroups
+                .require_pids(&sandbox.limits)
+                .map_err(|source| ExecError::Isolation {
+                    program: program(),
+                    source,
+                })?;
+            cgroups
+        } else {
+            RunCgroups::default()
+        };
+        let joins = cgroups.open_joins().map_err(io_error)?;
+        let mut fds = vec![
             payload.as_fd(),
             stdin_read.as_fd(),
             stdout_write.as_fd(),
             stderr_write.as_fd(),
             reply_child.as_fd(),
-        ])
-        .await
-        .map_err(|_gone| lost())?;
+        ];
+        fds.extend(joins.iter().map(AsFd::as_fd));
+        self.send(&fds).await.map_err(|_gone| lost())?;
         // Only the call may hold these now: end-of-file comes when it is gone.
-        drop((payload, stdin_read, stdout_write, stderr_write, reply_child));
+        drop(fds);
+        drop((
+            payload,
+            stdin_read,
+            stdout_write,
+            stderr_write,
+            reply_child,
+            joins,
+        ));
 
         let stdin = pipe::Sender::from_owned_fd(stdin_write).map_err(io_error)?;
         let stdout = pipe::Receiver::from_owned_fd(stdout_read).map_err(io_error)?;
@@ -390,6 +420,7 @@ impl Live {
             }
             exit
         };
+        drop(cgroups);
         Ok(ProcessOutput {
             exit,
             stdout: out,

@@ -9,9 +9,10 @@
 //! the pidfd of each running call and each call's reply socket.
 //!
 //! - A request on the control socket (see [`super::request`]) with five descriptors (the
-//!   request's memory file, the call's stdin, stdout and stderr, its reply socket) starts the
-//!   call ([`crate::sandbox::start_call`]) and answers `STARTED` with a pidfd of it on the
-//!   reply socket.
+//!   request's memory file, the call's stdin, stdout and stderr, its reply socket), and as root
+//!   the files through which the call joins its own cgroups, starts the call
+//!   ([`crate::sandbox::start_call`]) and answers `STARTED` with a pidfd of it on the reply
+//!   socket.
 //! - A call's pidfd becoming readable means the call and everything it started are gone: it
 //!   is reaped and its wait status sent as `EXITED`.
 //! - A reply socket hung up means the caller stopped waiting (a timeout, or its future was
@@ -19,7 +20,7 @@
 //! - End of file on the control socket means the parent is gone: the supervisor exits, and
 //!   the kernel kills everything left in the sandbox.
 
-use std::ffi::{CStr, CString, OsStr, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io::{IoSliceMut, Write};
 use std::mem::MaybeUninit;
@@ -35,9 +36,9 @@ use rustix::process::{Signal, pidfd_send_signal};
 use super::request::Request;
 use crate::exec_args::ExecArgs;
 use crate::sandbox::{
-    CONTROL_FD, CallPlan, Confinement, LandlockPlan, RECORD_EXITED, RECORD_FAILED, RECORD_READY,
-    RECORD_STARTED, STEP_CALL_START, STEP_EXEC, STEP_REQUEST, seccomp_program, send_record,
-    start_call,
+    CONTROL_FD, CallPlan, Confinement, LandlockPlan, MAX_SCRATCH_BINDS, RECORD_EXITED,
+    RECORD_FAILED, RECORD_READY, RECORD_STARTED, STEP_CALL_START, STEP_EXEC, STEP_REQUEST,
+    ScratchBind, seccomp_program, send_record, start_call,
 };
 
 /// The argument (right after the program's name) that makes [`supervise_if_asked`] run the
@@ -45,7 +46,14 @@ use crate::sandbox::{
 pub const SUPERVISOR_ARG: &str = "--hookbox-sandbox-supervisor";
 
 /// Descriptors passed with each request: its memory file, stdin, stdout, stderr, reply socket.
-pub(crate) const REQUEST_FDS: usize = 5;
+const REQUEST_FDS: usize = 5;
+
+/// Descriptors a request may carry after [`REQUEST_FDS`]: the files through which the call
+/// joins its own cgroups (v1 `pids` and `memory` `tasks`, or one v2 `cgroup.procs`).
+const JOIN_FDS: usize = 2;
+
+/// The most descriptors one request carries.
+pub(crate) const MAX_REQUEST_FDS: usize = REQUEST_FDS + JOIN_FDS;
 
 /// Runs this process as a warm sandbox's supervisor and exits, when it was started as one (its
 /// first argument is [`SUPERVISOR_ARG`]); returns at once otherwise.
@@ -73,13 +81,15 @@ pub fn supervise_if_asked() {
 
 /// The supervisor's arguments: its name, [`SUPERVISOR_ARG`], the highest capability number,
 /// the calls' resource limits, the options of each call's fresh `/tmp` and `/dev/shm` (tmpfs),
-/// and the landlock rules (`no-landlock`, or `landlock`, the attribute size, the handled
-/// rights, the scopes, then each rule's rights and path): what it needs to start each call
-/// like a cold sandbox's program.
+/// the binds each call carries over its fresh `/tmp` (their number, then `d` or `f` and the
+/// path of each), and the landlock rules (`no-landlock`, or `landlock`, the attribute size,
+/// the handled rights, the scopes, then each rule's rights and path): what it needs to start
+/// each call like a cold sandbox's program.
 pub(crate) fn supervisor_args(
     cap_last: u32,
     rlimits: &[(libc::__rlimit_resource_t, u64, u64)],
     scratch: &str,
+    scratch_binds: &[(CString, bool)],
     landlock: Option<&LandlockPlan>,
 ) -> Vec<Vec<u8>> {
     let limits: Vec<String> = rlimits
@@ -96,6 +106,15 @@ pub(crate) fn supervisor_args(
     .into_iter()
     .map(String::into_bytes)
     .collect();
+    args.push(scratch_binds.len().to_string().into_bytes());
+    for (path, is_dir) in scratch_binds {
+        args.push(if *is_dir {
+            b"d".to_vec()
+        } else {
+            b"f".to_vec()
+        });
+        args.push(path.as_bytes().to_vec());
+    }
     match landlock {
         None => args.push(b"no-landlock".to_vec()),
         Some(plan) => {
@@ -119,6 +138,7 @@ struct Settings {
     cap_last: u32,
     rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
     scratch: CString,
+    scratch_binds: Vec<ScratchBind>,
     landlock: Option<LandlockPlan>,
 }
 
@@ -141,6 +161,20 @@ impl Settings {
             })
             .collect::<Option<Vec<_>>>()?;
         let scratch = CString::new(args.next()?).ok()?;
+        let carried = usize::try_from(number(&mut args)?).ok()?;
+        if carried > MAX_SCRATCH_BINDS {
+            return None;
+        }
+        let scratch_binds = (0..carried)
+            .map(|_| {
+                let is_dir = match args.next()?.as_slice() {
+                    b"d" => true,
+                    b"f" => false,
+                    _ => return None,
+                };
+                ScratchBind::new(args.next()?, is_dir)
+            })
+            .collect::<Option<Vec<_>>>()?;
         let landlock = match args.next()?.as_slice() {
             b"no-landlock" => None,
             b"landlock" => {
@@ -164,6 +198,7 @@ impl Settings {
             cap_last,
             rlimits,
             scratch,
+            scratch_binds,
             landlock,
         })
     }
@@ -240,7 +275,7 @@ fn serve(settings: &Settings) -> i32 {
         });
         if control_ready {
             match receive_request(&control) {
-                Ok(Some(fds)) => calls.extend(start(fds, &confinement, &settings.scratch)),
+                Ok(Some(fds)) => calls.extend(start(fds, &confinement, settings)),
                 Ok(None) => return 0,
                 Err(Errno::AGAIN | Errno::INTR) => {}
                 Err(_) => return 1,
@@ -263,7 +298,7 @@ fn finish(call: &Running) {
 /// Receives one request's descriptors: `Ok(None)` at end of file (the parent is gone).
 fn receive_request(control: &OwnedFd) -> Result<Option<Vec<OwnedFd>>, Errno> {
     let mut header = [0_u8; 4];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(REQUEST_FDS))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_REQUEST_FDS))];
     let mut ancillary = RecvAncillaryBuffer::new(&mut space);
     let received = recvmsg(
         control,
@@ -286,7 +321,15 @@ fn receive_request(control: &OwnedFd) -> Result<Option<Vec<OwnedFd>>, Errno> {
 }
 
 /// Starts the call of one request; reports why it could not on its reply socket otherwise.
-fn start(fds: Vec<OwnedFd>, confinement: &Confinement<'_>, scratch: &CStr) -> Option<Running> {
+fn start(
+    mut fds: Vec<OwnedFd>,
+    confinement: &Confinement<'_>,
+    settings: &Settings,
+) -> Option<Running> {
+    if !(REQUEST_FDS..=MAX_REQUEST_FDS).contains(&fds.len()) {
+        return None;
+    }
+    let joins = fds.split_off(REQUEST_FDS);
     let [payload, stdin, stdout, stderr, reply]: [OwnedFd; REQUEST_FDS] = fds.try_into().ok()?;
     let fail = |step: u32, errno: i32| {
         let _sent = send_record(reply.as_raw_fd(), RECORD_FAILED, step, errno as u32, None);
@@ -309,7 +352,9 @@ fn start(fds: Vec<OwnedFd>, confinement: &Confinement<'_>, scratch: &CStr) -> Op
         cwd,
         stdio: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
         reply: reply.as_raw_fd(),
-        scratch,
+        cgroup_joins: joins.iter().map(AsRawFd::as_raw_fd).collect(),
+        scratch: &settings.scratch,
+        scratch_binds: &settings.scratch_binds,
     };
     match start_call(&plan, confinement) {
         Ok((pid, pidfd)) => {

@@ -387,6 +387,171 @@ async fn a_call_that_cannot_start_fails_cleanly() {
 }
 
 #[tokio::test]
+async fn each_call_has_a_process_limit_of_its_own() {
+    let _guard = shared().await;
+    if !hookbox_test_support::require_root("each_call_has_a_process_limit_of_its_own") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("workspace")).unwrap();
+    let sandbox = Sandbox {
+        limits: hookbox_exec::Limits {
+            max_processes: 8,
+            ..hookbox_exec::Limits::default()
+        },
+        ..Sandbox::new(dir.path())
+    };
+    let warm = Arc::new(WarmSandbox::start(sandbox, SUPERVISOR).await.unwrap());
+    let go = dir.path().join("workspace/go");
+    // A call that starts processes until its limit refuses one, and holds what it got (in
+    // Python: a shell exits when it cannot fork). It waits on a FIFO the test writes to.
+    let hog = {
+        let warm = Arc::clone(&warm);
+        tokio::spawn(async move {
+            let fill = "import os, subprocess\n\
+                        os.mkfifo('/workspace/go')\n\
+                        kids = []\n\
+                        try:\n    \
+                            for _ in range(20): kids.append(subprocess.Popen(['sleep', '60.0125']))\n\
+                        except OSError as refused: print('refused:', refused.errno)\n\
+                        open('/workspace/full', 'w').close()\n\
+                        open('/workspace/go').read()\n\
+                        print(len(kids))\n";
+            let spec = ProcessSpec {
+                program: "python3".into(),
+                args: vec!["-c".into(), fill.into()],
+                ..ProcessSpec::shell("", Duration::from_secs(30))
+            };
+            warm.run(&spec).await.unwrap()
+        })
+    };
+    let full = dir.path().join("workspace/full");
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !full.exists() {
+        assert!(!hog.is_finished(), "the hog ended early: {:?}", hog.await);
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "the hog never filled its limit"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // While it holds all it may, a call beside it still has its own room.
+    let beside = warm
+        .run(&ProcessSpec::shell(
+            "sleep 0.1 & sleep 0.1 & sleep 0.1 & wait; echo room",
+            Duration::from_secs(30),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        (beside.exit, beside.stdout.to_text().as_str()),
+        (ExitKind::Exited(0), "room\n"),
+        "{}",
+        beside.stderr.to_text()
+    );
+    // The hog was held to its own limit: 8 processes, itself and 7 sleeps.
+    let sleeps: Vec<_> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|cmdline| cmdline == b"sleep\x0060.0125\0")
+        })
+        .map(|entry| entry.path())
+        .collect();
+    assert_eq!(sleeps.len(), 7);
+    // In a memory cgroup of the call's own (not the supervisor's), with the sandbox's limit
+    // (cgroup v1 `memory`, else the unified hierarchy).
+    let memory_limit_file = |proc: &std::path::Path| {
+        let text = std::fs::read_to_string(proc.join("cgroup")).unwrap();
+        let v1 = text.lines().find_map(|line| line.split_once(":memory:"));
+        match v1 {
+            Some((_, path)) => format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"),
+            None => {
+                let path = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("0::"))
+                    .unwrap();
+                format!("/sys/fs/cgroup{path}/memory.max")
+            }
+        }
+    };
+    let call = memory_limit_file(&sleeps[0]);
+    let supervisor = format!("/proc/{}", warm.supervisor_pid().unwrap());
+    assert_ne!(call, memory_limit_file(std::path::Path::new(&supervisor)));
+    assert_eq!(
+        std::fs::read_to_string(&call).unwrap().trim(),
+        hookbox_exec::Limits::default().memory_bytes.to_string()
+    );
+    std::fs::write(&go, "go\n").unwrap();
+    let hog = hog.await.unwrap();
+    assert_eq!(hog.exit, ExitKind::Exited(0), "{}", hog.stderr.to_text());
+    assert_eq!(
+        hog.stdout.to_text(),
+        "refused: 11\n7\n",
+        "EAGAIN at the 8th process"
+    );
+}
+
+#[tokio::test]
+async fn binds_below_tmp_are_there_in_every_call_over_its_fresh_tmp() {
+    let _guard = shared().await;
+    // A directory under the host's /tmp, bound at its own path (as SDK sessions' `Bash` binds
+    // its working directory), with a read-only file inside and a read-only bind of another
+    // directory below /tmp.
+    let dir = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("kept")).unwrap();
+    std::fs::write(work.join("notes.txt"), "notes").unwrap();
+    std::fs::write(work.join("locked.txt"), "locked").unwrap();
+    let other = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    std::fs::write(other.path().join("data"), "data").unwrap();
+    let mut sandbox = Sandbox::over_directory(&work).unwrap();
+    let work = sandbox.home();
+    let other = other.path().canonicalize().unwrap();
+    sandbox.binds.extend([
+        hookbox_exec::Bind {
+            host: work.join("locked.txt"),
+            target: work.join("locked.txt"),
+            writable: false,
+        },
+        hookbox_exec::Bind {
+            host: other.clone(),
+            target: other.clone(),
+            writable: false,
+        },
+    ]);
+    let warm = WarmSandbox::start(sandbox, SUPERVISOR).await.unwrap();
+    let script = format!(
+        "cat notes.txt; echo; cat {other}/data; echo; echo new > made.txt && echo made; \
+         echo x > locked.txt || echo locked-refused; echo x > {other}/data || echo other-refused; \
+         echo scratch > /tmp/scratch; ls /tmp | grep -c scratch",
+        other = other.display()
+    );
+    for round in 0..2 {
+        let out = warm
+            .run(&ProcessSpec::shell(&script, Duration::from_secs(30)))
+            .await
+            .unwrap();
+        assert_eq!(
+            out.stdout.to_text(),
+            "notes\ndata\nmade\nlocked-refused\nother-refused\n1\n",
+            "round {round}: {}",
+            out.stderr.to_text()
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(work.join("made.txt")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("locked.txt")).unwrap(),
+        "locked"
+    );
+    assert_eq!(std::fs::read_to_string(other.join("data")).unwrap(), "data");
+}
+
+#[tokio::test]
 async fn a_request_larger_than_a_socket_message_arrives_whole() {
     let _guard = shared().await;
     let warm = Warm::start().await;

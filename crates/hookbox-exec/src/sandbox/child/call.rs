@@ -13,13 +13,16 @@ use std::convert::Infallible;
 use std::ffi::{CStr, CString};
 use std::os::fd::{FromRawFd, OwnedFd};
 
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+use rustix::fs::{CWD, Mode, OFlags};
 use rustix::io::Errno;
-use rustix::mount::MountFlags;
+use rustix::mount::{MountFlags, MoveMountFlags, OpenTreeFlags};
 
 use super::confine::{Confinement, confine};
 use super::{
-    Failed, RECORD_FAILED, STEP_CALL_MOUNTS, STEP_CALL_START, STEP_CWD, STEP_DEATH, STEP_EXEC,
-    STEP_STDIO, Step, check, errno, send_record,
+    Failed, RECORD_FAILED, STEP_CALL_MOUNTS, STEP_CALL_START, STEP_CGROUP, STEP_CWD, STEP_DEATH,
+    STEP_EXEC, STEP_STDIO, Step, check, errno, send_record,
 };
 use crate::exec_args::ExecArgs;
 
@@ -33,8 +36,47 @@ pub(crate) struct CallPlan<'a> {
     pub(crate) stdio: [libc::c_int; 3],
     /// The call's reply socket (close-on-exec), where a failed step is reported.
     pub(crate) reply: libc::c_int,
+    /// Files (close-on-exec) the call writes `0` into first thing, to join its own cgroups.
+    pub(crate) cgroup_joins: Vec<libc::c_int>,
     /// The options of the call's own `/tmp` and `/dev/shm` (tmpfs).
     pub(crate) scratch: &'a CStr,
+    /// The sandbox's binds below `/tmp`, carried over the call's own `/tmp`.
+    pub(crate) scratch_binds: &'a [ScratchBind],
+}
+
+/// The most binds below `/tmp` a call carries over its fresh `/tmp`.
+pub(crate) const MAX_SCRATCH_BINDS: usize = 16;
+
+/// A bind of the sandbox below `/tmp` (the top-most of its stack, with everything bound
+/// below it), carried over each call's fresh `/tmp`: what the call creates for it there, and
+/// where it is moved.
+pub(crate) struct ScratchBind {
+    /// Its path inside the sandbox.
+    target: CString,
+    /// The directories between `/tmp` and it, outermost first, made in the fresh `/tmp`.
+    parents: Vec<CString>,
+    /// Whether it is a directory (else a file).
+    is_dir: bool,
+}
+
+impl ScratchBind {
+    /// The bind at `target` (an absolute path below `/tmp`; `None` otherwise).
+    pub(crate) fn new(target: Vec<u8>, is_dir: bool) -> Option<Self> {
+        let path = std::path::PathBuf::from(std::ffi::OsString::from_vec(target));
+        let below = path.strip_prefix("/tmp").ok()?;
+        let mut parents = Vec::new();
+        let mut parent = std::path::PathBuf::from("/tmp");
+        let components: Vec<_> = below.components().collect();
+        for component in components.iter().take(components.len().saturating_sub(1)) {
+            parent.push(component);
+            parents.push(CString::new(parent.as_os_str().as_bytes()).ok()?);
+        }
+        Some(Self {
+            target: CString::new(path.into_os_string().into_vec()).ok()?,
+            parents,
+            is_dir,
+        })
+    }
 }
 
 /// `struct clone_args` of `clone3(2)` (the first version's fields).
@@ -101,6 +143,11 @@ fn call_child(plan: &CallPlan<'_>, confinement: &Confinement<'_>) -> Result<Infa
     // supervisor prepared; none allocates.
     unsafe {
         check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
+        // Before anything else runs in the call, as a cold run's intermediate joins before
+        // it forks: everything the call starts is then counted in its own cgroups.
+        for &join in &plan.cgroup_joins {
+            check(libc::write(join, b"0".as_ptr().cast(), 1) as libc::c_long).at(STEP_CGROUP)?;
+        }
         // The supervisor's runtime ignores SIGPIPE; the program gets the default, as it
         // would from any shell.
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -116,12 +163,58 @@ fn call_child(plan: &CallPlan<'_>, confinement: &Confinement<'_>) -> Result<Infa
         .map_err(Errno::raw_os_error)
         .at(STEP_CALL_MOUNTS)?;
         // Fresh scratch space, as a cold run gets: nothing one call leaves there reaches the
-        // next (the owner's hooks and the model's code share the sandbox).
+        // next (the owner's hooks and the model's code share the sandbox). The sandbox's binds
+        // below `/tmp` are taken (copies, with what is bound below them) before the fresh
+        // `/tmp` hides them, and put back on it.
+        let mut carried: [Option<OwnedFd>; MAX_SCRATCH_BINDS] = std::array::from_fn(|_| None);
+        for (slot, bind) in carried.iter_mut().zip(plan.scratch_binds) {
+            let flags = OpenTreeFlags::OPEN_TREE_CLONE
+                | OpenTreeFlags::OPEN_TREE_CLOEXEC
+                | OpenTreeFlags::AT_RECURSIVE;
+            *slot = Some(
+                rustix::mount::open_tree(CWD, bind.target.as_c_str(), flags)
+                    .map_err(Errno::raw_os_error)
+                    .at(STEP_CALL_MOUNTS)?,
+            );
+        }
         for target in [c"/tmp", c"/dev/shm"] {
             rustix::mount::mount(c"tmpfs", target, c"tmpfs", private, plan.scratch)
                 .map_err(Errno::raw_os_error)
                 .at(STEP_CALL_MOUNTS)?;
         }
+        for (tree, bind) in carried.iter().zip(plan.scratch_binds) {
+            let Some(tree) = tree else { break };
+            for parent in &bind.parents {
+                match rustix::fs::mkdir(parent.as_c_str(), Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(errno) => return Err(errno.raw_os_error()).at(STEP_CALL_MOUNTS),
+                }
+            }
+            let made = if bind.is_dir {
+                rustix::fs::mkdir(bind.target.as_c_str(), Mode::from_raw_mode(0o755))
+            } else {
+                rustix::fs::open(
+                    bind.target.as_c_str(),
+                    OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(0o644),
+                )
+                .map(drop)
+            };
+            match made {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(errno) => return Err(errno.raw_os_error()).at(STEP_CALL_MOUNTS),
+            }
+            rustix::mount::move_mount(
+                tree,
+                c"",
+                CWD,
+                bind.target.as_c_str(),
+                MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+            )
+            .map_err(Errno::raw_os_error)
+            .at(STEP_CALL_MOUNTS)?;
+        }
+        drop(carried);
         for (target, &fd) in plan.stdio.iter().enumerate() {
             check(libc::dup2(fd, target as libc::c_int).into()).at(STEP_STDIO)?;
         }
