@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Per-call cost of `hookbox hook AGENT` as an agent's command hook runs it (`sh -c STRING`,
 the event JSON on stdin), next to the trivial native hook `cat > /dev/null; echo '{}'`, in
-one interleaved run.
+one interleaved run: answered by a warm daemon, by no daemon (`HOOKBOX_DAEMON=off`: the
+in-process path on every call), and cold (the daemon stopped before each such call, untimed:
+the call starts one and answers itself).
 
 Usage: python3 crates/hookbox-cli/benches/agent_hook.py target/release/hookbox [ROUNDS]
 """
@@ -10,10 +12,15 @@ import json, os, statistics, subprocess, sys, tempfile, time
 HOOKBOX = os.path.abspath(sys.argv[1])
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 60
 SEEDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../fixtures/seeds")
-EVENT = json.dumps({
+GEMINI = json.dumps({
     "session_id": "g", "transcript_path": "/t", "cwd": "/tmp", "hook_event_name": "BeforeTool",
     "timestamp": "2026-12-02T00:00:00Z", "tool_name": "run_shell_command",
     "tool_input": {"command": "true 1"},
+}).encode()
+CLAUDE = json.dumps({
+    "session_id": "c", "transcript_path": "/t", "cwd": "/tmp", "permission_mode": "default",
+    "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "true 1"},
+    "tool_use_id": "toolu_1",
 }).encode()
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -27,25 +34,43 @@ with tempfile.TemporaryDirectory() as tmp:
         "hooks": [{"type": "command", "command": "cat > /dev/null; echo '{}'"}]}]}})
     with open(os.path.join(SEEDS, "security-gate.hooks.json")) as f:
         gate = policy("gate.json", f.read().replace("/.agents/hooks-scripts/", SEEDS + "/"))
-    # Decisions are logged in this scratch home's hookbox.db (the default), or not at all.
-    os.environ["HOOKBOX_HOME"] = os.path.join(tmp, "home")
-    unlogged = policy("unlogged.toml", "[policy]\nkeep_decisions = 0\n")
-    hook = lambda p: "%s hook gemini-cli --policy %s" % (HOOKBOX, p)
-    configs = {
-        "native: cat > /dev/null; echo '{}'": "cat > /dev/null; echo '{}'",
-        "hookbox hook, no handler, not logged": hook(empty) + " --config " + unlogged,
-        "hookbox hook, no handler matches": hook(empty),
-        "hookbox hook, that sh hook as handler": hook(trivial),
-        "hookbox hook, the seeds' gate.py": hook(gate),
-    }
+    # Decisions are logged in this scratch home's journal (the default).
+    home = os.path.join(tmp, "home")
+    os.environ["HOOKBOX_HOME"] = home
+    def daemon(command):
+        subprocess.run([HOOKBOX, "daemon", command], check=True, capture_output=True)
+    hook = lambda agent, p, mode: "HOOKBOX_DAEMON=%s %s hook %s --policy %s" % (
+        "off" if mode == "off" else "on", HOOKBOX, agent, p)
+    # name: (hook string, stdin, daemon before the call: "warm" started, "cold" stopped)
+    configs = {"native: cat > /dev/null; echo '{}'": ("cat > /dev/null; echo '{}'", CLAUDE, None)}
+    for agent, event, cases in [
+        ("claude-code", CLAUDE, [("no handler matches", empty)]),
+        ("gemini-cli", GEMINI, [("no handler matches", empty), ("that sh hook as handler", trivial),
+                                ("the seeds' gate.py", gate)]),
+    ]:
+        for case, p in cases:
+            modes = ["warm", "off"] + (["cold"] if agent == "claude-code" else [])
+            for mode in modes:
+                label = {"warm": "daemon warm", "off": "no daemon", "cold": "cold (no daemon yet)"}[mode]
+                configs["%s, %s, %s" % (agent, case, label)] = (hook(agent, p, mode), event, mode)
     times = {name: [] for name in configs}
+    daemon("start")
     for _ in range(ROUNDS):
-        for name, command in configs.items():
+        for name, (command, event, mode) in configs.items():
+            if mode == "warm":
+                daemon("start")
+            elif mode == "cold":
+                daemon("stop")
             start = time.perf_counter()
-            done = subprocess.run(["/bin/sh", "-c", command], input=EVENT, capture_output=True)
+            done = subprocess.run(["/bin/sh", "-c", command], input=event, capture_output=True)
             times[name].append((time.perf_counter() - start) * 1000)
             assert done.returncode == 0, (name, done.stderr)
+            assert b"without the daemon" not in done.stderr, (name, done.stderr)
+    daemon("stop")
+    print("load average after the run: %.2f %.2f %.2f" % os.getloadavg())
+    native = statistics.median(times["native: cat > /dev/null; echo '{}'"])
     for name, values in times.items():
         values.sort()
-        print("%-40s min %6.2f  median %6.2f  p90 %6.2f ms" % (
-            name, values[0], statistics.median(values), values[int(len(values) * 0.9)]))
+        median = statistics.median(values)
+        print("%-62s min %6.2f  median %6.2f (%4.2fx)  p90 %6.2f ms" % (
+            name, values[0], median, median / native, values[int(len(values) * 0.9)]))

@@ -37,6 +37,18 @@ pub(crate) enum Command {
     /// sandbox: each call, each hook decision with its reason, each result, the model's answers
     /// and what the receiver got (with the header the network policy injected) are printed.
     Demo(DemoArgs),
+    /// Run, start, inspect or stop your per-user daemon for `hookbox hook`.
+    ///
+    /// The daemon answers `hookbox hook` calls for one user through a Unix socket in
+    /// `$HOOKBOX_HOME/daemon/` (when `HOOKBOX_HOME` is set), else `$XDG_RUNTIME_DIR/hookbox/`,
+    /// else `<home>/daemon/`: the directory is mode 0700 and the socket 0600, both owned by you,
+    /// and a client of another user is refused. It re-reads the policy files whenever they
+    /// change, and exits after `HOOKBOX_DAEMON_IDLE` seconds (default 600) without a call.
+    /// `hookbox hook` starts it on demand; its output goes to `$HOOKBOX_HOME/daemon.log`.
+    Daemon {
+        #[command(subcommand)]
+        command: DaemonCommand,
+    },
     /// Answer one hook event of an agent you already run, with one hookbox policy.
     ///
     /// Configure the agent (Claude Code, Gemini CLI, Codex, Cursor, Copilot; `hookbox install`
@@ -49,7 +61,12 @@ pub(crate) enum Command {
     /// trusted with `hookbox trust`; its command hooks run in a read-only sandbox over the
     /// project), in that order, a later file only adding. Unreadable
     /// input: a message on stderr and the agent's non-blocking error code, or its blocking code
-    /// when a handler says `on_error: "deny"`; a policy that cannot be loaded blocks. See
+    /// when a handler says `on_error: "deny"`; a policy that cannot be loaded blocks.
+    ///
+    /// The call is answered by your `hookbox daemon` (started on the first call, detached,
+    /// exiting when idle), which keeps the policy parsed and the async runtime and HTTP client
+    /// built, with the caller's working directory and environment; without one it is answered
+    /// here, exactly the same way. `HOOKBOX_DAEMON=off` answers every call here. See
     /// docs/agent-adapters.md.
     Hook(HookArgs),
     /// Configure an agent you run to ask `hookbox hook` about its hook events.
@@ -150,6 +167,26 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DaemonCommand {
+    /// Serve in the foreground (what `hookbox hook` starts, detached). Exits 1 when another
+    /// daemon already serves this socket or its directory is not safe to use.
+    Run {
+        /// Exit after this many seconds without a call (default: `HOOKBOX_DAEMON_IDLE`, else
+        /// 600).
+        #[arg(long, value_name = "SECONDS")]
+        idle: Option<u64>,
+    },
+    /// Start the daemon unless it runs, and wait until it answers (at most 10 seconds).
+    Start,
+    /// Print whether the daemon runs: its pid, calls answered and seconds idle. Exits 0 when
+    /// it runs, 3 when it does not.
+    Status,
+    /// Stop the daemon: it takes no new call and exits once the calls in progress are
+    /// answered. Exits 0 also when none ran.
+    Stop,
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Command, HooksCommand};
+use crate::commands::daemon::client::Handoff;
 
 fn main() -> ExitCode {
     // A warm sandbox's supervisor is hookbox re-executed inside the sandbox: decided first.
@@ -26,6 +27,18 @@ fn main() -> ExitCode {
     }
     if hookbox_stream_json::is_sdk_mode(&args) {
         return sdk_mode::run(&args);
+    }
+    // `hookbox hook` is handed to the daemon before clap or any runtime is built.
+    let mut early_hook = None;
+    if args.first().map(String::as_str) == Some("hook") {
+        let argv: Vec<_> = std::env::args_os().skip(1).collect();
+        match commands::daemon::client::hand_off(&argv) {
+            Handoff::Answered(code) => return code,
+            Handoff::InProcess {
+                stdin,
+                daemon_failed,
+            } => early_hook = Some((stdin, daemon_failed)),
+        }
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -42,7 +55,11 @@ fn main() -> ExitCode {
         Command::Demo(args) => commands::demo::run(&args),
         Command::Env { command } => commands::env::run(&command),
         Command::Exec(args) => commands::exec::run(&args),
-        Command::Hook(args) => Ok(commands::hook::run(&args)),
+        Command::Daemon { command } => commands::daemon::run(&command),
+        Command::Hook(args) => {
+            let (stdin, daemon_failed) = early_hook.unwrap_or_default();
+            Ok(commands::hook::run(args, stdin, daemon_failed.as_deref()))
+        }
         Command::Install(args) => commands::install::run(&args),
         Command::Trust(args) => commands::hook::trust(&args),
         Command::Log(args) => commands::log::run(&args),

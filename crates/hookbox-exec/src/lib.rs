@@ -116,6 +116,7 @@
 
 mod after_fork;
 mod capture;
+mod detach;
 pub mod disk;
 mod exec_args;
 mod group;
@@ -125,6 +126,7 @@ mod spawn;
 mod warm;
 
 pub use capture::CapturedOutput;
+pub use detach::{DetachedSpec, spawn_detached};
 pub use sandbox::{
     Bind, Enforcement, IsolationError, LimitMode, Limits, ListenInside, ListenerSink,
     SYSTEM_TRUST_BUNDLES, Sandbox, check_isolation,

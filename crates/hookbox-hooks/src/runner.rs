@@ -67,8 +67,13 @@ pub trait HttpRunner: Send + Sync {
 pub struct HostCommandRunner {
     /// Working directory of the hooks; the caller's when `None`.
     pub cwd: Option<PathBuf>,
-    /// Variables added to the inherited environment.
+    /// Variables added to the inherited environment (the whole environment with
+    /// `env_clear`).
     pub env: Vec<(OsString, OsString)>,
+    /// Start the hooks from an empty environment instead of inheriting this process's: for a
+    /// process that runs hooks on behalf of another one (`hookbox daemon`), whose environment
+    /// `env` then is.
+    pub env_clear: bool,
 }
 
 impl CommandRunner for HostCommandRunner {
@@ -85,6 +90,7 @@ impl CommandRunner for HostCommandRunner {
         let mut spec = ProcessSpec::shell(&request.command, request.timeout);
         spec.cwd.clone_from(&self.cwd);
         spec.env.clone_from(&self.env);
+        spec.env_clear = self.env_clear;
         spec.stdin = request.stdin;
         spec.output_limit = HANDLER_OUTPUT_LIMIT;
         Box::pin(async move { hookbox_exec::run(&spec).await })
@@ -265,6 +271,7 @@ impl Runners {
             command: Arc::new(HostCommandRunner {
                 cwd,
                 env: Vec::new(),
+                env_clear: false,
             }),
             http: Arc::new(GuardedClient::new(http)?),
             outbox: None,

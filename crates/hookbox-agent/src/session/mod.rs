@@ -484,6 +484,7 @@ impl SessionBuilder {
                 command: Arc::new(HostCommandRunner {
                     cwd: Some(cwd.clone()),
                     env: vec![(protect::PROJECT_DIR_VARIABLE.into(), cwd.clone().into())],
+                    env_clear: false,
                 }),
                 http: match self.http_hooks {
                     Some(http) => http,

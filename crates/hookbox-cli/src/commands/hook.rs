@@ -1,6 +1,7 @@
 //! `hookbox hook AGENT`: answer one hook event of Claude Code, Gemini CLI, Codex, Cursor or
 //! Copilot with the hookbox policy, and log the decision.
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,7 +12,8 @@ use anyhow::Context;
 use hookbox_agent::sandbox_hooks_builder;
 use hookbox_hooks::adapter::{self, Agent, PolicyFiles, Reply};
 use hookbox_hooks::{
-    Dispatcher, HookOutcome, HookSet, HostCommandRunner, ProjectCommandRunner, Runners,
+    CommandRunner, Dispatcher, HookOutcome, HookSet, HostCommandRunner, ProjectCommandRunner,
+    Runners,
 };
 use hookbox_runtime::Config;
 use hookbox_store::{DecisionJournal, NewDecision, SqliteStore, Timestamp};
@@ -24,23 +26,170 @@ const TRUST_STORE: &str = "trusted-policies.json";
 /// The managed policy when hookbox.toml names none.
 const MANAGED_POLICY: &str = "/etc/hookbox/policy.json";
 
-pub(crate) fn run(args: &HookArgs) -> ExitCode {
-    let started = Instant::now();
-    let agent = Agent::from(args.agent);
-    let (reply, decision) = answer(agent, args);
-    let _ = std::io::stdout().write_all(reply.stdout.as_bytes());
-    let _ = std::io::stderr().write_all(reply.stderr.as_bytes());
-    if let Some(mut decision) = decision {
-        decision.latency = started.elapsed();
-        if let Err(err) = record(args, &decision) {
-            let _ = writeln!(
-                std::io::stderr(),
-                "hookbox hook {}: the decision was not logged: {err:#}",
-                agent.name()
-            );
+/// One `hookbox hook` call: what the agent handed the process it started. The in-process path
+/// takes it from this process; `hookbox daemon` from the thin client that the agent started.
+#[derive(Debug)]
+pub(crate) struct Call {
+    /// The parsed command line, its relative paths resolved against `cwd`.
+    pub(crate) args: HookArgs,
+    /// The hook event's bytes, or why they could not be read.
+    pub(crate) stdin: Result<Vec<u8>, String>,
+    /// The caller's working directory.
+    pub(crate) cwd: PathBuf,
+    /// The caller's whole environment: the home, the agent's project variable, and what the
+    /// policy's command hooks run with.
+    pub(crate) env: Vec<(OsString, OsString)>,
+}
+
+impl Call {
+    /// A call made of `args` and its caller's `stdin`, `cwd` and `env`.
+    pub(crate) fn new(
+        mut args: HookArgs,
+        stdin: Result<Vec<u8>, String>,
+        cwd: PathBuf,
+        env: Vec<(OsString, OsString)>,
+    ) -> Self {
+        args.policy = args.policy.map(|path| cwd.join(path));
+        args.config = args.config.map(|path| cwd.join(path));
+        Self {
+            args,
+            stdin,
+            cwd,
+            env,
         }
     }
+
+    /// The caller's variable `name`.
+    fn var(&self, name: &str) -> Option<OsString> {
+        self.env
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+    }
+
+    /// The caller's `$HOOKBOX_HOME` (or its default).
+    fn home(&self) -> anyhow::Result<PathBuf> {
+        Ok(hookbox_env::Environments::home_in(|name| self.var(name))?)
+    }
+}
+
+/// A loaded policy: its hooks, and the project file left out as untrusted.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadedPolicy {
+    /// The hooks of every file loaded.
+    pub(crate) hooks: Arc<HookSet>,
+    /// The project file that exists but is not trusted (so not loaded).
+    pub(crate) untrusted: Option<PathBuf>,
+}
+
+/// What a call's policy is loaded and run with: built for the one call in-process
+/// ([`InProcess`]), kept warm across calls by `hookbox daemon`.
+pub(crate) trait Engine {
+    /// The policy in `files`, as they are now.
+    fn policy(&self, files: &PolicyFiles) -> anyhow::Result<LoadedPolicy>;
+    /// Runs `hooks` for `translated`, with `command` running command hooks.
+    fn evaluate(
+        &self,
+        hooks: Arc<HookSet>,
+        command: Arc<dyn CommandRunner>,
+        translated: &adapter::Translated,
+    ) -> anyhow::Result<HookOutcome>;
+}
+
+/// The engine of a `hookbox hook` that answers its one call itself: the policy read and the
+/// async runtime and HTTP client built for that call (and only when a handler matches).
+pub(crate) struct InProcess;
+
+impl Engine for InProcess {
+    fn policy(&self, files: &PolicyFiles) -> anyhow::Result<LoadedPolicy> {
+        load_policy_files(files)
+    }
+
+    fn evaluate(
+        &self,
+        hooks: Arc<HookSet>,
+        command: Arc<dyn CommandRunner>,
+        translated: &adapter::Translated,
+    ) -> anyhow::Result<HookOutcome> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let runners = Runners {
+            command,
+            ..Runners::host(None).context("cannot build the HTTP client")?
+        };
+        let dispatcher = Dispatcher::new(hooks, runners);
+        Ok(runtime.block_on(adapter::evaluate(&dispatcher, translated)))
+    }
+}
+
+/// `hookbox hook AGENT` answered in this process: `stdin` is the event when the thin client
+/// already read it; `daemon_failed` says how the daemon failed after it was handed the call
+/// (then the answer is the policy's failure answer, never an allow the policy would not give).
+pub(crate) fn run(
+    args: HookArgs,
+    stdin: Option<Result<Vec<u8>, String>>,
+    daemon_failed: Option<&str>,
+) -> ExitCode {
+    let stdin = match stdin {
+        Some(read) => read,
+        None => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map(|_| bytes)
+                .map_err(|err| format!("cannot read the hook input: {err}"))
+        }
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let call = Call::new(args, stdin, cwd, std::env::vars_os().collect());
+    let reply = match daemon_failed {
+        Some(message) => respond_failed(&call, message),
+        None => respond(&call, &InProcess),
+    };
+    let _ = std::io::stdout().write_all(reply.stdout.as_bytes());
+    let _ = std::io::stderr().write_all(reply.stderr.as_bytes());
     ExitCode::from(reply.exit_code)
+}
+
+/// Answers `call` with `engine` and logs the decision (a logging problem is added to stderr).
+pub(crate) fn respond(call: &Call, engine: &dyn Engine) -> Reply {
+    let started = Instant::now();
+    let (reply, decision) = answer(call, engine);
+    logged(call, reply, decision, started)
+}
+
+/// `reply`, after `decision` (if any) was logged with its latency since `started`.
+fn logged(call: &Call, mut reply: Reply, decision: Option<NewDecision>, started: Instant) -> Reply {
+    if let Some(mut decision) = decision {
+        decision.latency = started.elapsed();
+        if let Err(err) = record(call, &decision) {
+            reply.stderr.push_str(&format!(
+                "hookbox hook {}: the decision was not logged: {err:#}\n",
+                Agent::from(call.args.agent).name()
+            ));
+        }
+    }
+    reply
+}
+
+/// The answer when the daemon failed after it was handed `call` (`message` says how): the
+/// agent's blocking failure when the policy fails closed anywhere (or cannot be read), its
+/// non-blocking one otherwise, as for input the adapter cannot read.
+fn respond_failed(call: &Call, message: &str) -> Reply {
+    let started = Instant::now();
+    let agent = Agent::from(call.args.agent);
+    let translated = call
+        .stdin
+        .as_ref()
+        .ok()
+        .and_then(|stdin| agent.translate(stdin, call.args.event.as_deref()).ok());
+    let deny = locate_policy(call, &working_dir(call, translated.as_ref()))
+        .and_then(|(files, _)| load_policy_files(&files))
+        .map_or(true, |policy| adapter::fails_closed(&policy.hooks));
+    let decision = translated.map(|translated| translated.failed(agent, message, deny));
+    logged(call, agent.failure(message, deny), decision, started)
 }
 
 /// A journal past this size is imported into the store by the `hookbox hook` that grew it (so
@@ -50,9 +199,9 @@ const JOURNAL_IMPORT_BYTES: u64 = 256 * 1024;
 /// Logs `decision`: appended to the decision journal in `$HOOKBOX_HOME` (a few microseconds;
 /// the store's decision log takes it at the next `hookbox log`, or here once the journal is
 /// large), unless `[policy] keep_decisions = 0`.
-fn record(args: &HookArgs, decision: &NewDecision) -> anyhow::Result<()> {
-    let home = hookbox_env::Environments::default_home()?;
-    let config = Config::read(args.config.as_deref(), &home)?;
+fn record(call: &Call, decision: &NewDecision) -> anyhow::Result<()> {
+    let home = call.home()?;
+    let config = Config::read(call.args.config.as_deref(), &home)?;
     let keep = config.policy.keep_decisions();
     if keep == 0 {
         return Ok(());
@@ -71,27 +220,17 @@ fn record(args: &HookArgs, decision: &NewDecision) -> anyhow::Result<()> {
 
 /// Reads the event, loads the policy and decides; every failure becomes the agent's reply.
 /// Also what the decision log keeps of it (nothing when the input could not be read at all).
-fn answer(agent: Agent, args: &HookArgs) -> (Reply, Option<NewDecision>) {
-    let mut stdin = Vec::new();
-    let input = match std::io::stdin().read_to_end(&mut stdin) {
-        Ok(_) => agent.translate(&stdin, args.event.as_deref()),
-        Err(err) => Err(format!("cannot read the hook input: {err}")),
+fn answer(call: &Call, engine: &dyn Engine) -> (Reply, Option<NewDecision>) {
+    let agent = Agent::from(call.args.agent);
+    let input = match &call.stdin {
+        Ok(stdin) => agent.translate(stdin, call.args.event.as_deref()),
+        Err(message) => Err(message.clone()),
     };
-    let cwd = input
-        .as_ref()
-        .ok()
-        .and_then(|translated| translated.cwd())
-        .map(PathBuf::from)
-        .filter(|cwd| cwd.is_dir())
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| PathBuf::from("/"));
-    // The agent names its project (e.g. `CLAUDE_PROJECT_DIR`); else it is the working directory.
-    let project = agent
-        .project_variable()
-        .and_then(std::env::var_os)
-        .map_or_else(|| cwd.clone(), PathBuf::from);
+    let cwd = working_dir(call, input.as_ref().ok());
     // Without its policy nothing can be let through that the policy would deny: block.
-    let (hooks, untrusted) = match load_policy(args, &project) {
+    let loaded = locate_policy(call, &cwd)
+        .and_then(|(files, project)| Ok((engine.policy(&files)?, project)));
+    let (LoadedPolicy { hooks, untrusted }, project) = match loaded {
         Ok(loaded) => loaded,
         Err(err) => {
             let message = format!("{err:#}");
@@ -122,7 +261,19 @@ fn answer(agent: Agent, args: &HookArgs) -> (Reply, Option<NewDecision>) {
         ));
     }
     let outcome = if translated.has_handlers(&hooks) {
-        match decide(hooks, &translated, cwd, project) {
+        // The owner's hooks (managed, user, `--policy`) run on this host in `cwd` with the
+        // caller's environment, the project's own in a read-only sandbox over `project` (the
+        // agent can write that file and the scripts it names: nothing it wrote may run on
+        // the host).
+        let command = Arc::new(ProjectCommandRunner {
+            host: HostCommandRunner {
+                cwd: Some(cwd),
+                env: call.env.clone(),
+                env_clear: true,
+            },
+            project,
+        });
+        match engine.evaluate(hooks, command, &translated) {
             Ok(outcome) => outcome,
             Err(err) => {
                 let message = format!("{err:#}");
@@ -138,15 +289,28 @@ fn answer(agent: Agent, args: &HookArgs) -> (Reply, Option<NewDecision>) {
     (reply, Some(translated.decision(agent, &outcome)))
 }
 
-/// The policy for this call: `--policy FILE`, else the managed, user and (when trusted)
-/// project files; also the project file left out as untrusted. A file that cannot be read or
-/// has errors is an error (its broken handler might have been a gate).
-fn load_policy(args: &HookArgs, project: &Path) -> anyhow::Result<(HookSet, Option<PathBuf>)> {
-    let files = match &args.policy {
+/// Where `call`'s command hooks run: the working directory the agent reported in `translated`
+/// when it is one, else the caller's.
+fn working_dir(call: &Call, translated: Option<&adapter::Translated>) -> PathBuf {
+    translated
+        .and_then(adapter::Translated::cwd)
+        .map(PathBuf::from)
+        .filter(|cwd| cwd.is_dir())
+        .unwrap_or_else(|| call.cwd.clone())
+}
+
+/// The policy files of `call` (`--policy FILE`, else the managed, user and project files) and
+/// its project directory: the one the agent names (e.g. `CLAUDE_PROJECT_DIR`), else `cwd`.
+fn locate_policy(call: &Call, cwd: &Path) -> anyhow::Result<(PolicyFiles, PathBuf)> {
+    let project = Agent::from(call.args.agent)
+        .project_variable()
+        .and_then(|name| call.var(name))
+        .map_or_else(|| cwd.to_path_buf(), PathBuf::from);
+    let files = match &call.args.policy {
         Some(path) => PolicyFiles::Explicit(path.clone()),
         None => {
-            let home = hookbox_env::Environments::default_home()?;
-            let config = Config::read(args.config.as_deref(), &home)?;
+            let home = call.home()?;
+            let config = Config::read(call.args.config.as_deref(), &home)?;
             PolicyFiles::Layered {
                 managed: config
                     .policy
@@ -158,6 +322,12 @@ fn load_policy(args: &HookArgs, project: &Path) -> anyhow::Result<(HookSet, Opti
             }
         }
     };
+    Ok((files, project))
+}
+
+/// Loads `files`. A file that cannot be read or has errors is an error (its broken handler
+/// might have been a gate).
+pub(crate) fn load_policy_files(files: &PolicyFiles) -> anyhow::Result<LoadedPolicy> {
     let mut builder = sandbox_hooks_builder();
     let loaded = files.load(&mut builder)?;
     let hooks = builder.build();
@@ -169,7 +339,10 @@ fn load_policy(args: &HookArgs, project: &Path) -> anyhow::Result<(HookSet, Opti
             .collect();
         anyhow::bail!("the policy has errors:\n{}", problems.join("\n"));
     }
-    Ok((hooks, loaded.untrusted))
+    Ok(LoadedPolicy {
+        hooks: Arc::new(hooks),
+        untrusted: loaded.untrusted,
+    })
 }
 
 /// `hookbox trust FILE`: records the reviewed content of a project policy file as trusted.
@@ -182,31 +355,4 @@ pub(crate) fn trust(args: &TrustArgs) -> anyhow::Result<ExitCode> {
         args.file.display()
     ))?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Runs the policy's handlers for `translated`: the owner's (managed, user, `--policy`) on this
-/// host in `cwd`, the project's own in a read-only sandbox over `project` (the agent can write
-/// that file and the scripts it names: nothing it wrote may run on the host).
-fn decide(
-    hooks: HookSet,
-    translated: &adapter::Translated,
-    cwd: PathBuf,
-    project: PathBuf,
-) -> anyhow::Result<HookOutcome> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let runners = Runners {
-        command: Arc::new(ProjectCommandRunner {
-            host: HostCommandRunner {
-                cwd: Some(cwd.clone()),
-                env: Vec::new(),
-            },
-            project,
-        }),
-        ..Runners::host(Some(cwd)).context("cannot build the HTTP client")?
-    };
-    let dispatcher = Dispatcher::new(Arc::new(hooks), runners);
-    Ok(runtime.block_on(adapter::evaluate(&dispatcher, translated)))
 }

@@ -4,6 +4,7 @@ pub(crate) mod api_keys;
 pub(crate) mod audit;
 pub(crate) mod check;
 pub(crate) mod credentials;
+pub(crate) mod daemon;
 pub(crate) mod demo;
 pub(crate) mod env;
 pub(crate) mod exec;

@@ -5,8 +5,19 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use super::{hook, hook_as, pre_tool_use, stderr};
+use super::{Answerer, hook_once, pre_tool_use, stderr};
 use crate::{code, hookbox_in, seed_config, stdout_json};
+
+/// Claude Code's `event` through `hookbox hook claude-code EXTRA…`, answered by the daemon of
+/// `home` (each call is logged once: these tests count them).
+fn hook(home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
+    hook_once(Answerer::Daemon, "claude-code", home, project, extra, event)
+}
+
+/// `hookbox hook AGENT EXTRA…` answered in-process (the path without a daemon logs the same).
+fn hook_as(agent: &str, home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
+    hook_once(Answerer::InProcess, agent, home, project, extra, event)
+}
 
 /// `hookbox log ARGS… --json` in `home`.
 fn log_json(home: &Path, args: &[&str]) -> Vec<Value> {

@@ -10,6 +10,7 @@ use super::{code, seed_config, stdout_json, write};
 
 mod copilot;
 mod cursor;
+mod daemon;
 mod gemini_cli;
 mod log;
 
@@ -19,10 +20,48 @@ fn hook(home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
     hook_as("claude-code", home, project, extra, event)
 }
 
+/// Who answers a test's `hookbox hook` call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answerer {
+    /// The `hookbox hook` process itself (`HOOKBOX_DAEMON=off`).
+    InProcess,
+    /// The daemon of `HOOKBOX_HOME`, started first if it is not running.
+    Daemon,
+}
+
 /// Runs `hookbox hook AGENT EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and the
-/// agent's project variable, if it has one, = `project`.
-#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+/// agent's project variable, if it has one, = `project`: answered once in-process and once by
+/// the daemon, which must answer exactly the same (exit code, stdout and stderr); returns the
+/// daemon's answer.
 fn hook_as(agent: &str, home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
+    let in_process = hook_once(Answerer::InProcess, agent, home, project, extra, event);
+    let by_daemon = hook_once(Answerer::Daemon, agent, home, project, extra, event);
+    assert_eq!(
+        (
+            in_process.status.code(),
+            String::from_utf8_lossy(&in_process.stdout),
+            stderr(&in_process)
+        ),
+        (
+            by_daemon.status.code(),
+            String::from_utf8_lossy(&by_daemon.stdout),
+            stderr(&by_daemon)
+        ),
+        "the daemon answered differently from the in-process path"
+    );
+    by_daemon
+}
+
+/// Runs `hookbox hook AGENT EXTRA…` once, answered by `answerer` (see [`hook_as`]).
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn hook_once(
+    answerer: Answerer,
+    agent: &str,
+    home: &Path,
+    project: &Path,
+    extra: &[&str],
+    event: &[u8],
+) -> Output {
     use std::io::Write;
     let variable = match agent {
         "gemini-cli" => "GEMINI_PROJECT_DIR",
@@ -30,11 +69,22 @@ fn hook_as(agent: &str, home: &Path, project: &Path, extra: &[&str], event: &[u8
         // Codex names no project root: the event's `cwd` is the project.
         _ => "HOOKBOX_TEST_UNUSED",
     };
+    if answerer == Answerer::Daemon {
+        daemon::start(home);
+    }
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
         .args(["hook", agent])
         .args(extra)
         .env("HOOKBOX_HOME", home)
         .env(variable, project)
+        .env(
+            "HOOKBOX_DAEMON",
+            if answerer == Answerer::Daemon {
+                "on"
+            } else {
+                "off"
+            },
+        )
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

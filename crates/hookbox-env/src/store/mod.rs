@@ -72,8 +72,15 @@ impl std::fmt::Debug for Environments {
 impl Environments {
     /// `$HOOKBOX_HOME`, else `$XDG_DATA_HOME/hookbox`, else `$HOME/.local/share/hookbox`.
     pub fn default_home() -> Result<PathBuf, StoreError> {
-        let var =
-            |name| std::env::var_os(name).filter(|value: &std::ffi::OsString| !value.is_empty());
+        Self::home_in(|name| std::env::var_os(name))
+    }
+
+    /// [`default_home`](Self::default_home) for a process whose environment `var` reads (e.g.
+    /// a caller of `hookbox daemon`).
+    pub fn home_in(
+        var: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<PathBuf, StoreError> {
+        let var = |name| var(name).filter(|value: &std::ffi::OsString| !value.is_empty());
         if let Some(home) = var("HOOKBOX_HOME") {
             return Ok(PathBuf::from(home));
         }

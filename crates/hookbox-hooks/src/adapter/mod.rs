@@ -27,7 +27,7 @@ use crate::input::EventInput;
 use crate::outcome::{Decision, HookOutcome};
 use crate::trace::{HandlerResult, TraceEntry};
 
-pub use policy::{Loaded, PolicyFiles, trust};
+pub use policy::{Fingerprint, Loaded, PolicyFiles, trust};
 
 /// An agent whose hook events `hookbox hook` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::hookset::{HookSetBuilder, LoadError};
 
 /// The policy files of one `hookbox hook` call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum PolicyFiles {
     /// `--policy FILE`: only this file, which must exist.
     Explicit(PathBuf),
@@ -73,6 +73,46 @@ impl PolicyFiles {
             }
         }
         Ok(loaded)
+    }
+}
+
+/// Everything [`PolicyFiles::load`] reads, as it is now: each file's bytes (`None`: absent)
+/// and the project file's canonical path (which the trust store is keyed by). Two equal
+/// fingerprints load the same policy, so a process that keeps a loaded policy (`hookbox
+/// daemon`) compares them on every call and never serves a stale one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    contents: Vec<Option<Vec<u8>>>,
+    canonical_project: Option<PathBuf>,
+}
+
+impl PolicyFiles {
+    /// What the files hold now; an error when one cannot be read (loading would fail too).
+    pub fn fingerprint(&self) -> Result<Fingerprint, LoadError> {
+        let read = |path: &PathBuf| match std::fs::read(path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(LoadError::Read {
+                path: path.display().to_string(),
+                source: err,
+            }),
+        };
+        let (paths, canonical_project) = match self {
+            Self::Explicit(path) => (vec![path], None),
+            Self::Layered {
+                managed,
+                user,
+                project,
+                trust_store,
+            } => (
+                vec![managed, user, project, trust_store],
+                std::fs::canonicalize(project).ok(),
+            ),
+        };
+        Ok(Fingerprint {
+            contents: paths.into_iter().map(read).collect::<Result<_, _>>()?,
+            canonical_project,
+        })
     }
 }
 

@@ -1,0 +1,269 @@
+//! The daemon: accepts connections on its socket, one thread each (so a hung hook holds only
+//! its own call), refuses other users, answers `hookbox hook` calls exactly as the
+//! in-process path does (same code, with the caller's working directory and environment), and
+//! exits when idle, when stopped, or when its socket is no longer its own (removed, or
+//! replaced by a newer daemon).
+
+use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Parser;
+
+use super::place::{self, Place, Unusable};
+use super::warm::Warm;
+use super::wire::{self, Request, Response};
+use crate::cli::{Cli, Command};
+use crate::commands::hook::{self, Call};
+
+/// How often the daemon checks whether it is idle or its socket is gone.
+const WATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How long a client may take to send its request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The daemon's state, shared by its threads.
+struct State {
+    /// This binary's build id, taken at start.
+    build: String,
+    /// Where this binary was started from (to see it replaced: the file there is then of
+    /// another build, or gone).
+    exe: Option<PathBuf>,
+    warm: Warm,
+    calls: AtomicU64,
+    active: AtomicUsize,
+    last_call: Mutex<Instant>,
+    stopping: AtomicBool,
+}
+
+/// Serves `place` until idle for `idle`, stopped, or replaced. Fails when the directory or a
+/// file at the socket's path is not safe to use.
+///
+/// The socket is bound under a name of its own and renamed over the socket's path, so a
+/// client never sees a half-made socket, and a newer daemon (another build, or a second one
+/// started at the same moment) takes the path over atomically; the one replaced exits once
+/// its calls in progress are answered.
+pub(super) fn serve(place: &Place, idle: Duration) -> anyhow::Result<()> {
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+    place.create().map_err(refusal)?;
+    match place.check_socket() {
+        Ok(()) | Err(Unusable::Absent) => {}
+        Err(unusable) => return Err(refusal(unusable)),
+    }
+    let socket = place.socket();
+    let fresh = place
+        .dir()
+        .join(format!("hook.sock.{}", std::process::id()));
+    let _ = std::fs::remove_file(&fresh);
+    let listener =
+        UnixListener::bind(&fresh).with_context(|| format!("cannot bind {}", fresh.display()))?;
+    place::make_private(&fresh)?;
+    let identity = std::fs::symlink_metadata(&fresh)?.ino();
+    std::fs::rename(&fresh, &socket)
+        .with_context(|| format!("cannot move the socket to {}", socket.display()))?;
+    let state = Arc::new(State {
+        build: wire::build_id(),
+        exe: std::fs::read_link("/proc/self/exe").ok(),
+        warm: Warm::new()?,
+        calls: AtomicU64::new(0),
+        active: AtomicUsize::new(0),
+        last_call: Mutex::new(Instant::now()),
+        stopping: AtomicBool::new(false),
+    });
+    log(&format!(
+        "serving {} (pid {}, build {}, idle exit after {}s)",
+        socket.display(),
+        std::process::id(),
+        state.build,
+        idle.as_secs()
+    ));
+    let watched = Arc::clone(&state);
+    std::thread::spawn(move || watch(&watched, &socket, identity, idle));
+    for stream in listener.incoming() {
+        match stream {
+            Ok(stream) => {
+                let state = Arc::clone(&state);
+                std::thread::spawn(move || serve_connection(&state, stream));
+            }
+            Err(err) => log(&format!("accept failed: {err}")),
+        }
+    }
+    Ok(())
+}
+
+/// Exits the process once no call is in progress and the daemon has been idle for `idle`,
+/// was stopped, or no longer owns `socket` (inode `identity`: another daemon took it over);
+/// at once when the socket's directory is gone (nothing left to serve).
+fn watch(state: &State, socket: &Path, identity: u64, idle: Duration) {
+    loop {
+        std::thread::sleep(WATCH_INTERVAL);
+        if !socket.parent().is_some_and(Path::is_dir) {
+            log("the socket's directory was removed; exiting");
+            std::process::exit(0);
+        }
+        let ours = std::fs::symlink_metadata(socket).is_ok_and(|meta| meta.ino() == identity);
+        if !ours {
+            state.stopping.store(true, Ordering::SeqCst);
+        }
+        let quiet = state.active.load(Ordering::SeqCst) == 0;
+        let idle_for = state
+            .last_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .elapsed();
+        let stopping = state.stopping.load(Ordering::SeqCst);
+        if quiet && (stopping || idle_for >= idle) {
+            if ours {
+                let _ = std::fs::remove_file(socket);
+            }
+            log(match (ours, stopping) {
+                (false, _) => "another daemon took the socket over; exiting",
+                (true, true) => "stopped",
+                (true, false) => "idle; exiting",
+            });
+            std::process::exit(0);
+        }
+    }
+}
+
+/// Answers one connection; problems are logged (the client then fails closed or answers
+/// the call itself).
+fn serve_connection(state: &State, mut stream: UnixStream) {
+    if let Err(err) = answer_connection(state, &mut stream) {
+        log(&format!("a connection failed: {err:#}"));
+    }
+}
+
+fn answer_connection(state: &State, stream: &mut UnixStream) -> anyhow::Result<()> {
+    let uid = place::peer_uid(stream).context("cannot identify the client")?;
+    if uid != place::euid() {
+        log(&format!("refused a client of uid {uid}"));
+        return Ok(wire::write_json(
+            stream,
+            &Response::Refused {
+                reason: format!(
+                    "this hookbox daemon serves uid {} only, not uid {uid}",
+                    place::euid()
+                ),
+            },
+        )?);
+    }
+    stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+    let response = match wire::read_json::<Request>(stream)? {
+        Request::Status => Response::Status {
+            pid: std::process::id(),
+            build: state.build.clone(),
+            calls: state.calls.load(Ordering::SeqCst),
+            active: state.active.load(Ordering::SeqCst),
+            idle_seconds: state
+                .last_call
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .elapsed()
+                .as_secs(),
+        },
+        Request::Stop => {
+            stop(state);
+            Response::Stopping
+        }
+        Request::Hook { build, argv, cwd } => {
+            let environ = wire::parse_environ(&wire::read_frame(stream)?);
+            let stdin = wire::read_frame(stream)?;
+            if build != state.build {
+                stale_build(state, &build)
+            } else if state.stopping.load(Ordering::SeqCst) {
+                Response::InProcess {
+                    reason: "the daemon is stopping".to_owned(),
+                    stale: false,
+                }
+            } else {
+                state.active.fetch_add(1, Ordering::SeqCst);
+                let response = answer_hook(&state.warm, &argv, cwd, environ, stdin);
+                state.calls.fetch_add(1, Ordering::SeqCst);
+                *state
+                    .last_call
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+                state.active.fetch_sub(1, Ordering::SeqCst);
+                response
+            }
+        }
+    };
+    Ok(wire::write_json(stream, &response)?)
+}
+
+/// The answer to a client of build `theirs`: when this daemon's own binary was replaced, it
+/// stops (and the client starts a new one); else the client answers the call itself.
+fn stale_build(state: &State, theirs: &str) -> Response {
+    let replaced = state
+        .exe
+        .as_ref()
+        .is_none_or(|exe| wire::build_id_of(exe) != state.build);
+    if replaced {
+        log(&format!(
+            "a client of build {theirs} called; this binary was replaced, stopping"
+        ));
+        stop(state);
+    }
+    Response::InProcess {
+        reason: format!("the daemon is build {}, the client {theirs}", state.build),
+        stale: replaced,
+    }
+}
+
+/// Stops taking calls (the next ones are answered by their clients); the watcher exits once
+/// the calls in progress are answered.
+fn stop(state: &State) {
+    state.stopping.store(true, Ordering::SeqCst);
+}
+
+/// Answers a `hookbox hook` command line, `argv`, for a caller in `cwd` with `env`, with
+/// `warm`.
+fn answer_hook(
+    warm: &Warm,
+    argv: &[String],
+    cwd: String,
+    env: Vec<(OsString, OsString)>,
+    stdin: Vec<u8>,
+) -> Response {
+    let parsed =
+        Cli::try_parse_from(std::iter::once("hookbox").chain(argv.iter().map(String::as_str)));
+    let Ok(Cli {
+        command: Command::Hook(args),
+    }) = parsed
+    else {
+        return Response::InProcess {
+            reason: "not a hook call the daemon answers".to_owned(),
+            stale: false,
+        };
+    };
+    let call = Call::new(args, Ok(stdin), PathBuf::from(cwd), env);
+    let reply = hook::respond(&call, warm);
+    Response::Answer {
+        stdout: reply.stdout,
+        stderr: reply.stderr,
+        exit_code: reply.exit_code,
+    }
+}
+
+/// A refusal as an error.
+fn refusal(unusable: Unusable) -> anyhow::Error {
+    match unusable {
+        Unusable::Absent => anyhow::anyhow!("the daemon's directory vanished"),
+        Unusable::Unsafe(message) => anyhow::anyhow!(message),
+    }
+}
+
+/// One line of the daemon's log (its stderr, `$HOOKBOX_HOME/daemon.log` when started on
+/// demand).
+pub(super) fn log(line: &str) {
+    crate::render::print_error(&format!(
+        "{} hookbox daemon: {line}\n",
+        hookbox_store::Timestamp::now()
+    ));
+}

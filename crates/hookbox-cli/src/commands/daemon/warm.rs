@@ -1,0 +1,82 @@
+//! The daemon's [`Engine`]: one async runtime and one guarded HTTP client for every call, and
+//! each policy kept parsed for as long as the files it was read from hold the same bytes
+//! (compared on every call, so a changed policy or trust record is honoured at once).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::Context;
+use hookbox_hooks::adapter::{self, Fingerprint, PolicyFiles, Translated};
+use hookbox_hooks::{CommandRunner, Dispatcher, HookOutcome, HookSet, HttpRunner, Runners};
+
+use crate::commands::hook::{Engine, LoadedPolicy, load_policy_files};
+
+/// Policies kept at most (one per project and `--policy` file in use); past it the oldest
+/// are forgotten all at once.
+const MAX_POLICIES: usize = 256;
+
+/// What the daemon keeps warm.
+pub(super) struct Warm {
+    runtime: tokio::runtime::Runtime,
+    http: Arc<dyn HttpRunner>,
+    policies: Mutex<HashMap<PolicyFiles, (Fingerprint, LoadedPolicy)>>,
+}
+
+impl Warm {
+    /// Builds the runtime and the HTTP client.
+    pub(super) fn new() -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let http = Runners::host(None)
+            .context("cannot build the HTTP client")?
+            .http;
+        Ok(Self {
+            runtime,
+            http,
+            policies: Mutex::new(HashMap::new()),
+        })
+    }
+}
+
+impl Engine for Warm {
+    fn policy(&self, files: &PolicyFiles) -> anyhow::Result<LoadedPolicy> {
+        let fingerprint = files.fingerprint()?;
+        let lock = || self.policies.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((kept, policy)) = lock().get(files)
+            && *kept == fingerprint
+        {
+            return Ok(policy.clone());
+        }
+        let policy = load_policy_files(files)?;
+        // The files changed while they were loaded: serve what was loaded, keep nothing.
+        if files.fingerprint()? == fingerprint {
+            let mut policies = lock();
+            if policies.len() >= MAX_POLICIES {
+                policies.clear();
+            }
+            policies.insert(files.clone(), (fingerprint, policy.clone()));
+        }
+        Ok(policy)
+    }
+
+    fn evaluate(
+        &self,
+        hooks: Arc<HookSet>,
+        command: Arc<dyn CommandRunner>,
+        translated: &Translated,
+    ) -> anyhow::Result<HookOutcome> {
+        let runners = Runners {
+            command,
+            http: Arc::clone(&self.http),
+            outbox: None,
+        };
+        let dispatcher = Dispatcher::new(hooks, runners);
+        Ok(self
+            .runtime
+            .handle()
+            .block_on(adapter::evaluate(&dispatcher, translated)))
+    }
+}

@@ -1,0 +1,492 @@
+//! `hookbox daemon`: the per-user daemon that answers `hookbox hook` calls. Every test of
+//! `hookbox hook` runs both ways (see `hook_as`); these are the daemon's own: its socket's
+//! safety, a policy changed between calls, a hung hook, a daemon killed mid-call, another
+//! build, the caller's working directory and environment, and the idle exit.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+use super::{pre_tool_use, stderr};
+use crate::{code, hookbox_in, seed_config, stdout_json, write};
+
+/// Starts the daemon of `home` unless it runs, and waits until it answers.
+pub(super) fn start(home: &Path) {
+    let output = hookbox_in(home, &["daemon", "start"], b"");
+    assert_eq!(code(&output), 0, "daemon start: {}", stderr(&output));
+}
+
+/// The daemon's status line, `None` when it does not run.
+fn status(home: &Path) -> Option<String> {
+    let output = hookbox_in(home, &["daemon", "status"], b"");
+    match code(&output) {
+        0 => Some(String::from_utf8_lossy(&output.stdout).into_owned()),
+        3 => None,
+        _ => panic!("daemon status: {}", stderr(&output)),
+    }
+}
+
+/// The running daemon's pid.
+fn pid(home: &Path) -> i32 {
+    let line = status(home).expect("the daemon runs");
+    line.split("pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {line}"))
+}
+
+/// The number of calls the running daemon answered.
+fn calls(home: &Path) -> u64 {
+    let line = status(home).expect("the daemon runs");
+    line.split(", ")
+        .find_map(|part| part.strip_suffix(" calls answered"))
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or_else(|| panic!("no calls in {line}"))
+}
+
+/// `hookbox hook claude-code EXTRA…` from `program` in `cwd` with `vars`, `event` on stdin,
+/// not waited for.
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn spawn_hook(
+    program: &Path,
+    home: &Path,
+    cwd: &Path,
+    vars: &[(&str, &str)],
+    extra: &[&str],
+    event: &[u8],
+) -> Child {
+    let mut child = Command::new(program)
+        .args(["hook", "claude-code"])
+        .args(extra)
+        .current_dir(cwd)
+        .env("HOOKBOX_HOME", home)
+        .env("CLAUDE_PROJECT_DIR", cwd)
+        .envs(vars.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run hookbox");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(event)
+        .expect("write stdin");
+    child
+}
+
+/// `hookbox hook claude-code --policy POLICY` on Claude Code's `Bash` `command`, answered by
+/// the daemon of `home` (started first).
+fn bash_by_daemon(home: &Path, dir: &Path, policy: &str, command: &str) -> Output {
+    start(home);
+    spawn_hook(
+        Path::new(env!("CARGO_BIN_EXE_hookbox")),
+        home,
+        dir,
+        &[],
+        &["--policy", policy],
+        &pre_tool_use(dir, "Bash", json!({"command": command})),
+    )
+    .wait_with_output()
+    .expect("wait for hookbox")
+}
+
+/// Waits until `done` holds; a generous bound (not a timing assertion) turns a hang into a
+/// failure naming `what`.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Waits until `path` exists.
+fn wait_for(path: &Path) {
+    wait_until(&path.display().to_string(), || path.exists());
+}
+
+fn decision(output: &Output) -> Value {
+    stdout_json(output)["hookSpecificOutput"]["permissionDecision"].clone()
+}
+
+#[test]
+fn the_daemon_answers_in_a_private_directory_and_stops() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let policy = seed_config(dir.path(), "security-gate.hooks.json");
+    assert_eq!(status(&home), None);
+    let denied = bash_by_daemon(&home, dir.path(), &policy, "rm -rf victim");
+    assert_eq!(decision(&denied), "deny", "{}", stderr(&denied));
+    assert_eq!(calls(&home), 1);
+    let mode = |path: PathBuf| std::fs::metadata(path).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode(home.join("daemon")), 0o700);
+    assert_eq!(mode(home.join("daemon/hook.sock")), 0o600);
+    let stopped = hookbox_in(&home, &["daemon", "stop"], b"");
+    assert_eq!(code(&stopped), 0, "{}", stderr(&stopped));
+    assert_eq!(status(&home), None);
+}
+
+#[test]
+fn the_first_call_starts_the_daemon_and_answers_itself() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let policy = seed_config(dir.path(), "security-gate.hooks.json");
+    let first = spawn_hook(
+        Path::new(env!("CARGO_BIN_EXE_hookbox")),
+        &home,
+        dir.path(),
+        &[],
+        &["--policy", &policy],
+        &pre_tool_use(dir.path(), "Bash", json!({"command": "rm -rf victim"})),
+    )
+    .wait_with_output()
+    .expect("wait");
+    assert_eq!(decision(&first), "deny");
+    // Nothing was wrong: no note on stderr.
+    assert_eq!(stderr(&first), "");
+    wait_for(&home.join("daemon/hook.sock"));
+    start(&home);
+}
+
+#[test]
+fn a_policy_changed_between_two_calls_is_honoured_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    // Two policies of the same size, written over each other in place.
+    let policy_with = |decision: &str, reason: &str| {
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+            "command": format!("cat > /dev/null; echo '{{\"hookSpecificOutput\": {{\"hookEventName\": \"PreToolUse\", \"permissionDecision\": \"{decision}\", \"permissionDecisionReason\": \"{reason}\"}}}}'")}]}]}})
+        .to_string()
+    };
+    let (allowing, denying) = (
+        policy_with("allow", "allowed"),
+        policy_with("deny", "denied!!"),
+    );
+    assert_eq!(allowing.len(), denying.len());
+    let policy = dir.path().join("policy.json").display().to_string();
+    std::fs::write(&policy, &allowing).expect("write");
+    let first = bash_by_daemon(&home, dir.path(), &policy, "ls");
+    assert_eq!(decision(&first), "allow", "{}", stderr(&first));
+    std::fs::write(&policy, &denying).expect("rewrite");
+    let second = bash_by_daemon(&home, dir.path(), &policy, "ls");
+    assert_eq!(decision(&second), "deny", "{}", stderr(&second));
+    // A policy that now has an error blocks at once too.
+    std::fs::write(&policy, "{\"hooks\": {\"PreToolUse\": 1}}").expect("break");
+    let broken = bash_by_daemon(&home, dir.path(), &policy, "ls");
+    assert_eq!(code(&broken), 2, "{}", stderr(&broken));
+    assert_eq!(calls(&home), 3);
+}
+
+#[test]
+fn command_hooks_get_the_callers_working_directory_and_environment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    // Denies with the hook's working directory and the caller's HOOKBOX_TEST_VALUE as reason.
+    let script = dir.path().join("where.sh");
+    std::fs::write(
+        &script,
+        "cat > /dev/null\nprintf '{\"decision\":\"deny\",\"reason\":\"%s %s\"}' \"$(pwd)\" \"$HOOKBOX_TEST_VALUE\"\n",
+    )
+    .expect("script");
+    let policy = write(
+        dir.path(),
+        "where.json",
+        &json!({"where": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": format!("sh {}", script.display())}]}]}}),
+    );
+    start(&home);
+    for (name, value) in [("one", "first caller"), ("two", "second caller")] {
+        let cwd = dir.path().join(name);
+        std::fs::create_dir_all(&cwd).expect("cwd");
+        let cwd = cwd.canonicalize().expect("canonical");
+        // The event names no cwd: the caller's is the hooks'.
+        let mut event =
+            serde_json::from_slice::<Value>(&pre_tool_use(&cwd, "Bash", json!({"command": "ls"})))
+                .expect("event");
+        event.as_object_mut().expect("object").remove("cwd");
+        let output = spawn_hook(
+            Path::new(env!("CARGO_BIN_EXE_hookbox")),
+            &home,
+            &cwd,
+            &[("HOOKBOX_TEST_VALUE", value)],
+            &["--policy", &policy],
+            event.to_string().as_bytes(),
+        )
+        .wait_with_output()
+        .expect("wait");
+        assert_eq!(
+            stdout_json(&output)["hookSpecificOutput"]["permissionDecisionReason"],
+            format!("{} {value}", cwd.display()),
+            "{}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(calls(&home), 2);
+}
+
+#[test]
+fn a_hung_hook_does_not_hold_up_other_calls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let started = dir.path().join("started");
+    let hung = write(
+        dir.path(),
+        "hung.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+            "command": format!("touch {}; sleep 120", started.display()), "timeout": 300}]}]}}),
+    );
+    let gate = seed_config(dir.path(), "security-gate.hooks.json");
+    start(&home);
+    let mut hanging = spawn_hook(
+        Path::new(env!("CARGO_BIN_EXE_hookbox")),
+        &home,
+        dir.path(),
+        &[],
+        &["--policy", &hung],
+        &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
+    );
+    wait_for(&started);
+    let denied = bash_by_daemon(&home, dir.path(), &gate, "rm -rf victim");
+    assert_eq!(decision(&denied), "deny", "{}", stderr(&denied));
+    assert!(
+        hanging.try_wait().expect("try_wait").is_none(),
+        "the hung call ended"
+    );
+    assert!(status(&home).expect("runs").contains("1 in progress"));
+    hanging.kill().expect("kill");
+    hanging.wait().expect("wait");
+}
+
+#[test]
+fn a_daemon_killed_mid_call_gets_the_policys_failure_answer_never_an_allow() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (on_error, exit, outcome) in [("deny", 2, "(denied)"), ("allow", 1, "(not gated)")] {
+        let home = dir.path().join(format!("home-{on_error}"));
+        let started = dir.path().join(format!("started-{on_error}"));
+        let policy = write(
+            dir.path(),
+            &format!("{on_error}.json"),
+            &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+                {"type": "command", "command": format!("touch {}; sleep 120", started.display()),
+                 "timeout": 300, "on_error": on_error}]}]}}),
+        );
+        start(&home);
+        let daemon = pid(&home);
+        let call = spawn_hook(
+            Path::new(env!("CARGO_BIN_EXE_hookbox")),
+            &home,
+            dir.path(),
+            &[],
+            &["--policy", &policy],
+            &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
+        );
+        wait_for(&started);
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(daemon).expect("pid"),
+            rustix::process::Signal::KILL,
+        )
+        .expect("kill the daemon");
+        let output = call.wait_with_output().expect("wait");
+        assert_eq!(code(&output), exit, "{on_error}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("the hookbox daemon failed during this call")
+                && stderr(&output).contains(outcome),
+            "{on_error}: {}",
+            stderr(&output)
+        );
+        assert!(output.stdout.is_empty(), "{:?}", output.stdout);
+    }
+}
+
+/// Calls in `home` whose daemon directory or socket `plant` spoiled are answered in-process,
+/// with one stderr line naming the problem (`expected`), and no daemon serves there.
+fn refused(home: &Path, dir: &Path, expected: &str) {
+    let policy = seed_config(dir, "security-gate.hooks.json");
+    let output = spawn_hook(
+        Path::new(env!("CARGO_BIN_EXE_hookbox")),
+        home,
+        dir,
+        &[],
+        &["--policy", &policy],
+        &pre_tool_use(dir, "Bash", json!({"command": "rm -rf victim"})),
+    )
+    .wait_with_output()
+    .expect("wait");
+    assert_eq!(decision(&output), "deny", "{}", stderr(&output));
+    let lines: Vec<&str> = std::str::from_utf8(&output.stderr)
+        .expect("utf-8")
+        .lines()
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(expected) && lines[0].contains("refusing"),
+        "{lines:?}"
+    );
+    let run = hookbox_in(home, &["daemon", "run"], b"");
+    assert_eq!(code(&run), 1, "{}", stderr(&run));
+    assert!(stderr(&run).contains(expected), "{}", stderr(&run));
+}
+
+#[test]
+fn a_socket_planted_by_someone_else_is_refused() {
+    if !hookbox_test_support::require_root("a_socket_planted_by_someone_else_is_refused") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let private = |path: &Path| {
+        std::fs::create_dir_all(path).expect("dir");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    };
+    // A link to another daemon's socket.
+    let other = dir.path().join("other");
+    start(&other);
+    let linked = dir.path().join("linked");
+    private(&linked.join("daemon"));
+    std::os::unix::fs::symlink(
+        other.join("daemon/hook.sock"),
+        linked.join("daemon/hook.sock"),
+    )
+    .expect("symlink");
+    refused(&linked, dir.path(), "is not a socket");
+    // A socket of another user.
+    let foreign = dir.path().join("foreign");
+    private(&foreign.join("daemon"));
+    let socket = foreign.join("daemon/hook.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::os::unix::fs::chown(&socket, Some(65534), Some(65534)).expect("chown");
+    refused(&foreign, dir.path(), "is owned by uid 65534");
+    // A directory others can enter, and one that is a link.
+    let open = dir.path().join("open");
+    private(&open.join("daemon"));
+    std::fs::set_permissions(open.join("daemon"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    refused(&open, dir.path(), "has mode 755");
+    let link = dir.path().join("link");
+    std::fs::create_dir_all(&link).expect("dir");
+    std::os::unix::fs::symlink(other.join("daemon"), link.join("daemon")).expect("symlink");
+    refused(&link, dir.path(), "is not a directory");
+}
+
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the other user's client is python3"
+)]
+fn a_client_of_another_user_is_refused() {
+    if !hookbox_test_support::require_root("a_client_of_another_user_is_refused") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    start(&home);
+    // Opened up by mistake: the peer check is what is left.
+    for path in [dir.path(), &home, &home.join("daemon")] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o711)).expect("chmod");
+    }
+    let socket = home.join("daemon/hook.sock");
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    // The daemon answers before reading anything: a refusal, then it hangs up.
+    let client = "import socket, struct, sys\n\
+        s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n\
+        n = struct.unpack('>I', s.recv(4))[0]\n\
+        sys.stdout.write(s.recv(n).decode())\n";
+    let output = std::os::unix::process::CommandExt::uid(
+        Command::new("python3").args(["-c", client]).arg(&socket),
+        65534,
+    )
+    .output()
+    .expect("python3");
+    let answer: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(answer["kind"], "refused", "{answer}");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("not uid 65534")
+    );
+    std::fs::set_permissions(home.join("daemon"), std::fs::Permissions::from_mode(0o700))
+        .expect("chmod");
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    assert_eq!(calls(&home), 0);
+}
+
+#[test]
+fn a_daemon_of_another_build_is_replaced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let binary = dir.path().join("hookbox");
+    let install = || {
+        let staged = dir.path().join("hookbox.new");
+        std::fs::copy(env!("CARGO_BIN_EXE_hookbox"), &staged).expect("copy");
+        std::fs::rename(&staged, &binary).expect("install");
+    };
+    install();
+    let policy = seed_config(dir.path(), "security-gate.hooks.json");
+    let event = pre_tool_use(dir.path(), "Bash", json!({"command": "rm -rf victim"}));
+    let call = || {
+        spawn_hook(
+            &binary,
+            &home,
+            dir.path(),
+            &[],
+            &["--policy", &policy],
+            &event,
+        )
+        .wait_with_output()
+        .expect("wait")
+    };
+    // The first call starts a daemon from `binary`.
+    call();
+    wait_for(&home.join("daemon/hook.sock"));
+    wait_until("the first daemon", || status(&home).is_some());
+    let old = status(&home).expect("runs");
+    install();
+    // The new binary's call: answered, the old daemon stops and a new one starts.
+    let output = call();
+    assert_eq!(decision(&output), "deny", "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
+    wait_until("a daemon of the new build", || {
+        status(&home).is_some_and(|new| new_build(&old, &new))
+    });
+}
+
+/// Whether status line `new` is of another build than `old`.
+fn new_build(old: &str, new: &str) -> bool {
+    let build = |line: &str| {
+        line.split("build ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .map(str::to_owned)
+    };
+    build(old) != build(new)
+}
+
+#[test]
+fn the_daemon_exits_when_idle() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let started = {
+        #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
+        command
+            .args(["daemon", "start"])
+            .env("HOOKBOX_HOME", &home)
+            .env("HOOKBOX_DAEMON_IDLE", "1")
+            .output()
+            .expect("start")
+    };
+    assert_eq!(code(&started), 0, "{}", stderr(&started));
+    wait_until("the idle daemon to exit", || status(&home).is_none());
+    assert!(!home.join("daemon/hook.sock").exists());
+}
