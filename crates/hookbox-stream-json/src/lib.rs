@@ -58,6 +58,7 @@ mod bridge;
 mod control;
 pub mod frame;
 mod init;
+mod mcp;
 pub mod messages;
 mod settings;
 mod setup;
@@ -266,6 +267,8 @@ struct Driver {
     current: Option<Prompt>,
     /// Whether the last `result` written was an error.
     last_result_failed: bool,
+    /// Whether the session has MCP servers hosted by the SDK.
+    sdk_mcp: bool,
     keep: Vec<tempfile::NamedTempFile>,
 }
 
@@ -290,6 +293,7 @@ impl Driver {
             running: None,
             current: None,
             last_result_failed: false,
+            sdk_mcp: false,
             keep: Vec::new(),
         }
     }
@@ -298,9 +302,11 @@ impl Driver {
         let _ = self.outbox.send(message);
     }
 
-    /// Whether the session depends on the SDK answering (hook callbacks, `can_use_tool`).
+    /// Whether the session depends on the SDK answering (hook callbacks, `can_use_tool`, MCP
+    /// servers it hosts).
     fn needs_sdk(&self) -> bool {
-        !self.init.hooks.is_empty()
+        self.sdk_mcp
+            || !self.init.hooks.is_empty()
             || self.init.sdk_managed_permissions
             || self.setup.args.permission_prompt_stdio
     }
@@ -314,7 +320,7 @@ impl Driver {
         loop {
             if self.running.is_none() {
                 if let Some(prompt) = self.prompts.pop_front() {
-                    self.start(prompt);
+                    self.start(prompt).await;
                     continue;
                 }
                 if !stdin_open {
@@ -478,7 +484,14 @@ impl Driver {
                 }
                 Ok(json!({}))
             }
-            "mcp_status" => Ok(json!({"mcpServers": []})),
+            "mcp_status" => match &self.session {
+                Some(session) => Ok(mcp::status(Some(session.mcp_servers()), &[])),
+                None => {
+                    let configured = mcp::configured(&self.setup.args.mcp_configs, &self.init)
+                        .map_err(|err| error_message(&err))?;
+                    Ok(mcp::status(None, &configured))
+                }
+            },
             other => Err(format!(
                 "unsupported control request `{other}`: hookbox does not implement it"
             )),
@@ -486,9 +499,9 @@ impl Driver {
     }
 
     /// Starts the query for `prompt`, building the session first if needed.
-    fn start(&mut self, prompt: Prompt) {
+    async fn start(&mut self, prompt: Prompt) {
         if self.session.is_none() && self.failed.is_none() {
-            match self.build() {
+            match self.build().await {
                 Ok((session, transcript)) => {
                     if self.needs_sdk() {
                         self.client.interrupt_on_close(session.control());
@@ -523,7 +536,9 @@ impl Driver {
         }
     }
 
-    fn build(&mut self) -> anyhow::Result<(Session, Option<TranscriptWriter>)> {
+    /// Builds the session, connecting its MCP servers first (the SDK answers their requests
+    /// while the driver waits here: they go straight to the output).
+    async fn build(&mut self) -> anyhow::Result<(Session, Option<TranscriptWriter>)> {
         let mode = match self.mode {
             Some(mode) => mode,
             None => self.setup.permission_mode()?,
@@ -532,8 +547,17 @@ impl Driver {
             Some(model) => model,
             None => self.setup.model(&self.setup.agent_name()?)?,
         };
-        self.setup
-            .build(&self.init, &self.client, mode, model, &mut self.keep)
+        let servers = mcp::configured(&self.setup.args.mcp_configs, &self.init)?;
+        self.sdk_mcp = servers.iter().any(|(_, kind)| kind == "sdk");
+        let servers = mcp::connect(servers, &self.init, &self.client, &self.client.direct()).await;
+        self.setup.build(
+            &self.init,
+            &self.client,
+            mode,
+            model,
+            servers,
+            &mut self.keep,
+        )
     }
 
     /// Ends a prompt with an error result (after `system/init` the first time, which the
@@ -553,6 +577,7 @@ impl Driver {
                 tools: Vec::new(),
                 permission_mode: mode.name().to_owned(),
                 agents: Vec::new(),
+                mcp_servers: Vec::new(),
             });
         }
         self.emit(&SessionMessage::Result(QueryResult {

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::core::{Core, Runner};
 use super::emit::Emitter;
 use super::outcome::{End, Stats};
+use super::permissions::listed;
 use super::tools::declarations;
 use hookbox_store::new_uuid;
 
@@ -51,7 +52,18 @@ impl Core {
         let sub = Runner {
             agent: Some((agent_id.clone(), kind.to_owned())),
             parent_tool_use_id: Some(call.id.clone()),
-            declarations: declarations(&tool_names, None),
+            declarations: declarations(&tool_names, None)
+                .into_iter()
+                .chain(
+                    self.mcp
+                        .declarations(self.mcp_names.iter().map(String::as_str).filter(|name| {
+                            definition
+                                .tools
+                                .as_ref()
+                                .is_none_or(|tools| listed(tools, name))
+                        })),
+                )
+                .collect(),
             model: definition.model.clone(),
         };
         let agent = SubagentRef {
