@@ -388,9 +388,17 @@ fn claude_sdk_mcp_servers_that_cannot_connect_fail_and_start_nothing() {
         "ghost": {"type": "sdk", "name": "ghost"},
         "local": {"command": "touch", "args": [marker]},
     }});
+    // And a project `.mcp.json`, which the model could have written: never read.
+    let planted = world.work().join("planted");
+    let project = json!({"mcpServers": {"project": {"command": "touch", "args": [planted]}}});
+    std::fs::write(world.work().join(".mcp.json"), project.to_string()).unwrap();
     let spec = json!({"options": {"extra_args": {"mcp-config": extra.to_string()}}});
     let messages = drive(&python, &world, "claude", &spec);
     assert!(!marker.exists(), "the stdio server's command ran");
+    assert!(
+        !planted.exists(),
+        "the project's .mcp.json started a process"
+    );
     let init = init(&messages);
     let mut servers: Vec<(String, String)> = init["mcp_servers"]
         .as_array()
