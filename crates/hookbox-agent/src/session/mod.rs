@@ -1,5 +1,6 @@
 //! SDK sessions: the agent of seed 002. A session works in a directory (`cwd`) with the coding
-//! tools `Bash`, `Read`, `Write`, `Edit`, `Glob`, `Grep` (and `Task` when it has sub-agents),
+//! tools `Bash`, `Read`, `Write`, `Edit`, `Glob`, `Grep` (and `Task` when it has sub-agents,
+//! `mcp__SERVER__TOOL` for the tools of the MCP servers its host connected),
 //! and fires the lifecycle hooks: `UserPromptSubmit`, `PreToolUse`, `PermissionRequest`,
 //! `PostToolUse`, `PostToolUseFailure`, `Stop`, `SubagentStart`, `SubagentStop`, `PreCompact`,
 //! `Notification`, plus `SessionStart`. Hooks are in-process callbacks ([`HookMatcher`]),
