@@ -1,6 +1,7 @@
 //! SDK sessions: what a `PreToolUse` hook adds to each tool call, for a native Rust callback
 //! and for a command hook running the same logic in Python, next to the same session without
-//! hooks, measured in the same run.
+//! hooks, measured in the same run; and what routing a call to an MCP server costs, with
+//! `CALLS` calls to an in-process MCP tool that answers at once.
 //!
 //! Each iteration is one query of a scripted model making `CALLS` `Glob` calls (host-side, no
 //! sandbox start-up in the way). Per-call overhead = (with hook − without) / `CALLS`.
@@ -17,7 +18,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use hookbox_agent::session::{HookMatcher, PermissionMode, Session, SessionBuilder};
+use futures_util::future::BoxFuture;
+use hookbox_agent::session::{
+    HookMatcher, McpServer, McpTool, McpToolResult, PermissionMode, Session, SessionBuilder,
+};
 use hookbox_hooks::{CallbackError, HookEvent};
 use hookbox_llm::ScriptedModel;
 use serde_json::{Value, json};
@@ -25,9 +29,9 @@ use serde_json::{Value, json};
 /// Tool calls per query.
 const CALLS: usize = 20;
 
-fn script() -> String {
+fn script(tool: &str) -> String {
     let mut turns: Vec<Value> = (0..CALLS)
-        .map(|_| json!({"tool_calls": [{"name": "Glob", "args": {"pattern": "*.txt"}}]}))
+        .map(|_| json!({"tool_calls": [{"name": tool, "args": {"pattern": "*.txt"}}]}))
         .collect();
     turns.push(json!({"text": "done"}));
     json!({ "turns": turns }).to_string()
@@ -63,7 +67,8 @@ fn sessions(c: &mut Criterion) {
             .to_string(),
     )
     .expect("settings");
-    let script = script();
+    let mcp_script = script("mcp__bench__find");
+    let script = script("Glob");
     let run = |session: Session| {
         rt.block_on(async move {
             let messages = session.query("find the text files").collect_all().await;
@@ -101,6 +106,24 @@ fn sessions(c: &mut Criterion) {
             BatchSize::PerIteration,
         );
     });
+    group.bench_function("in_process_mcp_tool_no_hooks", |b| {
+        b.iter_batched(
+            || {
+                let find = McpTool {
+                    name: "find".into(),
+                    description: "Finds files".into(),
+                    input_schema: json!({"type": "object"}),
+                    read_only: true,
+                };
+                builder(cwd.path(), &mcp_script)
+                    .mcp_server("bench", vec![find], Arc::new(Instant))
+                    .build()
+                    .expect("session")
+            },
+            run,
+            BatchSize::PerIteration,
+        );
+    });
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
     group.bench_function("python_command_hook_pre_tool_use", |b| {
@@ -116,6 +139,24 @@ fn sessions(c: &mut Criterion) {
         );
     });
     group.finish();
+}
+
+/// An MCP server whose every call answers at once.
+struct Instant;
+
+impl McpServer for Instant {
+    fn call_tool(
+        &self,
+        _tool: &str,
+        _arguments: Value,
+    ) -> BoxFuture<'static, Result<McpToolResult, String>> {
+        Box::pin(async {
+            Ok(McpToolResult {
+                content: vec![json!({"type": "text", "text": "a.txt"})],
+                is_error: false,
+            })
+        })
+    }
 }
 
 criterion_group!(benches, sessions);

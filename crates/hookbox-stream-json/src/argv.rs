@@ -138,6 +138,8 @@ pub struct SdkArgs {
     pub thinking_disabled: bool,
     /// `--json-schema JSON`: the schema the final output must match (parsed by the setup).
     pub json_schema: Option<String>,
+    /// `--mcp-config JSON|FILE` (repeated): the MCP servers (parsed by the setup).
+    pub mcp_configs: Vec<String>,
     /// Values hookbox could not use (reported, not fatal).
     pub problems: Vec<String>,
 }
@@ -238,6 +240,7 @@ fn apply(parsed: &mut SdkArgs, flag: &str, value: String) {
         },
         "--thinking" => parsed.thinking_disabled = value == "disabled",
         "--json-schema" if !value.is_empty() => parsed.json_schema = Some(value),
+        "--mcp-config" if !value.is_empty() => parsed.mcp_configs.push(value),
         _ => {}
     }
 }

@@ -187,6 +187,16 @@ impl ControlClient {
         }
     }
 
+    /// The same client writing its requests straight to the output instead of through the
+    /// query driver: for requests the driver itself waits on (connecting the SDK's MCP servers
+    /// before the session starts), which it could not forward.
+    pub(crate) fn direct(&self) -> Self {
+        Self {
+            outbox: self.cancels.clone(),
+            ..self.clone()
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, PendingState> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }

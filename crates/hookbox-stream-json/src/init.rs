@@ -46,6 +46,11 @@ pub(crate) struct InitOptions {
     /// `forwardSubagentText`: sub-agents' text and thinking reach the SDK too, not only their
     /// tool calls and results.
     pub(crate) forward_subagent_text: bool,
+    /// cortex `sdkMcpServers`: the names of the servers the SDK hosts.
+    pub(crate) sdk_mcp_servers: Vec<String>,
+    /// cortex `sdkMcpToolDefinitions`: each SDK-hosted server's tools as `tools/list` gives
+    /// them.
+    pub(crate) sdk_mcp_tool_definitions: Vec<(String, Vec<Value>)>,
     /// What hookbox could not use (reported on stderr).
     pub(crate) warnings: Vec<String>,
 }
@@ -128,14 +133,29 @@ pub(crate) fn parse(request: &Map<String, Value>) -> InitOptions {
                     .map(str::to_owned)
                     .collect()
             });
-    if request
+    options.sdk_mcp_servers = request
         .get("sdkMcpServers")
         .and_then(Value::as_array)
-        .is_some_and(|servers| !servers.is_empty())
-    {
-        options.warnings.push(
-            "SDK-hosted MCP servers are not supported; their tools are not offered".to_owned(),
-        );
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(Value::Object(definitions)) = request.get("sdkMcpToolDefinitions") {
+        for (server, tools) in definitions {
+            match tools.as_array() {
+                Some(tools) => options
+                    .sdk_mcp_tool_definitions
+                    .push((server.clone(), tools.clone())),
+                None => options.warnings.push(format!(
+                    "ignoring sdkMcpToolDefinitions.{server}: not an array of tools; its tools \
+                     are listed with tools/list"
+                )),
+            }
+        }
     }
     options
 }
@@ -195,7 +215,9 @@ mod tests {
             "agents": {"reviewer": {"description": "d", "prompt": "p", "tools": ["Read"], "model": "sonnet"}},
             "sdkManagedPermissions": true,
             "systemPrompt": "be brief",
-            "settingSources": ["project"]
+            "settingSources": ["project"],
+            "sdkMcpServers": ["calc"],
+            "sdkMcpToolDefinitions": {"calc": [{"name": "add"}], "bad": "x"}
         });
         let options = parse(request.as_object().unwrap());
         assert_eq!(options.hooks.len(), 3);
@@ -226,7 +248,12 @@ mod tests {
                 .iter()
                 .any(|hook| hook.matcher.is_none() && hook.timeout == DEFAULT_HOOK_TIMEOUT)
         );
-        assert_eq!(options.warnings.len(), 1);
+        assert_eq!(options.warnings.len(), 2, "{:?}", options.warnings);
+        assert_eq!(options.sdk_mcp_servers, ["calc"]);
+        assert_eq!(
+            options.sdk_mcp_tool_definitions,
+            [("calc".to_owned(), vec![serde_json::json!({"name": "add"})])]
+        );
         assert_eq!(options.agents[0].0, "reviewer");
         assert_eq!(options.agents[0].1.tools, Some(vec!["Read".to_owned()]));
         assert_eq!(options.agents[0].1.model.as_deref(), Some("sonnet"));

@@ -58,6 +58,7 @@ mod bridge;
 mod control;
 pub mod frame;
 mod init;
+mod mcp;
 mod md_files;
 pub mod messages;
 mod output_styles;
@@ -270,6 +271,8 @@ struct Driver {
     last_result_failed: bool,
     /// The session's output style, which `system/init` names.
     output_style: String,
+    /// Whether the session has MCP servers hosted by the SDK.
+    sdk_mcp: bool,
     keep: Vec<tempfile::NamedTempFile>,
 }
 
@@ -295,6 +298,7 @@ impl Driver {
             current: None,
             last_result_failed: false,
             output_style: output_styles::DEFAULT.to_owned(),
+            sdk_mcp: false,
             keep: Vec::new(),
         }
     }
@@ -303,9 +307,11 @@ impl Driver {
         let _ = self.outbox.send(message);
     }
 
-    /// Whether the session depends on the SDK answering (hook callbacks, `can_use_tool`).
+    /// Whether the session depends on the SDK answering (hook callbacks, `can_use_tool`, MCP
+    /// servers it hosts).
     fn needs_sdk(&self) -> bool {
-        !self.init.hooks.is_empty()
+        self.sdk_mcp
+            || !self.init.hooks.is_empty()
             || self.init.sdk_managed_permissions
             || self.setup.args.permission_prompt_stdio
     }
@@ -319,7 +325,7 @@ impl Driver {
         loop {
             if self.running.is_none() {
                 if let Some(prompt) = self.prompts.pop_front() {
-                    self.start(prompt);
+                    self.start(prompt).await;
                     continue;
                 }
                 if !stdin_open {
@@ -491,7 +497,14 @@ impl Driver {
                 }
                 Ok(json!({}))
             }
-            "mcp_status" => Ok(json!({"mcpServers": []})),
+            "mcp_status" => match &self.session {
+                Some(session) => Ok(mcp::status(Some(session.mcp_servers()), &[])),
+                None => {
+                    let configured = mcp::configured(&self.setup.args.mcp_configs, &self.init)
+                        .map_err(|err| error_message(&err))?;
+                    Ok(mcp::status(None, &configured))
+                }
+            },
             other => Err(format!(
                 "unsupported control request `{other}`: hookbox does not implement it"
             )),
@@ -499,9 +512,9 @@ impl Driver {
     }
 
     /// Starts the query for `prompt`, building the session first if needed.
-    fn start(&mut self, prompt: Prompt) {
+    async fn start(&mut self, prompt: Prompt) {
         if self.session.is_none() && self.failed.is_none() {
-            match self.build() {
+            match self.build().await {
                 Ok(built) => {
                     let session = built.session;
                     if self.needs_sdk() {
@@ -538,7 +551,9 @@ impl Driver {
         }
     }
 
-    fn build(&mut self) -> anyhow::Result<setup::Built> {
+    /// Builds the session, connecting its MCP servers first (the SDK answers their requests
+    /// while the driver waits here: they go straight to the output).
+    async fn build(&mut self) -> anyhow::Result<setup::Built> {
         let mode = match self.mode {
             Some(mode) => mode,
             None => self.setup.permission_mode()?,
@@ -547,8 +562,17 @@ impl Driver {
             Some(model) => model,
             None => self.setup.model(&self.setup.agent_name()?)?,
         };
-        self.setup
-            .build(&self.init, &self.client, mode, model, &mut self.keep)
+        let servers = mcp::configured(&self.setup.args.mcp_configs, &self.init)?;
+        self.sdk_mcp = servers.iter().any(|(_, kind)| kind == "sdk");
+        let servers = mcp::connect(servers, &self.init, &self.client, &self.client.direct()).await;
+        self.setup.build(
+            &self.init,
+            &self.client,
+            mode,
+            model,
+            servers,
+            &mut self.keep,
+        )
     }
 
     /// Ends a prompt with an error result (after `system/init` the first time, which the
@@ -568,6 +592,7 @@ impl Driver {
                 tools: Vec::new(),
                 permission_mode: mode.name().to_owned(),
                 agents: Vec::new(),
+                mcp_servers: Vec::new(),
             });
         }
         self.emit(&SessionMessage::Result(QueryResult {

@@ -15,9 +15,14 @@ pub fn to_wire(message: &SessionMessage, session_id: &str, uuid: &str) -> Value 
             tools,
             permission_mode,
             agents,
+            mcp_servers,
         } => json!({
             "type": "system", "subtype": "init", "uuid": uuid, "session_id": session_id,
-            "cwd": cwd, "model": model, "tools": tools, "mcp_servers": [],
+            "cwd": cwd, "model": model, "tools": tools,
+            "mcp_servers": mcp_servers
+                .iter()
+                .map(|(name, status)| json!({"name": name, "status": status}))
+                .collect::<Vec<_>>(),
             "permissionMode": permission_mode, "agents": agents, "apiKeySource": "none",
             "slash_commands": ["compact", "clear"], "output_style": "default",
             "claude_code_version": env!("CARGO_PKG_VERSION"),
@@ -210,8 +215,13 @@ mod tests {
             tools: vec!["Bash".into()],
             permission_mode: "default".into(),
             agents: Vec::new(),
+            mcp_servers: vec![("calc".into(), "connected".into())],
         };
         let line = to_wire(&init, "test-session", "u-1");
+        assert_eq!(
+            line["mcp_servers"],
+            json!([{"name": "calc", "status": "connected"}])
+        );
         assert_eq!(line["type"], "system");
         assert_eq!(line["subtype"], "init");
         for key in [

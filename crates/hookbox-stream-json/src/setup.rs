@@ -20,6 +20,7 @@ use crate::argv::SdkArgs;
 use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
 use crate::control::ControlClient;
 use crate::init::InitOptions;
+use crate::mcp::Connected;
 use crate::output_styles::{self, OutputStyle};
 use crate::transcript::{self, TranscriptWriter};
 use crate::{settings, warn};
@@ -158,14 +159,16 @@ impl Setup {
 
     /// Builds the session: the command line's tools, limits and prompts, `init`'s hooks (as
     /// callbacks through `client`), sub-agents and settings sources, the settings files, and
-    /// `model` in permission `mode`, and the conversation it resumes. This is the one place a
-    /// session is assembled. `keep` receives temporary files that must outlive it.
+    /// `model` in permission `mode`, the MCP servers `mcp`, and the conversation it resumes.
+    /// This is the one place a session is assembled. `keep` receives temporary files that must
+    /// outlive it.
     pub(crate) fn build(
         &self,
         init: &InitOptions,
         client: &ControlClient,
         mode: PermissionMode,
         model: Arc<dyn Model>,
+        mcp: Vec<Connected>,
         keep: &mut Vec<tempfile::NamedTempFile>,
     ) -> anyhow::Result<Built> {
         let args = &self.args;
@@ -174,6 +177,9 @@ impl Setup {
             .permission_mode(mode)
             .allowed_tools(args.allowed_tools.iter().cloned())
             .disallowed_tools(args.disallowed_tools.iter().cloned());
+        for server in mcp {
+            builder = server.add_to(builder);
+        }
         let project = self
             .config_dir
             .as_ref()
@@ -336,6 +342,13 @@ impl Setup {
         let session = builder
             .build()
             .with_context(|| format!("cannot start the session in {}", self.cwd.display()))?;
+        for skipped in session
+            .mcp_servers()
+            .iter()
+            .flat_map(|server| &server.skipped)
+        {
+            warn(skipped);
+        }
         let transcript = project.map(|project| {
             let parent = resumed.as_ref().and_then(transcript::Resumed::leaf);
             let mut writer = TranscriptWriter::new(project, &self.cwd, &session_id, parent);

@@ -21,6 +21,7 @@ use super::compact::{compact_command, estimate_tokens};
 use super::emit::{
     Emitter, Transcript, TranscriptPlace, place_transcript, subagent_transcript_path,
 };
+use super::mcp::McpTools;
 use super::messages::{CompactTrigger, ContentBlock, HookFailure, SessionMessage};
 use super::outcome::{End, Stats, denial, millis, result, stop_reason};
 use super::partial::PartialStream;
@@ -77,6 +78,10 @@ pub(crate) struct Core {
     pub(crate) tool_names: Vec<&'static str>,
     /// Whether `Task` is offered: the session has sub-agents and `Task` is not disallowed.
     pub(crate) offers_task: bool,
+    /// The MCP tools of the session.
+    pub(crate) mcp: McpTools,
+    /// The MCP tools offered to the model: all but the disallowed ones.
+    pub(crate) mcp_names: Vec<String>,
     /// Whether `Bash` runs without asking: it runs in the sandbox and the settings did not
     /// turn `sandbox.autoAllowBashIfSandboxed` off.
     pub(crate) auto_allow_bash: bool,
@@ -285,6 +290,12 @@ impl Core {
                 .collect(),
             permission_mode: self.shared.mode().name().to_owned(),
             agents: self.agents.keys().cloned().collect(),
+            mcp_servers: self
+                .mcp
+                .servers()
+                .iter()
+                .map(|server| (server.name.clone(), server.status().to_owned()))
+                .collect(),
         });
         start.additional_context.into_iter().collect()
     }
@@ -366,6 +377,10 @@ impl Core {
             parent_tool_use_id: None,
             declarations: declarations(&self.tool_names, self.offers_task.then_some(&self.agents))
                 .into_iter()
+                .chain(
+                    self.mcp
+                        .declarations(self.mcp_names.iter().map(String::as_str)),
+                )
                 .chain(self.output.as_ref().map(OutputSchema::declaration))
                 .collect(),
             model: None,
@@ -516,6 +531,11 @@ impl Core {
         }
         let ran = if call.name == TASK {
             Box::pin(self.subagent(call, &input, out, stats)).await
+        } else if self.mcp.contains(&call.name) {
+            match self.interruptible(self.mcp.call(&call.name, &input)).await {
+                Some(outcome) => Ok(outcome),
+                None => Err(End::Interrupted { in_tools: true }),
+            }
         } else {
             // A path outside the session's directories got here only through an explicit allow
             // (the rules ask for it in every mode).

@@ -160,6 +160,8 @@ pub enum SessionMessage {
         permission_mode: String,
         /// The names of the sub-agents the `Task` tool can start.
         agents: Vec<String>,
+        /// The MCP servers: `(name, status)`, the status `connected` or `failed`.
+        mcp_servers: Vec<(String, String)>,
     },
     /// A model turn.
     Assistant {

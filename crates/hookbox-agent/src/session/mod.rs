@@ -1,5 +1,6 @@
 //! SDK sessions: the agent of seed 002. A session works in a directory (`cwd`) with the coding
-//! tools `Bash`, `Read`, `Write`, `Edit`, `Glob`, `Grep` (and `Task` when it has sub-agents),
+//! tools `Bash`, `Read`, `Write`, `Edit`, `Glob`, `Grep` (and `Task` when it has sub-agents,
+//! `mcp__SERVER__TOOL` for the tools of the MCP servers its host connected),
 //! and fires the lifecycle hooks: `UserPromptSubmit`, `PreToolUse`, `PermissionRequest`,
 //! `PostToolUse`, `PostToolUseFailure`, `Stop`, `SubagentStart`, `SubagentStop`, `PreCompact`,
 //! `Notification`, plus `SessionStart`. Hooks are in-process callbacks ([`HookMatcher`]),
@@ -15,6 +16,7 @@
 mod compact;
 mod core;
 mod emit;
+mod mcp;
 mod messages;
 mod outcome;
 mod partial;
@@ -46,6 +48,9 @@ use tokio::sync::mpsc;
 
 pub use emit::TranscriptFormat;
 pub use hookbox_store::new_uuid;
+pub use mcp::{
+    MAX_MCP_OUTPUT_BYTES, McpServer, McpServerStatus, McpTool, McpToolResult, mcp_tool_name,
+};
 pub use messages::{
     CompactTrigger, ContentBlock, HookFailure, PermissionDenial, QueryResult, ResultSubtype,
     SessionMessage, TerminalReason,
@@ -197,6 +202,7 @@ pub struct SessionBuilder {
     prompt: Option<Arc<dyn PermissionPrompt>>,
     egress: Option<Arc<SandboxEgress>>,
     warm: Option<WarmSandboxes>,
+    mcp: mcp::McpTools,
 }
 
 impl SessionBuilder {
@@ -411,6 +417,26 @@ impl SessionBuilder {
         self
     }
 
+    /// Offers the tools an MCP server listed, as `mcp__NAME__TOOL`, each call going to
+    /// `server`. A tool whose offered name is taken, empty or too long is not offered
+    /// ([`Session::mcp_servers`] says why).
+    pub fn mcp_server(
+        mut self,
+        name: &str,
+        tools: Vec<McpTool>,
+        server: Arc<dyn McpServer>,
+    ) -> Self {
+        self.mcp.add(name, tools, server);
+        self
+    }
+
+    /// Records MCP server `name` as failed to connect, for `error` (reported as `failed` in
+    /// the `Init` message and by [`Session::mcp_servers`]).
+    pub fn failed_mcp_server(mut self, name: &str, error: impl Into<String>) -> Self {
+        self.mcp.add_failed(name, error.into());
+        self
+    }
+
     /// Builds the session.
     pub fn build(self) -> Result<Session, SessionError> {
         let model = self.model.ok_or(SessionError::NoModel)?;
@@ -516,6 +542,13 @@ impl SessionBuilder {
                 .collect(),
             offers_task: !self.agents.is_empty()
                 && !permissions::listed(&self.disallowed, tools::TASK),
+            mcp_names: self
+                .mcp
+                .names()
+                .filter(|tool| !permissions::listed(&self.disallowed, tool))
+                .map(str::to_owned)
+                .collect(),
+            mcp: self.mcp,
             auto_allow_bash: self.isolation == Isolation::Sandboxed
                 && self.auto_allow_sandboxed_bash,
             allowed: self.allowed,
@@ -537,6 +570,7 @@ impl SessionBuilder {
             started: false,
         };
         Ok(Session {
+            mcp_servers: core.mcp.servers().to_vec(),
             core: Arc::new(tokio::sync::Mutex::new(core)),
             control: SessionControl { shared },
         })
@@ -559,6 +593,7 @@ pub fn valid_session_id(id: &str) -> bool {
 pub struct Session {
     core: Arc<tokio::sync::Mutex<Core>>,
     control: SessionControl,
+    mcp_servers: Vec<McpServerStatus>,
 }
 
 impl Session {
@@ -592,6 +627,7 @@ impl Session {
             prompt: None,
             egress: None,
             warm: None,
+            mcp: mcp::McpTools::default(),
         }
     }
 
@@ -599,6 +635,11 @@ impl Session {
     /// `/clear`.
     pub fn session_id(&self) -> String {
         self.control.shared.session_id()
+    }
+
+    /// The MCP servers the session was given, with their states and tools.
+    pub fn mcp_servers(&self) -> &[McpServerStatus] {
+        &self.mcp_servers
     }
 
     /// A handle that changes the running session: interrupt, permission mode, model.

@@ -122,15 +122,19 @@ pub(crate) enum Rule {
 }
 
 /// What the coding tool `tool` does, from the tool registry (`None` for any other tool:
-/// `Task`, MCP tools, client tools).
+/// `Task`, MCP tools, client tools; a session knows its read-only MCP tools).
 pub(crate) fn effect(tool: &str) -> Option<Effect> {
     builtin_tool(Vocabulary::Sdk, tool).map(|definition| definition.effect)
 }
 
 /// The allowed / disallowed lists and the mode, applied to one call. `hook_allowed` is an
 /// explicit `allow` from a `PreToolUse` hook; `hook_asked` an explicit `ask`.
+#[derive(Clone, Copy)]
 pub(crate) struct Rules<'a> {
     pub(crate) mode: PermissionMode,
+    /// What the tool does: the registry's [`effect`] of a coding tool, `Reads` for an MCP tool
+    /// annotated read-only (`None`: it may do anything).
+    pub(crate) effect: Option<Effect>,
     pub(crate) allowed: &'a [String],
     pub(crate) disallowed: &'a [String],
     /// `Bash` runs without asking (sandboxed, and not turned off by the settings).
@@ -150,7 +154,7 @@ impl Rules<'_> {
         if listed(self.disallowed, tool) {
             return Rule::Deny(format!("{tool} is in this session's disallowed tools"));
         }
-        let effect = effect(tool);
+        let effect = self.effect;
         let read_only = effect == Some(Effect::Reads);
         if self.mode == PermissionMode::Plan && !read_only {
             let readers: Vec<&str> = builtin_tools(Vocabulary::Sdk)
@@ -205,11 +209,23 @@ impl Rules<'_> {
     }
 }
 
-/// Whether `tool` is in `list` (exact names; `Bash(…)`-style patterns name the tool too).
+/// Whether `tool` is in `list`: an entry names a tool exactly (`Bash(…)`-style patterns name
+/// the whole tool); for MCP tools, as in Claude Code, `mcp__SERVER` and `mcp__SERVER__*` name
+/// every tool of that server, and an entry starting `mcp__` that ends in `*` every MCP tool
+/// whose name starts with what precedes it.
 pub(crate) fn listed(list: &[String], tool: &str) -> bool {
     list.iter().any(|entry| {
         let name = entry.split('(').next().unwrap_or(entry).trim();
-        name == tool
+        if name == tool {
+            return true;
+        }
+        let Some(server) = name.strip_prefix("mcp__") else {
+            return false;
+        };
+        match server.strip_suffix('*') {
+            Some(prefix) => tool.starts_with(&format!("mcp__{prefix}")),
+            None => !server.contains("__") && tool.starts_with(&format!("{name}__")),
+        }
     })
 }
 
@@ -220,6 +236,7 @@ mod tests {
     fn rules(mode: PermissionMode, auto_allow_bash: bool) -> Rules<'static> {
         Rules {
             mode,
+            effect: None,
             allowed: &[],
             disallowed: &[],
             auto_allow_bash,
@@ -228,18 +245,30 @@ mod tests {
         }
     }
 
+    /// `rules` deciding coding tool `tool`.
+    fn decide(rules: Rules<'_>, tool: &str, hook_allowed: bool, hook_asked: bool) -> Rule {
+        Rules {
+            effect: effect(tool),
+            ..rules
+        }
+        .decide(tool, hook_allowed, hook_asked)
+    }
+
     #[test]
     fn default_mode_runs_sandboxed_bash_and_asks_for_host_tools() {
         let default = rules(PermissionMode::Default, true);
-        assert_eq!(default.decide("Bash", false, false), Rule::Allow);
-        assert!(matches!(default.decide("Read", false, false), Rule::Ask(_)));
+        assert_eq!(decide(default, "Bash", false, false), Rule::Allow);
         assert!(matches!(
-            default.decide("Write", false, false),
+            decide(default, "Read", false, false),
+            Rule::Ask(_)
+        ));
+        assert!(matches!(
+            decide(default, "Write", false, false),
             Rule::Ask(_)
         ));
         let unsandboxed = rules(PermissionMode::Default, false);
         assert!(matches!(
-            unsandboxed.decide("Bash", false, false),
+            decide(unsandboxed, "Bash", false, false),
             Rule::Ask(_)
         ));
     }
@@ -247,38 +276,72 @@ mod tests {
     #[test]
     fn modes_and_lists() {
         assert_eq!(
-            rules(PermissionMode::AcceptEdits, false).decide("Edit", false, false),
+            decide(
+                rules(PermissionMode::AcceptEdits, false),
+                "Edit",
+                false,
+                false
+            ),
             Rule::Allow
         );
         assert!(matches!(
-            rules(PermissionMode::Plan, true).decide("Bash", true, false),
+            decide(rules(PermissionMode::Plan, true), "Bash", true, false),
             Rule::Deny(_)
         ));
         assert_eq!(
-            rules(PermissionMode::Plan, true).decide("Grep", false, false),
+            decide(rules(PermissionMode::Plan, true), "Grep", false, false),
             Rule::Allow
         );
         assert!(matches!(
-            rules(PermissionMode::Plan, true).decide("Write", false, false),
+            decide(rules(PermissionMode::Plan, true), "Write", false, false),
             Rule::Deny(_)
         ));
         let disallowed = ["Bash".to_owned()];
         let allowed = ["Read".to_owned()];
         let listed = Rules {
             mode: PermissionMode::BypassPermissions,
+            effect: None,
             allowed: &allowed,
             disallowed: &disallowed,
             auto_allow_bash: true,
             protected: None,
             outside: None,
         };
-        assert!(matches!(listed.decide("Bash", true, false), Rule::Deny(_)));
+        assert!(matches!(decide(listed, "Bash", true, false), Rule::Deny(_)));
         let listed = Rules {
             mode: PermissionMode::Default,
             ..listed
         };
-        assert_eq!(listed.decide("Read", false, false), Rule::Allow);
-        assert!(matches!(listed.decide("Read", false, true), Rule::Ask(_)));
+        assert_eq!(decide(listed, "Read", false, false), Rule::Allow);
+        assert!(matches!(decide(listed, "Read", false, true), Rule::Ask(_)));
+    }
+
+    #[test]
+    fn mcp_tools_are_listed_by_name_server_or_prefix() {
+        let list = |entries: &[&str]| entries.iter().map(|e| (*e).to_owned()).collect::<Vec<_>>();
+        let tool = "mcp__test__add";
+        assert!(listed(&list(&["mcp__test__add"]), tool));
+        assert!(listed(&list(&["mcp__test__*"]), tool));
+        assert!(listed(&list(&["mcp__test"]), tool));
+        assert!(listed(&list(&["mcp__te*"]), tool));
+        assert!(!listed(&list(&["mcp__tes"]), tool));
+        assert!(!listed(&list(&["mcp__other__*", "mcp__test__sub"]), tool));
+        assert!(!listed(&list(&["mcp__test__a"]), tool));
+        assert!(!listed(&list(&["*", "Bash*"]), "Bash"));
+        // A read-only MCP tool runs in plan mode; another one does not.
+        let plan = Rules {
+            effect: Some(Effect::Reads),
+            ..rules(PermissionMode::Plan, true)
+        };
+        assert_eq!(plan.decide(tool, false, false), Rule::Allow);
+        assert!(matches!(
+            rules(PermissionMode::Plan, true).decide(tool, false, false),
+            Rule::Deny(_)
+        ));
+        assert!(matches!(
+            rules(PermissionMode::AcceptEdits, true).decide(tool, false, false),
+            Rule::Ask(_)
+        ));
     }
 
     #[test]

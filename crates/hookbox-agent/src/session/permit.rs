@@ -35,6 +35,7 @@ impl Core {
         let outside = self.tools.outside(&call.name, &input);
         let rules = Rules {
             mode: self.shared.mode(),
+            effect: effect(&call.name).or_else(|| self.mcp.effect(&call.name)),
             allowed: &self.allowed,
             disallowed: &self.disallowed,
             auto_allow_bash: self.auto_allow_bash,

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::core::{Core, Runner};
 use super::emit::Emitter;
 use super::outcome::{End, Stats};
+use super::permissions::listed;
 use super::tools::declarations;
 
 /// The id of the sub-agent that `Task` call `task_call_id` of session `session_id` starts: 16
@@ -63,7 +64,18 @@ impl Core {
         let sub = Runner {
             agent: Some((agent_id.clone(), kind.to_owned())),
             parent_tool_use_id: Some(call.id.clone()),
-            declarations: declarations(&tool_names, None),
+            declarations: declarations(&tool_names, None)
+                .into_iter()
+                .chain(
+                    self.mcp
+                        .declarations(self.mcp_names.iter().map(String::as_str).filter(|name| {
+                            definition
+                                .tools
+                                .as_ref()
+                                .is_none_or(|tools| listed(tools, name))
+                        })),
+                )
+                .collect(),
             model: definition.model.clone(),
         };
         let agent = SubagentRef {

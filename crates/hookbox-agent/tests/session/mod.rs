@@ -741,3 +741,94 @@ async fn a_resumed_history_reaches_the_model_and_session_start_says_resume() {
         assert!(sent.contains(earlier), "{earlier} missing from {sent}");
     }
 }
+
+/// An MCP server answering every call with its tool name and arguments.
+struct EchoServer;
+
+impl hookbox_agent::session::McpServer for EchoServer {
+    fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Value,
+    ) -> futures_util::future::BoxFuture<
+        'static,
+        Result<hookbox_agent::session::McpToolResult, String>,
+    > {
+        let text = format!("{tool} got {arguments}");
+        Box::pin(async move {
+            Ok(hookbox_agent::session::McpToolResult {
+                content: vec![json!({"type": "text", "text": text})],
+                is_error: false,
+            })
+        })
+    }
+}
+
+#[tokio::test]
+async fn mcp_tools_reach_sub_agents_that_name_their_server() {
+    let f = fixture(vec![
+        FakeTurn::tool_call(
+            "",
+            "task1",
+            "Task",
+            json!({"description": "look", "prompt": "read the note", "subagent_type": "reader"}),
+        ),
+        FakeTurn::tool_call("", "m1", "mcp__notes__read", json!({"id": 7})),
+        FakeTurn::text("the note says hi"),
+        FakeTurn::text("done"),
+    ])
+    .await;
+    let read = hookbox_agent::session::McpTool {
+        name: "read".into(),
+        description: "Reads a note".into(),
+        input_schema: json!({"type": "object", "properties": {"id": {"type": "integer"}}}),
+        read_only: true,
+    };
+    let messages = run_once(
+        f.session()
+            .permission_mode(PermissionMode::AcceptEdits)
+            .allowed_tools(["Task"])
+            .mcp_server("notes", vec![read], Arc::new(EchoServer))
+            .failed_mcp_server("gone", "it did not answer")
+            .agent(
+                "reader",
+                SubagentDefinition {
+                    description: "Reads notes".into(),
+                    prompt: "You read notes.".into(),
+                    tools: Some(vec!["mcp__notes".into()]),
+                    model: None,
+                },
+            ),
+        "what does note 7 say?",
+    )
+    .await;
+    let Some(SessionMessage::Init {
+        tools, mcp_servers, ..
+    }) = messages.first()
+    else {
+        panic!("no init first: {messages:?}");
+    };
+    assert!(tools.contains(&"mcp__notes__read".to_owned()), "{tools:?}");
+    assert_eq!(
+        mcp_servers,
+        &[
+            ("notes".to_owned(), "connected".to_owned()),
+            ("gone".to_owned(), "failed".to_owned())
+        ]
+    );
+    // The sub-agent gets only its server's tool, which runs unasked in acceptEdits mode (it is
+    // read-only).
+    let bodies = f.server.bodies();
+    let sub_tools: Vec<&str> = bodies[1]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["function"]["name"].as_str())
+        .collect();
+    assert_eq!(sub_tools, ["mcp__notes__read"]);
+    assert!(
+        f.request_text(2).contains(r#"read got {\"id\":7}"#),
+        "{}",
+        f.request_text(2)
+    );
+}

@@ -3,6 +3,7 @@
 //! JavaScript examples) and by the test itself for the protocol's edge cases. The model is a fake Anthropic API configured as a hookbox.toml agent.
 
 mod agents;
+mod mcp;
 mod network;
 mod output_styles;
 mod protocol;
@@ -66,24 +67,29 @@ impl World {
     /// The tool results the model saw (all requests), as `(content, is_error)`.
     fn tool_results(&self) -> Vec<(String, bool)> {
         let _guard = self.runtime.enter();
-        let mut results = Vec::new();
-        let bodies = self.server.bodies();
-        let Some(last) = bodies.last() else {
-            return results;
-        };
-        for message in last["messages"].as_array().into_iter().flatten() {
-            for block in message["content"].as_array().into_iter().flatten() {
-                if block["type"] == "tool_result" {
-                    let content = match &block["content"] {
-                        Value::String(text) => text.clone(),
-                        other => other.to_string(),
-                    };
-                    results.push((content, block["is_error"] == true));
-                }
+        self.server
+            .bodies()
+            .last()
+            .map(tool_results_in)
+            .unwrap_or_default()
+    }
+}
+
+/// The tool results in the messages of request `body`, as `(content, is_error)`.
+fn tool_results_in(body: &Value) -> Vec<(String, bool)> {
+    let mut results = Vec::new();
+    for message in body["messages"].as_array().into_iter().flatten() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                let content = match &block["content"] {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                results.push((content, block["is_error"] == true));
             }
         }
-        results
     }
+    results
 }
 
 fn bin() -> PathBuf {

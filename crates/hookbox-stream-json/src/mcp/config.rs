@@ -1,0 +1,108 @@
+//! `--mcp-config`: the MCP servers an SDK passes on the command line (its `mcp_servers`
+//! option), each value a JSON object or the path of a file holding one, `{"mcpServers":
+//! {NAME: {...}}}` as Claude Code reads it.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use serde_json::{Map, Value};
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ServerConfig {
+    /// Its name (the `NAME` of its tools' `mcp__NAME__TOOL`).
+    pub(crate) name: String,
+    /// Its `type`: `sdk` (hosted by the SDK in its own process), `stdio`, `http`, `sse`.
+    pub(crate) kind: String,
+    /// Where it came from, for messages: `--mcp-config <file>` or `--mcp-config (JSON)`.
+    pub(crate) source: String,
+}
+
+/// The servers of every `--mcp-config` value, in order; a later server of the same name
+/// replaces an earlier one. A value that is neither a readable JSON file nor JSON, or whose
+/// shape is wrong, is an error naming it and the JSON path.
+pub(crate) fn parse(values: &[String]) -> anyhow::Result<Vec<ServerConfig>> {
+    let mut servers: Vec<ServerConfig> = Vec::new();
+    for value in values {
+        let (source, text) = if value.trim_start().starts_with('{') {
+            ("--mcp-config (JSON)".to_owned(), value.clone())
+        } else {
+            let source = format!("--mcp-config {value}");
+            let text = std::fs::read_to_string(Path::new(value))
+                .with_context(|| format!("cannot read {source}"))?;
+            (source, text)
+        };
+        let config: Value = serde_json::from_str(&text)
+            .with_context(|| format!("{source} is not JSON; pass {{\"mcpServers\": {{…}}}}"))?;
+        let Some(entries) = config.get("mcpServers").and_then(Value::as_object) else {
+            bail!("{source}: $.mcpServers must be an object of servers by name");
+        };
+        for (name, entry) in entries {
+            let server = server(name, entry, &source)?;
+            servers.retain(|known| known.name != server.name);
+            servers.push(server);
+        }
+    }
+    Ok(servers)
+}
+
+fn server(name: &str, entry: &Value, source: &str) -> anyhow::Result<ServerConfig> {
+    let path = format!("$.mcpServers.{name}");
+    let Some(entry): Option<&Map<String, Value>> = entry.as_object() else {
+        bail!("{source}: {path} must be an object, not {entry}");
+    };
+    if name.is_empty() {
+        bail!("{source}: a server in $.mcpServers has an empty name");
+    }
+    let kind = match entry.get("type") {
+        Some(Value::String(kind)) => kind.clone(),
+        // Claude Code's default: a server with a `command` is a stdio one.
+        None if entry.contains_key("command") => "stdio".to_owned(),
+        Some(other) => bail!("{source}: {path}.type must be a string, not {other}"),
+        None => bail!(
+            "{source}: {path} has neither `type` nor `command`; give `type` (\"sdk\", \
+             \"stdio\", \"http\") or a `command`"
+        ),
+    };
+    Ok(ServerConfig {
+        name: name.to_owned(),
+        kind,
+        source: source.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_json_and_files_later_names_winning() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mcp.json");
+        std::fs::write(
+            &file,
+            r#"{"mcpServers": {"calc": {"command": "calc-server"}, "web": {"type": "http", "url": "http://x"}}}"#,
+        )
+        .unwrap();
+        let servers = parse(&[
+            file.display().to_string(),
+            r#"{"mcpServers": {"calc": {"type": "sdk", "name": "calc"}}}"#.to_owned(),
+        ])
+        .unwrap();
+        let kinds: Vec<(&str, &str)> = servers
+            .iter()
+            .map(|server| (server.name.as_str(), server.kind.as_str()))
+            .collect();
+        assert_eq!(kinds, [("web", "http"), ("calc", "sdk")]);
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_and_the_path() {
+        let error = |value: &str| format!("{:#}", parse(&[value.to_owned()]).unwrap_err());
+        assert!(error("{nope").contains("--mcp-config (JSON) is not JSON"));
+        assert!(error(r#"{"servers": {}}"#).contains("$.mcpServers must be an object"));
+        assert!(error(r#"{"mcpServers": {"a": 1}}"#).contains("$.mcpServers.a must be an object"));
+        assert!(error(r#"{"mcpServers": {"a": {}}}"#).contains("neither `type` nor `command`"));
+        assert!(error("/nonexistent/mcp.json").contains("cannot read --mcp-config /nonexistent"));
+    }
+}
