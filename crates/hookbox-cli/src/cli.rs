@@ -214,8 +214,8 @@ pub(crate) struct McpArgs {
     /// The environment whose tools are served (`env_…`, from `hookbox env create`).
     #[arg(long, value_name = "ENV_ID")]
     pub(crate) env: Option<String>,
-    /// Create a new environment from this spec file (`-`: standard input; the format of
-    /// `hookbox env create`) and serve its tools; its id is printed on stderr.
+    /// Create a new environment from this spec file (the format of `hookbox env create`; `-`,
+    /// standard input, only with `--listen`) and serve its tools; its id is printed on stderr.
     #[arg(long, value_name = "FILE|-")]
     pub(crate) spec: Option<PathBuf>,
     /// Serve streamable HTTP on this address (`127.0.0.1:0` picks a free port, printed on

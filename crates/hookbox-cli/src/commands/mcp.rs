@@ -21,6 +21,12 @@ const AUDIT_DRAIN: Duration = Duration::from_secs(3);
 
 pub(crate) fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
     serve::init_logging();
+    if args.listen.is_none() && args.spec.as_deref() == Some(std::path::Path::new("-")) {
+        anyhow::bail!(
+            "--spec -: standard input is the MCP connection when serving on stdio; write the \
+             spec to a file and pass its path (or serve with --listen ADDR)"
+        );
+    }
     hookbox_exec::check_isolation().context(
         "the sandbox cannot be created on this machine; `hookbox mcp` runs every tool call in \
          it and refuses to run code unisolated",

@@ -260,6 +260,10 @@ fn bad_command_lines_exit_1_with_a_message() {
             vec!["mcp", "--spec", "/nonexistent/spec.json"],
             "/nonexistent/spec.json",
         ),
+        (
+            vec!["mcp", "--spec", "-"],
+            "standard input is the MCP connection",
+        ),
     ] {
         let output = hookbox_in(home.path(), &args, b"");
         assert_eq!(code(&output), 1, "{args:?}");
