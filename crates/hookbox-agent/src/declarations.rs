@@ -14,8 +14,9 @@ pub fn sandbox_hooks_builder() -> HookSetBuilder {
     builder
 }
 
-/// The declarations of the built-in tools of `vocabulary`, in the registry's order.
-pub(crate) fn builtin_declarations(vocabulary: Vocabulary) -> Vec<ToolDeclaration> {
+/// The declarations of the built-in tools of `vocabulary`, in the registry's order: what the
+/// agents offer models, and `hookbox mcp` its clients.
+pub fn builtin_declarations(vocabulary: Vocabulary) -> Vec<ToolDeclaration> {
     builtin_tools(vocabulary).map(declaration).collect()
 }
 

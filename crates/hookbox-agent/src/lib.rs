@@ -28,8 +28,9 @@ mod owner_hook_files;
 mod runner;
 pub mod session;
 mod tool_call;
+mod tool_result;
 
-pub use declarations::sandbox_hooks_builder;
+pub use declarations::{builtin_declarations, sandbox_hooks_builder};
 pub use discovery::{Discovered, HOOK_FILES, HookDiscovery};
 pub use owner_hook_files::OwnerHookFiles;
 pub use runner::EnvironmentCommandRunner;

@@ -142,6 +142,18 @@ pub(crate) enum Command {
     /// outbox in the background, and the log says when a destination starts and stops failing. Logs go to stderr (`RUST_LOG` filters
     /// them); SIGINT or SIGTERM stops it after the requests in flight.
     Serve(ServeArgs),
+    /// Serve one environment's tools to an MCP client (Claude Code, Codex, Gemini CLI, Cursor).
+    ///
+    /// The tools are the five the Interactions agent offers models (`code_execution`,
+    /// `read_file`, `write_file`, `list_files`, `delete_file`, same schemas); every call runs
+    /// through the environment's hooks (`/.agents/hooks.json`, `/workspace/.agents/hooks.json`)
+    /// and in its sandbox, exactly as an interaction's tool call. A call a hook denies is a tool
+    /// error whose text is "Blocked by a pre_tool_execution hook: REASON". Over stdio by
+    /// default (the client starts `hookbox mcp --env ID`); with `--listen ADDR`, over
+    /// streamable HTTP at `http://ADDR/mcp`, where every request needs an API key from `hookbox
+    /// api-keys create` (`Authorization: Bearer KEY`), `Host` must name this server and no
+    /// browser `Origin` is answered. Logs go to stderr. See docs/agent-adapters.md.
+    Mcp(McpArgs),
     /// Manage the API keys `hookbox serve` accepts.
     ///
     /// Keys are stored hashed in `$HOOKBOX_HOME/hookbox.db`; a key is printed once, when it is
@@ -231,6 +243,29 @@ pub(crate) struct TracesArgs {
     /// Print the traces as JSON (the API's `hook_traces` array).
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("environment").required(true).args(["env", "spec"])))]
+pub(crate) struct McpArgs {
+    /// The environment whose tools are served (`env_…`, from `hookbox env create`).
+    #[arg(long, value_name = "ENV_ID")]
+    pub(crate) env: Option<String>,
+    /// Create a new environment from this spec file (the format of `hookbox env create`; `-`,
+    /// standard input, only with `--listen`) and serve its tools; its id is printed on stderr.
+    #[arg(long, value_name = "FILE|-")]
+    pub(crate) spec: Option<PathBuf>,
+    /// Serve streamable HTTP on this address (`127.0.0.1:0` picks a free port, printed on
+    /// stderr) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<String>,
+    /// With `--listen`: accept requests without an API key. Allowed only on a loopback
+    /// address; prints a warning.
+    #[arg(long, requires = "listen")]
+    pub(crate) no_auth: bool,
+    /// The config file (default: `$HOOKBOX_HOME/hookbox.toml`, when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -64,6 +64,7 @@ fn main() -> ExitCode {
         Command::Trust(args) => commands::hook::trust(&args),
         Command::Log(args) => commands::log::run(&args),
         Command::Serve(args) => commands::serve::run(&args),
+        Command::Mcp(args) => commands::mcp::run(&args),
         Command::ApiKeys { command } => commands::api_keys::run(&command),
         Command::Traces(args) => commands::traces::run(&args),
         Command::Audit { command } => commands::audit::run(&command),

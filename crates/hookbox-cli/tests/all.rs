@@ -16,6 +16,8 @@ mod credentials;
 mod environments;
 /// `hookbox install AGENT`: the agents' hook files written, merged and restored.
 mod install;
+/// `hookbox mcp`: an environment's tools to MCP clients, over stdio and streamable HTTP.
+mod mcp;
 /// The seeds' network examples end to end: HTTP hooks under an environment's allowlist (root only).
 mod network;
 /// SDK mode: the stream-json control protocol, driven by the Python agent SDKs.

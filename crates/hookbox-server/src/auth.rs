@@ -8,8 +8,10 @@ use axum::http::{Request, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::Shared;
+use std::sync::Arc;
+
 use crate::error::ApiError;
+use crate::keys::ApiKeys;
 
 /// How requests are authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,15 +44,25 @@ impl Caller {
     }
 }
 
+/// What [`authenticate`] checks requests with: the REST API's and `hookbox mcp`'s HTTP
+/// transport share it.
+#[derive(Debug, Clone)]
+pub(crate) struct KeyCheck {
+    /// How requests are authenticated.
+    pub(crate) auth: Auth,
+    /// The keys a request may present.
+    pub(crate) keys: ApiKeys,
+}
+
 /// Authenticates the request and hands its [`Caller`] to the handlers.
 pub(crate) async fn authenticate(
-    State(state): State<Shared>,
+    State(check): State<Arc<KeyCheck>>,
     mut request: Request<Body>,
     next: Next,
 ) -> Response {
-    let caller = match state.settings.auth {
+    let caller = match check.auth {
         Auth::Disabled => Caller::anonymous(),
-        Auth::ApiKeys => match identify(&state, presented_key(&request)).await {
+        Auth::ApiKeys => match identify(&check.keys, presented_key(&request)).await {
             Ok(caller) => caller,
             Err(error) => return error.into_response(),
         },
@@ -60,7 +72,7 @@ pub(crate) async fn authenticate(
 }
 
 /// The caller the presented key names, or a 401.
-async fn identify(state: &Shared, presented: Option<String>) -> Result<Caller, ApiError> {
+async fn identify(keys: &ApiKeys, presented: Option<String>) -> Result<Caller, ApiError> {
     let Some(presented) = presented else {
         return Err(unauthenticated(
             "this server needs an API key: send it in the `x-goog-api-key` header (what \
@@ -68,7 +80,7 @@ async fn identify(state: &Shared, presented: Option<String>) -> Result<Caller, A
              the server's operator creates keys with `hookbox api-keys create NAME`",
         ));
     };
-    let keys = state.keys.clone();
+    let keys = keys.clone();
     let verified = tokio::task::spawn_blocking(move || keys.verify(&presented))
         .await
         .map_err(|err| ApiError::internal("a key check failed", &err))?

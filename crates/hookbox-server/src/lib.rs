@@ -38,6 +38,7 @@ mod files;
 mod hosts;
 mod interactions;
 mod keys;
+pub mod mcp;
 mod media;
 mod owners;
 mod page;
@@ -112,8 +113,6 @@ pub(crate) struct State {
     pub(crate) runtime: Arc<Runtime>,
     pub(crate) uploads: upload::Uploads,
     pub(crate) interactions: Arc<InteractionService>,
-    /// The API keys, checked on every request.
-    pub(crate) keys: ApiKeys,
 }
 
 /// The shared state as handlers receive it.
@@ -133,12 +132,12 @@ pub fn router(runtime: Arc<Runtime>, auth: Auth) -> Result<Router, ServerError> 
     let uploads = upload::Uploads::open(&runtime.home().join("uploads"))?;
     let interactions = InteractionService::open(Arc::clone(&runtime))?;
     let keys = ApiKeys::new(Arc::clone(runtime.store()));
+    let key_check = Arc::new(auth::KeyCheck { auth, keys });
     let state: Shared = Arc::new(State {
         settings,
         runtime,
         uploads,
         interactions,
-        keys,
     });
     Ok(Router::new()
         .route(
@@ -168,7 +167,10 @@ pub fn router(runtime: Arc<Runtime>, auth: Auth) -> Result<Router, ServerError> 
         .layer(DefaultBodyLimit::max(limit))
         .layer(RequestBodyLimitLayer::new(limit))
         .layer(middleware::from_fn(media::json_only))
-        .layer(middleware::from_fn_with_state(state, auth::authenticate))
+        .layer(middleware::from_fn_with_state(
+            key_check,
+            auth::authenticate,
+        ))
         .layer(middleware::from_fn(json_errors))
         .layer(TraceLayer::new_for_http()))
 }

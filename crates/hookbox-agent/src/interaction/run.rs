@@ -12,7 +12,6 @@ use super::steps::{Step, extend_conversation};
 use crate::agent_loop::{self, Answered, Called, LoopPoints};
 use crate::declarations::builtin_declarations;
 use crate::tool_call::SandboxTools;
-use hookbox_env::CODE_EXECUTION;
 use hookbox_env::Vocabulary;
 use hookbox_llm::{Conversation, Delta, Model, ModelReply, ToolCall, ToolDeclaration, ToolResult};
 
@@ -270,46 +269,7 @@ impl Agent {
             diagnostics: std::mem::take(&mut report.diagnostics),
             network: std::mem::take(&mut report.network),
         };
-        if report.denied {
-            let reason = report
-                .reason
-                .unwrap_or_else(|| "no reason given".to_owned());
-            return (
-                json!(format!("Blocked by a pre_tool_execution hook: {reason}")),
-                true,
-            );
-        }
-        match (report.result, report.error) {
-            (Some(result), error) if call.name == CODE_EXECUTION => (
-                json!(code_output(&result, error.as_deref())),
-                error.is_some(),
-            ),
-            (Some(result), None) => (result, false),
-            (Some(result), Some(error)) => (json!({"result": result, "error": error}), true),
-            (None, error) => (json!(error.unwrap_or_default()), true),
-        }
-    }
-}
-
-/// What a `code_execution` result looks like to the model: its output as text, with the
-/// failure appended when the output does not already say it, and the result's `note` (a
-/// `timeout` lowered to the sandbox's limit) last.
-fn code_output(result: &Value, error: Option<&str>) -> String {
-    let stdout = result
-        .get("stdout")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let stderr = result
-        .get("stderr")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let output = match error {
-        Some(error) if stderr.is_empty() => format!("{stdout}{error}"),
-        _ => format!("{stdout}{stderr}"),
-    };
-    match result.get("note").and_then(Value::as_str) {
-        Some(note) => format!("{output}\n[hookbox: {note}]"),
-        None => output,
+        report.model_result()
     }
 }
 
@@ -448,29 +408,5 @@ impl LoopPoints for InteractionRun<'_> {
             is_error,
             end: None,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn code_output_is_the_output_then_the_failure_then_the_note() {
-        let result = json!({"stdout": "partial\n", "stderr": "", "exit_code": null});
-        assert_eq!(
-            code_output(&result, Some("timed out after 2 s")),
-            "partial\ntimed out after 2 s"
-        );
-        let result = json!({"stdout": "out\n", "stderr": "err\n", "exit_code": 1});
-        assert_eq!(
-            code_output(&result, Some("exited with status 1: err\n")),
-            "out\nerr\n"
-        );
-        let result = json!({"stdout": "fine\n", "stderr": "", "exit_code": 0, "note": "the limit of 2 s applied"});
-        assert_eq!(
-            code_output(&result, None),
-            "fine\n\n[hookbox: the limit of 2 s applied]"
-        );
     }
 }

@@ -22,19 +22,24 @@ use crate::render;
 /// budget.
 pub(crate) fn store() -> anyhow::Result<Environments> {
     let home = Environments::default_home()?;
-    let file = Config::read(None, &home)?;
+    let store = store_for(&Config::read(None, &home)?)?;
+    warn_without_disk_budget();
+    Ok(store)
+}
+
+/// The environment store of `file`'s home, as [`store`] makes it.
+pub(crate) fn store_for(file: &Config) -> anyhow::Result<Environments> {
+    let home = &file.home;
     let network = file.hook_client_options()?;
-    let store = Environments::open_with_network(&home, &network)
+    let store = Environments::open_with_network(home, &network)
         .with_context(|| format!("cannot open the environments in {}", home.display()))?
         .with_host_sources(file.network.allow_host_sources)
         .with_disk_budget(file.disk_budget()?)
         .with_hook_file_check(Arc::new(OwnerHookFiles));
-    let store = match terminal_progress() {
+    Ok(match terminal_progress() {
         Some(report) => store.with_progress(report),
         None => store,
-    };
-    warn_without_disk_budget();
-    Ok(store)
+    })
 }
 
 /// Says loudly that environments get no disk budget, when this process cannot mount their
@@ -137,16 +142,24 @@ fn age(status: &WarmStatus) -> Duration {
 
 /// Creates the environment `spec` describes, or updates the one it names, and prints it.
 fn apply(environments: &Environments, spec: EnvironmentSpec, json: bool) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let environment = runtime.block_on(environments.apply(&spec))?;
+    let environment = create(environments, &spec)?;
     if json {
         render::print_json(&environment.to_json())
     } else {
         Ok(render::print_text(&format!("{}\n", environment.id()))?)
     }
+}
+
+/// Creates the environment `spec` describes in `environments` (or updates the one it names).
+pub(crate) fn create(
+    environments: &Environments,
+    spec: &EnvironmentSpec,
+) -> anyhow::Result<hookbox_env::Environment> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    Ok(runtime.block_on(environments.apply(spec))?)
 }
 
 /// Shows the progress of repository clones (a spinner) and bucket copies (a bar of objects) on
@@ -188,7 +201,7 @@ fn terminal_progress() -> Option<ProgressReport> {
 }
 
 /// Reads and validates a spec from `path` (`-` is standard input).
-fn read_spec(path: &Path) -> anyhow::Result<EnvironmentSpec> {
+pub(crate) fn read_spec(path: &Path) -> anyhow::Result<EnvironmentSpec> {
     let mut text = String::new();
     if path == Path::new("-") {
         std::io::stdin()

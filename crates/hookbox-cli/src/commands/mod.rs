@@ -12,5 +12,6 @@ pub(crate) mod hook;
 pub(crate) mod hooks_run;
 pub(crate) mod install;
 pub(crate) mod log;
+pub(crate) mod mcp;
 pub(crate) mod serve;
 pub(crate) mod traces;

@@ -33,15 +33,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let options = serve_options(&file)?;
     if !args.no_auth {
-        let keys = ApiKeys::open(&home)
-            .with_context(|| format!("cannot open the key store in {}", home.display()))?;
-        if !keys.any()? {
-            anyhow::bail!(
-                "no API key exists, so no client could use this server: create one with \
-                 `hookbox api-keys create NAME` (and pass it as google-genai's `api_key=`), or \
-                 run `hookbox serve --no-auth` on a loopback address for local experiments"
-            );
-        }
+        require_api_key(&home, "hookbox serve")?;
     }
     super::env::warn_without_disk_budget();
     let app = hookbox_server::router(Arc::clone(&runtime), auth)
@@ -65,13 +57,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             .local_addr()
             .context("cannot read the bound address")?;
         if args.no_auth {
-            if !address.ip().is_loopback() {
-                anyhow::bail!(
-                    "--no-auth is allowed only on a loopback address (127.0.0.1, ::1), not \
-                     {address}: anyone who can reach it could drive the server; create a key \
-                     with `hookbox api-keys create NAME` instead"
-                );
-            }
+            refuse_open_address(address)?;
             render::print_error(
                 "WARNING: --no-auth: this server accepts requests without an API key; any \
                  local process can create environments, read their files and run agents\n",
@@ -99,8 +85,36 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Fails unless the key store in `home` holds at least one API key: without one, no client
+/// could use the server `command` starts.
+pub(crate) fn require_api_key(home: &std::path::Path, command: &str) -> anyhow::Result<()> {
+    let keys = ApiKeys::open(home)
+        .with_context(|| format!("cannot open the key store in {}", home.display()))?;
+    if !keys.any()? {
+        anyhow::bail!(
+            "no API key exists, so no client could use this server: create one with `hookbox \
+             api-keys create NAME` (and pass it as google-genai's `api_key=`, or an MCP client's \
+             `Authorization: Bearer KEY` header), or run `{command} --no-auth` on a loopback \
+             address for local experiments"
+        );
+    }
+    Ok(())
+}
+
+/// Fails unless `address` is a loopback one: the only kind `--no-auth` may listen on.
+pub(crate) fn refuse_open_address(address: std::net::SocketAddr) -> anyhow::Result<()> {
+    if !address.ip().is_loopback() {
+        anyhow::bail!(
+            "--no-auth is allowed only on a loopback address (127.0.0.1, ::1), not {address}: \
+             anyone who can reach it could drive the server; create a key with `hookbox \
+             api-keys create NAME` instead"
+        );
+    }
+    Ok(())
+}
+
 /// The connection limits and allowed hosts of `[server]` of `file`, defaults where unset.
-fn serve_options(file: &Config) -> anyhow::Result<ServeOptions> {
+pub(crate) fn serve_options(file: &Config) -> anyhow::Result<ServeOptions> {
     let server = &file.server;
     let at_least_one = |key: &str, unit: &str| {
         anyhow::anyhow!(
@@ -141,7 +155,7 @@ fn serve_options(file: &Config) -> anyhow::Result<ServeOptions> {
 }
 
 /// Logs (`tracing`) to stderr, `info` and up unless `RUST_LOG` says otherwise.
-fn init_logging() {
+pub(crate) fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
@@ -153,7 +167,8 @@ fn init_logging() {
 
 /// Installs the SIGINT and SIGTERM handlers now (so a signal sent as soon as the address is
 /// printed is not lost) and returns a future that resolves on the first of them.
-fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+pub(crate) fn shutdown_signal()
+-> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
     let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
@@ -162,6 +177,6 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + S
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
-        render::print_error("hookbox serve: shutting down\n");
+        render::print_error("hookbox: shutting down\n");
     })
 }

@@ -1,11 +1,14 @@
 //! The real agents from npm, Claude Code, Gemini CLI and Codex, run non-interactively (`-p`,
 //! `exec`) against a fake model server of their own wire format (`fake_model.py`, on 127.0.0.1:
 //! no network), after `hookbox install AGENT --project DIR --policy P` with a seed gate as `P`;
-//! then `--uninstall`.
+//! then `--uninstall`. Claude Code also with `hookbox mcp` as its MCP server (`mcp.rs`).
 //!
 //! The agents come from `HOOKBOX_AGENTS_DIR` (an `npm install --prefix` folder; `.ci/run`
 //! installs the pinned versions). Without it the tests skip with a printed reason, unless
 //! `HOOKBOX_REQUIRE_AGENTS=1` (set by `.ci/run`): then a missing agent fails the test.
+
+/// Claude Code calling an environment's tools through `hookbox mcp`.
+mod mcp;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -19,6 +22,8 @@ use super::{code, seed_config};
 const AGENT_TIMEOUT: Duration = Duration::from_secs(100);
 /// What the scripted model says once every tool call has its result.
 const FINAL: &str = "all tool calls answered";
+/// What the agents are asked.
+const PROMPT: &str = "Run the tool calls you are asked for.";
 const SECURITY_REASON: &str = "Destructive command blocked by security gate.";
 const PRIVACY_REASON: &str = "Access to confidential `/private/` records is blocked by PII \
                               compliance policy. Query approved `/public/` summary tables instead.";
@@ -257,6 +262,17 @@ impl FakeModel {
     }
 }
 
+impl FakeModel {
+    /// The tool results of the request that carried the most of them, each as JSON text.
+    fn results(&self, agent: &Agent) -> Vec<String> {
+        self.bodies()
+            .iter()
+            .map(|body| agent.results(body))
+            .max_by_key(Vec::len)
+            .unwrap_or_default()
+    }
+}
+
 impl Drop for FakeModel {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -272,28 +288,15 @@ impl Agent {
         reason = "the test runs the real agent CLI"
     )]
     fn command(&self, bins: &Path, scene: &Scene, model: &FakeModel) -> Command {
+        if let Wire::Anthropic = self.wire {
+            return claude_code(bins, scene, model, &["--dangerously-skip-permissions"]);
+        }
         let base_url = format!("http://127.0.0.1:{}", model.port);
         let mut command = Command::new(bins.join(self.bin));
         scene.env(&mut command);
         command.env("NO_COLOR", "1").env("CI", "1");
-        let prompt = "Run the tool calls you are asked for.";
         match self.wire {
-            Wire::Anthropic => {
-                // IS_SANDBOX=1: as root, Claude Code refuses --dangerously-skip-permissions
-                // otherwise.
-                command
-                    .envs([
-                        ("ANTHROPIC_BASE_URL", base_url.as_str()),
-                        ("ANTHROPIC_API_KEY", "fake"),
-                        ("IS_SANDBOX", "1"),
-                        ("DISABLE_TELEMETRY", "1"),
-                        ("DISABLE_AUTOUPDATER", "1"),
-                        ("DISABLE_ERROR_REPORTING", "1"),
-                        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-                    ])
-                    .args(["-p", prompt, "--dangerously-skip-permissions"])
-                    .args(["--model", "sonnet"]);
-            }
+            Wire::Anthropic => unreachable!("Claude Code is started by `claude_code`"),
             Wire::Gemini => {
                 let settings = json!({
                     "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
@@ -311,7 +314,7 @@ impl Agent {
                         ("GEMINI_API_KEY", "fake"),
                         ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
                     ])
-                    .args(["-p", prompt, "--yolo", "-m", "gemini-2.5-flash"]);
+                    .args(["-p", PROMPT, "--yolo", "-m", "gemini-2.5-flash"]);
             }
             Wire::Responses => {
                 // A custom provider speaking the Responses API; the project trusted, so its
@@ -334,7 +337,7 @@ impl Agent {
                     .env("FAKE_OPENAI_API_KEY", "fake")
                     .args(["exec", "--skip-git-repo-check"])
                     .args(["--dangerously-bypass-approvals-and-sandbox"])
-                    .args(["--dangerously-bypass-hook-trust", prompt]);
+                    .args(["--dangerously-bypass-hook-trust", PROMPT]);
             }
         }
         command
@@ -361,6 +364,35 @@ impl Agent {
         };
         pieces.iter().map(Value::to_string).collect()
     }
+}
+
+/// Claude Code run non-interactively (`-p`) in `scene` against `model`, with `permissions`
+/// (its own permission flags).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test runs the real agent CLI"
+)]
+fn claude_code(bins: &Path, scene: &Scene, model: &FakeModel, permissions: &[&str]) -> Command {
+    let base_url = format!("http://127.0.0.1:{}", model.port);
+    let mut command = Command::new(bins.join(CLAUDE_CODE.bin));
+    scene.env(&mut command);
+    // IS_SANDBOX=1: as root, Claude Code refuses --dangerously-skip-permissions otherwise.
+    command
+        .env("NO_COLOR", "1")
+        .env("CI", "1")
+        .envs([
+            ("ANTHROPIC_BASE_URL", base_url.as_str()),
+            ("ANTHROPIC_API_KEY", "fake"),
+            ("IS_SANDBOX", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ])
+        .args(["-p", PROMPT])
+        .args(permissions)
+        .args(["--model", "sonnet"]);
+    command
 }
 
 /// Writes `text` to `path`, creating its directories.
@@ -419,11 +451,7 @@ fn gated_run(
         String::from_utf8_lossy(&output.stdout).contains(FINAL),
         "{transcript}"
     );
-    let results = bodies
-        .iter()
-        .map(|body| agent.results(body))
-        .max_by_key(Vec::len)
-        .unwrap_or_default();
+    let results = model.results(agent);
     assert_eq!(results.len(), calls.len(), "{transcript}");
 
     let output = scene.hookbox(&[&install[..], &["--uninstall"]].concat());

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::{code, hookbox_in, seeds, stdout_json};
 
 /// The seeds' security-gate example sources, verbatim (hooks.json as `json.dumps(…, indent=2)`).
-fn security_gate_sources() -> Value {
+pub(crate) fn security_gate_sources() -> Value {
     let read = |name: &str| std::fs::read_to_string(seeds().join(name)).expect("seed file");
     json!([
         {"type": "inline", "target": ".agents/hooks.json", "content": read("security-gate.hooks.json")},
@@ -28,7 +28,7 @@ fn privacy_gate_sources() -> Value {
 }
 
 /// Creates an environment from `spec` (through stdin) and returns its id.
-fn create(home: &Path, spec: &Value) -> String {
+pub(crate) fn create(home: &Path, spec: &Value) -> String {
     let output = hookbox_in(
         home,
         &["env", "create", "--spec", "-"],

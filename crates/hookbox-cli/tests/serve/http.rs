@@ -8,21 +8,21 @@ use serde_json::Value;
 
 /// A reply: status, raw header block and body.
 #[derive(Debug)]
-pub(super) struct Reply {
-    pub(super) status: u16,
-    pub(super) headers: String,
-    pub(super) body: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: String,
+    pub(crate) body: String,
 }
 
 impl Reply {
     /// The body as JSON.
-    pub(super) fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|err| panic!("not JSON ({err}): {} {}", self.status, self.body))
     }
 
     /// The API error code, checking the error shape (`{"error":{"code","message"}}`).
-    pub(super) fn error_code(&self) -> String {
+    pub(crate) fn error_code(&self) -> String {
         let body = self.json();
         assert!(
             body["error"]["message"]
@@ -45,13 +45,13 @@ impl Reply {
 }
 
 /// `host:port` of a `http://host:port` base URL.
-pub(super) fn authority(base_url: &str) -> &str {
+pub(crate) fn authority(base_url: &str) -> &str {
     base_url.trim_start_matches("http://")
 }
 
 /// Sends one request (`Connection: close`) and reads the whole reply. `headers` may replace the
 /// default `Host` (the listen address).
-pub(super) fn send(
+pub(crate) fn send(
     base_url: &str,
     method: &str,
     path: &str,
@@ -76,7 +76,7 @@ pub(super) fn send(
 }
 
 /// Reads a reply up to the end of the stream.
-pub(super) fn read_reply(stream: &mut TcpStream) -> Reply {
+pub(crate) fn read_reply(stream: &mut TcpStream) -> Reply {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).expect("read reply");
     let text = String::from_utf8_lossy(&raw).into_owned();
@@ -116,7 +116,7 @@ fn dechunk(mut body: &str) -> String {
 }
 
 /// A request with key `key` in the `x-goog-api-key` header and a JSON body.
-pub(super) fn json(base_url: &str, key: &str, method: &str, path: &str, body: &Value) -> Reply {
+pub(crate) fn json(base_url: &str, key: &str, method: &str, path: &str, body: &Value) -> Reply {
     let text = if body.is_null() {
         String::new()
     } else {

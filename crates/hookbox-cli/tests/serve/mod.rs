@@ -7,7 +7,7 @@ mod browsers;
 /// `kill -9` of a server in the middle of a hook, and its restart.
 mod crash;
 /// The raw HTTP client the attacks use.
-mod http;
+pub(crate) mod http;
 /// Half-sent requests and the connection cap.
 mod slowloris;
 /// Hook traces and fail-open reports.
@@ -21,16 +21,18 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A running `hookbox serve` and everything it wrote to stderr so far.
-struct Served {
+/// A running `hookbox serve` (or `hookbox mcp --listen`) and everything it wrote to stderr so
+/// far.
+pub(crate) struct Served {
     child: Child,
-    base_url: String,
+    /// The URL it said it serves on.
+    pub(crate) base_url: String,
     stderr: Arc<Mutex<String>>,
 }
 
 /// Creates API key `name` with `hookbox api-keys create` and returns it (the last line of
 /// standard output).
-fn api_key(home: &Path, name: &str) -> String {
+pub(crate) fn api_key(home: &Path, name: &str) -> String {
     let output = super::hookbox_in(home, &["api-keys", "create", name], b"");
     assert_eq!(super::code(&output), 0, "{output:?}");
     String::from_utf8_lossy(&output.stdout)
@@ -41,11 +43,19 @@ fn api_key(home: &Path, name: &str) -> String {
 }
 
 /// Starts `hookbox serve` on a free port with `HOOKBOX_HOME` set to `home`.
-#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
 fn serve(home: &Path, extra: &[&str]) -> Served {
+    start(
+        home,
+        &[&["serve", "--listen", "127.0.0.1:0"], extra].concat(),
+    )
+}
+
+/// Starts `hookbox ARGS`, a server that says `… serving on URL` on stderr, with `HOOKBOX_HOME`
+/// set to `home`.
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+pub(crate) fn start(home: &Path, args: &[&str]) -> Served {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(extra)
+        .args(args)
         .env("HOOKBOX_HOME", home)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -58,7 +68,7 @@ fn serve(home: &Path, extra: &[&str]) -> Served {
     let log = Arc::clone(&stderr);
     std::thread::spawn(move || {
         while let Some(Ok(line)) = lines.next() {
-            if let Some(rest) = line.strip_prefix("hookbox serving on ") {
+            if let Some((_, rest)) = line.split_once(" serving on ") {
                 let url = rest
                     .split_whitespace()
                     .next()
@@ -73,7 +83,7 @@ fn serve(home: &Path, extra: &[&str]) -> Served {
     });
     let base_url = address_rx
         .recv_timeout(Duration::from_secs(30))
-        .unwrap_or_else(|_| panic!("hookbox serve did not start: {}", stderr.lock().unwrap()));
+        .unwrap_or_else(|_| panic!("hookbox {args:?} did not start: {}", stderr.lock().unwrap()));
     Served {
         child,
         base_url,
@@ -93,7 +103,7 @@ impl Drop for Served {
 
 impl Served {
     /// Sends SIGTERM and waits for the exit status.
-    fn terminate(mut self) -> (std::process::ExitStatus, String) {
+    pub(crate) fn terminate(mut self) -> (std::process::ExitStatus, String) {
         let pid = rustix::process::Pid::from_child(&self.child);
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
         let deadline = Instant::now() + Duration::from_secs(20);
