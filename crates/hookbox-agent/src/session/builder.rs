@@ -189,7 +189,7 @@ impl SessionBuilder {
     }
 
     /// Whether model turns are also sent as they stream, as
-    /// [`SessionMessage::StreamEvent`]s (Claude Code's `--include-partial-messages`; default
+    /// [`SessionMessage::StreamEvent`](super::SessionMessage::StreamEvent)s (Claude Code's `--include-partial-messages`; default
     /// `false`).
     pub fn include_partial_messages(mut self, include: bool) -> Self {
         self.partial_messages = include;
@@ -198,7 +198,7 @@ impl SessionBuilder {
 
     /// The extended-thinking budget (tokens) of the model's turns, the main agent's and the
     /// sub-agents' (Claude Code's `--max-thinking-tokens`; default `None`: the provider's
-    /// default). Providers that think show their thinking as [`ContentBlock::Thinking`].
+    /// default). Providers that think show their thinking as [`ContentBlock::Thinking`](super::ContentBlock::Thinking).
     pub fn max_thinking_tokens(mut self, budget: Option<u32>) -> Self {
         self.thinking_budget = budget;
         self
