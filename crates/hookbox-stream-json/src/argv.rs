@@ -140,6 +140,9 @@ pub struct SdkArgs {
     pub json_schema: Option<String>,
     /// `--mcp-config JSON|FILE` (repeated): the MCP servers (parsed by the setup).
     pub mcp_configs: Vec<String>,
+    /// `--no-mcp` (the cortex SDK's `no_mcp`): no MCP server at all, neither `--mcp-config`'s
+    /// nor the SDK-hosted ones.
+    pub no_mcp: bool,
     /// Values hookbox could not use (reported, not fatal).
     pub problems: Vec<String>,
 }
@@ -168,6 +171,7 @@ pub fn parse(args: &[String]) -> SdkArgs {
                 "--continue" => parsed.continue_latest = true,
                 "--fork-session" => parsed.fork_session = true,
                 "--no-session-persistence" => parsed.no_session_persistence = true,
+                "--no-mcp" => parsed.no_mcp = true,
                 _ => {}
             }
             continue;
@@ -316,6 +320,7 @@ mod tests {
         assert!(parsed.permission_prompt_stdio);
         assert_eq!(parsed.session_id.as_deref(), Some("abc"));
         assert_eq!(parsed.add_dirs, [PathBuf::from("/x")]);
+        assert!(parsed.no_mcp);
         assert_eq!(
             parsed.setting_sources,
             Some(vec!["project".to_owned(), "local".to_owned()])

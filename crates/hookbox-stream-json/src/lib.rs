@@ -500,7 +500,7 @@ impl Driver {
             "mcp_status" => match &self.session {
                 Some(session) => Ok(mcp::status(Some(session.mcp_servers()), &[])),
                 None => {
-                    let configured = mcp::configured(&self.setup.args.mcp_configs, &self.init)
+                    let configured = mcp::configured(&self.setup.args, &self.init)
                         .map_err(|err| error_message(&err))?;
                     Ok(mcp::status(None, &configured))
                 }
@@ -562,7 +562,7 @@ impl Driver {
             Some(model) => model,
             None => self.setup.model(&self.setup.agent_name()?)?,
         };
-        let servers = mcp::configured(&self.setup.args.mcp_configs, &self.init)?;
+        let servers = mcp::configured(&self.setup.args, &self.init)?;
         self.sdk_mcp = servers.iter().any(|(_, kind)| kind == "sdk");
         let servers = mcp::connect(servers, &self.init, &self.client, &self.client.direct()).await;
         self.setup.build(

@@ -1,6 +1,7 @@
 //! Claude Code's output styles: the settings' `outputStyle` names one, whose prompt is added to
-//! the end of the session's system prompt. Built in: `default` (adds nothing), `Explanatory`
-//! and `Learning` (hookbox's own wording of what Claude Code documents for them); custom ones
+//! the end of the session's system prompt. Built in, in Claude Code's order: `default` (adds
+//! nothing), `Proactive`, `Concise`, `Explanatory` and `Learning` (hookbox's own wording of what
+//! Claude Code documents for them); custom ones
 //! are `.claude/output-styles/*.md` files (the user's, under Claude Code's configuration
 //! directory, then the project's, a later one replacing an earlier one of the same name) whose
 //! front matter gives `name` (else the file's name), `description` and
@@ -38,6 +39,23 @@ fn builtins() -> Vec<OutputStyle> {
     };
     vec![
         style(DEFAULT, "The session's own system prompt, unchanged", ""),
+        style(
+            "Proactive",
+            "Acts at once, keeping interruptions for what only the user can decide",
+            "# Output style: Proactive\n\nGet on with the work. When a request is clear enough \
+             to act on, act: make reasonable assumptions, say in a line which ones you made, \
+             and carry the task through to the end rather than stopping to propose a plan or \
+             to ask whether to go on. Keep questions for what only the user can decide and for \
+             what cannot be undone.",
+        ),
+        style(
+            "Concise",
+            "Short answers: the outcome first, no preamble or narration",
+            "# Output style: Concise\n\nWork as thoroughly as ever, but say less about it. \
+             Open with the outcome; leave out preambles, restatements of the request and a \
+             running account of each step; keep only what the user needs to act on or to \
+             check the work.",
+        ),
         style(
             "Explanatory",
             "Explains the choices made while doing the work",
@@ -192,7 +210,15 @@ mod tests {
         let names: Vec<&str> = styles.iter().map(|style| style.name.as_str()).collect();
         assert_eq!(
             names,
-            ["default", "Explanatory", "Learning", "pirate", "Terse"]
+            [
+                "default",
+                "Proactive",
+                "Concise",
+                "Explanatory",
+                "Learning",
+                "pirate",
+                "Terse"
+            ]
         );
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("bad.md") && warnings[0].contains("true or false"));

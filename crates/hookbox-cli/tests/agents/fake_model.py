@@ -10,7 +10,10 @@ has its result, with the final text. Other requests get a short text (or the JSO
 request asks for). Every POST is appended to the log as one JSON line {path, body}.
 
 Usage: fake_model.py anthropic|gemini|responses SCRIPT LOG
-  SCRIPT: {"calls": [{"name": TOOL, "args": {...}}, ...], "final": TEXT}
+  SCRIPT: {"calls": [{"name": TOOL, "args": {...}}, ...], "final": TEXT}; in the Responses
+  API a call may also name the "namespace" its tool is offered in (Codex offers an MCP server's
+  tools as {"type": "namespace", "name": "mcp__SERVER", "tools": [...]}), and is then made
+  with that namespace.
 Prints "listening PORT" once it accepts connections.
 """
 import json, socket, sys, threading, uuid
@@ -31,9 +34,10 @@ def gemini_results(body):
 
 
 def next_call(offered, done):
-    """The scripted call to answer with, or None for the final text."""
+    """The scripted call to answer with, or None for the final text. `offered` holds the
+    (namespace or None, name) of each tool the request offers."""
     calls = SCRIPT["calls"]
-    if done < len(calls) and calls[done]["name"] in offered:
+    if done < len(calls) and (calls[done].get("namespace"), calls[done]["name"]) in offered:
         return calls[done]
     return None
 
@@ -44,7 +48,7 @@ def sse(event, data):
 
 def anthropic(body):
     """-> (content type, bytes) of a Messages API answer, streamed when asked."""
-    offered = [t.get("name") for t in body.get("tools") or []]
+    offered = [(None, t.get("name")) for t in body.get("tools") or []]
     call = next_call(offered, anthropic_results(body))
     if call:
         blocks = [{"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:24],
@@ -83,7 +87,7 @@ def anthropic(body):
 
 
 def gemini_answer(body):
-    offered = [d.get("name") for t in body.get("tools") or []
+    offered = [(None, d.get("name")) for t in body.get("tools") or []
                for d in t.get("functionDeclarations") or []]
     call = next_call(offered, gemini_results(body))
     if call:
@@ -119,13 +123,20 @@ def responses_results(body):
 
 def responses(body):
     """-> (content type, bytes) of a Responses API answer (SSE when asked)."""
-    offered = [t.get("name") for t in body.get("tools") or []]
+    offered = []
+    for t in body.get("tools") or []:
+        if t.get("type") == "namespace":
+            offered += [(t.get("name"), n.get("name")) for n in t.get("tools") or []]
+        else:
+            offered.append((None, t.get("name")))
     call = next_call(offered, responses_results(body))
     rid = "resp_" + uuid.uuid4().hex[:24]
     if call:
         item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:24],
                 "call_id": "call_" + uuid.uuid4().hex[:24], "name": call["name"],
                 "arguments": json.dumps(call["args"])}
+        if call.get("namespace"):
+            item["namespace"] = call["namespace"]
     else:
         item = {"type": "message", "id": "msg_" + uuid.uuid4().hex[:24], "role": "assistant",
                 "status": "completed", "content": [{

@@ -1,13 +1,13 @@
 //! The real agents from npm, Claude Code, Gemini CLI and Codex, run non-interactively (`-p`,
 //! `exec`) against a fake model server of their own wire format (`fake_model.py`, on 127.0.0.1:
 //! no network), after `hookbox install AGENT --project DIR --policy P` with a seed gate as `P`;
-//! then `--uninstall`. Claude Code also with `hookbox mcp` as its MCP server (`mcp.rs`).
+//! then `--uninstall`. Each also with `hookbox mcp` as its MCP server (`mcp.rs`).
 //!
 //! The agents come from `HOOKBOX_AGENTS_DIR` (an `npm install --prefix` folder; `.ci/run`
 //! installs the pinned versions). Without it the tests skip with a printed reason, unless
 //! `HOOKBOX_REQUIRE_AGENTS=1` (set by `.ci/run`): then a missing agent fails the test.
 
-/// Claude Code calling an environment's tools through `hookbox mcp`.
+/// Claude Code, Gemini CLI and Codex calling an environment's tools through `hookbox mcp`.
 mod mcp;
 
 use std::path::{Path, PathBuf};
@@ -74,6 +74,9 @@ struct Agent {
     shell: Tool,
     /// Its read tool (Codex has none: it reads files with its shell).
     read: Option<Tool>,
+    /// The flags that let a non-interactive run use every tool without asking (the hook
+    /// tests' runs: the installed hooks decide).
+    unattended: &'static [&'static str],
 }
 
 const CLAUDE_CODE: Agent = Agent {
@@ -92,6 +95,7 @@ const CLAUDE_CODE: Agent = Agent {
         argument: "file_path",
         hooked: "Read",
     }),
+    unattended: &["--dangerously-skip-permissions"],
 };
 
 const GEMINI_CLI: Agent = Agent {
@@ -110,6 +114,7 @@ const GEMINI_CLI: Agent = Agent {
         argument: "file_path",
         hooked: "read_file",
     }),
+    unattended: &["--yolo"],
 };
 
 /// Codex: its shell tool reaches its hooks as Claude Code's `Bash`.
@@ -125,6 +130,13 @@ const CODEX: Agent = Agent {
         hooked: "Bash",
     },
     read: None,
+    // Codex runs a new hook only once a person trusts it in its `/hooks` view;
+    // `--dangerously-bypass-hook-trust` is its switch for automation. Its own sandbox is off
+    // (it may not work here): the hooks are under test, not it.
+    unattended: &[
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--dangerously-bypass-hook-trust",
+    ],
 };
 
 /// The installed agents' `node_modules/.bin`, or `None` (and a SKIPPED line) without them.
@@ -217,17 +229,14 @@ struct FakeModel {
 }
 
 impl FakeModel {
-    /// Starts the fake `wire` server in `scene`, scripted to make `calls` (tool, args).
+    /// Starts the fake `wire` server in `scene`, scripted to make `calls` (`fake_model.py`'s
+    /// `{"name", "args"}`, and `"namespace"` in the Responses API).
     #[expect(
         clippy::disallowed_methods,
         reason = "the test runs the fake model server"
     )]
-    fn start(scene: &Scene, wire: Wire, calls: &[(&str, Value)]) -> Self {
+    fn start(scene: &Scene, wire: Wire, calls: &[Value]) -> Self {
         use std::io::BufRead;
-        let calls: Vec<Value> = calls
-            .iter()
-            .map(|(name, args)| json!({"name": name, "args": args}))
-            .collect();
         let script = scene.policies.join("model-script.json");
         std::fs::write(&script, json!({"calls": calls, "final": FINAL}).to_string())
             .expect("script");
@@ -281,22 +290,42 @@ impl Drop for FakeModel {
 }
 
 impl Agent {
-    /// The agent run non-interactively in `scene` against `model`, its own settings in `HOME`
-    /// (auth, no updates, no telemetry) and the project's hook file as installed.
+    /// The agent run non-interactively in `scene` against `model`, with `permissions` (its
+    /// own permission flags), its own settings in `HOME` (auth, no updates, no telemetry) and
+    /// the project's files as the test left them.
     #[expect(
         clippy::disallowed_methods,
         reason = "the test runs the real agent CLI"
     )]
-    fn command(&self, bins: &Path, scene: &Scene, model: &FakeModel) -> Command {
-        if let Wire::Anthropic = self.wire {
-            return claude_code(bins, scene, model, &["--dangerously-skip-permissions"]);
-        }
+    fn command(
+        &self,
+        bins: &Path,
+        scene: &Scene,
+        model: &FakeModel,
+        permissions: &[&str],
+    ) -> Command {
         let base_url = format!("http://127.0.0.1:{}", model.port);
         let mut command = Command::new(bins.join(self.bin));
         scene.env(&mut command);
         command.env("NO_COLOR", "1").env("CI", "1");
         match self.wire {
-            Wire::Anthropic => unreachable!("Claude Code is started by `claude_code`"),
+            Wire::Anthropic => {
+                // IS_SANDBOX=1: as root, Claude Code refuses --dangerously-skip-permissions
+                // otherwise.
+                command
+                    .envs([
+                        ("ANTHROPIC_BASE_URL", base_url.as_str()),
+                        ("ANTHROPIC_API_KEY", "fake"),
+                        ("IS_SANDBOX", "1"),
+                        ("DISABLE_TELEMETRY", "1"),
+                        ("DISABLE_AUTOUPDATER", "1"),
+                        ("DISABLE_ERROR_REPORTING", "1"),
+                        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+                    ])
+                    .args(["-p", PROMPT])
+                    .args(permissions)
+                    .args(["--model", "sonnet"]);
+            }
             Wire::Gemini => {
                 let settings = json!({
                     "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
@@ -314,7 +343,8 @@ impl Agent {
                         ("GEMINI_API_KEY", "fake"),
                         ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
                     ])
-                    .args(["-p", PROMPT, "--yolo", "-m", "gemini-2.5-flash"]);
+                    .args(["-p", PROMPT, "-m", "gemini-2.5-flash"])
+                    .args(permissions);
             }
             Wire::Responses => {
                 // A custom provider speaking the Responses API; the project trusted, so its
@@ -329,15 +359,12 @@ impl Agent {
                     scene.project_arg()
                 );
                 write_file(&codex_home.join("config.toml"), &config);
-                // Codex runs a new hook only once a person trusts it in its `/hooks` view;
-                // `--dangerously-bypass-hook-trust` is its switch for automation. Its own
-                // sandbox is off (it may not work here): the hooks are under test, not it.
                 command
                     .env("CODEX_HOME", &codex_home)
                     .env("FAKE_OPENAI_API_KEY", "fake")
                     .args(["exec", "--skip-git-repo-check"])
-                    .args(["--dangerously-bypass-approvals-and-sandbox"])
-                    .args(["--dangerously-bypass-hook-trust", PROMPT]);
+                    .args(permissions)
+                    .arg(PROMPT);
             }
         }
         command
@@ -364,35 +391,6 @@ impl Agent {
         };
         pieces.iter().map(Value::to_string).collect()
     }
-}
-
-/// Claude Code run non-interactively (`-p`) in `scene` against `model`, with `permissions`
-/// (its own permission flags).
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the test runs the real agent CLI"
-)]
-fn claude_code(bins: &Path, scene: &Scene, model: &FakeModel, permissions: &[&str]) -> Command {
-    let base_url = format!("http://127.0.0.1:{}", model.port);
-    let mut command = Command::new(bins.join(CLAUDE_CODE.bin));
-    scene.env(&mut command);
-    // IS_SANDBOX=1: as root, Claude Code refuses --dangerously-skip-permissions otherwise.
-    command
-        .env("NO_COLOR", "1")
-        .env("CI", "1")
-        .envs([
-            ("ANTHROPIC_BASE_URL", base_url.as_str()),
-            ("ANTHROPIC_API_KEY", "fake"),
-            ("IS_SANDBOX", "1"),
-            ("DISABLE_TELEMETRY", "1"),
-            ("DISABLE_AUTOUPDATER", "1"),
-            ("DISABLE_ERROR_REPORTING", "1"),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-        ])
-        .args(["-p", PROMPT])
-        .args(permissions)
-        .args(["--model", "sonnet"]);
-    command
 }
 
 /// Writes `text` to `path`, creating its directories.
@@ -435,9 +433,12 @@ fn gated_run(
         String::from_utf8_lossy(&output.stderr)
     );
 
-    let calls = calls(&scene.project);
+    let calls: Vec<Value> = calls(&scene.project)
+        .into_iter()
+        .map(|(name, args)| json!({"name": name, "args": args}))
+        .collect();
     let model = FakeModel::start(&scene, agent.wire, &calls);
-    let output = run(agent.command(&bins, &scene, &model));
+    let output = run(agent.command(&bins, &scene, &model, agent.unattended));
     let bodies = model.bodies();
     let transcript = format!(
         "{} exited {:?}\nstdout: {}\nstderr: {}\nmodel requests: {bodies:#?}",

@@ -269,6 +269,35 @@ fn cortex_sdk_mcp_failures_huge_output_and_a_built_in_name() {
     failures_huge_output_and_a_built_in_name("cortex");
 }
 
+/// `no_mcp` (`--no-mcp`): the SDK's server is neither connected nor offered, nor reported; a
+/// call of one of its tools is a call of an unknown tool, and its handler never runs.
+#[test]
+fn cortex_sdk_no_mcp_connects_and_offers_no_mcp_server() {
+    let Some(python) = python("cortex_sdk_no_mcp_connects_and_offers_no_mcp_server") else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "mcp__test__note", json!({"text": "hello"})),
+        FakeTurn::text("No such tool."),
+    ]);
+    let spec = json!({"options": {"no_mcp": true, "allowed_tools": ["mcp__test__*"]}});
+    let messages = drive(&python, &world, "cortex", &spec);
+    let names = offered(&world);
+    assert!(
+        names.iter().any(|name| name == "Bash")
+            && !names.iter().any(|name| name.starts_with("mcp__")),
+        "{names:?}"
+    );
+    assert_eq!(handled(&messages), []);
+    let results = world.tool_results();
+    assert!(
+        results[0].1 && results[0].0.contains("mcp__test__note"),
+        "{results:?}"
+    );
+    assert_eq!(init(&messages)["mcp_servers"], json!([]));
+    assert_eq!(mcp_status(&messages), json!({"mcpServers": []}));
+}
+
 #[test]
 fn cortex_sdk_mcp_garbage_is_a_tool_failure() {
     let Some(python) = python("cortex_sdk_mcp_garbage_is_a_tool_failure") else {

@@ -101,13 +101,52 @@ fn claude_sdk_built_in_output_style_is_reported_and_honoured() {
     assert_eq!(info["output_style"], "Learning", "{info}");
     assert_eq!(
         info["available_output_styles"],
-        json!(["default", "Explanatory", "Learning", "Terse"]),
+        json!([
+            "default",
+            "Proactive",
+            "Concise",
+            "Explanatory",
+            "Learning",
+            "Terse"
+        ]),
         "{info}"
     );
     assert_eq!(init_style(&messages), "Learning");
     let system = first_system(&world);
     assert!(system.contains("TODO(human)"), "{system}");
     assert!(!system.contains("One line."), "{system}");
+}
+
+#[test]
+fn claude_sdk_proactive_and_concise_built_in_output_styles_are_honoured() {
+    let Some(python) =
+        python("claude_sdk_proactive_and_concise_built_in_output_styles_are_honoured")
+    else {
+        return;
+    };
+    for (setting, name, says) in [
+        (
+            "proactive",
+            "Proactive",
+            "carry the task through to the end",
+        ),
+        ("Concise", "Concise", "Open with the outcome"),
+    ] {
+        let world = World::new(vec![FakeTurn::text("done")]);
+        let spec = json!({
+            "permission_mode": "bypassPermissions",
+            "settings": json!({"outputStyle": setting}).to_string(),
+        });
+        let messages = query(&python, &world, &spec);
+        assert_eq!(init_style(&messages), name, "{messages:#?}");
+        let warnings = stderr(&messages);
+        assert!(!warnings.contains("no output style"), "{warnings}");
+        let system = first_system(&world);
+        assert!(
+            system.contains(&format!("# Output style: {name}")) && system.contains(says),
+            "{system}"
+        );
+    }
 }
 
 #[test]

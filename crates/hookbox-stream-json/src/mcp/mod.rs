@@ -1,5 +1,6 @@
-//! The session's MCP servers: those of `--mcp-config` and the cortex SDK's `sdkMcpServers`,
-//! connected before the session starts and handed to it; and the `mcp_status` answer.
+//! The session's MCP servers: those of `--mcp-config` and the cortex SDK's `sdkMcpServers`
+//! (none under `--no-mcp`), connected before the session starts and handed to it; and the
+//! `mcp_status` answer.
 //! SDK-hosted servers (`type: "sdk"`) are served by the SDK over the control protocol
 //! ([`sdk`]); other kinds are reported `failed` (not supported yet).
 
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use hookbox_agent::session::{McpServer, McpServerStatus, McpTool, SessionBuilder};
 use serde_json::{Value, json};
 
+use crate::argv::SdkArgs;
 use crate::control::ControlClient;
 use crate::init::InitOptions;
 
@@ -41,12 +43,16 @@ impl Connected {
 }
 
 /// The names of the configured servers: `--mcp-config`'s, then the cortex SDK's
-/// `sdkMcpServers` not among them. An unusable `--mcp-config` is an error.
+/// `sdkMcpServers` not among them; none under `--no-mcp` (its `--mcp-config` not even read).
+/// An unusable `--mcp-config` is an error.
 pub(crate) fn configured(
-    mcp_configs: &[String],
+    args: &SdkArgs,
     init: &InitOptions,
 ) -> anyhow::Result<Vec<(String, String)>> {
-    let mut servers: Vec<(String, String)> = config::parse(mcp_configs)?
+    if args.no_mcp {
+        return Ok(Vec::new());
+    }
+    let mut servers: Vec<(String, String)> = config::parse(&args.mcp_configs)?
         .into_iter()
         .map(|server| (server.name, server.kind))
         .collect();
