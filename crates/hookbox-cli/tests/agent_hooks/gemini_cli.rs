@@ -7,7 +7,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 
 use super::super::{code, seed_config, stdout_json, write};
-use super::{hook_as, stderr};
+use super::{hook_as, replying, stderr, with_fields};
 
 fn hook(dir: &Path, policy: &str, event: &Value) -> Output {
     hook_as(
@@ -20,16 +20,12 @@ fn hook(dir: &Path, policy: &str, event: &Value) -> Output {
 }
 
 /// Gemini CLI's input: the base fields, then the event's own.
-fn event(cwd: &Path, name: &str, fields: Value) -> Value {
-    let mut input = json!({
+pub(super) fn event(cwd: &Path, name: &str, fields: Value) -> Value {
+    let input = json!({
         "session_id": "8f2c", "transcript_path": "/home/u/.gemini/tmp/x/chats/session.json",
         "cwd": cwd, "hook_event_name": name, "timestamp": "2026-12-02T06:40:00.000Z",
     });
-    input
-        .as_object_mut()
-        .expect("object")
-        .extend(fields.as_object().expect("object").clone());
-    input
+    with_fields(input, fields)
 }
 
 #[test]
@@ -129,16 +125,6 @@ fn a_claude_style_policy_sees_gemini_clis_calls_as_claude_codes() {
     );
 }
 
-/// A Claude-style policy whose one `event` hook prints `reply`.
-fn replying(dir: &Path, event: &str, reply: &Value) -> String {
-    let command = format!("cat > /dev/null; printf '%s' '{reply}'");
-    write(
-        dir,
-        "reply.json",
-        &json!({"hooks": {event: [{"hooks": [{"type": "command", "command": command}]}]}}),
-    )
-}
-
 #[test]
 fn answers_are_in_gemini_clis_format() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -199,7 +185,7 @@ fn answers_are_in_gemini_clis_format() {
         json!({"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": "be brief"},
             "continue": false, "stopReason": "quota"})
     );
-    // Model events have no counterpart: no decision.
+    // A model event (passed through) that the policy does not name: no decision.
     let output = hook(
         dir.path(),
         &policy,

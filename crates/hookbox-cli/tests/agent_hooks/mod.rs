@@ -13,6 +13,7 @@ mod cursor;
 mod daemon;
 mod gemini_cli;
 mod log;
+mod passthrough;
 
 /// Runs `hookbox hook claude-code EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and
 /// `CLAUDE_PROJECT_DIR` = `project`.
@@ -120,13 +121,21 @@ fn stderr(output: &Output) -> String {
 }
 
 /// A Claude-style policy whose one `event` hook prints `reply` whatever it is sent.
-fn claude_policy(dir: &Path, event: &str, reply: &Value) -> String {
+fn replying(dir: &Path, event: &str, reply: &Value) -> String {
     let command = format!("cat > /dev/null; printf '%s' '{reply}'");
     write(
         dir,
-        "claude-policy.json",
-        &json!({"hooks": {event: [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]}}),
+        "reply.json",
+        &json!({"hooks": {event: [{"hooks": [{"type": "command", "command": command}]}]}}),
     )
+}
+
+/// `base` (an agent's common input fields) with `fields` (the event's own) added.
+fn with_fields(mut base: Value, fields: Value) -> Value {
+    base.as_object_mut()
+        .expect("object")
+        .extend(fields.as_object().expect("object").clone());
+    base
 }
 
 #[test]
@@ -259,7 +268,7 @@ fn a_sandbox_policy_sees_the_seeds_names_and_other_tools_under_their_own() {
 fn a_claude_style_policy_answers_in_claude_codes_format() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = |event: &str, reply: Value, input: Value| {
-        let policy = claude_policy(dir.path(), event, &reply);
+        let policy = replying(dir.path(), event, &reply);
         let output = hook(
             dir.path(),
             dir.path(),
@@ -270,15 +279,11 @@ fn a_claude_style_policy_answers_in_claude_codes_format() {
         stdout_json(&output)
     };
     let common = |event: &str, fields: Value| {
-        let mut input = json!({
+        let input = json!({
             "session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": dir.path(),
             "permission_mode": "default", "hook_event_name": event,
         });
-        input
-            .as_object_mut()
-            .expect("object")
-            .extend(fields.as_object().expect("object").clone());
-        input
+        with_fields(input, fields)
     };
     let bash = json!({"tool_name": "Bash", "tool_input": {"command": "git push"}, "tool_use_id": "toolu_1"});
 
@@ -364,22 +369,6 @@ fn a_claude_style_policy_answers_in_claude_codes_format() {
         ),
         json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "be brief"}})
     );
-}
-
-#[test]
-fn events_without_a_counterpart_get_no_decision() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let policy = seed_config(dir.path(), "security-gate.hooks.json");
-    let input = json!({"session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": dir.path(),
-        "hook_event_name": "TaskCreated", "task_id": "t1", "task_subject": "rm -rf victim"});
-    let output = hook(
-        dir.path(),
-        dir.path(),
-        &["--policy", &policy],
-        input.to_string().as_bytes(),
-    );
-    assert_eq!(code(&output), 0);
-    assert!(output.stdout.is_empty());
 }
 
 #[test]
@@ -635,7 +624,7 @@ fn codex_gets_claude_codes_answers_and_an_ask_becomes_a_deny() {
             "permissionDecisionReason": "Destructive command blocked by security gate."}})
     );
     // Codex runs a call whose hook answered `ask`: hookbox denies it instead.
-    let ask = claude_policy(
+    let ask = replying(
         dir.path(),
         "PreToolUse",
         &json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
