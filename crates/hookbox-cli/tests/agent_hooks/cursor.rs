@@ -6,8 +6,8 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use super::super::{code, seed_config, stdout_json, write};
-use super::{hook_as, replying, stderr, with_fields};
+use super::super::{code, seed_config, stdout_json};
+use super::{hook_as, open_and_closed_gates, replying, stderr, with_fields};
 
 fn hook(dir: &Path, policy: &str, event: &Value) -> Output {
     hook_as(
@@ -170,13 +170,7 @@ fn answers_are_in_cursors_format() {
 #[test]
 fn unreadable_input_is_a_failure_unless_a_handler_fails_closed() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = seed_config(dir.path(), "security-gate.hooks.json");
-    let closed = write(
-        dir.path(),
-        "closed.json",
-        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
-            {"type": "command", "command": "true", "on_error": "deny"}]}]}}),
-    );
+    let (open, closed) = open_and_closed_gates(dir.path());
     let input = br#"{"hook_event_name": "beforeShellExecution", "cwd": "/"}"#;
     let output = hook_as(
         "cursor",

@@ -7,7 +7,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 
 use super::super::{code, seed_config, stdout_json, write};
-use super::{hook_as, replying, stderr, with_fields};
+use super::{hook_as, open_and_closed_gates, replying, script_hook, stderr, with_fields};
 
 fn hook(dir: &Path, policy: &str, event: &Value) -> Output {
     hook_as(
@@ -76,13 +76,12 @@ fn the_seeds_gates_deny_gemini_clis_shell_and_read_calls() {
 fn a_claude_style_policy_sees_gemini_clis_calls_as_claude_codes() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Denies every PreToolUse/PostToolUseFailure, with what it was sent as the reason.
-    let script = dir.path().join("echo.py");
-    std::fs::write(
-        &script,
+    let echo = script_hook(
+        dir.path(),
+        "echo.py",
         "import sys, json\nd = json.load(sys.stdin)\nseen = {k: d.get(k) for k in ('hook_event_name', 'tool_name', 'tool_input', 'error')}\nprint(json.dumps({'decision': 'block', 'reason': json.dumps(seen, sort_keys=True), 'hookSpecificOutput': {'hookEventName': d['hook_event_name'], 'permissionDecision': 'deny', 'permissionDecisionReason': json.dumps(seen, sort_keys=True)}}))\n",
-    )
-    .expect("script");
-    let handler = json!([{"matcher": "*", "hooks": [{"type": "command", "command": format!("python3 {}", script.display())}]}]);
+    );
+    let handler = json!([{"matcher": "*", "hooks": [echo]}]);
     let policy = write(
         dir.path(),
         "claude.json",
@@ -202,13 +201,7 @@ fn answers_are_in_gemini_clis_format() {
 #[test]
 fn unreadable_input_is_a_warning_unless_a_handler_fails_closed() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = seed_config(dir.path(), "security-gate.hooks.json");
-    let closed = write(
-        dir.path(),
-        "closed.json",
-        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
-            {"type": "command", "command": "true", "on_error": "deny"}]}]}}),
-    );
+    let (open, closed) = open_and_closed_gates(dir.path());
     let input = br#"{"hook_event_name": "BeforeTool", "tool_name": "run_shell_command", "tool_input": "rm -rf /"}"#;
     let output = hook_as(
         "gemini-cli",

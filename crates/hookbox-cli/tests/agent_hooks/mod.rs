@@ -130,6 +130,32 @@ fn replying(dir: &Path, event: &str, reply: &Value) -> String {
     )
 }
 
+/// The seeds' security gate (fails open) and a gate that fails closed (`on_error: "deny"`),
+/// as policy files in `dir`.
+fn open_and_closed_gates(dir: &Path) -> (String, String) {
+    let open = seed_config(dir, "security-gate.hooks.json");
+    let closed = write(
+        dir,
+        "closed.json",
+        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+            {"type": "command", "command": "true", "on_error": "deny"}]}]}}),
+    );
+    (open, closed)
+}
+
+/// Writes `source` to `dir/name` and returns a command handler running it (`python3` for a
+/// `.py` file, else `sh`).
+fn script_hook(dir: &Path, name: &str, source: &str) -> Value {
+    let script = dir.join(name);
+    std::fs::write(&script, source).expect("script");
+    let interpreter = if name.ends_with(".py") {
+        "python3"
+    } else {
+        "sh"
+    };
+    json!({"type": "command", "command": format!("{interpreter} {}", script.display())})
+}
+
 /// `base` (an agent's common input fields) with `fields` (the event's own) added.
 fn with_fields(mut base: Value, fields: Value) -> Value {
     base.as_object_mut()
@@ -211,17 +237,15 @@ fn the_seeds_privacy_gate_denies_claude_codes_read_of_private_paths_however_spel
 fn a_sandbox_policy_sees_the_seeds_names_and_other_tools_under_their_own() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Denies everything, with the tool call it was sent as the reason.
-    let script = dir.path().join("echo.py");
-    std::fs::write(
-        &script,
+    let echo = script_hook(
+        dir.path(),
+        "echo.py",
         "import sys, json\nd = json.load(sys.stdin)\nprint(json.dumps({'decision': 'deny', 'reason': json.dumps(d['tool_call'], sort_keys=True)}))\n",
-    )
-    .expect("script");
+    );
     let policy = write(
         dir.path(),
         "echo.json",
-        &json!({"echo": {"pre_tool_execution": [{"matcher": "*", "hooks": [
-            {"type": "command", "command": format!("python3 {}", script.display())}]}]}}),
+        &json!({"echo": {"pre_tool_execution": [{"matcher": "*", "hooks": [echo]}]}}),
     );
     let seen = |tool: &str, input: Value| {
         let output = hook(
@@ -374,13 +398,7 @@ fn a_claude_style_policy_answers_in_claude_codes_format() {
 #[test]
 fn unreadable_input_is_a_non_blocking_error_unless_a_handler_fails_closed() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = seed_config(dir.path(), "security-gate.hooks.json");
-    let closed = write(
-        dir.path(),
-        "closed.json",
-        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
-            {"type": "command", "command": "true", "on_error": "deny"}]}]}}),
-    );
+    let (open, closed) = open_and_closed_gates(dir.path());
     let bad_inputs: [&[u8]; 4] = [
         b"not json",
         b"[1]",
