@@ -52,8 +52,9 @@ type Renames = &'static [(&'static str, &'static str)];
 /// One agent hook event, as each policy dialect sees it.
 #[derive(Debug, Clone)]
 pub struct Translated {
-    /// The hookbox event, or `None` for an event of the agent that hookbox has no counterpart
-    /// for (answered with no decision).
+    /// The hookbox event (for an agent event without a hookbox counterpart, its pass-through
+    /// [`HookEvent::Agent`] as a Claude-style policy binds it), or `None` for an event the
+    /// agent does not publish (answered with no decision).
     event: Option<HookEvent>,
     /// The event's name in the agent's own vocabulary.
     native_event: String,
