@@ -365,6 +365,7 @@ fn locate_policy(
 /// might have been a gate).
 pub(crate) fn load_policy_files(files: &PolicyFiles) -> anyhow::Result<LoadedPolicy> {
     let mut builder = sandbox_hooks_builder();
+    builder.answers_agents();
     let loaded = files.load(&mut builder)?;
     let hooks = builder.build();
     if hooks.has_errors() {

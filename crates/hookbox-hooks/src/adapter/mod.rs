@@ -387,8 +387,9 @@ impl Agent {
 }
 
 /// Runs `translated` through the policy: the sandbox-dialect hooks first (only their deny, on
-/// an event that can be blocked, counts: a sandbox `allow` means "no objection", never an approval that would skip the
-/// agent's own permission prompt), then, unless they denied, the Claude-style hooks.
+/// an event that can be blocked, counts: a sandbox `allow` means "no objection", never an
+/// approval that would skip the agent's own permission prompt), then, unless they denied, the
+/// Claude-style hooks.
 pub async fn evaluate(dispatcher: &Dispatcher, translated: &Translated) -> HookOutcome {
     let mut outcome = HookOutcome::default();
     if let Some(sandbox) = &translated.sandbox {

@@ -2,8 +2,8 @@
 //! handlers run in order, the first deny ends the chain where the agent lets a hook block, and
 //! nothing is enforced where it does not.
 
-use hookbox_hooks::HandlerResult;
 use hookbox_hooks::adapter::{self, Agent};
+use hookbox_hooks::{HandlerResult, HookSet, Severity};
 use serde_json::{Value, json};
 
 use super::support::{command, dispatcher};
@@ -68,4 +68,33 @@ async fn another_agents_event_of_that_name_is_not_passed_through() {
         .translate(&gemini("BeforeModel"), None)
         .expect("translated");
     assert!(!translated.has_handlers(hooks.hooks()));
+}
+
+#[test]
+fn outside_hookbox_hook_a_hook_on_an_agents_event_is_warned_about() {
+    let policy = deny_then_more("BeforeModel").to_string();
+    let mut own_agent = HookSet::builder();
+    own_agent
+        .load_str("hooks.json", &policy, None)
+        .expect("loads");
+    let diagnostics = own_agent.build().diagnostics().to_vec();
+    assert_eq!(diagnostics.len(), 2, "{diagnostics:#?}");
+    assert_eq!(diagnostics[0].severity, Severity::Warning);
+    assert_eq!(
+        diagnostics[0].json_path,
+        "$[\"model-gate\"].BeforeModel[0].hooks[0]"
+    );
+    assert!(
+        diagnostics[0]
+            .message
+            .contains("only `hookbox hook` answers"),
+        "{}",
+        diagnostics[0].message
+    );
+    let mut answering = HookSet::builder();
+    answering.answers_agents();
+    answering
+        .load_str("hooks.json", &policy, None)
+        .expect("loads");
+    assert!(answering.build().diagnostics().is_empty());
 }
