@@ -395,6 +395,34 @@ fn a_claude_style_policy_answers_in_claude_codes_format() {
     );
 }
 
+/// A sandbox gate's `{}` (the trivial hook `cat > /dev/null; echo '{}'`) says nothing and is
+/// not reported; a gate whose answer cannot be read is, on every call.
+#[test]
+fn an_empty_sandbox_answer_is_silent_and_a_broken_one_is_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (answer, report) in [("'{}'", ""), ("nope", "failed open")] {
+        let gate = json!({"command": format!("cat > /dev/null; echo {answer}"), "type": "command"});
+        let policy = write(
+            dir.path(),
+            "gate.json",
+            &json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [gate]}]}}),
+        );
+        let output = hook(
+            dir.path(),
+            dir.path(),
+            &["--policy", &policy],
+            &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
+        );
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        assert!(output.stdout.is_empty());
+        if report.is_empty() {
+            assert_eq!(stderr(&output), "");
+        } else {
+            assert!(stderr(&output).contains(report), "{}", stderr(&output));
+        }
+    }
+}
+
 #[test]
 fn unreadable_input_is_a_non_blocking_error_unless_a_handler_fails_closed() {
     let dir = tempfile::tempdir().expect("tempdir");
