@@ -11,16 +11,24 @@ use serde_json::{Value, json};
 use super::super::{code, seed_config, stdout_json, write};
 use super::{cursor, gemini_cli, hook_as, stderr, with_fields};
 
-/// A policy whose one hook on `event` keeps what it was sent in `DIR/seen.json` and answers
-/// `reply`: in the sandbox dialect (a group's `event` rules) when `sandbox`, else Claude-style.
-fn recording(dir: &Path, event: &str, reply: &Value, sandbox: bool) -> String {
+/// The policy dialect a test's hook is written in.
+#[derive(Clone, Copy)]
+enum Dialect {
+    /// Claude-style settings: `{"hooks": {EVENT: [rules]}}`.
+    Claude,
+    /// The sandbox dialect: a group's `EVENT: [rules]`.
+    Sandbox,
+}
+
+/// A policy in `dialect` whose one hook on `event` keeps what it was sent in `DIR/seen.json`
+/// and answers `reply`.
+fn recording(dir: &Path, event: &str, reply: &Value, dialect: Dialect) -> String {
     let seen = dir.join("seen.json");
     let command = format!("cat > '{}'; printf '%s' '{reply}'", seen.display());
     let rules = json!([{"hooks": [{"type": "command", "command": command}]}]);
-    let policy = if sandbox {
-        json!({"pass-through": {event: rules}})
-    } else {
-        json!({"hooks": {event: rules}})
+    let policy = match dialect {
+        Dialect::Claude => json!({"hooks": {event: rules}}),
+        Dialect::Sandbox => json!({"pass-through": {event: rules}}),
     };
     write(dir, "recording.json", &policy)
 }
@@ -38,6 +46,14 @@ fn hook(agent: &str, dir: &Path, policy: &str, extra: &[&str], input: &Value) ->
     hook_as(agent, dir, dir, &args, input.to_string().as_bytes())
 }
 
+/// `input` (an event that names itself) answered by `agent` under a [`recording`] policy in
+/// `dialect` that answers `reply`.
+fn answered(agent: &str, dir: &Path, dialect: Dialect, reply: &Value, input: &Value) -> Output {
+    let event = input["hook_event_name"].as_str().expect("event name");
+    let policy = recording(dir, event, reply, dialect);
+    hook(agent, dir, &policy, &[], input)
+}
+
 /// Claude Code's (and Codex's) input for `event`.
 fn claude_event(dir: &Path, event: &str, fields: Value) -> Value {
     let common = json!({"session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": dir,
@@ -48,61 +64,41 @@ fn claude_event(dir: &Path, event: &str, fields: Value) -> Value {
 #[test]
 fn claude_codes_own_events_reach_a_policy_that_names_them() {
     let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path();
     let task = claude_event(
-        dir.path(),
+        dir,
         "TaskCreated",
         json!({"task_id": "t1", "task_subject": "rm -rf victim"}),
     );
     // Claude-style: a block is exit 2 with the reason on stderr, the one way Claude Code
     // reads a block on all of these events; the hook saw the input exactly as sent.
-    let policy = recording(
-        dir.path(),
-        "TaskCreated",
-        &json!({"decision": "block", "reason": "no such tasks"}),
-        false,
-    );
-    let output = hook("claude-code", dir.path(), &policy, &[], &task);
+    let block = json!({"decision": "block", "reason": "no such tasks"});
+    let output = answered("claude-code", dir, Dialect::Claude, &block, &task);
     assert_eq!(code(&output), 2, "{}", stderr(&output));
     assert!(output.stdout.is_empty());
     assert_eq!(stderr(&output), "no such tasks\n");
-    assert_eq!(seen(dir.path()), task);
+    assert_eq!(seen(dir), task);
     // The sandbox dialect binds it too, and its deny blocks.
-    let policy = recording(
-        dir.path(),
-        "TaskCreated",
-        &json!({"decision": "deny", "reason": "not today"}),
-        true,
-    );
-    let output = hook("claude-code", dir.path(), &policy, &[], &task);
+    let deny = json!({"decision": "deny", "reason": "not today"});
+    let output = answered("claude-code", dir, Dialect::Sandbox, &deny, &task);
     assert_eq!((code(&output), stderr(&output)), (2, "not today\n".into()));
-    assert_eq!(seen(dir.path()), task);
+    assert_eq!(seen(dir), task);
     // Additional context where Claude Code reads it (Setup).
-    let reply =
+    let context =
         json!({"hookSpecificOutput": {"hookEventName": "Setup", "additionalContext": "use make"}});
-    let policy = recording(dir.path(), "Setup", &reply, false);
-    let setup = claude_event(dir.path(), "Setup", json!({"trigger": "init"}));
-    let output = hook("claude-code", dir.path(), &policy, &[], &setup);
+    let setup = claude_event(dir, "Setup", json!({"trigger": "init"}));
+    let output = answered("claude-code", dir, Dialect::Claude, &context, &setup);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
-    assert_eq!(stdout_json(&output), reply);
+    assert_eq!(stdout_json(&output), context);
     // An event Claude Code does not let a hook block: the block is no answer.
-    let policy = recording(
-        dir.path(),
-        "CwdChanged",
-        &json!({"decision": "block", "reason": "stay"}),
-        false,
-    );
-    let moved = claude_event(
-        dir.path(),
-        "CwdChanged",
-        json!({"old_cwd": "/a", "new_cwd": "/b"}),
-    );
-    let output = hook("claude-code", dir.path(), &policy, &[], &moved);
+    let moved = claude_event(dir, "CwdChanged", json!({"old_cwd": "/a", "new_cwd": "/b"}));
+    let output = answered("claude-code", dir, Dialect::Claude, &block, &moved);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert!(output.stdout.is_empty());
-    assert_eq!(seen(dir.path()), moved);
+    assert_eq!(seen(dir), moved);
     // A policy that does not name the event has no opinion on it.
-    let gate = seed_config(dir.path(), "security-gate.hooks.json");
-    let output = hook("claude-code", dir.path(), &gate, &[], &task);
+    let gate = seed_config(dir, "security-gate.hooks.json");
+    let output = hook("claude-code", dir, &gate, &[], &task);
     assert_eq!(code(&output), 0);
     assert!(output.stdout.is_empty());
 }
@@ -137,74 +133,48 @@ fn codexs_own_events_are_matched_by_their_matcher_field() {
 #[test]
 fn gemini_clis_model_events_reach_a_policy_that_names_them() {
     let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path();
     let request = gemini_cli::event(
-        dir.path(),
+        dir,
         "BeforeModel",
         json!({"llm_request": {"model": "m", "messages": []}}),
     );
-    let policy = recording(
-        dir.path(),
-        "BeforeModel",
-        &json!({"decision": "block", "reason": "model calls are off"}),
-        false,
-    );
-    let output = hook("gemini-cli", dir.path(), &policy, &[], &request);
+    let block = json!({"decision": "block", "reason": "model calls are off"});
+    let output = answered("gemini-cli", dir, Dialect::Claude, &block, &request);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert_eq!(
         stdout_json(&output),
         json!({"decision": "deny", "reason": "model calls are off"})
     );
-    assert_eq!(seen(dir.path()), request);
+    assert_eq!(seen(dir), request);
     // A sandbox-dialect deny of a response.
     let response = gemini_cli::event(
-        dir.path(),
+        dir,
         "AfterModel",
         json!({"llm_request": {}, "llm_response": {"text": "sk-123"}}),
     );
-    let policy = recording(
-        dir.path(),
-        "AfterModel",
-        &json!({"decision": "deny", "reason": "a key in the answer"}),
-        true,
-    );
-    let output = hook("gemini-cli", dir.path(), &policy, &[], &response);
-    assert_eq!(
-        stdout_json(&output),
-        json!({"decision": "deny", "reason": "a key in the answer"})
-    );
+    let deny = json!({"decision": "deny", "reason": "a key in the answer"});
+    let output = answered("gemini-cli", dir, Dialect::Sandbox, &deny, &response);
+    assert_eq!(stdout_json(&output), deny);
     // BeforeToolSelection cannot be blocked: no answer.
-    let policy = recording(
-        dir.path(),
-        "BeforeToolSelection",
-        &json!({"decision": "block", "reason": "x"}),
-        false,
-    );
-    let selection = gemini_cli::event(
-        dir.path(),
-        "BeforeToolSelection",
-        json!({"llm_request": {}}),
-    );
-    let output = hook("gemini-cli", dir.path(), &policy, &[], &selection);
+    let selection = gemini_cli::event(dir, "BeforeToolSelection", json!({"llm_request": {}}));
+    let output = answered("gemini-cli", dir, Dialect::Claude, &block, &selection);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert!(output.stdout.is_empty());
-    assert_eq!(seen(dir.path()), selection);
+    assert_eq!(seen(dir), selection);
 }
 
 #[test]
 fn cursors_tab_read_is_a_permission_event() {
     let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path();
     let read = cursor::event(
-        dir.path(),
+        dir,
         "beforeTabFileRead",
         json!({"file_path": "/srv/.env", "content": "KEY=1"}),
     );
-    let policy = recording(
-        dir.path(),
-        "beforeTabFileRead",
-        &json!({"decision": "deny", "reason": "no secrets in Tab"}),
-        true,
-    );
-    let output = hook("cursor", dir.path(), &policy, &[], &read);
+    let deny = json!({"decision": "deny", "reason": "no secrets in Tab"});
+    let output = answered("cursor", dir, Dialect::Sandbox, &deny, &read);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let reason = "no secrets in Tab";
     assert_eq!(
@@ -212,15 +182,14 @@ fn cursors_tab_read_is_a_permission_event() {
         json!({"permission": "deny", "user_message": reason, "agent_message": reason})
     );
     // Cursor's input has no `cwd`: the hook is told the workspace root.
-    let at_root = |input: &Value| with_fields(input.clone(), json!({"cwd": dir.path()}));
-    assert_eq!(seen(dir.path()), at_root(&read));
+    let at_root = |input: &Value| with_fields(input.clone(), json!({"cwd": dir}));
+    assert_eq!(seen(dir), at_root(&read));
     // An observation event reaches the policy and gets no answer.
-    let response = cursor::event(dir.path(), "afterAgentResponse", json!({"text": "done"}));
-    let policy = recording(dir.path(), "afterAgentResponse", &json!({}), false);
-    let output = hook("cursor", dir.path(), &policy, &[], &response);
+    let response = cursor::event(dir, "afterAgentResponse", json!({"text": "done"}));
+    let output = answered("cursor", dir, Dialect::Claude, &json!({}), &response);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert!(output.stdout.is_empty());
-    assert_eq!(seen(dir.path()), at_root(&response));
+    assert_eq!(seen(dir), at_root(&response));
 }
 
 #[test]
@@ -228,7 +197,7 @@ fn copilots_error_event_reaches_a_policy_under_its_name() {
     let dir = tempfile::tempdir().expect("tempdir");
     let error =
         json!({"timestamp": 1, "cwd": dir.path(), "error": {"message": "boom", "name": "Error"}});
-    let policy = recording(dir.path(), "errorOccurred", &json!({}), false);
+    let policy = recording(dir.path(), "errorOccurred", &json!({}), Dialect::Claude);
     let output = hook(
         "copilot",
         dir.path(),
@@ -248,12 +217,20 @@ fn copilots_error_event_reaches_a_policy_under_its_name() {
 fn a_policy_naming_an_event_no_agent_has_is_an_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let request = gemini_cli::event(dir.path(), "BeforeModel", json!({"llm_request": {}}));
-    for (sandbox, name, expected) in [
-        (false, "BeforeModle", "did you mean `BeforeModel`?"),
-        (true, "BeforeModle", "did you mean `BeforeModel`?"),
-        (false, "WorktreeCreate", "cannot pass through"),
+    for (dialect, name, expected) in [
+        (
+            Dialect::Claude,
+            "BeforeModle",
+            "did you mean `BeforeModel`?",
+        ),
+        (
+            Dialect::Sandbox,
+            "BeforeModle",
+            "did you mean `BeforeModel`?",
+        ),
+        (Dialect::Claude, "WorktreeCreate", "cannot pass through"),
     ] {
-        let policy = recording(dir.path(), name, &json!({}), sandbox);
+        let policy = recording(dir.path(), name, &json!({}), dialect);
         let output = hook("gemini-cli", dir.path(), &policy, &[], &request);
         assert_eq!(code(&output), 2, "{name}: {}", stderr(&output));
         assert!(stderr(&output).contains(expected), "{}", stderr(&output));
