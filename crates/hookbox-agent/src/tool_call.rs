@@ -43,6 +43,36 @@ pub struct ToolCallReport {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+impl ToolCallReport {
+    /// Logs what whoever made the call does not see (the Interactions agent and `hookbox mcp`
+    /// alike): every hook that failed and let the call go on, and every problem with the
+    /// environment's hook files (a group a later file may not replace, a model-written file
+    /// over its bounds or unparsable). `context` names the call, e.g. `interaction int_…`.
+    pub fn log_hook_problems(&self, context: &str) {
+        for entry in self.trace.iter().filter(|entry| !entry.failed_closed) {
+            if let Some(failure) = &entry.failure {
+                tracing::warn!(
+                    context,
+                    tool = self.tool,
+                    handler = entry.label,
+                    cause = %failure,
+                    "hook failed open: the call went on without its decision"
+                );
+            }
+        }
+        for diagnostic in &self.diagnostics {
+            tracing::warn!(
+                context,
+                tool = self.tool,
+                file = diagnostic.source,
+                json_path = diagnostic.json_path,
+                "hook configuration: {}",
+                diagnostic.message
+            );
+        }
+    }
+}
+
 /// Why tool calls cannot be made in an environment at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolCallError {

@@ -17,7 +17,7 @@ use crate::handler::{CallbackHandler, Delivery, Handler, HttpHandler};
 use crate::hookset::HookSet;
 use crate::input::EventInput;
 use crate::outbox::{OutboxEvent, OutboxQueue, OutboxSink};
-use crate::outcome::{Decision, HookOutcome};
+use crate::outcome::HookOutcome;
 use crate::runner::{CommandRequest, HttpRequest, Runners};
 use crate::trace::Failure;
 
@@ -195,9 +195,10 @@ fn queue_of(input: &EventInput) -> OutboxQueue {
     }
 }
 
-/// Whether an earlier sandbox handler's deny means the remaining ones must not run.
+/// Whether an earlier sandbox handler's deny means the remaining ones must not run: on every
+/// event it can block (`pre_tool_execution`, a blockable agent event).
 fn stops_chain(event: HookEvent, outcome: &HookOutcome) -> bool {
-    event == HookEvent::PreToolExecution && outcome.decision == Decision::Deny
+    event.can_block() && outcome.decision.is_blocking()
 }
 
 /// Calls an in-process callback under its timeout, turning panics into failures.

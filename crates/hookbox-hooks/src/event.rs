@@ -2,10 +2,12 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+
+use crate::agent_event::AgentEvent;
 
 /// The two hook systems hookbox implements; each has its own config format and reply semantics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dialect {
     /// Sandbox hooks (`.agents/hooks.json`): `pre_tool_execution` / `post_tool_execution`,
@@ -16,14 +18,12 @@ pub enum Dialect {
     Sdk,
 }
 
-/// One point of the agent's life at which hooks can run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+/// One point of the agent's life at which hooks can run. Serialized as its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum HookEvent {
     /// Sandbox dialect: just before a built-in sandbox tool runs; may deny it.
-    #[serde(rename = "pre_tool_execution")]
     PreToolExecution,
     /// Sandbox dialect: just after a built-in sandbox tool ran; output ignored.
-    #[serde(rename = "post_tool_execution")]
     PostToolExecution,
     /// SDK dialect: before a tool runs; may allow, deny, ask or rewrite its input.
     PreToolUse,
@@ -49,10 +49,13 @@ pub enum HookEvent {
     SessionStart,
     /// SDK dialect (extension of the ten): when a session ends.
     SessionEnd,
+    /// An event of an agent `hookbox hook` serves that has no counterpart above, passed
+    /// through under the agent's own name (`BeforeModel`, `PostCompact`…), in either dialect.
+    Agent(AgentEvent),
 }
 
 impl HookEvent {
-    /// Every event, sandbox ones first.
+    /// Every hookbox event, sandbox ones first (agents' pass-through events aside).
     pub const ALL: [Self; 14] = [
         Self::PreToolExecution,
         Self::PostToolExecution,
@@ -87,10 +90,11 @@ impl HookEvent {
             Self::PermissionRequest => "PermissionRequest",
             Self::SessionStart => "SessionStart",
             Self::SessionEnd => "SessionEnd",
+            Self::Agent(event) => event.name(),
         }
     }
 
-    /// The event with this exact name, if any.
+    /// The hookbox event with this exact name, if any (agents' pass-through events aside).
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|event| event.name() == name)
     }
@@ -99,6 +103,7 @@ impl HookEvent {
     pub fn dialect(self) -> Dialect {
         match self {
             Self::PreToolExecution | Self::PostToolExecution => Dialect::Sandbox,
+            Self::Agent(event) => event.dialect(),
             _ => Dialect::Sdk,
         }
     }
@@ -117,19 +122,45 @@ impl HookEvent {
             Self::SessionStart => Some("source"),
             Self::SessionEnd => Some("reason"),
             Self::UserPromptSubmit | Self::Stop => None,
+            Self::Agent(event) => event.matcher_field(),
         }
     }
 
     /// Whether a hook can stop what this event announces (a tool call, a prompt, a stop…).
     pub fn can_block(self) -> bool {
-        !matches!(
-            self,
-            Self::PostToolExecution
-                | Self::Notification
-                | Self::SubagentStart
-                | Self::SessionStart
-                | Self::SessionEnd
-        )
+        match self {
+            Self::Agent(event) => event.can_block(),
+            _ => !matches!(
+                self,
+                Self::PostToolExecution
+                    | Self::Notification
+                    | Self::SubagentStart
+                    | Self::SessionStart
+                    | Self::SessionEnd
+            ),
+        }
+    }
+
+    /// Whether a Claude-style reply's `additionalContext` means something on this event.
+    pub fn takes_context(self) -> bool {
+        match self {
+            Self::Agent(event) => event.takes_context(),
+            _ => matches!(
+                self,
+                Self::PreToolUse
+                    | Self::PostToolUse
+                    | Self::PostToolUseFailure
+                    | Self::UserPromptSubmit
+                    | Self::SessionStart
+                    | Self::SubagentStart
+            ),
+        }
+    }
+}
+
+impl Serialize for HookEvent {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 

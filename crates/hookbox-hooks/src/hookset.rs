@@ -31,6 +31,29 @@ fn over_bound(source: &str, message: String) -> Diagnostic {
     }
 }
 
+/// The warning for `binding` when it is bound to an agent's own event, which only `hookbox
+/// hook` answers.
+fn never_fired(binding: &Binding) -> Option<Diagnostic> {
+    let HookEvent::Agent(event) = binding.event else {
+        return None;
+    };
+    Some(Diagnostic {
+        severity: Severity::Warning,
+        source: binding.origin.source.clone(),
+        json_path: binding.origin.json_path.clone(),
+        message: format!(
+            "`{}` is an agent's own event that only `hookbox hook` answers: hookbox's own \
+             agent (interactions, SDK sessions, `hookbox mcp`) never fires it",
+            event.name()
+        ),
+        hint: Some(
+            "keep hooks on agents' own events in the policy of `hookbox hook` \
+             (docs/agent-adapters.md, \"Events passed through\")"
+                .to_owned(),
+        ),
+    })
+}
+
 /// Every binding of every loaded source, compiled for dispatch.
 ///
 /// Bindings keep their registration order (sources in load order, then file order); selection
@@ -137,6 +160,9 @@ pub struct HookSetBuilder {
     sources: Vec<HookSourceSummary>,
     /// The tools sandbox-dialect matchers are checked against (see [`config::parse`]).
     sandbox_tools: Vec<String>,
+    /// Whether the hooks answer agents' own events (`hookbox hook`); otherwise binding one is
+    /// warned about, since hookbox's own agent never fires them.
+    answers_agents: bool,
 }
 
 impl HookSetBuilder {
@@ -149,6 +175,14 @@ impl HookSetBuilder {
         S: Into<String>,
     {
         self.sandbox_tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Says that these hooks answer the agents' hook events (`hookbox hook`), so hooks bound
+    /// to an agent's own event without a hookbox counterpart ([`HookEvent::Agent`]) can fire.
+    /// Without it, each such binding gets a warning: hookbox's own agent never fires them.
+    pub fn answers_agents(&mut self) -> &mut Self {
+        self.answers_agents = true;
         self
     }
 
@@ -242,6 +276,10 @@ impl HookSetBuilder {
             .retain(|group| !shadowed.contains(&group.name));
         for binding in &mut parsed.bindings {
             binding.origin.trust = trust;
+        }
+        if !self.answers_agents {
+            self.diagnostics
+                .extend(parsed.bindings.iter().filter_map(never_fired));
         }
         self.bindings.extend(parsed.bindings);
         self.diagnostics.extend(parsed.diagnostics);

@@ -133,8 +133,9 @@ impl EventInput {
         }
     }
 
-    /// An SDK-dialect event whose payload is exactly `payload`, as an agent sent it (`hookbox
-    /// hook`): nothing is added, so a Claude-style policy sees the agent's own fields.
+    /// An event whose payload is exactly `payload`, as an agent sent it (`hookbox hook`):
+    /// nothing is added, so a Claude-style policy sees the agent's own fields. Also an agent's
+    /// pass-through event ([`HookEvent::Agent`]), in either dialect.
     pub fn sdk_payload(event: HookEvent, payload: Map<String, Value>) -> Self {
         Self {
             event,
@@ -146,10 +147,10 @@ impl EventInput {
     }
 
     /// Adds (or overrides) payload fields, e.g. `error` on a post event or `prompt` on
-    /// `UserPromptSubmit`. SDK events re-read their matched field and tool-use id.
+    /// `UserPromptSubmit`. SDK and agent events re-read their matched field and tool-use id.
     pub fn with_fields(mut self, fields: Map<String, Value>) -> Self {
         self.payload.extend(fields);
-        if self.event.dialect() == Dialect::Sdk {
+        if self.event.dialect() == Dialect::Sdk || matches!(self.event, HookEvent::Agent(_)) {
             self.match_value = self
                 .event
                 .matcher_field()

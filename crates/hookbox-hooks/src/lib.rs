@@ -50,6 +50,7 @@
 //! ```
 
 pub mod adapter;
+mod agent_event;
 mod aggregate;
 mod binding;
 pub mod config;
@@ -70,6 +71,7 @@ mod runner;
 mod sdk_event;
 mod trace;
 
+pub use agent_event::AgentEvent;
 pub use binding::{Binding, Origin, Trust};
 pub use diagnostic::{Diagnostic, Severity};
 pub use dispatch::Dispatcher;

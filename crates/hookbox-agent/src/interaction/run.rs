@@ -238,30 +238,9 @@ impl Agent {
             Ok(report) => report,
             Err(err) => return (json!(err.to_string()), true),
         };
-        // Never silent: every handler that failed and let the call go on is logged.
-        for entry in report.trace.iter().filter(|entry| !entry.failed_closed) {
-            if let Some(failure) = &entry.failure {
-                tracing::warn!(
-                    interaction = interaction_id.unwrap_or("-"),
-                    tool = call.name,
-                    handler = entry.label,
-                    cause = %failure,
-                    "hook failed open: the call went on without its decision"
-                );
-            }
-        }
-        // Problems with the hook files (a group a later file may not replace, a model-written
-        // file over its bounds or unparsable) are logged and kept in the call's record.
-        for diagnostic in &report.diagnostics {
-            tracing::warn!(
-                interaction = interaction_id.unwrap_or("-"),
-                tool = call.name,
-                file = diagnostic.source,
-                json_path = diagnostic.json_path,
-                "hook configuration: {}",
-                diagnostic.message
-            );
-        }
+        // Never silent: hooks that failed open and problems with the hook files are logged
+        // (and kept in the call's record).
+        report.log_hook_problems(&format!("interaction {}", interaction_id.unwrap_or("-")));
         // The egress proxy's decisions for this call (never header values) go to the same
         // record.
         *record = CallRecord {

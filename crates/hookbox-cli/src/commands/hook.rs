@@ -67,10 +67,29 @@ impl Call {
             .map(|(_, value)| value.clone())
     }
 
-    /// The caller's `$HOOKBOX_HOME` (or its default).
-    fn home(&self) -> anyhow::Result<PathBuf> {
-        Ok(hookbox_env::Environments::home_in(|name| self.var(name))?)
+    /// The caller's `$HOOKBOX_HOME` (or its default) and its `hookbox.toml`, read once per
+    /// call: for the policy files and for the decision log.
+    fn settings(&self) -> anyhow::Result<Settings> {
+        let home = hookbox_env::Environments::home_in(|name| self.var(name))?;
+        let config = Config::read(self.args.config.as_deref(), &home)?;
+        Ok(Settings { home, config })
     }
+}
+
+/// A call's home and configuration (see [`Call::settings`]).
+struct Settings {
+    /// `$HOOKBOX_HOME`.
+    home: PathBuf,
+    /// Its `hookbox.toml` (or `--config`).
+    config: Config,
+}
+
+/// The settings of a call, or why they could not be read (each user of them reports it).
+type SettingsRead<'a> = Result<&'a Settings, &'a anyhow::Error>;
+
+/// The settings read, or their error as the caller's own.
+fn settings_of(read: SettingsRead<'_>) -> anyhow::Result<&Settings> {
+    read.map_err(|err| anyhow::anyhow!("{err:#}"))
 }
 
 /// A loaded policy: its hooks, and the project file left out as untrusted.
@@ -156,15 +175,22 @@ pub(crate) fn run(
 /// Answers `call` with `engine` and logs the decision (a logging problem is added to stderr).
 pub(crate) fn respond(call: &Call, engine: &dyn Engine) -> Reply {
     let started = Instant::now();
-    let (reply, decision) = answer(call, engine);
-    logged(call, reply, decision, started)
+    let settings = call.settings();
+    let (reply, decision) = answer(call, settings.as_ref(), engine);
+    logged(call, settings.as_ref(), reply, decision, started)
 }
 
 /// `reply`, after `decision` (if any) was logged with its latency since `started`.
-fn logged(call: &Call, mut reply: Reply, decision: Option<NewDecision>, started: Instant) -> Reply {
+fn logged(
+    call: &Call,
+    settings: SettingsRead<'_>,
+    mut reply: Reply,
+    decision: Option<NewDecision>,
+    started: Instant,
+) -> Reply {
     if let Some(mut decision) = decision {
         decision.latency = started.elapsed();
-        if let Err(err) = record(call, &decision) {
+        if let Err(err) = settings_of(settings).and_then(|settings| record(settings, &decision)) {
             reply.stderr.push_str(&format!(
                 "hookbox hook {}: the decision was not logged: {err:#}\n",
                 Agent::from(call.args.agent).name()
@@ -179,17 +205,20 @@ fn logged(call: &Call, mut reply: Reply, decision: Option<NewDecision>, started:
 /// non-blocking one otherwise, as for input the adapter cannot read.
 fn respond_failed(call: &Call, message: &str) -> Reply {
     let started = Instant::now();
+    let settings = call.settings();
     let agent = Agent::from(call.args.agent);
     let translated = call
         .stdin
         .as_ref()
         .ok()
         .and_then(|stdin| agent.translate(stdin, call.args.event.as_deref()).ok());
-    let deny = locate_policy(call, &working_dir(call, translated.as_ref()))
+    let cwd = working_dir(call, translated.as_ref());
+    let deny = locate_policy(call, settings.as_ref(), &cwd)
         .and_then(|(files, _)| load_policy_files(&files))
         .map_or(true, |policy| adapter::fails_closed(&policy.hooks));
     let decision = translated.map(|translated| translated.failed(agent, message, deny));
-    logged(call, agent.failure(message, deny), decision, started)
+    let reply = agent.failure(message, deny);
+    logged(call, settings.as_ref(), reply, decision, started)
 }
 
 /// A journal past this size is imported into the store by the `hookbox hook` that grew it (so
@@ -199,15 +228,14 @@ const JOURNAL_IMPORT_BYTES: u64 = 256 * 1024;
 /// Logs `decision`: appended to the decision journal in `$HOOKBOX_HOME` (a few microseconds;
 /// the store's decision log takes it at the next `hookbox log`, or here once the journal is
 /// large), unless `[policy] keep_decisions = 0`.
-fn record(call: &Call, decision: &NewDecision) -> anyhow::Result<()> {
-    let home = call.home()?;
-    let config = Config::read(call.args.config.as_deref(), &home)?;
+fn record(settings: &Settings, decision: &NewDecision) -> anyhow::Result<()> {
+    let Settings { home, config } = settings;
     let keep = config.policy.keep_decisions();
     if keep == 0 {
         return Ok(());
     }
-    std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
-    let journal = DecisionJournal::in_dir(&home);
+    std::fs::create_dir_all(home).with_context(|| format!("cannot create {}", home.display()))?;
+    let journal = DecisionJournal::in_dir(home);
     let size = journal.append(Timestamp::now(), decision)?;
     if size > JOURNAL_IMPORT_BYTES {
         let path = home.join("hookbox.db");
@@ -220,7 +248,11 @@ fn record(call: &Call, decision: &NewDecision) -> anyhow::Result<()> {
 
 /// Reads the event, loads the policy and decides; every failure becomes the agent's reply.
 /// Also what the decision log keeps of it (nothing when the input could not be read at all).
-fn answer(call: &Call, engine: &dyn Engine) -> (Reply, Option<NewDecision>) {
+fn answer(
+    call: &Call,
+    settings: SettingsRead<'_>,
+    engine: &dyn Engine,
+) -> (Reply, Option<NewDecision>) {
     let agent = Agent::from(call.args.agent);
     let input = match &call.stdin {
         Ok(stdin) => agent.translate(stdin, call.args.event.as_deref()),
@@ -228,7 +260,7 @@ fn answer(call: &Call, engine: &dyn Engine) -> (Reply, Option<NewDecision>) {
     };
     let cwd = working_dir(call, input.as_ref().ok());
     // Without its policy nothing can be let through that the policy would deny: block.
-    let loaded = locate_policy(call, &cwd)
+    let loaded = locate_policy(call, settings, &cwd)
         .and_then(|(files, project)| Ok((engine.policy(&files)?, project)));
     let (LoadedPolicy { hooks, untrusted }, project) = match loaded {
         Ok(loaded) => loaded,
@@ -301,7 +333,11 @@ fn working_dir(call: &Call, translated: Option<&adapter::Translated>) -> PathBuf
 
 /// The policy files of `call` (`--policy FILE`, else the managed, user and project files) and
 /// its project directory: the one the agent names (e.g. `CLAUDE_PROJECT_DIR`), else `cwd`.
-fn locate_policy(call: &Call, cwd: &Path) -> anyhow::Result<(PolicyFiles, PathBuf)> {
+fn locate_policy(
+    call: &Call,
+    settings: SettingsRead<'_>,
+    cwd: &Path,
+) -> anyhow::Result<(PolicyFiles, PathBuf)> {
     let project = Agent::from(call.args.agent)
         .project_variable()
         .and_then(|name| call.var(name))
@@ -309,12 +345,12 @@ fn locate_policy(call: &Call, cwd: &Path) -> anyhow::Result<(PolicyFiles, PathBu
     let files = match &call.args.policy {
         Some(path) => PolicyFiles::Explicit(path.clone()),
         None => {
-            let home = call.home()?;
-            let config = Config::read(call.args.config.as_deref(), &home)?;
+            let Settings { home, config } = settings_of(settings)?;
             PolicyFiles::Layered {
                 managed: config
                     .policy
                     .managed
+                    .clone()
                     .unwrap_or_else(|| PathBuf::from(MANAGED_POLICY)),
                 user: home.join("policy.json"),
                 project: project.join(".agents").join("hooks.json"),
@@ -329,6 +365,7 @@ fn locate_policy(call: &Call, cwd: &Path) -> anyhow::Result<(PolicyFiles, PathBu
 /// might have been a gate).
 pub(crate) fn load_policy_files(files: &PolicyFiles) -> anyhow::Result<LoadedPolicy> {
     let mut builder = sandbox_hooks_builder();
+    builder.answers_agents();
     let loaded = files.load(&mut builder)?;
     let hooks = builder.build();
     if hooks.has_errors() {

@@ -8,7 +8,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 
 use super::super::{code, seed_config, stdout_json, write};
-use super::{hook_as, stderr};
+use super::{hook_as, open_and_closed_gates, script_hook, stderr};
 
 fn hook(dir: &Path, policy: &str, event: &str, input: &Value) -> Output {
     hook_as(
@@ -69,16 +69,15 @@ fn the_seeds_gates_deny_copilots_bash_and_view_calls() {
 fn a_claude_style_policy_sees_copilots_calls_as_claude_codes_and_answers_in_copilots_format() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Asks about every call, rewriting it, with what it was sent as the reason.
-    let script = dir.path().join("echo.py");
-    std::fs::write(
-        &script,
+    let echo = script_hook(
+        dir.path(),
+        "echo.py",
         "import sys, json\nd = json.load(sys.stdin)\nseen = {k: d.get(k) for k in ('hook_event_name', 'tool_name', 'tool_input', 'error')}\nprint(json.dumps({'hookSpecificOutput': {'hookEventName': d['hook_event_name'], 'permissionDecision': 'ask', 'permissionDecisionReason': json.dumps(seen, sort_keys=True), 'updatedInput': {'file_path': '/srv/b', 'content': 'x'}}}))\n",
-    )
-    .expect("script");
+    );
     let policy = write(
         dir.path(),
         "claude.json",
-        &json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": format!("python3 {}", script.display())}]}]}}),
+        &json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [echo]}]}}),
     );
     let output = hook(
         dir.path(),
@@ -136,13 +135,7 @@ fn unknown_events_pass_and_blocks_copilot_cannot_enforce_are_said() {
 #[test]
 fn unreadable_input_passes_with_a_message_unless_a_handler_fails_closed() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = seed_config(dir.path(), "security-gate.hooks.json");
-    let closed = write(
-        dir.path(),
-        "closed.json",
-        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
-            {"type": "command", "command": "true", "on_error": "deny"}]}]}}),
-    );
+    let (open, closed) = open_and_closed_gates(dir.path());
     // No event named anywhere.
     let input = pre_tool_use(dir.path(), "bash", &json!({"command": "rm -rf /"}));
     let output = hook_as(

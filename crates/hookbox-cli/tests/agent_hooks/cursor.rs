@@ -6,8 +6,8 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use super::super::{code, seed_config, stdout_json, write};
-use super::{hook_as, stderr};
+use super::super::{code, seed_config, stdout_json};
+use super::{hook_as, open_and_closed_gates, replying, stderr, with_fields};
 
 fn hook(dir: &Path, policy: &str, event: &Value) -> Output {
     hook_as(
@@ -20,17 +20,13 @@ fn hook(dir: &Path, policy: &str, event: &Value) -> Output {
 }
 
 /// Cursor's input: the common fields, then the event's own.
-fn event(root: &Path, name: &str, fields: Value) -> Value {
-    let mut input = json!({
+pub(super) fn event(root: &Path, name: &str, fields: Value) -> Value {
+    let input = json!({
         "conversation_id": "conv-123", "generation_id": "gen-456", "model": "gpt-5",
         "hook_event_name": name, "cursor_version": "2.0.77", "workspace_roots": [root],
         "user_email": null, "transcript_path": null,
     });
-    input
-        .as_object_mut()
-        .expect("object")
-        .extend(fields.as_object().expect("object").clone());
-    input
+    with_fields(input, fields)
 }
 
 #[test]
@@ -87,16 +83,6 @@ fn the_seeds_gates_deny_cursors_shell_and_read_calls() {
             .stdout
             .is_empty()
     );
-}
-
-/// A Claude-style policy whose one `event` hook prints `reply`.
-fn replying(dir: &Path, event: &str, reply: &Value) -> String {
-    let command = format!("cat > /dev/null; printf '%s' '{reply}'");
-    write(
-        dir,
-        "reply.json",
-        &json!({"hooks": {event: [{"hooks": [{"type": "command", "command": command}]}]}}),
-    )
 }
 
 #[test]
@@ -184,13 +170,7 @@ fn answers_are_in_cursors_format() {
 #[test]
 fn unreadable_input_is_a_failure_unless_a_handler_fails_closed() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = seed_config(dir.path(), "security-gate.hooks.json");
-    let closed = write(
-        dir.path(),
-        "closed.json",
-        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
-            {"type": "command", "command": "true", "on_error": "deny"}]}]}}),
-    );
+    let (open, closed) = open_and_closed_gates(dir.path());
     let input = br#"{"hook_event_name": "beforeShellExecution", "cwd": "/"}"#;
     let output = hook_as(
         "cursor",

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use super::{pre_tool_use, stderr};
+use super::{pre_tool_use, script_hook, stderr};
 use crate::{code, hookbox_in, seed_config, stdout_json, write};
 
 /// Starts the daemon of `home` unless it runs, and waits until it answers.
@@ -191,17 +191,15 @@ fn command_hooks_get_the_callers_working_directory_and_environment() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");
     // Denies with the hook's working directory and the caller's HOOKBOX_TEST_VALUE as reason.
-    let script = dir.path().join("where.sh");
-    std::fs::write(
-        &script,
+    let hook = script_hook(
+        dir.path(),
+        "where.sh",
         "cat > /dev/null\nprintf '{\"decision\":\"deny\",\"reason\":\"%s %s\"}' \"$(pwd)\" \"$HOOKBOX_TEST_VALUE\"\n",
-    )
-    .expect("script");
+    );
     let policy = write(
         dir.path(),
         "where.json",
-        &json!({"where": {"pre_tool_execution": [{"matcher": "*", "hooks": [
-            {"type": "command", "command": format!("sh {}", script.display())}]}]}}),
+        &json!({"where": {"pre_tool_execution": [{"matcher": "*", "hooks": [hook]}]}}),
     );
     start(&home);
     for (name, value) in [("one", "first caller"), ("two", "second caller")] {

@@ -7,7 +7,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 
 use super::super::{code, seed_config, stdout_json, write};
-use super::{hook_as, stderr};
+use super::{hook_as, open_and_closed_gates, replying, script_hook, stderr, with_fields};
 
 fn hook(dir: &Path, policy: &str, event: &Value) -> Output {
     hook_as(
@@ -20,16 +20,12 @@ fn hook(dir: &Path, policy: &str, event: &Value) -> Output {
 }
 
 /// Gemini CLI's input: the base fields, then the event's own.
-fn event(cwd: &Path, name: &str, fields: Value) -> Value {
-    let mut input = json!({
+pub(super) fn event(cwd: &Path, name: &str, fields: Value) -> Value {
+    let input = json!({
         "session_id": "8f2c", "transcript_path": "/home/u/.gemini/tmp/x/chats/session.json",
         "cwd": cwd, "hook_event_name": name, "timestamp": "2026-12-02T06:40:00.000Z",
     });
-    input
-        .as_object_mut()
-        .expect("object")
-        .extend(fields.as_object().expect("object").clone());
-    input
+    with_fields(input, fields)
 }
 
 #[test]
@@ -80,13 +76,12 @@ fn the_seeds_gates_deny_gemini_clis_shell_and_read_calls() {
 fn a_claude_style_policy_sees_gemini_clis_calls_as_claude_codes() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Denies every PreToolUse/PostToolUseFailure, with what it was sent as the reason.
-    let script = dir.path().join("echo.py");
-    std::fs::write(
-        &script,
+    let echo = script_hook(
+        dir.path(),
+        "echo.py",
         "import sys, json\nd = json.load(sys.stdin)\nseen = {k: d.get(k) for k in ('hook_event_name', 'tool_name', 'tool_input', 'error')}\nprint(json.dumps({'decision': 'block', 'reason': json.dumps(seen, sort_keys=True), 'hookSpecificOutput': {'hookEventName': d['hook_event_name'], 'permissionDecision': 'deny', 'permissionDecisionReason': json.dumps(seen, sort_keys=True)}}))\n",
-    )
-    .expect("script");
-    let handler = json!([{"matcher": "*", "hooks": [{"type": "command", "command": format!("python3 {}", script.display())}]}]);
+    );
+    let handler = json!([{"matcher": "*", "hooks": [echo]}]);
     let policy = write(
         dir.path(),
         "claude.json",
@@ -127,16 +122,6 @@ fn a_claude_style_policy_sees_gemini_clis_calls_as_claude_codes() {
         )),
         json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "tool_input": {"command": "false"}, "error": "exit 1"})
     );
-}
-
-/// A Claude-style policy whose one `event` hook prints `reply`.
-fn replying(dir: &Path, event: &str, reply: &Value) -> String {
-    let command = format!("cat > /dev/null; printf '%s' '{reply}'");
-    write(
-        dir,
-        "reply.json",
-        &json!({"hooks": {event: [{"hooks": [{"type": "command", "command": command}]}]}}),
-    )
 }
 
 #[test]
@@ -199,7 +184,7 @@ fn answers_are_in_gemini_clis_format() {
         json!({"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": "be brief"},
             "continue": false, "stopReason": "quota"})
     );
-    // Model events have no counterpart: no decision.
+    // A model event (passed through) that the policy does not name: no decision.
     let output = hook(
         dir.path(),
         &policy,
@@ -216,13 +201,7 @@ fn answers_are_in_gemini_clis_format() {
 #[test]
 fn unreadable_input_is_a_warning_unless_a_handler_fails_closed() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = seed_config(dir.path(), "security-gate.hooks.json");
-    let closed = write(
-        dir.path(),
-        "closed.json",
-        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
-            {"type": "command", "command": "true", "on_error": "deny"}]}]}}),
-    );
+    let (open, closed) = open_and_closed_gates(dir.path());
     let input = br#"{"hook_event_name": "BeforeTool", "tool_name": "run_shell_command", "tool_input": "rm -rf /"}"#;
     let output = hook_as(
         "gemini-cli",

@@ -13,6 +13,7 @@ mod cursor;
 mod daemon;
 mod gemini_cli;
 mod log;
+mod passthrough;
 
 /// Runs `hookbox hook claude-code EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and
 /// `CLAUDE_PROJECT_DIR` = `project`.
@@ -120,13 +121,47 @@ fn stderr(output: &Output) -> String {
 }
 
 /// A Claude-style policy whose one `event` hook prints `reply` whatever it is sent.
-fn claude_policy(dir: &Path, event: &str, reply: &Value) -> String {
+fn replying(dir: &Path, event: &str, reply: &Value) -> String {
     let command = format!("cat > /dev/null; printf '%s' '{reply}'");
     write(
         dir,
-        "claude-policy.json",
-        &json!({"hooks": {event: [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]}}),
+        "reply.json",
+        &json!({"hooks": {event: [{"hooks": [{"type": "command", "command": command}]}]}}),
     )
+}
+
+/// The seeds' security gate (fails open) and a gate that fails closed (`on_error: "deny"`),
+/// as policy files in `dir`.
+fn open_and_closed_gates(dir: &Path) -> (String, String) {
+    let open = seed_config(dir, "security-gate.hooks.json");
+    let closed = write(
+        dir,
+        "closed.json",
+        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+            {"type": "command", "command": "true", "on_error": "deny"}]}]}}),
+    );
+    (open, closed)
+}
+
+/// Writes `source` to `dir/name` and returns a command handler running it (`python3` for a
+/// `.py` file, else `sh`).
+fn script_hook(dir: &Path, name: &str, source: &str) -> Value {
+    let script = dir.join(name);
+    std::fs::write(&script, source).expect("script");
+    let interpreter = if name.ends_with(".py") {
+        "python3"
+    } else {
+        "sh"
+    };
+    json!({"type": "command", "command": format!("{interpreter} {}", script.display())})
+}
+
+/// `base` (an agent's common input fields) with `fields` (the event's own) added.
+fn with_fields(mut base: Value, fields: Value) -> Value {
+    base.as_object_mut()
+        .expect("object")
+        .extend(fields.as_object().expect("object").clone());
+    base
 }
 
 #[test]
@@ -202,17 +237,15 @@ fn the_seeds_privacy_gate_denies_claude_codes_read_of_private_paths_however_spel
 fn a_sandbox_policy_sees_the_seeds_names_and_other_tools_under_their_own() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Denies everything, with the tool call it was sent as the reason.
-    let script = dir.path().join("echo.py");
-    std::fs::write(
-        &script,
+    let echo = script_hook(
+        dir.path(),
+        "echo.py",
         "import sys, json\nd = json.load(sys.stdin)\nprint(json.dumps({'decision': 'deny', 'reason': json.dumps(d['tool_call'], sort_keys=True)}))\n",
-    )
-    .expect("script");
+    );
     let policy = write(
         dir.path(),
         "echo.json",
-        &json!({"echo": {"pre_tool_execution": [{"matcher": "*", "hooks": [
-            {"type": "command", "command": format!("python3 {}", script.display())}]}]}}),
+        &json!({"echo": {"pre_tool_execution": [{"matcher": "*", "hooks": [echo]}]}}),
     );
     let seen = |tool: &str, input: Value| {
         let output = hook(
@@ -259,7 +292,7 @@ fn a_sandbox_policy_sees_the_seeds_names_and_other_tools_under_their_own() {
 fn a_claude_style_policy_answers_in_claude_codes_format() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = |event: &str, reply: Value, input: Value| {
-        let policy = claude_policy(dir.path(), event, &reply);
+        let policy = replying(dir.path(), event, &reply);
         let output = hook(
             dir.path(),
             dir.path(),
@@ -270,15 +303,11 @@ fn a_claude_style_policy_answers_in_claude_codes_format() {
         stdout_json(&output)
     };
     let common = |event: &str, fields: Value| {
-        let mut input = json!({
+        let input = json!({
             "session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": dir.path(),
             "permission_mode": "default", "hook_event_name": event,
         });
-        input
-            .as_object_mut()
-            .expect("object")
-            .extend(fields.as_object().expect("object").clone());
-        input
+        with_fields(input, fields)
     };
     let bash = json!({"tool_name": "Bash", "tool_input": {"command": "git push"}, "tool_use_id": "toolu_1"});
 
@@ -366,32 +395,38 @@ fn a_claude_style_policy_answers_in_claude_codes_format() {
     );
 }
 
+/// A sandbox gate's `{}` (the trivial hook `cat > /dev/null; echo '{}'`) says nothing and is
+/// not reported; a gate whose answer cannot be read is, on every call.
 #[test]
-fn events_without_a_counterpart_get_no_decision() {
+fn an_empty_sandbox_answer_is_silent_and_a_broken_one_is_reported() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let policy = seed_config(dir.path(), "security-gate.hooks.json");
-    let input = json!({"session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": dir.path(),
-        "hook_event_name": "TaskCreated", "task_id": "t1", "task_subject": "rm -rf victim"});
-    let output = hook(
-        dir.path(),
-        dir.path(),
-        &["--policy", &policy],
-        input.to_string().as_bytes(),
-    );
-    assert_eq!(code(&output), 0);
-    assert!(output.stdout.is_empty());
+    for (answer, report) in [("'{}'", ""), ("nope", "failed open")] {
+        let gate = json!({"command": format!("cat > /dev/null; echo {answer}"), "type": "command"});
+        let policy = write(
+            dir.path(),
+            "gate.json",
+            &json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [gate]}]}}),
+        );
+        let output = hook(
+            dir.path(),
+            dir.path(),
+            &["--policy", &policy],
+            &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
+        );
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        assert!(output.stdout.is_empty());
+        if report.is_empty() {
+            assert_eq!(stderr(&output), "");
+        } else {
+            assert!(stderr(&output).contains(report), "{}", stderr(&output));
+        }
+    }
 }
 
 #[test]
 fn unreadable_input_is_a_non_blocking_error_unless_a_handler_fails_closed() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = seed_config(dir.path(), "security-gate.hooks.json");
-    let closed = write(
-        dir.path(),
-        "closed.json",
-        &json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
-            {"type": "command", "command": "true", "on_error": "deny"}]}]}}),
-    );
+    let (open, closed) = open_and_closed_gates(dir.path());
     let bad_inputs: [&[u8]; 4] = [
         b"not json",
         b"[1]",
@@ -635,7 +670,7 @@ fn codex_gets_claude_codes_answers_and_an_ask_becomes_a_deny() {
             "permissionDecisionReason": "Destructive command blocked by security gate."}})
     );
     // Codex runs a call whose hook answered `ask`: hookbox denies it instead.
-    let ask = claude_policy(
+    let ask = replying(
         dir.path(),
         "PreToolUse",
         &json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Translated, text, vocabulary};
+use super::{Agent, Translated, text, vocabulary};
 use crate::event::{Dialect, HookEvent};
 use crate::input::EventInput;
 use crate::outcome::{Decision, HookOutcome};
@@ -15,14 +15,14 @@ pub(super) const BLOCKING_EXIT: u8 = 2;
 pub(super) const NON_BLOCKING_EXIT: u8 = 1;
 
 /// Reads one hook event of Claude Code, or of `agent` speaking its format. Events hookbox has
-/// no counterpart for (`TaskCreated`, `CwdChanged`…) translate to no event and get no decision.
-pub(super) fn translate(agent: &str, payload: Map<String, Value>) -> Result<Translated, String> {
+/// no counterpart for (`TaskCreated`, `CwdChanged`…) are passed through under their own names.
+pub(super) fn translate(agent: Agent, payload: Map<String, Value>) -> Result<Translated, String> {
     let name = text(&payload, "hook_event_name")
         .ok_or("the hook input has no `hook_event_name` string")?;
     let cwd = text(&payload, "cwd").map(str::to_owned);
     let Some(event) = HookEvent::from_name(name).filter(|event| event.dialect() == Dialect::Sdk)
     else {
-        return Ok(Translated::unmapped(name.to_owned(), cwd));
+        return Ok(Translated::unmapped(agent, name.to_owned(), payload, cwd));
     };
     if event.matcher_field() == Some("tool_name") {
         if text(&payload, "tool_name").is_none() {
@@ -36,7 +36,7 @@ pub(super) fn translate(agent: &str, payload: Map<String, Value>) -> Result<Tran
         event: Some(event),
         native_event: name.to_owned(),
         native_tool: text(&payload, "tool_name").map(str::to_owned),
-        sandbox: vocabulary::sandbox_event(agent, event, &payload),
+        sandbox: vocabulary::sandbox_event(agent.name(), event, &payload),
         sdk: Some(EventInput::sdk_payload(event, payload)),
         cwd,
         session: None,
@@ -103,7 +103,7 @@ pub(super) fn answer(event: Option<HookEvent>, outcome: &HookOutcome) -> Map<Str
         _ => {}
     }
     if let Some(context) = &outcome.additional_context
-        && takes_context(event)
+        && event.takes_context()
     {
         specific.insert("additionalContext".into(), context.clone().into());
     }
@@ -114,17 +114,4 @@ pub(super) fn answer(event: Option<HookEvent>, outcome: &HookOutcome) -> Map<Str
     }
     super::common_output(&mut out, event.name(), specific, outcome);
     out
-}
-
-/// Whether Claude Code reads `hookSpecificOutput.additionalContext` on `event`.
-fn takes_context(event: HookEvent) -> bool {
-    matches!(
-        event,
-        HookEvent::PreToolUse
-            | HookEvent::PostToolUse
-            | HookEvent::PostToolUseFailure
-            | HookEvent::UserPromptSubmit
-            | HookEvent::SessionStart
-            | HookEvent::SubagentStart
-    )
 }

@@ -15,7 +15,8 @@ use crate::outcome::{Decision, HookOutcome};
 /// block exit 0 with the message on stderr.
 pub(super) const EXIT: u8 = 0;
 
-/// Copilot event → its Claude Code counterpart. `errorOccurred` has none.
+/// Copilot event → its Claude Code counterpart. `errorOccurred` has none: it is passed
+/// through under its own name.
 const EVENTS: [(&str, HookEvent); 7] = [
     ("preToolUse", HookEvent::PreToolUse),
     ("postToolUse", HookEvent::PostToolUse),
@@ -62,7 +63,7 @@ pub(super) fn translate(
         .to_owned();
     let cwd = text(&payload, "cwd").map(str::to_owned);
     let Some(&(_, mut event)) = EVENTS.iter().find(|(copilot, _)| *copilot == name) else {
-        return Ok(Translated::unmapped(name, cwd));
+        return Ok(Translated::unmapped(Agent::Copilot, name, payload, cwd));
     };
     if let Some(session) = payload.get("sessionId").cloned() {
         payload.entry("session_id").or_insert(session);

@@ -32,7 +32,8 @@ enum Call {
 }
 
 /// Cursor event → its Claude Code counterpart and where its tool call is. Cursor's other
-/// events (`afterAgentResponse`, `afterAgentThought`, Tab hooks…) have none.
+/// events (`afterAgentResponse`, `afterAgentThought`, Tab hooks) have none: they are passed
+/// through under their own names.
 const EVENTS: [(&str, HookEvent, Call); 16] = [
     ("preToolUse", HookEvent::PreToolUse, Call::Generic),
     ("postToolUse", HookEvent::PostToolUse, Call::Generic),
@@ -69,11 +70,12 @@ const TOOLS: [(&str, &str, Renames); 3] = [
 ];
 
 /// The permission events: Cursor reads `permission` from their answer.
-const PERMISSION_EVENTS: [&str; 4] = [
+const PERMISSION_EVENTS: [&str; 5] = [
     "preToolUse",
     "beforeShellExecution",
     "beforeMCPExecution",
     "beforeReadFile",
+    "beforeTabFileRead",
 ];
 
 /// Reads one Cursor hook event as its Claude Code counterpart.
@@ -86,7 +88,12 @@ pub(super) fn translate(mut payload: Map<String, Value>) -> Result<Translated, S
         .or_else(|| payload.get("workspace_roots")?.get(0)?.as_str())
         .map(str::to_owned);
     let Some(&(_, event, call)) = EVENTS.iter().find(|(cursor, ..)| *cursor == name) else {
-        return Ok(Translated::unmapped(name, cwd));
+        return Ok(Translated::unmapped(
+            super::Agent::Cursor,
+            name,
+            payload,
+            cwd,
+        ));
     };
     if let Some(conversation) = payload.get("conversation_id").cloned() {
         payload.entry("session_id").or_insert(conversation);

@@ -15,7 +15,7 @@ pub(super) const BLOCKING_EXIT: u8 = 2;
 pub(super) const NON_BLOCKING_EXIT: u8 = 1;
 
 /// Gemini CLI event → its Claude Code counterpart. `BeforeModel`, `AfterModel` and
-/// `BeforeToolSelection` have none.
+/// `BeforeToolSelection` have none: they are passed through under their own names.
 const EVENTS: [(&str, HookEvent); 8] = [
     ("BeforeTool", HookEvent::PreToolUse),
     ("AfterTool", HookEvent::PostToolUse),
@@ -47,7 +47,12 @@ pub(super) fn translate(mut payload: Map<String, Value>) -> Result<Translated, S
         .to_owned();
     let cwd = text(&payload, "cwd").map(str::to_owned);
     let Some(&(_, mut event)) = EVENTS.iter().find(|(gemini, _)| *gemini == name) else {
-        return Ok(Translated::unmapped(name, cwd));
+        return Ok(Translated::unmapped(
+            super::Agent::GeminiCli,
+            name,
+            payload,
+            cwd,
+        ));
     };
     let mut native_tool = None;
     if matches!(event, HookEvent::PreToolUse | HookEvent::PostToolUse) {

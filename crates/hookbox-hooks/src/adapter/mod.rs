@@ -19,8 +19,9 @@ use std::time::Duration;
 use hookbox_store::NewDecision;
 use serde_json::{Map, Value};
 
+use crate::agent_event::AgentEvent;
 use crate::dispatch::Dispatcher;
-use crate::event::HookEvent;
+use crate::event::{Dialect, HookEvent};
 use crate::handler::{Handler, OnError};
 use crate::hookset::HookSet;
 use crate::input::EventInput;
@@ -51,8 +52,9 @@ type Renames = &'static [(&'static str, &'static str)];
 /// One agent hook event, as each policy dialect sees it.
 #[derive(Debug, Clone)]
 pub struct Translated {
-    /// The hookbox event, or `None` for an event of the agent that hookbox has no counterpart
-    /// for (answered with no decision).
+    /// The hookbox event (for an agent event without a hookbox counterpart, its pass-through
+    /// [`HookEvent::Agent`] as a Claude-style policy binds it), or `None` for an event the
+    /// agent does not publish (answered with no decision).
     event: Option<HookEvent>,
     /// The event's name in the agent's own vocabulary.
     native_event: String,
@@ -78,14 +80,47 @@ impl Translated {
             .any(|input| !hooks.select(input.event(), input.match_value()).is_empty())
     }
 
-    /// An event of the agent that hookbox has no counterpart for: no policy sees it.
-    fn unmapped(native_event: String, cwd: Option<String>) -> Self {
+    /// An event of `agent` that hookbox has no counterpart for. One the agent publishes is
+    /// passed through under its own name: a policy of either dialect that names it sees
+    /// `payload` as the agent sent it (with `hook_event_name` and `cwd` added when missing).
+    /// Any other event no policy sees.
+    fn unmapped(
+        agent: Agent,
+        native_event: String,
+        mut payload: Map<String, Value>,
+        cwd: Option<String>,
+    ) -> Self {
+        let published = |dialect| {
+            AgentEvent::find(&native_event, dialect)
+                .filter(|event| event.is_sent_by(agent))
+                .map(HookEvent::Agent)
+        };
+        let (Some(sdk), Some(sandbox)) = (published(Dialect::Sdk), published(Dialect::Sandbox))
+        else {
+            return Self {
+                event: None,
+                native_event,
+                native_tool: None,
+                sdk: None,
+                sandbox: None,
+                cwd,
+                session: None,
+            };
+        };
+        payload
+            .entry("hook_event_name")
+            .or_insert_with(|| Value::String(native_event.clone()));
+        if let Some(cwd) = &cwd {
+            payload
+                .entry("cwd")
+                .or_insert_with(|| Value::String(cwd.clone()));
+        }
         Self {
-            event: None,
+            event: Some(sdk),
+            native_tool: text(&payload, "tool_name").map(str::to_owned),
             native_event,
-            native_tool: None,
-            sdk: None,
-            sandbox: None,
+            sandbox: Some(EventInput::sdk_payload(sandbox, payload.clone())),
+            sdk: Some(EventInput::sdk_payload(sdk, payload)),
             cwd,
             session: None,
         }
@@ -254,7 +289,7 @@ impl Agent {
             .find_map(|key| text(&payload, key))
             .map(str::to_owned);
         let translated = match self {
-            Self::ClaudeCode | Self::Codex => claude_code::translate(self.name(), payload),
+            Self::ClaudeCode | Self::Codex => claude_code::translate(self, payload),
             Self::GeminiCli => gemini_cli::translate(payload),
             Self::Cursor => cursor::translate(payload),
             Self::Copilot => copilot::translate(payload, event),
@@ -275,6 +310,25 @@ impl Agent {
             Self::Copilot => copilot::answer(translated, outcome),
         };
         let mut stderr = failures(self, &outcome.trace);
+        if matches!(self, Self::ClaudeCode | Self::Codex)
+            && let Some(HookEvent::Agent(event)) = translated.event
+            && event.can_block()
+            && outcome.decision.is_blocking()
+            && outcome.continue_
+        {
+            // Their events without a hookbox counterpart are blocked the one way all of them
+            // read: exit 2, the reason on stderr.
+            let reason = outcome
+                .reason
+                .as_deref()
+                .unwrap_or("blocked by a hookbox policy");
+            stderr.insert_str(0, &format!("{reason}\n"));
+            return Reply {
+                stdout: String::new(),
+                stderr,
+                exit_code: claude_code::BLOCKING_EXIT,
+            };
+        }
         // Cursor and Copilot ignore what most of their hooks answer: say what was not enforced.
         if matches!(self, Self::Cursor | Self::Copilot)
             && outcome.decision.is_blocking()
@@ -332,15 +386,16 @@ impl Agent {
     }
 }
 
-/// Runs `translated` through the policy: the sandbox-dialect hooks first (only their deny
-/// counts: a sandbox `allow` means "no objection", never an approval that would skip the
-/// agent's own permission prompt), then, unless they denied, the Claude-style hooks.
+/// Runs `translated` through the policy: the sandbox-dialect hooks first (only their deny, on
+/// an event that can be blocked, counts: a sandbox `allow` means "no objection", never an
+/// approval that would skip the agent's own permission prompt), then, unless they denied, the
+/// Claude-style hooks.
 pub async fn evaluate(dispatcher: &Dispatcher, translated: &Translated) -> HookOutcome {
     let mut outcome = HookOutcome::default();
     if let Some(sandbox) = &translated.sandbox {
         let gated = dispatcher.dispatch(sandbox).await;
-        if sandbox.event() == HookEvent::PreToolExecution && gated.decision.is_blocking() {
-            outcome.decision = Decision::Deny;
+        if sandbox.event().can_block() && gated.decision.is_blocking() {
+            outcome.decision = gated.decision;
             outcome.explicit = true;
             outcome.reason = gated.reason;
             outcome.trace = gated.trace;

@@ -9,12 +9,12 @@
 //!    (a sandbox group), or with Claude event keys (a sandbox group written with the wrong
 //!    event names);
 //! 4. near misses of SDK event names holding a list at the top level, or under `hooks`, then
-//!    near misses of sandbox group keys;
+//!    near misses of sandbox group keys (agents' own event names included);
 //! 5. `{}` is an empty sandbox file.
 
 use serde_json::{Map, Value};
 
-use super::sandbox::GROUP_KEYS;
+use super::sandbox::{GROUP_KEYS, group_key_names};
 use super::sdk::{event_names, is_event_name};
 use super::suggest::did_you_mean;
 use crate::event::Dialect;
@@ -58,7 +58,7 @@ pub(super) fn dialect(document: &Map<String, Value>) -> Option<Dialect> {
         || groups().any(|group| {
             group
                 .keys()
-                .any(|key| did_you_mean(key, GROUP_KEYS).is_some())
+                .any(|key| did_you_mean(key, group_key_names()).is_some())
         })
     {
         Some(Dialect::Sandbox)
@@ -84,6 +84,7 @@ mod tests {
             json!({"hooks": {}, "env": {}}),
             json!({"PreToolUse": [], "Stop": []}),
             json!({"hooks": {"PostCompact": []}}),
+            json!({"BeforeModel": []}),
             json!({"hooks": {"PreToolUs": []}}),
             json!({"pretooluse": []}),
         ] {
@@ -101,6 +102,8 @@ mod tests {
             json!({"Stop": {"post_tool_execution": []}}),
             json!({"gate": {"PreToolUse": []}}),
             json!({"gate": {"pre_tool_use": []}}),
+            json!({"gate": {"BeforeModel": []}}),
+            json!({"gate": {"BeforeModle": []}}),
         ] {
             assert_eq!(
                 detect(document.clone()),

@@ -167,7 +167,12 @@ fn read_matcher(
                     .to_owned(),
             ),
         ),
-        MatcherKind::Pattern(_) if scope.dialect == Dialect::Sandbox && !scope.tools.is_empty() => {
+        MatcherKind::Pattern(_)
+            if matches!(
+                scope.event,
+                HookEvent::PreToolExecution | HookEvent::PostToolExecution
+            ) && !scope.tools.is_empty() =>
+        {
             let set = MatcherSet::new([&kind]);
             if scope.tools.iter().all(|tool| set.select(tool).is_empty()) {
                 report.warning(

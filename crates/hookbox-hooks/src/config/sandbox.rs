@@ -1,5 +1,7 @@
 //! The sandbox dialect, `.agents/hooks.json`: named groups in file order, each with `enabled`
-//! and the `pre_tool_execution` / `post_tool_execution` rule lists.
+//! and the `pre_tool_execution` / `post_tool_execution` rule lists, and (for `hookbox hook`)
+//! rule lists under an agent's own event name that hookbox has no counterpart for
+//! (`"BeforeModel": […]`), run and decided by this dialect's rules.
 //!
 //! Every group is listed, enabled or not, and every group is checked; only enabled groups
 //! produce bindings.
@@ -13,6 +15,7 @@ use super::report::Report;
 use super::rule::{self, Scope};
 use super::sdk;
 use super::suggest::did_you_mean;
+use crate::agent_event::AgentEvent;
 use crate::binding::Binding;
 use crate::event::{Dialect, HookEvent};
 
@@ -23,6 +26,11 @@ pub(super) const GROUP_KEYS: [&str; 4] = [
     "post_tool_execution",
     "mode",
 ];
+
+/// Every key a group may hold: [`GROUP_KEYS`], then the agents' own events.
+pub(super) fn group_key_names() -> impl Iterator<Item = &'static str> {
+    GROUP_KEYS.into_iter().chain(AgentEvent::names())
+}
 
 /// The groups and the enabled groups' bindings of a sandbox-dialect document whose matchers
 /// can match `tools`.
@@ -74,12 +82,16 @@ fn read_group(
             }
             "pre_tool_execution" => HookEvent::PreToolExecution,
             "post_tool_execution" => HookEvent::PostToolExecution,
+            other if let Some(event) = AgentEvent::find(other, Dialect::Sandbox) => {
+                HookEvent::Agent(event)
+            }
             other if sdk::is_event_name(other) => {
                 report_sdk_event(report, &at, other);
                 continue;
             }
             other => {
-                report.unknown_key(&at, other, &GROUP_KEYS);
+                let known: Vec<&str> = group_key_names().collect();
+                report.unknown_key(&at, other, &known);
                 continue;
             }
         };
@@ -101,7 +113,8 @@ fn read_group(
 fn report_sdk_event(report: &mut Report, path: &JsonPath, name: &str) {
     let mut hint = format!(
         "`{name}` is an event of Claude-style settings; this file is in the sandbox dialect \
-         (.agents/hooks.json), whose events are `pre_tool_execution` and `post_tool_execution`"
+         (.agents/hooks.json), whose events are `pre_tool_execution`, `post_tool_execution` \
+         and the agents' own events without a hookbox counterpart"
     );
     if let Some(event) = did_you_mean(name, GROUP_KEYS[1..3].iter().copied()) {
         hint.push_str(&format!(": did you mean `{event}`?"));
@@ -148,6 +161,31 @@ mod tests {
         assert_eq!(
             diagnostics[0].json_path,
             "$.off.pre_tool_execution[0].hooks[0]"
+        );
+    }
+
+    #[test]
+    fn agents_own_events_are_group_keys() {
+        let document = json!({"gate": {
+            "BeforeModel": [{"hooks": [{"type": "command", "command": "x"}]}],
+            "beforeTabFileRead": [{"hooks": [{"type": "command", "command": "y"}]}],
+            "BeforeModle": [],
+        }});
+        let mut report = Report::new("hooks.json");
+        let (_, bindings) = read(document.as_object().unwrap(), &mut report, &[]);
+        let events: Vec<_> = bindings.iter().map(|b| b.event).collect();
+        assert_eq!(
+            events,
+            ["BeforeModel", "beforeTabFileRead"]
+                .map(|name| HookEvent::Agent(AgentEvent::find(name, Dialect::Sandbox).unwrap()))
+        );
+        assert_eq!(bindings[0].handler.timeout().as_secs(), 30);
+        let diagnostics = report.into_diagnostics();
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:#?}");
+        assert_eq!(diagnostics[0].json_path, "$.gate.BeforeModle");
+        assert_eq!(
+            diagnostics[0].hint.as_deref(),
+            Some("did you mean `BeforeModel`?")
         );
     }
 

@@ -12,35 +12,18 @@ use super::path::JsonPath;
 use super::report::{Report, quoted_list};
 use super::rule::{self, Scope};
 use super::suggest::did_you_mean;
+use crate::agent_event::AgentEvent;
 use crate::binding::Binding;
 use crate::event::{Dialect, HookEvent};
 
-/// Claude Code events hookbox does not implement: hooks declared on them never run.
-const UNIMPLEMENTED_CLAUDE_EVENTS: [&str; 19] = [
-    "Setup",
-    "InstructionsLoaded",
-    "UserPromptExpansion",
-    "MessageDisplay",
-    "PermissionDenied",
-    "PostToolBatch",
-    "StopFailure",
-    "TaskCreated",
-    "TaskCompleted",
-    "TeammateIdle",
-    "ConfigChange",
-    "CwdChanged",
-    "DirectoryAdded",
-    "FileChanged",
-    "WorktreeCreate",
-    "WorktreeRemove",
-    "PostCompact",
-    "Elicitation",
-    "ElicitationResult",
-];
+/// The Claude Code event hookbox cannot pass through: its hook must answer the worktree's
+/// path, which no policy decision gives.
+const WORKTREE_CREATE: &str = "WorktreeCreate";
 
-/// Whether `name` is exactly an event of Claude-style settings, implemented by hookbox or not.
+/// Whether `name` is exactly an event of Claude-style settings, or of another agent's hooks
+/// that `hookbox hook` passes through (bindable or not).
 pub(super) fn is_event_name(name: &str) -> bool {
-    sdk_event(name).is_some() || UNIMPLEMENTED_CLAUDE_EVENTS.contains(&name)
+    sdk_event(name).is_some() || name == WORKTREE_CREATE
 }
 
 /// The bindings of an SDK-dialect document.
@@ -66,17 +49,24 @@ pub(super) fn read(document: &Map<String, Value>, report: &mut Report) -> Vec<Bi
     bindings
 }
 
-/// The SDK-dialect event called `name`.
+/// The SDK-dialect event called `name`: one of hookbox's, or an agent's passed through.
 fn sdk_event(name: &str) -> Option<HookEvent> {
-    HookEvent::from_name(name).filter(|event| event.dialect() == Dialect::Sdk)
+    HookEvent::from_name(name)
+        .filter(|event| event.dialect() == Dialect::Sdk)
+        .or_else(|| AgentEvent::find(name, Dialect::Sdk).map(HookEvent::Agent))
 }
 
-/// The names of the SDK-dialect events.
-pub(super) fn event_names() -> impl Iterator<Item = &'static str> {
+/// The names of hookbox's SDK-dialect events.
+fn hookbox_event_names() -> impl Iterator<Item = &'static str> {
     HookEvent::ALL
         .into_iter()
         .filter(|event| event.dialect() == Dialect::Sdk)
         .map(HookEvent::name)
+}
+
+/// The names an SDK-dialect document may bind: hookbox's events, then the agents' own.
+pub(super) fn event_names() -> impl Iterator<Item = &'static str> {
+    hookbox_event_names().chain(AgentEvent::names())
 }
 
 /// The object mapping event names to matcher lists, and its path: `hooks` in a settings file,
@@ -114,13 +104,13 @@ fn events<'d>(
 /// Reports the key `name` at `path`, which is not an SDK-dialect event.
 fn report_unknown_event(report: &mut Report, path: &JsonPath, name: &str, value: &Value) {
     let closest = did_you_mean(name, event_names()).map(|event| format!("did you mean `{event}`?"));
-    let (message, hint) = if UNIMPLEMENTED_CLAUDE_EVENTS.contains(&name) {
-        let events: Vec<&str> = event_names().collect();
+    let (message, hint) = if name == WORKTREE_CREATE {
         (
             format!(
-                "`{name}` is a Claude Code event hookbox does not implement; these hooks never run"
+                "`{name}` is a Claude Code event hookbox cannot pass through (its hook must \
+                 answer the worktree's path); these hooks never run"
             ),
-            Some(format!("hookbox runs hooks on {}", quoted_list(&events))),
+            Some("keep WorktreeCreate hooks in Claude Code's own settings".to_owned()),
         )
     } else if HookEvent::from_name(name).is_some() {
         (
@@ -139,10 +129,17 @@ fn report_unknown_event(report: &mut Report, path: &JsonPath, name: &str, value:
             )),
         )
     } else {
-        let events: Vec<&str> = event_names().collect();
+        let events: Vec<&str> = hookbox_event_names().collect();
         (
             format!("unknown event `{name}`; these hooks never run"),
-            closest.or_else(|| Some(format!("the events are {}", quoted_list(&events)))),
+            closest.or_else(|| {
+                Some(format!(
+                    "the events are {}, or an event of Claude Code, Gemini CLI, Codex, Cursor \
+                     or Copilot that has none of these names (docs/agent-adapters.md, \
+                     \"Events passed through\")",
+                    quoted_list(&events)
+                ))
+            }),
         )
     };
     report.error(path, message, hint);
@@ -178,8 +175,8 @@ mod tests {
     #[test]
     fn unknown_events_explain_themselves() {
         let (bindings, diagnostics) = read_value(json!({"hooks": {
-            "pretooluse": [], "PostCompact": [], "pre_tool_execution": [], "Whatever": [],
-            "post_tool_execution": []
+            "pretooluse": [], "WorktreeCreate": [], "pre_tool_execution": [], "Whatever": [],
+            "post_tool_execution": [], "BeforeModle": []
         }}));
         assert!(bindings.is_empty());
         let found: Vec<_> = diagnostics
@@ -195,7 +192,7 @@ mod tests {
             .collect();
         assert_eq!(found[0].1, "$.hooks.pretooluse");
         assert_eq!(found[0].3, Some("did you mean `PreToolUse`?"));
-        assert!(found[1].2.contains("does not implement"));
+        assert!(found[1].2.contains("cannot pass through"));
         assert!(found[2].2.contains("sandbox-dialect event"));
         assert_eq!(found[2].3, Some("did you mean `PreToolUse`?"));
         assert!(
@@ -205,7 +202,25 @@ mod tests {
                 .starts_with("the events are `PreToolUse`")
         );
         assert_eq!(found[4].3, Some("did you mean `PostToolUse`?"));
+        assert_eq!(found[5].3, Some("did you mean `BeforeModel`?"));
         assert!(found.iter().all(|d| d.0 == Severity::Error));
+    }
+
+    #[test]
+    fn agents_own_events_bind_under_their_names() {
+        let (bindings, diagnostics) = read_value(json!({"hooks": {
+            "BeforeModel": [{"hooks": [{"type": "command", "command": "a"}]}],
+            "PostCompact": [{"matcher": "auto", "hooks": [{"type": "command", "command": "b"}]}],
+            "errorOccurred": [{"hooks": [{"type": "command", "command": "c"}]}],
+        }}));
+        assert!(diagnostics.is_empty(), "{diagnostics:#?}");
+        let events: Vec<_> = bindings.iter().map(|b| b.event).collect();
+        assert_eq!(
+            events,
+            ["BeforeModel", "PostCompact", "errorOccurred"]
+                .map(|name| HookEvent::Agent(AgentEvent::find(name, Dialect::Sdk).unwrap()))
+        );
+        assert_eq!(bindings[1].matcher.as_deref(), Some("auto"));
     }
 
     #[test]

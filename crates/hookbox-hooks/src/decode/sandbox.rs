@@ -14,8 +14,9 @@ pub(super) fn decode(event: HookEvent, binding: &Binding, raw: RawReply) -> Verd
     let (body, exit_code) = reply_body(binding, raw, &[]);
     let mut verdict = match body {
         Err(failure) => Verdict::failed(failure),
-        // Post hooks run for their side effects; whatever they print is ignored.
-        Ok(_) if event == HookEvent::PostToolExecution => Verdict::default(),
+        // Post hooks (and hooks of other events nothing can block) run for their side
+        // effects; whatever they print is ignored.
+        Ok(_) if !event.can_block() => Verdict::default(),
         Ok(Body::Json(value)) => decision_of(value),
         Ok(Body::Text { bytes, .. }) => match parse_object(&bytes) {
             Ok(object) => decision_of(Value::Object(object)),
@@ -42,12 +43,16 @@ fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, Failure> {
     }
 }
 
-/// The verdict of a reply object: `deny` blocks, `allow` allows explicitly, anything else
-/// allows as a fail-open.
+/// The verdict of a reply object: `deny` blocks, `allow` allows explicitly, `{}` says nothing
+/// (no decision, not a failure: the usual "nothing to add" answer), anything else allows as a
+/// fail-open.
 fn decision_of(value: Value) -> Verdict {
     let Value::Object(mut object) = value else {
         return Verdict::failed(Failure::NotAnObject);
     };
+    if object.is_empty() {
+        return Verdict::default();
+    }
     let decision = object.shift_remove("decision");
     let reason = object.shift_remove("reason");
     let mut verdict = match decision.as_ref().and_then(Value::as_str) {

@@ -147,16 +147,9 @@ fn event_specific(event: HookEvent, specific: Map<String, Value>, verdict: &mut 
             ("updatedToolOutput", output, HookEvent::PostToolUse) => {
                 verdict.updated_tool_output = Some(output);
             }
-            (
-                "additionalContext",
-                Value::String(context),
-                HookEvent::PreToolUse
-                | HookEvent::PostToolUse
-                | HookEvent::PostToolUseFailure
-                | HookEvent::UserPromptSubmit
-                | HookEvent::SessionStart
-                | HookEvent::SubagentStart,
-            ) => verdict.additional_context = Some(capped(&context)),
+            ("additionalContext", Value::String(context), _) if event.takes_context() => {
+                verdict.additional_context = Some(capped(&context));
+            }
             ("decision", Value::Object(decision), HookEvent::PermissionRequest) => {
                 permission_decision(decision, verdict);
             }

@@ -712,10 +712,16 @@ fn bad_configs() -> Vec<(&'static str, String, Option<Dialect>, Vec<Expected>)> 
             vec![("$.pre_tool_execution", Error, "sandbox-dialect event")],
         ),
         (
-            "Claude event hookbox does not implement",
-            json!({"hooks": {"PostCompact": [{"hooks": [command(json!({}))]}]}}).to_string(),
+            "Claude event hookbox cannot pass through",
+            json!({"hooks": {"WorktreeCreate": [{"hooks": [command(json!({}))]}]}}).to_string(),
             None,
-            vec![("$.hooks.PostCompact", Error, "does not implement")],
+            vec![("$.hooks.WorktreeCreate", Error, "cannot pass through")],
+        ),
+        (
+            "misspelt agent event",
+            json!({"hooks": {"BeforeModle": [{"hooks": [command(json!({}))]}]}}).to_string(),
+            None,
+            vec![("$.hooks.BeforeModle", Error, "unknown event `BeforeModle`")],
         ),
         (
             "event value is not a list",

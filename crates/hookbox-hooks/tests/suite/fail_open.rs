@@ -76,6 +76,19 @@ async fn unknown_json_allows() {
     assert_eq!(outcome.trace[0].ignored_fields, vec!["verdict".to_owned()]);
 }
 
+/// `{}` is the usual "nothing to add" answer (the gated bench's trivial hook prints it): no
+/// decision, allowed, and not a failure to warn about on every call; its run stays traced.
+#[tokio::test]
+async fn an_empty_object_decides_nothing_and_is_no_failure() {
+    let outcome = gate("cat > /dev/null; echo '{}'", 5).await;
+    assert_eq!(outcome.decision, Decision::Allow, "{outcome:#?}");
+    assert!(!outcome.explicit);
+    assert_eq!(outcome.trace.len(), 1);
+    assert_eq!(outcome.trace[0].result, HandlerResult::NoDecision);
+    assert_eq!(outcome.trace[0].failure, None);
+    assert_eq!(outcome.trace[0].exit_code, Some(0));
+}
+
 #[tokio::test]
 async fn uppercase_deny_allows() {
     let outcome = gate(r#"echo '{"decision":"DENY","reason":"no"}'"#, 5).await;

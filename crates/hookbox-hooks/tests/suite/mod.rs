@@ -3,6 +3,8 @@
 /// Dispatch helpers shared by the modules below.
 mod support;
 
+/// Agents' own events without a hookbox counterpart, bound by name.
+mod agent_events;
 /// SDK-dialect merging: deny/ask/allow mixes, continue:false, updatedInput, context, callbacks.
 mod aggregation;
 /// Configuration loading diagnostics for both dialects.

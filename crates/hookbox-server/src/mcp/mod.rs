@@ -103,27 +103,7 @@ impl McpTools {
     /// Logs what the caller does not see: hooks that failed open, problems with hook files.
     fn log(&self, report: &ToolCallReport) {
         let environment = self.environment_id.as_str();
-        for entry in report.trace.iter().filter(|entry| !entry.failed_closed) {
-            if let Some(failure) = &entry.failure {
-                tracing::warn!(
-                    environment,
-                    tool = report.tool,
-                    handler = entry.label,
-                    cause = %failure,
-                    "hook failed open: the call went on without its decision"
-                );
-            }
-        }
-        for diagnostic in &report.diagnostics {
-            tracing::warn!(
-                environment,
-                tool = report.tool,
-                file = diagnostic.source,
-                json_path = diagnostic.json_path,
-                "hook configuration: {}",
-                diagnostic.message
-            );
-        }
+        report.log_hook_problems(&format!("environment {environment}"));
         if report.denied {
             tracing::info!(
                 environment,
