@@ -577,7 +577,7 @@ impl Driver {
             hosted,
             &mut self.keep,
         )?;
-        mcp::connect_to(&mut built.session, external).await;
+        mcp::connect_to(&mut built.session, external, &self.setup.mcp_http()?).await;
         Ok(built)
     }
 

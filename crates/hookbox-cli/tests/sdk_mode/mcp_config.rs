@@ -1,8 +1,9 @@
-//! `--mcp-config` stdio servers through the Python claude-agent-sdk: a standard-library MCP
-//! server started by hookbox in the session's sandbox, its tools offered as `mcp__NAME__TOOL`,
-//! called, hooked and permissioned like the SDK's own servers; servers that cannot start, never
-//! answer or die mid-session fail without hanging anything, and nothing runs on the host
-//! (skipped without `HOOKBOX_PYTHON`).
+//! `--mcp-config` stdio and http servers through the Python claude-agent-sdk: a
+//! standard-library MCP server started by hookbox in the session's sandbox, and one over HTTPS
+//! on loopback, their tools offered as `mcp__NAME__TOOL`, called, hooked and permissioned like
+//! the SDK's own servers; servers that cannot start, never answer or die mid-session fail
+//! without hanging anything, nothing runs on the host, and http goes through the guarded
+//! client only (skipped without `HOOKBOX_PYTHON`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use super::mcp::{drive, handled, hooked, init, mcp_status};
 use super::python::python;
 use super::{World, call, tool_results_in};
-use hookbox_test_support::FakeTurn;
+use hookbox_test_support::{FakeTurn, RecordedRequest, Reply, TestHttpServer};
 
 /// The standard-library MCP server, written into the world's workspace; its path.
 fn server_script(world: &World) -> PathBuf {
@@ -224,4 +225,134 @@ fn claude_stdio_mcp_servers_that_escape_hang_or_die_fail_cleanly() {
         assert!(*is_error, "{results:?}");
         assert!(text.contains("the server is gone"), "{results:?}");
     }
+}
+
+/// A streamable HTTP MCP server answering JSON (no event stream): `initialize` (with a
+/// session id), `tools/list` (one tool, `echo`), `tools/call`; 202 for notifications, 405 for
+/// the GET of a server-initiated stream.
+fn http_mcp(request: &RecordedRequest) -> Reply {
+    if request.method != "POST" {
+        return Reply::text(405, "no event stream");
+    }
+    let message = request.json();
+    let Some(id) = message.get("id").cloned() else {
+        return Reply::text(202, "");
+    };
+    let result = match message["method"].as_str().unwrap_or_default() {
+        "initialize" => json!({
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "https-test-server", "version": "1.0.0"},
+        }),
+        "tools/list" => json!({"tools": [{
+            "name": "echo", "description": "Says it back",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+        }]}),
+        "tools/call" => json!({"content": [{"type": "text",
+            "text": format!("echo: {}", message["params"]["arguments"]["text"].as_str().unwrap_or_default())}]}),
+        other => {
+            return Reply::json(
+                200,
+                &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": other}}),
+            );
+        }
+    };
+    let mut reply = Reply::json(200, &json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    reply
+        .headers
+        .push(("mcp-session-id".to_owned(), "session-1".to_owned()));
+    reply
+}
+
+/// An `http` server over HTTPS on loopback (allowed by hookbox.toml's `[network]`, as HTTP
+/// hooks are): its tool is offered, called with the config's headers, hooked; a plain-HTTP
+/// URL, a loopback one the client would refuse without that setting, and an `sse` server
+/// fail with the reason.
+#[test]
+fn claude_http_mcp_server_is_reached_through_the_guarded_client() {
+    let Some(python) = python("claude_http_mcp_server_is_reached_through_the_guarded_client")
+    else {
+        return;
+    };
+    let world = World::new(vec![
+        call("toolu_1", "mcp__web__echo", json!({"text": "over https"})),
+        FakeTurn::text("Done."),
+    ]);
+    let certificates = hookbox_test_support::TestCertificates::for_names(&["localhost"]).unwrap();
+    let server = {
+        let _entered = world.runtime.enter();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        TestHttpServer::start_https_on(listener, &certificates, http_mcp).unwrap()
+    };
+    let home = world.home.path();
+    std::fs::write(home.join("mcp-ca.pem"), certificates.ca_pem()).unwrap();
+    let mut config = std::fs::read_to_string(home.join("hookbox.toml")).unwrap();
+    config.push_str("[network]\npermit_loopback_hooks = true\nextra_ca_certs = [\"mcp-ca.pem\"]\n");
+    std::fs::write(home.join("hookbox.toml"), config).unwrap();
+    let port = server.addr().port();
+    let config = json!({"mcpServers": {
+        "web": {"type": "http", "url": format!("https://localhost:{port}/mcp"),
+                "headers": {"Authorization": "Bearer t0ken", "X-Team": "blue"}},
+        "plain": {"type": "http", "url": format!("http://localhost:{port}/mcp")},
+        "metadata": {"type": "http", "url": "https://169.254.169.254/mcp"},
+        "events": {"type": "sse", "url": format!("https://localhost:{port}/sse")},
+    }});
+    let spec = json!({
+        "servers": {},
+        "options": {"allowed_tools": ["mcp__web"], "env": {"MCP_TIMEOUT": "10000"},
+                    "extra_args": {"mcp-config": config.to_string()}},
+        "hooks": {"PostToolUse": ["mcp__web__echo"]},
+    });
+    let messages = drive(&python, &world, "claude", &spec);
+    assert_eq!(
+        world.tool_results(),
+        [("echo: over https".to_owned(), false)]
+    );
+    let requests = server.requests();
+    let posts: Vec<&RecordedRequest> = requests
+        .iter()
+        .filter(|request| request.method == "POST")
+        .collect();
+    let methods: Vec<String> = posts
+        .iter()
+        .map(|request| request.json()["method"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call"
+        ]
+    );
+    for request in &posts {
+        assert_eq!(request.path, "/mcp");
+        assert_eq!(request.header("authorization"), Some("Bearer t0ken"));
+        assert_eq!(request.header("x-team"), Some("blue"));
+    }
+    assert_eq!(hooked(&messages).len(), 1);
+    let status = mcp_status(&messages);
+    let error = |name: &str| {
+        let server = status["mcpServers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|server| server["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {status}"));
+        server["error"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(error("web"), "", "{status}");
+    assert!(
+        error("plain").contains("this client only sends over HTTPS"),
+        "{status}"
+    );
+    assert!(
+        error("metadata").contains("169.254.169.254 is cloud metadata"),
+        "{status}"
+    );
+    assert!(
+        error("events").contains("`sse` MCP servers are not supported"),
+        "{status}"
+    );
 }

@@ -12,6 +12,7 @@ mod sdk;
 use std::sync::Arc;
 
 use hookbox_agent::session::{McpServer, McpServerStatus, McpTool, Session, SessionBuilder};
+use hookbox_net::GuardedClient;
 use serde_json::{Value, json};
 
 pub(crate) use config::ServerConfig;
@@ -117,15 +118,19 @@ pub(crate) async fn connect(
 }
 
 /// Connects the `stdio` and `http` `servers` to `session` (before its first query): a stdio
-/// server starts in the session's sandbox. A server that cannot be connected is recorded
+/// server starts in the session's sandbox, an http one is reached through `http`. A server that cannot be connected is recorded
 /// `failed`, with a warning on stderr; so are tools it lists that cannot be offered.
-pub(crate) async fn connect_to(session: &mut Session, servers: Vec<ServerConfig>) {
+pub(crate) async fn connect_to(
+    session: &mut Session,
+    servers: Vec<ServerConfig>,
+    http: &GuardedClient,
+) {
     for server in servers {
         let outcome = match server.transport {
             Transport::Stdio { command, args, env } => {
                 remote::stdio(session, &command, &args, &env).await
             }
-            Transport::Http { url, headers } => remote::http(session, &url, &headers).await,
+            Transport::Http { url, headers } => remote::http(http, &url, &headers).await,
             Transport::Other => continue,
         };
         match outcome {

@@ -1,7 +1,7 @@
 //! The MCP servers hookbox connects itself, through rmcp's client: `stdio` servers, each a
 //! program started once per session **in the session's sandbox** (as its `Bash` runs, never
 //! on the host unless the session is `--unsandboxed`) and spoken to over its stdin and stdout,
-//! and `http` servers (streamable HTTP). Connecting (`initialize`, then `tools/list` page by
+//! and `http` servers (streamable HTTP) through hookbox's guarded client. Connecting (`initialize`, then `tools/list` page by
 //! page) is bounded by `MCP_TIMEOUT` (Claude Code's variable, in milliseconds; 30 s by
 //! default); a tool call by `MCP_TOOL_TIMEOUT` when it is set.
 
@@ -11,9 +11,12 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use hookbox_agent::session::{McpServer, McpTool, McpToolResult, Session};
 use hookbox_exec::{Interactive, ProcessSpec, spawn_interactive};
+use hookbox_net::{EgressPolicy, GuardedClient};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
 
 use super::sdk;
@@ -196,11 +199,35 @@ impl McpServer for RemoteServer {
     }
 }
 
-/// Connects the streamable HTTP server at `url`, sending `headers` with each request.
+/// Connects the streamable HTTP server at `url`, sending `headers` with each request, through
+/// `client` (checked once for `url` under [`EgressPolicy::PUBLIC`], as HTTP hooks are; every
+/// connection's address checked by its resolver). Its tools, and the connection.
 pub(super) async fn http(
-    _session: &Session,
+    client: &GuardedClient,
     url: &str,
-    _headers: &[(String, String)],
+    headers: &[(String, String)],
 ) -> Result<(Vec<McpTool>, Arc<dyn McpServer>), String> {
-    Err(format!("http MCP servers are not supported yet ({url})"))
+    let endpoint = client
+        .endpoint(url, &EgressPolicy::PUBLIC, headers)
+        .map_err(|error| error.to_string())?;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    config.custom_headers = endpoint
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let transport = StreamableHttpClientTransport::with_client(endpoint.http, config);
+    let timeout = connect_timeout();
+    let (service, tools) = tokio::time::timeout(timeout, connect(transport))
+        .await
+        .unwrap_or_else(|_| Err(no_answer(timeout)))
+        .map_err(|error| format!("{url} did not connect: {error}"))?;
+    Ok((
+        tools,
+        Arc::new(RemoteServer {
+            peer: service.peer().clone(),
+            _service: service,
+            _child: None,
+        }),
+    ))
 }
