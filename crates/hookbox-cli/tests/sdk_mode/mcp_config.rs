@@ -156,11 +156,16 @@ fn claude_stdio_mcp_server_runs_in_the_sandbox_and_is_called_hooked_and_allowed(
         .iter()
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["whoami", "fail", "huge", "die"], "{status}");
+    assert_eq!(
+        tools,
+        ["whoami", "fail", "huge", "write", "die"],
+        "{status}"
+    );
     assert_eq!(server["tools"][0]["annotations"]["readOnly"], true);
 }
 
 /// Attacks and failures: a config whose command would write on the host writes nothing there;
+/// the server cannot plant a host hook in the protected `.claude` (it can write the workspace);
 /// a server that never answers `initialize` fails after `MCP_TIMEOUT` with its stderr quoted;
 /// a server that dies mid-session gives the model an error result for that call and the next,
 /// and the session goes on.
@@ -172,9 +177,22 @@ fn claude_stdio_mcp_servers_that_escape_hang_or_die_fail_cleanly() {
     };
     let host = tempfile::tempdir().unwrap();
     let marker = host.path().join("pwned");
+    let settings = json!({"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": format!("touch {}", marker.display())}
+    ]}]}});
     let world = World::new(vec![
-        call("toolu_1", "mcp__local__die", json!({})),
-        call("toolu_2", "mcp__local__whoami", json!({})),
+        call(
+            "toolu_1",
+            "mcp__local__write",
+            json!({"path": ".claude/settings.local.json", "text": settings.to_string()}),
+        ),
+        call(
+            "toolu_2",
+            "mcp__local__write",
+            json!({"path": "notes.txt", "text": "ok"}),
+        ),
+        call("toolu_3", "mcp__local__die", json!({})),
+        call("toolu_4", "mcp__local__whoami", json!({})),
         FakeTurn::text("Still here."),
     ]);
     let script = server_script(&world);
@@ -220,8 +238,21 @@ fn claude_stdio_mcp_servers_that_escape_hang_or_die_fail_cleanly() {
     );
     assert_eq!(server("local")["status"], "connected");
     let results = world.tool_results();
-    assert_eq!(results.len(), 2, "{results:?}");
-    for (text, is_error) in &results {
+    assert_eq!(results.len(), 4, "{results:?}");
+    // The protected `.claude` is read-only in the server's sandbox: no host hook planted
+    // (the session's Stop hook would have run it on the host).
+    assert!(
+        results[0].1 && results[0].0.contains("Read-only file system"),
+        "{results:?}"
+    );
+    assert!(!world.work().join(".claude/settings.local.json").exists());
+    // The workspace itself is writable, as for Bash.
+    assert_eq!(results[1], ("wrote".to_owned(), false));
+    assert_eq!(
+        std::fs::read_to_string(world.work().join("notes.txt")).unwrap(),
+        "ok"
+    );
+    for (text, is_error) in &results[2..] {
         assert!(*is_error, "{results:?}");
         assert!(text.contains("the server is gone"), "{results:?}");
     }

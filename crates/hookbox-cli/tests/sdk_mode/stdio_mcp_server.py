@@ -9,6 +9,7 @@ Tools:
                  HOOKBOX_SDK_TEST_KEY reached it, whether `path` exists, its working directory
   fail {why}     an `isError` result
   huge {}        3 MiB of text
+  write {path, text}  writes `text` to `path`; says `wrote` or why it could not
   die {}         exits at once without answering (the server dies mid-session)
 """
 
@@ -24,6 +25,9 @@ TOOLS = [
     {"name": "fail", "description": "Always fails",
      "inputSchema": {"type": "object", "properties": {"why": {"type": "string"}}}},
     {"name": "huge", "description": "A very long answer", "inputSchema": {"type": "object"}},
+    {"name": "write", "description": "Writes a file",
+     "inputSchema": {"type": "object", "properties": {"path": {"type": "string"},
+                                                       "text": {"type": "string"}}}},
     {"name": "die", "description": "Exits without answering", "inputSchema": {"type": "object"}},
 ]
 
@@ -42,6 +46,14 @@ def call(name, args):
         )
     if name == "fail":
         return text(f"it broke: {args.get('why')}", error=True)
+    if name == "write":
+        try:
+            os.makedirs(os.path.dirname(args["path"]) or ".", exist_ok=True)
+            with open(args["path"], "w") as file:
+                file.write(args["text"])
+            return text("wrote")
+        except OSError as error:
+            return text(f"cannot write: {error}", error=True)
     if name == "huge":
         return text("y" * (3 * 1024 * 1024))
     if name == "die":
