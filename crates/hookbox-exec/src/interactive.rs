@@ -25,7 +25,8 @@ pub struct Interactive {
     stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
     stderr: Arc<Mutex<CapturedOutput>>,
-    reading_stderr: JoinHandle<()>,
+    /// Reads stderr until its end (`None` once that was awaited).
+    reading_stderr: Option<JoinHandle<()>>,
     // Fields drop in order: the group is killed before the preparation removes the cgroups.
     group: ProcessGroup,
     _listening: Option<StopListening>,
@@ -75,7 +76,7 @@ pub async fn spawn_interactive(spec: &ProcessSpec) -> Result<Interactive, ExecEr
         stdin,
         stdout,
         stderr: captured,
-        reading_stderr,
+        reading_stderr: Some(reading_stderr),
         group,
         _listening: listening,
         _prepared: prepared,
@@ -101,6 +102,17 @@ impl Interactive {
             .clone()
     }
 
+    /// Resolves once the child's stderr has reached its end (every process holding it closed
+    /// it or exited), so that [`stderr`](Self::stderr) holds all of it that is kept. Bound
+    /// the wait: a descendant may keep it open.
+    pub async fn stderr_closed(&mut self) {
+        if let Some(reading) = self.reading_stderr.as_mut() {
+            // A failed join means the task was aborted, which only the drop does.
+            let _joined = reading.await;
+            self.reading_stderr = None;
+        }
+    }
+
     /// Resolves once the child has exited (without reaping it: dropping the handle does).
     pub async fn exited(&self) {
         // An error means the pidfd cannot be polled: treat the child as gone.
@@ -110,7 +122,9 @@ impl Interactive {
 
 impl Drop for Interactive {
     fn drop(&mut self) {
-        self.reading_stderr.abort();
+        if let Some(reading) = &self.reading_stderr {
+            reading.abort();
+        }
         self.group.kill();
     }
 }

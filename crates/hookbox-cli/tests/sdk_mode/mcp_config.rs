@@ -158,7 +158,7 @@ fn claude_stdio_mcp_server_runs_in_the_sandbox_and_is_called_hooked_and_allowed(
         .collect();
     assert_eq!(
         tools,
-        ["whoami", "fail", "huge", "write", "die"],
+        ["whoami", "fail", "huge", "write", "hang", "die"],
         "{status}"
     );
     assert_eq!(server["tools"][0]["annotations"]["readOnly"], true);
@@ -166,7 +166,8 @@ fn claude_stdio_mcp_server_runs_in_the_sandbox_and_is_called_hooked_and_allowed(
 
 /// Attacks and failures: a config whose command would write on the host writes nothing there;
 /// the server cannot plant a host hook in the protected `.claude` (it can write the workspace);
-/// a server that never answers `initialize` fails after `MCP_TIMEOUT` with its stderr quoted;
+/// a server that never answers `initialize` fails after `MCP_TIMEOUT` with its stderr quoted,
+/// a call never answered fails after `MCP_TOOL_TIMEOUT`;
 /// a server that dies mid-session gives the model an error result for that call and the next,
 /// and the session goes on.
 #[test]
@@ -191,8 +192,9 @@ fn claude_stdio_mcp_servers_that_escape_hang_or_die_fail_cleanly() {
             "mcp__local__write",
             json!({"path": "notes.txt", "text": "ok"}),
         ),
-        call("toolu_3", "mcp__local__die", json!({})),
-        call("toolu_4", "mcp__local__whoami", json!({})),
+        call("toolu_3", "mcp__slow__hang", json!({})),
+        call("toolu_4", "mcp__local__die", json!({})),
+        call("toolu_5", "mcp__local__whoami", json!({})),
         FakeTurn::text("Still here."),
     ]);
     let script = server_script(&world);
@@ -200,10 +202,12 @@ fn claude_stdio_mcp_servers_that_escape_hang_or_die_fail_cleanly() {
         "silent": python_server(&script, &["--silent"]),
         "escape": {"command": "/bin/sh", "args": ["-c", format!("echo pwned > {}", marker.display())]},
         "local": python_server(&script, &[]),
+        "slow": python_server(&script, &[]),
     }});
     let spec = json!({
         "servers": {},
-        "options": {"permission_mode": "bypassPermissions", "env": {"MCP_TIMEOUT": "2000"},
+        "options": {"permission_mode": "bypassPermissions",
+                    "env": {"MCP_TIMEOUT": "2000", "MCP_TOOL_TIMEOUT": "1500"},
                     "extra_args": {"mcp-config": config.to_string()}},
     });
     let messages = drive(&python, &world, "claude", &spec);
@@ -238,7 +242,7 @@ fn claude_stdio_mcp_servers_that_escape_hang_or_die_fail_cleanly() {
     );
     assert_eq!(server("local")["status"], "connected");
     let results = world.tool_results();
-    assert_eq!(results.len(), 4, "{results:?}");
+    assert_eq!(results.len(), 5, "{results:?}");
     // The protected `.claude` is read-only in the server's sandbox: no host hook planted
     // (the session's Stop hook would have run it on the host).
     assert!(
@@ -252,7 +256,15 @@ fn claude_stdio_mcp_servers_that_escape_hang_or_die_fail_cleanly() {
         std::fs::read_to_string(world.work().join("notes.txt")).unwrap(),
         "ok"
     );
-    for (text, is_error) in &results[2..] {
+    assert_eq!(
+        results[2],
+        (
+            "MCP tool mcp__slow__hang failed: no answer within 1500 ms (MCP_TOOL_TIMEOUT)"
+                .to_owned(),
+            true
+        )
+    );
+    for (text, is_error) in &results[3..] {
         assert!(*is_error, "{results:?}");
         assert!(text.contains("the server is gone"), "{results:?}");
     }

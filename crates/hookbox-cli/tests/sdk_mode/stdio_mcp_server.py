@@ -10,6 +10,7 @@ Tools:
   fail {why}     an `isError` result
   huge {}        3 MiB of text
   write {path, text}  writes `text` to `path`; says `wrote` or why it could not
+  hang {}        never answers (sleeps)
   die {}         exits at once without answering (the server dies mid-session)
 """
 
@@ -17,6 +18,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 TOOLS = [
     {"name": "whoami", "description": "Says where it runs",
@@ -28,6 +30,7 @@ TOOLS = [
     {"name": "write", "description": "Writes a file",
      "inputSchema": {"type": "object", "properties": {"path": {"type": "string"},
                                                        "text": {"type": "string"}}}},
+    {"name": "hang", "description": "Never answers", "inputSchema": {"type": "object"}},
     {"name": "die", "description": "Exits without answering", "inputSchema": {"type": "object"}},
 ]
 
@@ -56,6 +59,8 @@ def call(name, args):
             return text(f"cannot write: {error}", error=True)
     if name == "huge":
         return text("y" * (3 * 1024 * 1024))
+    if name == "hang":
+        time.sleep(3600)
     if name == "die":
         sys.stderr.write("dying now\n")
         sys.stderr.flush()

@@ -47,9 +47,13 @@ async fn a_sandboxed_child_answers_line_by_line_and_its_stderr_is_capped() {
     let stderr = child.stderr();
     assert_eq!(stderr.bytes, b"0123456789");
     assert_eq!(stderr.dropped, 7);
-    // Closing stdin ends the loop, so the child exits.
+    // Closing stdin ends the loop, so the child exits; all it wrote to stderr is read.
     drop(stdin);
     child.exited().await;
+    child.stderr_closed().await;
+    // Again: returns at once.
+    child.stderr_closed().await;
+    assert_eq!(child.stderr().dropped, 7);
 }
 
 /// Dropping the handle kills the child and what it started in the background, reaps it, and

@@ -3,7 +3,7 @@
 //! on the host unless the session is `--unsandboxed`) and spoken to over its stdin and stdout,
 //! and `http` servers (streamable HTTP) through hookbox's guarded client. Connecting (`initialize`, then `tools/list` page by
 //! page) is bounded by `MCP_TIMEOUT` (Claude Code's variable, in milliseconds; 30 s by
-//! default); a tool call by `MCP_TOOL_TIMEOUT` when it is set.
+//! default); a tool call by `MCP_TOOL_TIMEOUT` (10 minutes by default).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +23,10 @@ use super::sdk;
 
 /// How long connecting may take when `MCP_TIMEOUT` does not say (Claude Code's default).
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a tool call may take when `MCP_TOOL_TIMEOUT` does not say: as long as the longest
+/// `Bash` command (Claude Code waits about a day).
+const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The most bytes of a stdio server's stderr kept (and quoted when it fails to connect).
 const STDERR_LIMIT: usize = 64 * 1024;
@@ -91,7 +95,11 @@ pub(super) async fn stdio(
         // A server that exited says so rather than how the pipe broke (its exit closed the
         // pipe just before the kernel reports it).
         Ok(Err(error)) => match tokio::time::timeout(EXIT_GRACE, child.exited()).await {
-            Ok(()) => "it exited instead of answering `initialize`".to_owned(),
+            Ok(()) => {
+                // What it wrote before it exited may still be in the pipe.
+                let _read = tokio::time::timeout(EXIT_GRACE, child.stderr_closed()).await;
+                "it exited instead of answering `initialize`".to_owned()
+            }
             Err(_) => error,
         },
         Err(_) => no_answer(timeout),
@@ -183,16 +191,16 @@ impl McpServer for RemoteServer {
                 return Err(format!("the input is not a JSON object: {arguments}"));
             };
             let call = peer.call_tool(CallToolRequestParams::new(tool).with_arguments(arguments));
-            let result = match duration_from_env("MCP_TOOL_TIMEOUT") {
-                Some(timeout) => tokio::time::timeout(timeout, call).await.map_err(|_| {
+            let timeout = duration_from_env("MCP_TOOL_TIMEOUT").unwrap_or(DEFAULT_TOOL_TIMEOUT);
+            let result = tokio::time::timeout(timeout, call)
+                .await
+                .map_err(|_| {
                     format!(
                         "no answer within {} ms (MCP_TOOL_TIMEOUT)",
                         timeout.as_millis()
                     )
-                })?,
-                None => call.await,
-            }
-            .map_err(|error| service_error(&error))?;
+                })?
+                .map_err(|error| service_error(&error))?;
             let value = serde_json::to_value(&result).map_err(|error| error.to_string())?;
             sdk::tool_result(&value)
         })
