@@ -206,11 +206,15 @@ impl Session {
         &self.mcp_servers
     }
 
-    /// Makes `spec` run where the session's `Bash` commands run (its sandbox, unless the
-    /// session is [`unsandboxed`](SessionBuilder::unsandboxed)): for the processes the host
-    /// starts on the session's behalf, such as stdio MCP servers. Waits for a running query.
-    pub async fn confine(&self, spec: &mut hookbox_exec::ProcessSpec) -> Result<(), String> {
-        self.core.lock().await.tools.confine(spec)
+    /// Starts `spec` as a long-lived process where the session's `Bash` commands run (its
+    /// sandbox and network, unless the session is [`unsandboxed`](SessionBuilder::unsandboxed)),
+    /// until the returned handle is dropped: for the processes the host starts on the
+    /// session's behalf, such as stdio MCP servers. Waits for a running query.
+    pub async fn spawn_confined(
+        &self,
+        spec: hookbox_exec::ProcessSpec,
+    ) -> Result<hookbox_exec::Interactive, String> {
+        self.core.lock().await.tools.spawn_confined(spec).await
     }
 
     /// Offers the tools of MCP server `name`, connected after the session was built, as

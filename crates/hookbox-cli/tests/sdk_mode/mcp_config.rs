@@ -16,14 +16,14 @@ use super::{World, call, tool_results_in};
 use hookbox_test_support::{FakeTurn, RecordedRequest, Reply, TestHttpServer};
 
 /// The standard-library MCP server, written into the world's workspace; its path.
-fn server_script(world: &World) -> PathBuf {
+pub(super) fn server_script(world: &World) -> PathBuf {
     let script = world.work().join("stdio_mcp_server.py");
     std::fs::write(&script, include_str!("stdio_mcp_server.py")).unwrap();
     script
 }
 
 /// The stdio server config running `script` with `args` (the sandbox's own `python3`).
-fn python_server(script: &Path, args: &[&str]) -> Value {
+pub(super) fn python_server(script: &Path, args: &[&str]) -> Value {
     let mut argv = vec![json!(script)];
     argv.extend(args.iter().map(|arg| json!(arg)));
     json!({"command": "python3", "args": argv, "env": {"GREETING": "hi"}})
@@ -158,7 +158,7 @@ fn claude_stdio_mcp_server_runs_in_the_sandbox_and_is_called_hooked_and_allowed(
         .collect();
     assert_eq!(
         tools,
-        ["whoami", "fail", "huge", "write", "hang", "die"],
+        ["whoami", "fail", "huge", "write", "hang", "fetch", "die"],
         "{status}"
     );
     assert_eq!(server["tools"][0]["annotations"]["readOnly"], true);

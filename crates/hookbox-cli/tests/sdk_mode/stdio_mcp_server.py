@@ -11,6 +11,7 @@ Tools:
   huge {}        3 MiB of text
   write {path, text}  writes `text` to `path`; says `wrote` or why it could not
   hang {}        never answers (sleeps)
+  fetch {url}    GETs `url` (through $HTTP_PROXY, as urllib does) and says what came back
   die {}         exits at once without answering (the server dies mid-session)
 """
 
@@ -19,6 +20,8 @@ import os
 import socket
 import sys
 import time
+import urllib.error
+import urllib.request
 
 TOOLS = [
     {"name": "whoami", "description": "Says where it runs",
@@ -31,6 +34,8 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"path": {"type": "string"},
                                                        "text": {"type": "string"}}}},
     {"name": "hang", "description": "Never answers", "inputSchema": {"type": "object"}},
+    {"name": "fetch", "description": "Fetches a URL",
+     "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}}},
     {"name": "die", "description": "Exits without answering", "inputSchema": {"type": "object"}},
 ]
 
@@ -59,6 +64,14 @@ def call(name, args):
             return text(f"cannot write: {error}", error=True)
     if name == "huge":
         return text("y" * (3 * 1024 * 1024))
+    if name == "fetch":
+        try:
+            with urllib.request.urlopen(args["url"], timeout=20) as reply:
+                return text(f"fetched: {reply.read().decode()}")
+        except urllib.error.HTTPError as error:
+            return text(f"refused {error.code}: {error.read().decode()}", error=True)
+        except OSError as error:
+            return text(f"cannot fetch: {error}", error=True)
     if name == "hang":
         time.sleep(3600)
     if name == "die":

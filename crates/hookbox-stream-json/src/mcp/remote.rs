@@ -1,6 +1,6 @@
 //! The MCP servers hookbox connects itself, through rmcp's client: `stdio` servers, each a
-//! program started once per session **in the session's sandbox** (as its `Bash` runs, never
-//! on the host unless the session is `--unsandboxed`) and spoken to over its stdin and stdout,
+//! program started once per session **in the session's sandbox** (as its `Bash` runs, with its
+//! network; never on the host unless the session is `--unsandboxed`) and spoken to over its stdin and stdout,
 //! and `http` servers (streamable HTTP) through hookbox's guarded client. Connecting (`initialize`, then `tools/list` page by
 //! page) is bounded by `MCP_TIMEOUT` (Claude Code's variable, in milliseconds; 30 s by
 //! default); a tool call by `MCP_TOOL_TIMEOUT` (10 minutes by default).
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use hookbox_agent::session::{McpServer, McpTool, McpToolResult, Session};
-use hookbox_exec::{Interactive, ProcessSpec, spawn_interactive};
+use hookbox_exec::{Interactive, ProcessSpec};
 use hookbox_net::{EgressPolicy, GuardedClient};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -49,30 +49,31 @@ struct RemoteServer {
     _child: Option<Interactive>,
 }
 
-/// Starts `command` with `args` and only the variables `env` (besides `HOME`, `LANG` and the
-/// sandbox's own) where the session's `Bash` runs, and connects to it over its stdin and
-/// stdout. Its tools, and the connection; else why not, with the end of its stderr.
+/// Starts `command` with `args` and only the variables `env_vars` (besides `LANG` and the
+/// sandbox's own) where the session's `Bash` runs, with its network, and connects to it over
+/// its stdin and stdout. Its tools, and the connection; else why not, with the end of its stderr.
 pub(super) async fn stdio(
     session: &Session,
     command: &str,
     args: &[String],
-    env: &[(String, String)],
+    env_vars: &[(String, String)],
 ) -> Result<(Vec<McpTool>, Arc<dyn McpServer>), String> {
-    let mut spec = ProcessSpec {
+    let mut env = vec![("LANG".into(), LANG.into())];
+    env.extend(
+        env_vars
+            .iter()
+            .map(|(key, value)| (key.into(), value.into())),
+    );
+    let spec = ProcessSpec {
         program: command.into(),
         args: args.iter().map(Into::into).collect(),
         env_clear: true,
-        env: vec![("LANG".into(), LANG.into())],
+        env,
         output_limit: STDERR_LIMIT,
         ..ProcessSpec::shell("", Duration::MAX)
     };
-    session.confine(&mut spec).await?;
-    if let Some(cwd) = &spec.cwd {
-        spec.env.push(("HOME".into(), cwd.clone().into()));
-    }
-    spec.env
-        .extend(env.iter().map(|(key, value)| (key.into(), value.into())));
-    let mut child = spawn_interactive(&spec)
+    let mut child = session
+        .spawn_confined(spec)
         .await
         .map_err(|error| format!("cannot start `{command}`: {error}"))?;
     let (Some(stdout), Some(stdin)) = (child.take_stdout(), child.take_stdin()) else {
