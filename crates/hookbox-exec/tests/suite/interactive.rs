@@ -7,7 +7,7 @@ use hookbox_exec::{ProcessSpec, Sandbox, spawn_interactive};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::time::{Instant, sleep};
 
-use super::support::{assert_dead, children, exclusive, open_fds, read_pids};
+use super::support::{assert_dead, children, exclusive, read_pids};
 
 /// `command` under bash in a sandbox over a fresh directory (returned, to keep it).
 fn sandboxed(command: &str) -> (tempfile::TempDir, ProcessSpec) {
@@ -57,32 +57,60 @@ async fn a_sandboxed_child_answers_line_by_line_and_its_stderr_is_capped() {
 }
 
 /// Dropping the handle kills the child and what it started in the background, reaps it, and
-/// closes every descriptor of the run.
+/// closes the run's pipes and sockets.
 #[tokio::test]
 async fn dropping_the_handle_kills_the_sandbox_and_leaks_nothing() {
     let _guard = exclusive().await;
-    let (fds, kids) = (open_fds(), children());
+    let kids = children();
+    let before = pipes_and_sockets();
     let (dir, spec) = sandboxed("sleep 1000 & echo $! > pids; sleep 1000");
     let pids = dir.path().join("pids");
     let child = spawn_interactive(&spec).await.unwrap();
     read_pids(&pids, 1).await;
     let host_pids = sandbox_sleepers();
     assert!(host_pids.len() >= 2, "{host_pids:?}");
+    // Pipe and socket names hold unique inode numbers: these are the run's.
+    let opened: Vec<String> = pipes_and_sockets()
+        .into_iter()
+        .filter(|fd| !before.contains(fd))
+        .collect();
+    assert!(opened.len() >= 3, "stdin, stdout and stderr: {opened:?}");
     drop(child);
     for pid in host_pids {
         assert_dead(pid).await;
     }
     let give_up = Instant::now() + Duration::from_secs(10);
-    // Other tests' runtimes may still be closing theirs: no more than before.
-    while open_fds() > fds || children() > kids {
+    loop {
+        let left: Vec<String> = pipes_and_sockets()
+            .into_iter()
+            .filter(|fd| opened.contains(fd))
+            .collect();
+        if left.is_empty() && children() <= kids {
+            break;
+        }
         assert!(
             Instant::now() < give_up,
-            "descriptors {} (were {fds}), children {} (were {kids})",
-            open_fds(),
+            "still open: {left:?}; children {} (were {kids})",
             children()
         );
         sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// This process's descriptors that are pipes or sockets, as `FD -> pipe:[INODE]`.
+fn pipes_and_sockets() -> Vec<String> {
+    std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let target = std::fs::read_link(entry.path()).ok()?;
+            let target = target.to_str()?;
+            let fd = entry.file_name();
+            (target.starts_with("pipe:") || target.starts_with("socket:"))
+                .then(|| format!("{} -> {target}", fd.to_string_lossy()))
+        })
+        .collect()
 }
 
 /// Host pids of `sleep 1000` processes (only this test's, under the exclusive lock).
