@@ -127,7 +127,8 @@ impl GuardedClient {
     }
 }
 
-/// A checked endpoint for a protocol client that makes its own requests ([`GuardedClient::endpoint`]).
+/// A checked endpoint for a protocol client that makes its own requests
+/// ([`GuardedClient::endpoint`]).
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     /// The guarded client's connection pool: its resolver admits only allowed addresses for

@@ -118,8 +118,9 @@ pub(crate) async fn connect(
 }
 
 /// Connects the `stdio` and `http` `servers` to `session` (before its first query): a stdio
-/// server starts in the session's sandbox, an http one is reached through `http`. A server that cannot be connected is recorded
-/// `failed`, with a warning on stderr; so are tools it lists that cannot be offered.
+/// server starts in the session's sandbox, an http one is reached through `http`. A server
+/// that cannot be connected is recorded `failed`, with a warning on stderr; so are tools it
+/// lists that cannot be offered.
 pub(crate) async fn connect_to(
     session: &mut Session,
     servers: Vec<ServerConfig>,

@@ -1,9 +1,10 @@
 //! The MCP servers hookbox connects itself, through rmcp's client: `stdio` servers, each a
 //! program started once per session **in the session's sandbox** (as its `Bash` runs, with its
-//! network; never on the host unless the session is `--unsandboxed`) and spoken to over its stdin and stdout,
-//! and `http` servers (streamable HTTP) through hookbox's guarded client. Connecting (`initialize`, then `tools/list` page by
-//! page) is bounded by `MCP_TIMEOUT` (Claude Code's variable, in milliseconds; 30 s by
-//! default); a tool call by `MCP_TOOL_TIMEOUT` (10 minutes by default).
+//! network; never on the host unless the session is `--unsandboxed`) and spoken to over its
+//! stdin and stdout, and `http` servers (streamable HTTP) through hookbox's guarded client.
+//! Connecting (`initialize`, then `tools/list` page by page) is bounded by `MCP_TIMEOUT`
+//! (Claude Code's variable, in milliseconds; 30 s by default); a tool call by
+//! `MCP_TOOL_TIMEOUT` (10 minutes by default).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +52,8 @@ struct RemoteServer {
 
 /// Starts `command` with `args` and only the variables `env_vars` (besides `LANG` and the
 /// sandbox's own) where the session's `Bash` runs, with its network, and connects to it over
-/// its stdin and stdout. Its tools, and the connection; else why not, with the end of its stderr.
+/// its stdin and stdout. Its tools, and the connection; else why not, with the end of its
+/// stderr.
 pub(super) async fn stdio(
     session: &Session,
     command: &str,
