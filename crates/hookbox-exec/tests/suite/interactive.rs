@@ -125,3 +125,25 @@ fn sandbox_sleepers() -> Vec<i32> {
         })
         .collect()
 }
+
+/// On the host (a session run `--unsandboxed`), the keeper kills what the child started, even
+/// what left its process group, when the handle is dropped.
+#[tokio::test]
+async fn dropping_a_host_child_kills_what_it_started() {
+    let _guard = exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let spec = ProcessSpec {
+        cwd: Some(dir.path().to_path_buf()),
+        ..ProcessSpec::shell(
+            "setsid sleep 1000 & echo $! > pids; sleep 1000 & echo $! >> pids; wait",
+            Duration::from_millis(1),
+        )
+    };
+    let child = spawn_interactive(&spec).await.unwrap();
+    let started = read_pids(&pids, 2).await;
+    drop(child);
+    for pid in started {
+        assert_dead(pid).await;
+    }
+}
