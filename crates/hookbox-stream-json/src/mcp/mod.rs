@@ -118,27 +118,33 @@ pub(crate) async fn connect(
 }
 
 /// Connects the `stdio` and `http` `servers` to `session` (before its first query): a stdio
-/// server starts in the session's sandbox, an http one is reached through `http`. A server
-/// that cannot be connected is recorded `failed`, with a warning on stderr; so are tools it
-/// lists that cannot be offered.
+/// server starts in the session's sandbox, an http one is reached through `http`; all at
+/// once, recorded in their order. A server that cannot be connected is recorded `failed`,
+/// with a warning on stderr; so are tools it lists that cannot be offered. (`servers` are
+/// those [`connected_by_hookbox`] says.)
 pub(crate) async fn connect_to(
     session: &mut Session,
     servers: Vec<ServerConfig>,
     http: &GuardedClient,
 ) {
-    for server in servers {
-        let outcome = match server.transport {
-            Transport::Stdio { command, args, env } => {
-                remote::stdio(session, &command, &args, &env).await
-            }
-            Transport::Http { url, headers } => remote::http(http, &url, &headers).await,
-            Transport::Other => continue,
-        };
+    // All at once, as Claude Code does: a slow server does not delay the others.
+    let connecting = servers.into_iter().map(|server| {
+        let session = &*session;
+        async move {
+            let outcome = match server.transport {
+                Transport::Stdio { command, args, env } => {
+                    remote::stdio(session, &command, &args, &env).await
+                }
+                Transport::Http { url, headers } => remote::http(http, &url, &headers).await,
+                Transport::Other => Err("not a server hookbox connects".to_owned()),
+            };
+            (server.name, outcome)
+        }
+    });
+    for (name, outcome) in futures_util::future::join_all(connecting).await {
         match outcome {
             Ok((tools, connection)) => {
-                session
-                    .add_mcp_server(&server.name, tools, connection)
-                    .await;
+                session.add_mcp_server(&name, tools, connection).await;
                 for skipped in session
                     .mcp_servers()
                     .last()
@@ -149,8 +155,8 @@ pub(crate) async fn connect_to(
                 }
             }
             Err(error) => {
-                crate::warn(&format!("MCP server `{}`: {error}", server.name));
-                session.add_failed_mcp_server(&server.name, error).await;
+                crate::warn(&format!("MCP server `{name}`: {error}"));
+                session.add_failed_mcp_server(&name, error).await;
             }
         }
     }
