@@ -9,6 +9,7 @@ use std::time::Duration;
 use hookbox_env::WarmSandboxes;
 use hookbox_hooks::{HttpRunner, OutboxSink};
 use hookbox_llm::Model;
+use hookbox_net::GuardedClient;
 use hookbox_runtime::{AuditDeliverer, Config, Runtime};
 use hookbox_stream_json::{RunEnd, SessionHost, SessionNetwork, Setup};
 
@@ -89,7 +90,8 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
 
 /// What the runtime of `hookbox.toml` gives SDK sessions: its `[agents]` (each checked and
 /// built as every other interface does) and `[sdk] default_agent`, its HTTP hook clients,
-/// its audit outbox, `[sdk] allowed_domains` / `denied_domains` with its egress proxy, and
+/// its audit outbox, its HTTP hook client (the owner's) for `http` MCP servers, `[sdk]
+/// allowed_domains` / `denied_domains` with its egress proxy, and
 /// warm sandboxes for `Bash` (this binary as their supervisor, idle after `[sandbox]
 /// idle_timeout_secs`).
 struct RuntimeHost(Arc<Runtime>, WarmSandboxes);
@@ -121,6 +123,10 @@ impl SessionHost for RuntimeHost {
 
     fn warm_sandboxes(&self) -> Option<WarmSandboxes> {
         Some(self.1.clone())
+    }
+
+    fn mcp_http(&self) -> Option<GuardedClient> {
+        Some(self.0.hook_clients().owner.clone())
     }
 
     fn network(&self) -> Option<SessionNetwork> {

@@ -24,7 +24,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use hookbox_exec::{Bind, ExecError, ListenInside, ProcessOutput, ProcessSpec};
+use hookbox_exec::{Bind, ExecError, Interactive, ListenInside, ProcessOutput, ProcessSpec};
 use hookbox_net::{
     CredentialSource, DecisionLog, EgressPolicy, EgressProxy, ProxyCa, ProxyDecision,
 };
@@ -351,6 +351,29 @@ impl SandboxEgress {
 }
 
 impl SandboxEgress {
+    /// Starts `spec` (a sandboxed process) with the proxy reachable inside for as long as it
+    /// runs ([`hookbox_exec::spawn_interactive`]); the proxy's decisions are not kept (a
+    /// refused plain-HTTP request gets the reason as its 403 body). An unsandboxed `spec`
+    /// starts as it is.
+    pub async fn spawn_interactive(&self, mut spec: ProcessSpec) -> Result<Interactive, ExecError> {
+        if spec.sandbox.is_some() {
+            let (proxy, policy) = (self.proxy.clone(), Arc::clone(&self.policy));
+            let ca = self
+                .interception
+                .as_ref()
+                .map(|interception| Arc::clone(&interception.ca));
+            let listener = ListenInside::new(PROXY_PORT, move |listener| {
+                serve_warm(listener, &proxy, &policy, ca.as_ref(), &Arc::default());
+            });
+            self.reach_proxy(
+                &mut spec,
+                listener,
+                &format!("http://127.0.0.1:{PROXY_PORT}"),
+            );
+        }
+        hookbox_exec::spawn_interactive(&spec).await
+    }
+
     /// Runs `spec` (a sandboxed process of environment `environment_id`) in the
     /// environment's warm sandbox in `warm`, built with this egress's listener, which serves
     /// the proxy for as long as that sandbox lives; returns what the run returned and the
@@ -405,8 +428,9 @@ impl SandboxEgress {
     }
 }
 
-/// Serves the proxy on a warm sandbox's `listener` (on this Tokio runtime) until the sandbox
-/// stops and shuts the listener down; its decisions go to the calls running.
+/// Serves the proxy on a warm sandbox's (or an interactive child's) `listener` (on this Tokio
+/// runtime) until the sandbox stops and shuts the listener down; its decisions go to the
+/// `calls` running (an interactive child has none: they are not kept).
 fn serve_warm(
     listener: std::net::TcpListener,
     proxy: &EgressProxy,

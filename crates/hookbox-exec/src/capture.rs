@@ -34,7 +34,7 @@ impl CapturedOutput {
     }
 
     /// Appends `chunk`, keeping at most `limit` bytes in total and counting the rest as dropped.
-    fn keep(&mut self, chunk: &[u8], limit: usize) {
+    pub(crate) fn keep(&mut self, chunk: &[u8], limit: usize) {
         let room = limit.saturating_sub(self.bytes.len());
         let (kept, rest) = chunk.split_at(room.min(chunk.len()));
         self.bytes.extend_from_slice(kept);

@@ -19,7 +19,9 @@
 //! kernels are); without it, descendants outside the group are only reaped as they exit.
 //!
 //! This crate knows nothing about hooks or agents; it runs a [`ProcessSpec`] and reports a
-//! [`ProcessOutput`].
+//! [`ProcessOutput`]. [`spawn_interactive`] starts one the same way (same sandbox, keeper and
+//! process group) for a caller to talk to over its stdin and stdout, with no deadline: the
+//! child lives until it exits or its [`Interactive`] handle is dropped.
 //!
 //! Linux only (5.3 or later): the child's exit is watched through a pidfd, so that its group can
 //! be killed while the group id is still certainly ours (before the child is reaped).
@@ -120,6 +122,7 @@ mod detach;
 pub mod disk;
 mod exec_args;
 mod group;
+mod interactive;
 mod keeper;
 mod sandbox;
 mod spawn;
@@ -127,6 +130,7 @@ mod warm;
 
 pub use capture::CapturedOutput;
 pub use detach::{DetachedSpec, spawn_detached};
+pub use interactive::{Interactive, spawn_interactive};
 pub use sandbox::{
     Bind, Enforcement, IsolationError, LimitMode, Limits, ListenInside, ListenerSink,
     SYSTEM_TRUST_BUNDLES, Sandbox, check_isolation,

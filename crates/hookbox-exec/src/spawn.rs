@@ -7,7 +7,7 @@ use std::pin::pin;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::process::Command;
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::time::{Instant, timeout_at};
 
 use crate::capture::{self, CapturedOutput};
@@ -168,43 +168,13 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
     let started = Instant::now();
     let deadline = started + spec.timeout.min(MAX_TIMEOUT);
 
-    let prepared = match &spec.sandbox {
-        Some(sandbox) => {
-            let (prepared, child_end) = sandbox::prepare(sandbox, spec.cwd.as_deref(), None)
-                .map_err(|source| ExecError::Isolation {
-                    program: program(),
-                    source,
-                })?;
-            Some((prepared, child_end))
-        }
-        None => None,
-    };
-    let (prepared, child_end) = match prepared {
-        Some((prepared, child_end)) => (Some(prepared), Some(child_end)),
-        None => (None, None),
-    };
-    let kept = prepared.is_none() && spec.die_with_parent;
-    let spawned = command(spec, prepared.as_ref()).and_then(|mut command| command.spawn());
-    // The children hold their own copies; ours would keep the status socket from ending.
-    drop(child_end);
-    let mut child =
-        spawned.map_err(
-            |source| match prepared.as_ref().and_then(Prepared::failure) {
-                Some(failure) => ExecError::Isolation {
-                    program: program(),
-                    source: failure,
-                },
-                None => ExecError::Spawn {
-                    program: program(),
-                    source,
-                },
-            },
-        )?;
-    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-    let mut group = ProcessGroup::new(child, kept).map_err(|source| ExecError::Wait {
-        program: program(),
-        source,
-    })?;
+    let Spawned {
+        stdin,
+        stdout,
+        stderr,
+        mut group,
+        prepared,
+    } = spawn(spec)?;
     // The sandbox's init (pid 1 of its namespace): once it is gone, so is everything inside.
     let (init, listener) = match &prepared {
         Some(prepared) => match timeout_at(deadline, prepared.init_pidfd(false)).await {
@@ -290,6 +260,62 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
         stdout: out,
         stderr: err,
         duration,
+    })
+}
+
+/// A child just spawned for a [`ProcessSpec`]: its pipes, its process group and, in a sandbox,
+/// the run's preparation (held until the run ends: it removes the run's cgroups).
+pub(crate) struct Spawned {
+    pub(crate) stdin: Option<ChildStdin>,
+    pub(crate) stdout: Option<ChildStdout>,
+    pub(crate) stderr: Option<ChildStderr>,
+    pub(crate) group: ProcessGroup,
+    pub(crate) prepared: Option<Prepared>,
+}
+
+/// Prepares `spec`'s sandbox (if any) in this process and spawns the child in its own process
+/// group, with piped stdio: the one spawn path of [`run`] and [`crate::spawn_interactive`].
+pub(crate) fn spawn(spec: &ProcessSpec) -> Result<Spawned, ExecError> {
+    let program = || spec.program.to_string_lossy().into_owned();
+    let (prepared, child_end) = match &spec.sandbox {
+        Some(sandbox) => {
+            let (prepared, child_end) = sandbox::prepare(sandbox, spec.cwd.as_deref(), None)
+                .map_err(|source| ExecError::Isolation {
+                    program: program(),
+                    source,
+                })?;
+            (Some(prepared), Some(child_end))
+        }
+        None => (None, None),
+    };
+    let kept = prepared.is_none() && spec.die_with_parent;
+    let spawned = command(spec, prepared.as_ref()).and_then(|mut command| command.spawn());
+    // The children hold their own copies; ours would keep the status socket from ending.
+    drop(child_end);
+    let mut child =
+        spawned.map_err(
+            |source| match prepared.as_ref().and_then(Prepared::failure) {
+                Some(failure) => ExecError::Isolation {
+                    program: program(),
+                    source: failure,
+                },
+                None => ExecError::Spawn {
+                    program: program(),
+                    source,
+                },
+            },
+        )?;
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let group = ProcessGroup::new(child, kept).map_err(|source| ExecError::Wait {
+        program: program(),
+        source,
+    })?;
+    Ok(Spawned {
+        stdin,
+        stdout,
+        stderr,
+        group,
+        prepared,
     })
 }
 

@@ -127,6 +127,44 @@ impl GuardedClient {
     }
 }
 
+/// A checked endpoint for a protocol client that makes its own requests
+/// ([`GuardedClient::endpoint`]).
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The guarded client's connection pool: its resolver admits only allowed addresses for
+    /// every connection, it follows no redirects and ignores `HTTP(S)_PROXY`.
+    pub http: reqwest::Client,
+    /// The checked configured headers, with those the policy injects.
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl GuardedClient {
+    /// For a protocol client that sends every request to `url` itself (rmcp's streamable HTTP
+    /// MCP client): runs the pre-send checks of [`post_json`](Self::post_json) once, on `url`
+    /// and `headers` (the scheme, `policy`, an IP-literal host's address, the headers), and
+    /// returns this client's pool and the checked headers. The caller must send only to `url`
+    /// (the host's addresses are still checked at every connection) and bound its requests.
+    pub fn endpoint(
+        &self,
+        url: &str,
+        policy: &EgressPolicy,
+        headers: &[(String, String)],
+    ) -> Result<Endpoint, NetError> {
+        let checked = guard::check(
+            self,
+            &guard::Outgoing {
+                url,
+                policy,
+                headers,
+            },
+        )?;
+        Ok(Endpoint {
+            http: self.http.clone(),
+            headers: checked.headers,
+        })
+    }
+}
+
 /// The wait a `Retry-After` value asks for: delta seconds, or an HTTP date from now.
 fn retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();

@@ -10,6 +10,8 @@
 //!   [`GuardedClient::post_json_stream`] is the same request with the body read as it arrives
 //!   ([`StreamingReply`]), for server-sent event streams; [`GuardedClient::get`] sends a `GET`
 //!   with configured headers and streams its reply the same way (downloads);
+//!   [`GuardedClient::endpoint`] runs the same checks once for a protocol client that makes
+//!   its own requests to one URL (rmcp's streamable HTTP MCP client), handing it the pool;
 //! * follows no redirects (a 3xx is returned as a reply) and ignores `HTTP(S)_PROXY`;
 //! * bounds each request by one deadline covering connect, send and the whole response body, and
 //!   caps how much of the body is kept;
@@ -47,7 +49,7 @@ mod stream;
 mod target;
 mod tls;
 
-pub use client::{GuardedClient, HttpReply, PostRequest};
+pub use client::{Endpoint, GuardedClient, HttpReply, PostRequest};
 pub use credentials::{Credential, CredentialSource, SharedCredentials, parse_credential_domain};
 pub use error::NetError;
 pub use get::GetRequest;

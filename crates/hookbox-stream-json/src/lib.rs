@@ -551,8 +551,9 @@ impl Driver {
         }
     }
 
-    /// Builds the session, connecting its MCP servers first (the SDK answers their requests
-    /// while the driver waits here: they go straight to the output).
+    /// Builds the session, connecting its SDK-hosted MCP servers first (the SDK answers their
+    /// requests while the driver waits here: they go straight to the output), then those
+    /// hookbox connects itself (a stdio one runs in the session's sandbox).
     async fn build(&mut self) -> anyhow::Result<setup::Built> {
         let mode = match self.mode {
             Some(mode) => mode,
@@ -562,17 +563,22 @@ impl Driver {
             Some(model) => model,
             None => self.setup.model(&self.setup.agent_name()?)?,
         };
-        let servers = mcp::configured(&self.setup.args, &self.init)?;
-        self.sdk_mcp = servers.iter().any(|(_, kind)| kind == "sdk");
-        let servers = mcp::connect(servers, &self.init, &self.client, &self.client.direct()).await;
-        self.setup.build(
+        let (external, hosted): (Vec<_>, Vec<_>) =
+            mcp::configured(&self.setup.args, &self.init)?
+                .into_iter()
+                .partition(mcp::connected_by_hookbox);
+        self.sdk_mcp = hosted.iter().any(|server| server.kind == "sdk");
+        let hosted = mcp::connect(hosted, &self.init, &self.client, &self.client.direct()).await;
+        let mut built = self.setup.build(
             &self.init,
             &self.client,
             mode,
             model,
-            servers,
+            hosted,
             &mut self.keep,
-        )
+        )?;
+        mcp::connect_to(&mut built.session, external, &self.setup.mcp_http()?).await;
+        Ok(built)
     }
 
     /// Ends a prompt with an error result (after `system/init` the first time, which the

@@ -12,7 +12,7 @@ use hookbox_agent::session::{
 use hookbox_env::WarmSandboxes;
 use hookbox_hooks::{HookEvent, HttpRunner, OutboxSink};
 use hookbox_llm::Model;
-use hookbox_net::{DomainList, EgressPolicy, EgressProxy};
+use hookbox_net::{ClientOptions, DomainList, EgressPolicy, EgressProxy, GuardedClient};
 use serde_json::{Value, json};
 
 use crate::agent_files::{self, AgentSpec};
@@ -47,6 +47,13 @@ pub trait SessionHost: Send + Sync {
     /// Where the events of `"delivery": "at_least_once"` HTTP hooks are stored for later
     /// delivery (`None`: they are posted once, like the others).
     fn outbox(&self) -> Option<Arc<dyn OutboxSink>> {
+        None
+    }
+
+    /// What the sessions' `http` MCP servers of `--mcp-config` are reached through (`None`:
+    /// the strict guarded client: HTTPS only, public addresses only), with
+    /// [`EgressPolicy::PUBLIC`] like HTTP hooks.
+    fn mcp_http(&self) -> Option<GuardedClient> {
         None
     }
 
@@ -147,6 +154,14 @@ impl Setup {
     /// The model of agent `name`.
     pub(crate) fn model(&self, name: &str) -> anyhow::Result<Arc<dyn Model>> {
         self.host()?.model(name)
+    }
+
+    /// The client `http` MCP servers are reached through: the host's, else the strict one.
+    pub(crate) fn mcp_http(&self) -> anyhow::Result<GuardedClient> {
+        match self.host()?.mcp_http() {
+            Some(client) => Ok(client),
+            None => Ok(GuardedClient::new(&ClientOptions::default())?),
+        }
     }
 
     /// The starting permission mode from the command line.

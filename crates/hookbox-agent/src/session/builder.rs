@@ -426,12 +426,7 @@ impl SessionBuilder {
                 .collect(),
             offers_task: !self.agents.is_empty()
                 && !permissions::listed(&self.disallowed, tools::TASK),
-            mcp_names: self
-                .mcp
-                .names()
-                .filter(|tool| !permissions::listed(&self.disallowed, tool))
-                .map(str::to_owned)
-                .collect(),
+            mcp_names: self.mcp.offered(&self.disallowed),
             mcp: self.mcp,
             auto_allow_bash: self.isolation == Isolation::Sandboxed
                 && self.auto_allow_sandboxed_bash,

@@ -173,6 +173,15 @@ impl McpTools {
         self.tools.keys().map(String::as_str)
     }
 
+    /// The names offered to the model, sorted: all but those `disallowed` names (a
+    /// disallowed tool is not offered at all, as in Claude Code).
+    pub(crate) fn offered(&self, disallowed: &[String]) -> Vec<String> {
+        self.names()
+            .filter(|tool| !super::permissions::listed(disallowed, tool))
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// The declarations of the tools named `names` that are MCP tools.
     pub(crate) fn declarations<'a>(
         &self,

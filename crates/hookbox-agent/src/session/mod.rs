@@ -206,6 +206,40 @@ impl Session {
         &self.mcp_servers
     }
 
+    /// Starts `spec` as a long-lived process where the session's `Bash` commands run (its
+    /// sandbox and network, unless the session is [`unsandboxed`](SessionBuilder::unsandboxed)),
+    /// until the returned handle is dropped: for the processes the host starts on the
+    /// session's behalf, such as stdio MCP servers. Waits for a running query.
+    pub async fn spawn_confined(
+        &self,
+        spec: hookbox_exec::ProcessSpec,
+    ) -> Result<hookbox_exec::Interactive, String> {
+        self.core.lock().await.tools.spawn_confined(spec).await
+    }
+
+    /// Offers the tools of MCP server `name`, connected after the session was built, as
+    /// [`SessionBuilder::mcp_server`] does; call it before the first query, whose `Init`
+    /// lists the servers.
+    pub async fn add_mcp_server(
+        &mut self,
+        name: &str,
+        tools: Vec<McpTool>,
+        server: Arc<dyn McpServer>,
+    ) {
+        let mut core = self.core.lock().await;
+        core.mcp.add(name, tools, server);
+        core.mcp_names = core.mcp.offered(&core.disallowed);
+        self.mcp_servers = core.mcp.servers().to_vec();
+    }
+
+    /// Records MCP server `name` as failed to connect, for `error`, as
+    /// [`SessionBuilder::failed_mcp_server`] does.
+    pub async fn add_failed_mcp_server(&mut self, name: &str, error: String) {
+        let mut core = self.core.lock().await;
+        core.mcp.add_failed(name, error);
+        self.mcp_servers = core.mcp.servers().to_vec();
+    }
+
     /// A handle that changes the running session: interrupt, permission mode, model.
     pub fn control(&self) -> SessionControl {
         self.control.clone()

@@ -10,7 +10,12 @@ use super::{World, call, tool_results_in};
 use hookbox_test_support::FakeTurn;
 
 /// `sdk_mcp_servers.py SDK PROMPT SPEC`, which must finish without an error result.
-fn drive(python: &std::ffi::OsStr, world: &World, sdk: &str, spec: &Value) -> Vec<Value> {
+pub(super) fn drive(
+    python: &std::ffi::OsStr,
+    world: &World,
+    sdk: &str,
+    spec: &Value,
+) -> Vec<Value> {
     let (output, messages) = run(
         python,
         world,
@@ -22,7 +27,7 @@ fn drive(python: &std::ffi::OsStr, world: &World, sdk: &str, spec: &Value) -> Ve
 }
 
 /// The names of the tools offered in the model's first request.
-fn offered(world: &World) -> Vec<String> {
+pub(super) fn offered(world: &World) -> Vec<String> {
     let bodies = world.server.bodies();
     bodies[0]["tools"]
         .as_array()
@@ -33,7 +38,7 @@ fn offered(world: &World) -> Vec<String> {
 }
 
 /// The `(tool, args)` of the calls the SDK's tool handlers got.
-fn handled(messages: &[Value]) -> Vec<(String, Value)> {
+pub(super) fn handled(messages: &[Value]) -> Vec<(String, Value)> {
     messages
         .iter()
         .filter_map(|message| {
@@ -44,7 +49,7 @@ fn handled(messages: &[Value]) -> Vec<(String, Value)> {
 }
 
 /// The `(matcher, hook_event_name, tool_name)` of the hook inputs the SDK's callbacks got.
-fn hooked(messages: &[Value]) -> Vec<(String, String, String)> {
+pub(super) fn hooked(messages: &[Value]) -> Vec<(String, String, String)> {
     messages
         .iter()
         .filter_map(|message| {
@@ -62,7 +67,7 @@ fn hooked(messages: &[Value]) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn stderr(messages: &[Value]) -> String {
+pub(super) fn stderr(messages: &[Value]) -> String {
     messages
         .iter()
         .filter_map(|message| message["stderr"].as_str())
@@ -70,14 +75,14 @@ fn stderr(messages: &[Value]) -> String {
         .join("\n")
 }
 
-fn mcp_status(messages: &[Value]) -> Value {
+pub(super) fn mcp_status(messages: &[Value]) -> Value {
     messages
         .iter()
         .find_map(|message| message.get("mcp_status").cloned())
         .unwrap_or_else(|| panic!("no mcp_status: {messages:#?}"))
 }
 
-fn init(messages: &[Value]) -> Value {
+pub(super) fn init(messages: &[Value]) -> Value {
     messages
         .iter()
         .find(|message| message["subtype"] == "init")
@@ -411,8 +416,11 @@ fn claude_sdk_mcp_servers_that_cannot_connect_fail_and_start_nothing() {
         return;
     };
     let world = World::new(vec![FakeTurn::text("Still here.")]);
-    let marker = world.work().join("started");
-    // A server the SDK does not host, and a stdio one whose command would leave a marker.
+    let host = tempfile::tempdir().unwrap();
+    let marker = host.path().join("started");
+    // A server the SDK does not host, and a stdio one whose command would leave a marker on
+    // the host (it runs in the sandbox, where that directory does not exist, and is no
+    // MCP server: it fails).
     let extra = json!({"mcpServers": {
         "ghost": {"type": "sdk", "name": "ghost"},
         "local": {"command": "touch", "args": [marker]},
@@ -423,7 +431,10 @@ fn claude_sdk_mcp_servers_that_cannot_connect_fail_and_start_nothing() {
     std::fs::write(world.work().join(".mcp.json"), project.to_string()).unwrap();
     let spec = json!({"options": {"extra_args": {"mcp-config": extra.to_string()}}});
     let messages = drive(&python, &world, "claude", &spec);
-    assert!(!marker.exists(), "the stdio server's command ran");
+    assert!(
+        !marker.exists(),
+        "the stdio server's command ran on the host"
+    );
     assert!(
         !planted.exists(),
         "the project's .mcp.json started a process"
@@ -465,7 +476,10 @@ fn claude_sdk_mcp_servers_that_cannot_connect_fail_and_start_nothing() {
     );
     let stderr = stderr(&messages);
     assert!(
-        stderr.contains("MCP server `local`: `stdio` MCP servers are not supported yet"),
+        stderr.contains(
+            "MCP server `local`: `touch` did not connect: it exited instead of answering \
+             `initialize`; its stderr: touch: cannot touch"
+        ),
         "{stderr}"
     );
     assert!(offered(&world).iter().any(|name| name == "mcp__test__add"));

@@ -4,6 +4,7 @@
 
 mod agents;
 mod mcp;
+mod mcp_config;
 mod network;
 mod output_styles;
 mod protocol;

@@ -378,3 +378,51 @@ fn bad_domain_entries_end_the_prompt_with_an_error_naming_the_file_the_key_and_t
         "{message}"
     );
 }
+
+/// A `--mcp-config` stdio server gets the session's network, as `Bash` does: an allowed host
+/// through the proxy, another refused with the reason.
+#[test]
+fn sdk_stdio_mcp_server_gets_the_same_network_as_bash() {
+    const TEST: &str = "sdk_mode::network::sdk_stdio_mcp_server_gets_the_same_network_as_bash";
+    let Some(python) = python(TEST) else {
+        return;
+    };
+    let world = World::new(vec![
+        call(
+            "toolu_1",
+            "mcp__local__fetch",
+            json!({"url": "http://api.allowed.test/"}),
+        ),
+        call(
+            "toolu_2",
+            "mcp__local__fetch",
+            json!({"url": "http://other.test/"}),
+        ),
+        FakeTurn::text("Fetched."),
+    ]);
+    let Some(hosts) = Hosts::start(TEST, &world) else {
+        return;
+    };
+    hosts.configure(&world, "allowed_domains = [\"*.allowed.test\"]");
+    let script = super::mcp_config::server_script(&world);
+    let config = json!({"mcpServers": {"local": super::mcp_config::python_server(&script, &[])}});
+    let spec = json!({
+        "servers": {},
+        "options": {"allowed_tools": ["mcp__local"],
+                    "extra_args": {"mcp-config": config.to_string()}},
+    });
+    super::mcp::drive(&python, &world, "claude", &spec);
+    let results = world.tool_results();
+    assert_eq!(
+        results[0],
+        (format!("fetched: {GREETING}"), false),
+        "{results:?}"
+    );
+    assert!(
+        results[1].1
+            && results[1].0.contains("refused 403")
+            && results[1].0.contains("host `other.test` is not allowed"),
+        "{results:?}"
+    );
+    assert_eq!(hosts.requests(&world), 1);
+}

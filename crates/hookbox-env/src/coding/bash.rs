@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::Vocabulary;
-use hookbox_exec::{ExitKind, ProcessSpec, Sandbox};
+use hookbox_exec::{ExitKind, Interactive, ProcessSpec, Sandbox};
 use serde_json::{Value, json};
 
 use crate::coding::{CodingOutcome, CodingTools, Failure, invalid};
@@ -123,27 +123,54 @@ pub(crate) fn process(tools: &CodingTools, input: &Value) -> Result<ProcessSpec,
     spec.program = "/bin/bash".into();
     spec.env_clear = true;
     spec.env = vec![
-        ("HOME".into(), cwd.clone().into()),
+        ("HOME".into(), cwd.into()),
         ("LANG".into(), LANG.into()),
         ("TERM".into(), "dumb".into()),
     ];
     spec.output_limit = ProcessSpec::DEFAULT_OUTPUT_LIMIT;
-    match tools.isolation() {
-        Isolation::Sandboxed => {
-            let mut sandbox = Sandbox::over_directory(&cwd)
-                .map_err(|error| format!("Bash: cannot sandbox {}: {error}", cwd.display()))?;
-            sandbox.binds.extend(tools.protection_binds()?);
-            sandbox.binds.extend(tools.added_binds()?);
-            spec.sandbox = Some(sandbox);
-            spec.cwd = Some(cwd);
-        }
-        Isolation::Unsandboxed => {
-            spec.env.push(("PATH".into(), HOST_PATH.into()));
-            spec.env.push(("TMPDIR".into(), "/tmp".into()));
-            spec.cwd = Some(cwd);
-        }
-    }
+    tools.confine(&mut spec)?;
     Ok(spec)
+}
+
+impl CodingTools {
+    /// Makes `spec` run where the session's `Bash` commands run: in the working directory,
+    /// inside a sandbox over it (the added directories bound too, the protected entries
+    /// read-only, no network: [`spawn_confined`](Self::spawn_confined) and `Bash` add the
+    /// egress proxy), or on the host with a fixed `PATH` and `HOME` when the session is
+    /// unsandboxed. Fails when the sandbox cannot be described (never falls back to the host).
+    pub fn confine(&self, spec: &mut ProcessSpec) -> Result<(), String> {
+        let cwd = self.cwd().to_path_buf();
+        match self.isolation() {
+            Isolation::Sandboxed => {
+                let mut sandbox = Sandbox::over_directory(&cwd)
+                    .map_err(|error| format!("Bash: cannot sandbox {}: {error}", cwd.display()))?;
+                sandbox.binds.extend(self.protection_binds()?);
+                sandbox.binds.extend(self.added_binds()?);
+                spec.sandbox = Some(sandbox);
+            }
+            Isolation::Unsandboxed => {
+                spec.sandbox = None;
+                spec.env.push(("PATH".into(), HOST_PATH.into()));
+                spec.env.push(("TMPDIR".into(), "/tmp".into()));
+                spec.env.push(("HOME".into(), cwd.clone().into()));
+            }
+        }
+        spec.cwd = Some(cwd);
+        Ok(())
+    }
+
+    /// Starts `spec` as a long-lived process where the session's `Bash` commands run
+    /// ([`confine`](Self::confine)), with the same network (the egress proxy inside, when the
+    /// tools have one), until the returned handle is dropped
+    /// ([`hookbox_exec::spawn_interactive`]).
+    pub async fn spawn_confined(&self, mut spec: ProcessSpec) -> Result<Interactive, String> {
+        self.confine(&mut spec)?;
+        match self.egress() {
+            Some(egress) => egress.spawn_interactive(spec).await,
+            None => hookbox_exec::spawn_interactive(&spec).await,
+        }
+        .map_err(|error| error.to_string())
+    }
 }
 
 /// How the model is told of a request the egress proxy refused (an HTTPS client shows only

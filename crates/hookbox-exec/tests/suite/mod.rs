@@ -5,6 +5,7 @@ mod cancel;
 mod directory;
 mod disk;
 mod groups;
+mod interactive;
 mod keeper;
 mod leaks;
 mod listen;

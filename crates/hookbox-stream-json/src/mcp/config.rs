@@ -16,6 +16,31 @@ pub(crate) struct ServerConfig {
     pub(crate) kind: String,
     /// Where it came from, for messages: `--mcp-config <file>` or `--mcp-config (JSON)`.
     pub(crate) source: String,
+    /// How to reach it, for the kinds hookbox connects itself.
+    pub(crate) transport: Transport,
+}
+
+/// How hookbox reaches a configured server.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Transport {
+    /// `stdio`: a program started in the session's sandbox, speaking JSON-RPC lines.
+    Stdio {
+        /// `command`: the program (looked up on the sandbox's `PATH` when it has no slash).
+        command: String,
+        /// `args`.
+        args: Vec<String>,
+        /// `env`: the only variables it gets besides the sandbox's own.
+        env: Vec<(String, String)>,
+    },
+    /// `http`: streamable HTTP at `url`, each request carrying `headers`.
+    Http {
+        /// `url`.
+        url: String,
+        /// `headers`, sent as given.
+        headers: Vec<(String, String)>,
+    },
+    /// `sdk`, and kinds hookbox does not connect (`sse`, unknown ones).
+    Other,
 }
 
 /// The servers of every `--mcp-config` value, in order; a later server of the same name
@@ -64,11 +89,61 @@ fn server(name: &str, entry: &Value, source: &str) -> anyhow::Result<ServerConfi
              \"stdio\", \"http\") or a `command`"
         ),
     };
+    let field = |key: &str| (entry.get(key), format!("{source}: {path}.{key}"));
+    let transport = match kind.as_str() {
+        "stdio" => Transport::Stdio {
+            command: match field("command") {
+                (Some(Value::String(command)), _) if !command.is_empty() => command.clone(),
+                (other, at) => bail!("{at} must be the program to run, not {}", shown(other)),
+            },
+            args: match field("args") {
+                (None, _) => Vec::new(),
+                (Some(Value::Array(args)), at) => args
+                    .iter()
+                    .map(|arg| match arg {
+                        Value::String(arg) => Ok(arg.clone()),
+                        other => bail!("{at} must hold strings only, not {other}"),
+                    })
+                    .collect::<anyhow::Result<_>>()?,
+                (Some(other), at) => bail!("{at} must be an array of strings, not {other}"),
+            },
+            env: strings(field("env"))?,
+        },
+        "http" => Transport::Http {
+            url: match field("url") {
+                (Some(Value::String(url)), _) if !url.is_empty() => url.clone(),
+                (other, at) => bail!("{at} must be the server's URL, not {}", shown(other)),
+            },
+            headers: strings(field("headers"))?,
+        },
+        _ => Transport::Other,
+    };
     Ok(ServerConfig {
         name: name.to_owned(),
         kind,
         source: source.to_owned(),
+        transport,
     })
+}
+
+/// An object of strings (`env`, `headers`) at `at`, absent meaning none.
+fn strings((value, at): (Option<&Value>, String)) -> anyhow::Result<Vec<(String, String)>> {
+    match value {
+        None => Ok(Vec::new()),
+        Some(Value::Object(entries)) => entries
+            .iter()
+            .map(|(key, value)| match value {
+                Value::String(text) => Ok((key.clone(), text.clone())),
+                other => bail!("{at}.{key} must be a string, not {other}"),
+            })
+            .collect(),
+        Some(other) => bail!("{at} must be an object of strings, not {other}"),
+    }
+}
+
+/// A value for an error message; `nothing` when absent.
+fn shown(value: Option<&Value>) -> String {
+    value.map_or_else(|| "nothing".to_owned(), Value::to_string)
 }
 
 #[cfg(test)]
@@ -104,5 +179,52 @@ mod tests {
         assert!(error(r#"{"mcpServers": {"a": 1}}"#).contains("$.mcpServers.a must be an object"));
         assert!(error(r#"{"mcpServers": {"a": {}}}"#).contains("neither `type` nor `command`"));
         assert!(error("/nonexistent/mcp.json").contains("cannot read --mcp-config /nonexistent"));
+        let bad = error(r#"{"mcpServers": {"s": {"type": "stdio"}}}"#);
+        assert!(bad.contains("$.mcpServers.s.command must be the program to run, not nothing"));
+        let bad = error(r#"{"mcpServers": {"s": {"command": "x", "args": ["a", 1]}}}"#);
+        assert!(
+            bad.contains("$.mcpServers.s.args must hold strings only, not 1"),
+            "{bad}"
+        );
+        let bad = error(r#"{"mcpServers": {"s": {"command": "x", "env": {"A": 1}}}}"#);
+        assert!(
+            bad.contains("$.mcpServers.s.env.A must be a string, not 1"),
+            "{bad}"
+        );
+        let bad = error(r#"{"mcpServers": {"s": {"type": "http", "headers": {}}}}"#);
+        assert!(
+            bad.contains("$.mcpServers.s.url must be the server's URL"),
+            "{bad}"
+        );
+        let bad = error(r#"{"mcpServers": {"s": {"type": "http", "url": "u", "headers": []}}}"#);
+        assert!(
+            bad.contains("$.mcpServers.s.headers must be an object of strings"),
+            "{bad}"
+        );
+    }
+
+    #[test]
+    fn stdio_and_http_servers_are_read_whole() {
+        let servers = parse(&[r#"{"mcpServers": {
+            "local": {"command": "python3", "args": ["s.py", "-v"], "env": {"A": "1"}},
+            "web": {"type": "http", "url": "https://x/mcp", "headers": {"Authorization": "Bearer t"}}
+        }}"#
+            .to_owned()])
+        .unwrap();
+        assert_eq!(
+            servers[0].transport,
+            Transport::Stdio {
+                command: "python3".to_owned(),
+                args: vec!["s.py".to_owned(), "-v".to_owned()],
+                env: vec![("A".to_owned(), "1".to_owned())],
+            }
+        );
+        assert_eq!(
+            servers[1].transport,
+            Transport::Http {
+                url: "https://x/mcp".to_owned(),
+                headers: vec![("Authorization".to_owned(), "Bearer t".to_owned())],
+            }
+        );
     }
 }

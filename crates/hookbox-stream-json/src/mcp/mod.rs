@@ -2,15 +2,22 @@
 //! (none under `--no-mcp`), connected before the session starts and handed to it; and the
 //! `mcp_status` answer.
 //! SDK-hosted servers (`type: "sdk"`) are served by the SDK over the control protocol
-//! ([`sdk`]); other kinds are reported `failed` (not supported yet).
+//! ([`sdk`]) and connected before the session is built; `stdio` and `http` servers are
+//! connected by hookbox itself through rmcp's client ([`remote`]) once the session exists,
+//! since a stdio server runs in its sandbox; other kinds (`sse`) are reported `failed`.
 
 mod config;
+mod remote;
 mod sdk;
 
 use std::sync::Arc;
 
-use hookbox_agent::session::{McpServer, McpServerStatus, McpTool, SessionBuilder};
+use hookbox_agent::session::{McpServer, McpServerStatus, McpTool, Session, SessionBuilder};
+use hookbox_net::GuardedClient;
 use serde_json::{Value, json};
+
+pub(crate) use config::ServerConfig;
+use config::Transport;
 
 use crate::argv::SdkArgs;
 use crate::control::ControlClient;
@@ -42,26 +49,33 @@ impl Connected {
     }
 }
 
-/// The names of the configured servers: `--mcp-config`'s, then the cortex SDK's
+/// The configured servers: `--mcp-config`'s, then the cortex SDK's
 /// `sdkMcpServers` not among them; none under `--no-mcp` (its `--mcp-config` not even read).
 /// An unusable `--mcp-config` is an error.
 pub(crate) fn configured(
     args: &SdkArgs,
     init: &InitOptions,
-) -> anyhow::Result<Vec<(String, String)>> {
+) -> anyhow::Result<Vec<ServerConfig>> {
     if args.no_mcp {
         return Ok(Vec::new());
     }
-    let mut servers: Vec<(String, String)> = config::parse(&args.mcp_configs)?
-        .into_iter()
-        .map(|server| (server.name, server.kind))
-        .collect();
+    let mut servers = config::parse(&args.mcp_configs)?;
     for name in &init.sdk_mcp_servers {
-        if !servers.iter().any(|(known, _)| known == name) {
-            servers.push((name.clone(), "sdk".to_owned()));
+        if !servers.iter().any(|known| known.name == *name) {
+            servers.push(ServerConfig {
+                name: name.clone(),
+                kind: "sdk".to_owned(),
+                source: "the SDK's sdkMcpServers".to_owned(),
+                transport: Transport::Other,
+            });
         }
     }
     Ok(servers)
+}
+
+/// Whether hookbox connects `server` itself, once the session is built ([`connect_to`]).
+pub(crate) fn connected_by_hookbox(server: &ServerConfig) -> bool {
+    !matches!(server.transport, Transport::Other)
 }
 
 /// Connects every configured server: lists an SDK-hosted server's tools (from the cortex
@@ -69,13 +83,13 @@ pub(crate) fn configured(
 /// that does not wait on the query driver), its calls later going through `client`. A server
 /// that cannot be connected is `Failed`, with a warning on stderr.
 pub(crate) async fn connect(
-    servers: Vec<(String, String)>,
+    servers: Vec<ServerConfig>,
     init: &InitOptions,
     client: &ControlClient,
     connecting: &ControlClient,
 ) -> Vec<Connected> {
     let mut connected = Vec::new();
-    for (name, kind) in servers {
+    for ServerConfig { name, kind, .. } in servers {
         let outcome = if kind == "sdk" {
             let definitions = init
                 .sdk_mcp_tool_definitions
@@ -90,8 +104,8 @@ pub(crate) async fn connect(
             tools.map(|tools| (tools, server as Arc<dyn McpServer>))
         } else {
             Err(format!(
-                "`{kind}` MCP servers are not supported yet (only SDK-hosted `sdk` servers are); \
-                 its tools are not offered"
+                "`{kind}` MCP servers are not supported (hookbox connects `sdk`, `stdio` and \
+                 `http` ones); its tools are not offered"
             ))
         };
         connected.push(match outcome {
@@ -109,10 +123,55 @@ pub(crate) async fn connect(
     connected
 }
 
+/// Connects the `stdio` and `http` `servers` to `session` (before its first query): a stdio
+/// server starts in the session's sandbox, an http one is reached through `http`; all at
+/// once, recorded in their order. A server that cannot be connected is recorded `failed`,
+/// with a warning on stderr; so are tools it lists that cannot be offered. (`servers` are
+/// those [`connected_by_hookbox`] says.)
+pub(crate) async fn connect_to(
+    session: &mut Session,
+    servers: Vec<ServerConfig>,
+    http: &GuardedClient,
+) {
+    // All at once, as Claude Code does: a slow server does not delay the others.
+    let connecting = servers.into_iter().map(|server| {
+        let session = &*session;
+        async move {
+            let outcome = match server.transport {
+                Transport::Stdio { command, args, env } => {
+                    remote::stdio(session, &command, &args, &env).await
+                }
+                Transport::Http { url, headers } => remote::http(http, &url, &headers).await,
+                Transport::Other => Err("not a server hookbox connects".to_owned()),
+            };
+            (server.name, outcome)
+        }
+    });
+    for (name, outcome) in futures_util::future::join_all(connecting).await {
+        match outcome {
+            Ok((tools, connection)) => {
+                session.add_mcp_server(&name, tools, connection).await;
+                for skipped in session
+                    .mcp_servers()
+                    .last()
+                    .into_iter()
+                    .flat_map(|s| &s.skipped)
+                {
+                    crate::warn(skipped);
+                }
+            }
+            Err(error) => {
+                crate::warn(&format!("MCP server `{name}`: {error}"));
+                session.add_failed_mcp_server(&name, error).await;
+            }
+        }
+    }
+}
+
 /// The `mcp_status` answer: each server with its status, error and tools (Claude Code's
 /// `McpServerStatus`); `servers` is `None` before the session starts, when every configured
 /// server (`pending`) is still to be connected.
-pub(crate) fn status(servers: Option<&[McpServerStatus]>, pending: &[(String, String)]) -> Value {
+pub(crate) fn status(servers: Option<&[McpServerStatus]>, pending: &[ServerConfig]) -> Value {
     let servers: Vec<Value> = match servers {
         Some(servers) => servers
             .iter()
@@ -135,7 +194,7 @@ pub(crate) fn status(servers: Option<&[McpServerStatus]>, pending: &[(String, St
             .collect(),
         None => pending
             .iter()
-            .map(|(name, _)| json!({"name": name, "status": "pending"}))
+            .map(|server| json!({"name": server.name, "status": "pending"}))
             .collect(),
     };
     json!({"mcpServers": servers})

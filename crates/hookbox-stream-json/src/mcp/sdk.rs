@@ -197,7 +197,7 @@ impl McpServer for SdkServer {
 
 /// A `tools/call` result: its `content` blocks and `isError` (the cortex SDK writes
 /// `is_error`).
-fn tool_result(result: &Value) -> Result<McpToolResult, String> {
+pub(crate) fn tool_result(result: &Value) -> Result<McpToolResult, String> {
     let Some(content) = result.get("content").and_then(Value::as_array) else {
         return Err(format!(
             "the server answered with something that is not an MCP tool result (no `content` \
