@@ -563,10 +563,9 @@ impl Driver {
             Some(model) => model,
             None => self.setup.model(&self.setup.agent_name()?)?,
         };
-        let (external, hosted): (Vec<_>, Vec<_>) =
-            mcp::configured(&self.setup.args, &self.init)?
-                .into_iter()
-                .partition(mcp::connected_by_hookbox);
+        let (external, hosted): (Vec<_>, Vec<_>) = mcp::configured(&self.setup.args, &self.init)?
+            .into_iter()
+            .partition(mcp::connected_by_hookbox);
         self.sdk_mcp = hosted.iter().any(|server| server.kind == "sdk");
         let hosted = mcp::connect(hosted, &self.init, &self.client, &self.client.direct()).await;
         let mut built = self.setup.build(

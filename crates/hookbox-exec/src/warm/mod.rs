@@ -3,6 +3,7 @@
 //! [`request`].
 
 mod request;
+mod spare;
 mod supervisor;
 
 use std::collections::BTreeMap;
@@ -286,7 +287,7 @@ impl Live {
         loop {
             let mut ready = self.control.writable().await?;
             let mut space = [std::mem::MaybeUninit::uninit();
-                rustix::cmsg_space!(ScmRights(supervisor::MAX_REQUEST_FDS))];
+                rustix::cmsg_space!(ScmRights(spare::MAX_REQUEST_FDS))];
             let mut ancillary = SendAncillaryBuffer::new(&mut space);
             ancillary.push(SendAncillaryMessage::ScmRights(fds));
             match sendmsg(

@@ -33,6 +33,16 @@ impl Request {
         out
     }
 
+    /// The request in the memory file `payload`.
+    pub(crate) fn read(payload: std::os::fd::OwnedFd) -> Option<Self> {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::from(payload);
+        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+        let mut bytes = vec![0; len];
+        file.read_exact_at(&mut bytes, 0).ok()?;
+        Self::decode(&bytes)
+    }
+
     /// The request encoded in `bytes`, or `None` if they are not one.
     pub(crate) fn decode(bytes: &[u8]) -> Option<Self> {
         let mut reader = Reader(bytes);

@@ -10,9 +10,10 @@
 //!
 //! - A request on the control socket (see [`super::request`]) with five descriptors (the
 //!   request's memory file, the call's stdin, stdout and stderr, its reply socket), and as root
-//!   the files through which the call joins its own cgroups, starts the call
-//!   ([`crate::sandbox::start_call`]) and answers `STARTED` with a pidfd of it on the reply
-//!   socket.
+//!   the files through which the call joins its own cgroups, starts the call and answers
+//!   `STARTED` with a pidfd of it on the reply socket. The call is the spare started after
+//!   the previous request (see [`super::spare`]), or one started now for the first request
+//!   and for requests that arrive together; a new spare is started after each request.
 //! - A call's pidfd becoming readable means the call and everything it started are gone: it
 //!   is reaped and its wait status sent as `EXITED`.
 //! - A reply socket hung up means the caller stopped waiting (a timeout, or its future was
@@ -21,39 +22,25 @@
 //!   the kernel kills everything left in the sandbox.
 
 use std::ffi::{CString, OsStr, OsString};
-use std::fs::File;
-use std::io::{IoSliceMut, Write};
-use std::mem::MaybeUninit;
+use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::FileExt;
+use std::os::unix::ffi::OsStringExt;
 
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::Errno;
-use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
+use rustix::net::RecvFlags;
 use rustix::process::{Signal, pidfd_send_signal};
 
-use super::request::Request;
-use crate::exec_args::ExecArgs;
+use super::spare::{self, MAX_REQUEST_FDS, REQUEST_FDS, Spare};
 use crate::sandbox::{
-    CONTROL_FD, CallPlan, Confinement, LandlockPlan, MAX_SCRATCH_BINDS, RECORD_EXITED,
-    RECORD_FAILED, RECORD_READY, RECORD_STARTED, STEP_CALL_START, STEP_EXEC, STEP_REQUEST,
-    ScratchBind, seccomp_program, send_record, start_call,
+    CONTROL_FD, CallSetup, Confinement, LandlockPlan, MAX_SCRATCH_BINDS, RECORD_EXITED,
+    RECORD_FAILED, RECORD_READY, RECORD_STARTED, STEP_CALL_START, ScratchBind, seccomp_program,
+    send_record,
 };
 
 /// The argument (right after the program's name) that makes [`supervise_if_asked`] run the
 /// supervisor.
 pub const SUPERVISOR_ARG: &str = "--hookbox-sandbox-supervisor";
-
-/// Descriptors passed with each request: its memory file, stdin, stdout, stderr, reply socket.
-const REQUEST_FDS: usize = 5;
-
-/// Descriptors a request may carry after [`REQUEST_FDS`]: the files through which the call
-/// joins its own cgroups (v1 `pids` and `memory` `tasks`, or one v2 `cgroup.procs`).
-const JOIN_FDS: usize = 2;
-
-/// The most descriptors one request carries.
-pub(crate) const MAX_REQUEST_FDS: usize = REQUEST_FDS + JOIN_FDS;
 
 /// Runs this process as a warm sandbox's supervisor and exits, when it was started as one (its
 /// first argument is [`SUPERVISOR_ARG`]); returns at once otherwise.
@@ -210,6 +197,10 @@ struct Running {
     pidfd: OwnedFd,
     /// Where the call's end is reported; `None` once the caller hung up (the call was killed).
     reply: Option<OwnedFd>,
+    /// The call's mount namespace, held so that its tear-down (its mounts unmounted, an RCU
+    /// grace period waited for) happens after the call's end is reported, when this is
+    /// dropped, rather than in the call's exit, before its caller can learn of it.
+    _mounts: Option<OwnedFd>,
 }
 
 /// The supervisor's loop; returns the exit code once the parent is gone.
@@ -235,6 +226,13 @@ fn serve(settings: &Settings) -> i32 {
         cap_last: settings.cap_last,
         filter,
     };
+    let setup = CallSetup {
+        scratch: &settings.scratch,
+        scratch_binds: &settings.scratch_binds,
+        confinement: &confinement,
+    };
+    // The next call, started ahead of its request once the sandbox has had one.
+    let mut spare: Option<Spare> = None;
     if !send_record(control.as_raw_fd(), RECORD_READY, 0, 0, None) {
         return 1;
     }
@@ -274,11 +272,15 @@ fn serve(settings: &Settings) -> i32 {
             true
         });
         if control_ready {
-            match receive_request(&control) {
-                Ok(Some(fds)) => calls.extend(start(fds, &confinement, settings)),
+            match spare::receive(control.as_fd(), RecvFlags::DONTWAIT) {
+                Ok(Some(fds)) => calls.extend(start(fds, &setup, spare.take())),
                 Ok(None) => return 0,
                 Err(Errno::AGAIN | Errno::INTR) => {}
                 Err(_) => return 1,
+            }
+            // Only now, with the request's descriptors closed here, so that it holds none.
+            if spare.is_none() {
+                spare = Spare::start(&setup).ok();
             }
         }
     }
@@ -295,68 +297,18 @@ fn finish(call: &Running) {
     }
 }
 
-/// Receives one request's descriptors: `Ok(None)` at end of file (the parent is gone).
-fn receive_request(control: &OwnedFd) -> Result<Option<Vec<OwnedFd>>, Errno> {
-    let mut header = [0_u8; 4];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_REQUEST_FDS))];
-    let mut ancillary = RecvAncillaryBuffer::new(&mut space);
-    let received = recvmsg(
-        control,
-        &mut [IoSliceMut::new(&mut header)],
-        &mut ancillary,
-        RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC,
-    )?;
-    if received.bytes == 0 {
-        return Ok(None);
-    }
-    let fds = ancillary
-        .drain()
-        .filter_map(|message| match message {
-            RecvAncillaryMessage::ScmRights(fds) => Some(fds),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    Ok(Some(fds))
-}
-
-/// Starts the call of one request; reports why it could not on its reply socket otherwise.
-fn start(
-    mut fds: Vec<OwnedFd>,
-    confinement: &Confinement<'_>,
-    settings: &Settings,
-) -> Option<Running> {
+/// Starts the call of one request in `spare` (or, without one or when it is gone, in a call
+/// started now); reports why it could not on the request's reply socket otherwise.
+fn start(fds: Vec<OwnedFd>, setup: &CallSetup<'_>, spare: Option<Spare>) -> Option<Running> {
     if !(REQUEST_FDS..=MAX_REQUEST_FDS).contains(&fds.len()) {
         return None;
     }
-    let joins = fds.split_off(REQUEST_FDS);
-    let [payload, stdin, stdout, stderr, reply]: [OwnedFd; REQUEST_FDS] = fds.try_into().ok()?;
-    let fail = |step: u32, errno: i32| {
-        let _sent = send_record(reply.as_raw_fd(), RECORD_FAILED, step, errno as u32, None);
+    let started = match spare.map(|spare| spare.hand(&fds)) {
+        Some(Ok(started)) => Ok(started),
+        _ => Spare::start(setup).and_then(|spare| spare.hand(&fds)),
     };
-    let Some(request) = read_request(payload) else {
-        fail(STEP_REQUEST, libc::EINVAL);
-        return None;
-    };
-    let exec = ExecArgs::new(
-        OsStr::from_bytes(&request.program),
-        request.args.iter().map(|arg| OsStr::from_bytes(arg)),
-        request.vars,
-    );
-    let (Ok(exec), Ok(cwd)) = (exec, CString::new(request.cwd)) else {
-        fail(STEP_EXEC, libc::EINVAL);
-        return None;
-    };
-    let plan = CallPlan {
-        exec,
-        cwd,
-        stdio: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
-        reply: reply.as_raw_fd(),
-        cgroup_joins: joins.iter().map(AsRawFd::as_raw_fd).collect(),
-        scratch: &settings.scratch,
-        scratch_binds: &settings.scratch_binds,
-    };
-    match start_call(&plan, confinement) {
+    let reply = fds.into_iter().nth(REQUEST_FDS - 1)?;
+    match started {
         Ok((pid, pidfd)) => {
             let _sent = send_record(
                 reply.as_raw_fd(),
@@ -365,24 +317,28 @@ fn start(
                 0,
                 Some(pidfd.as_raw_fd()),
             );
+            let mounts = rustix::fs::open(
+                format!("/proc/{pid}/ns/mnt"),
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .ok();
             Some(Running {
                 pid,
                 pidfd,
                 reply: Some(reply),
+                _mounts: mounts,
             })
         }
         Err(errno) => {
-            fail(STEP_CALL_START, errno);
+            let _sent = send_record(
+                reply.as_raw_fd(),
+                RECORD_FAILED,
+                STEP_CALL_START,
+                errno.raw_os_error() as u32,
+                None,
+            );
             None
         }
     }
-}
-
-/// The request in the memory file `payload`.
-fn read_request(payload: OwnedFd) -> Option<Request> {
-    let file = File::from(payload);
-    let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
-    let mut bytes = vec![0; len];
-    file.read_exact_at(&mut bytes, 0).ok()?;
-    Request::decode(&bytes)
 }

@@ -93,6 +93,23 @@ impl Runner {
         }
     }
 
+    /// Whether pid namespace `ns` holds only the warm sandbox's spare call: one process, a
+    /// child of the supervisor that has executed nothing yet (still the supervisor's program),
+    /// which no call started.
+    fn is_spare(&self, ns: &str) -> bool {
+        let Some(supervisor) = self.warm.as_ref().and_then(WarmSandbox::supervisor_pid) else {
+            return false;
+        };
+        let supervisor = supervisor.to_string();
+        match processes_in(ns).as_slice() {
+            [only] => {
+                status_field(only, "PPid").as_deref() == Some(supervisor.as_str())
+                    && status_field(only, "Name") == status_field(&supervisor, "Name")
+            }
+            _ => false,
+        }
+    }
+
     /// Runs `command` with `sh -c` and returns what happened.
     async fn sh(&self, command: &str, timeout: Duration) -> ProcessOutput {
         self.run(&spec(self.sandbox.clone(), command, timeout))
@@ -133,12 +150,16 @@ fn foreign_pid_namespaces() -> HashSet<String> {
         .collect()
 }
 
-/// Waits (up to 5 s) until no pid namespace other than those in `before` has a process.
-async fn no_namespace_left(before: &HashSet<String>) {
+/// Waits (up to 5 s) until no pid namespace other than those in `before` has a process,
+/// leaving out the spare call `runner`'s warm sandbox keeps started for its next call.
+async fn no_namespace_left(runner: &Runner, before: &HashSet<String>) {
     let give_up = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
         let now = foreign_pid_namespaces();
-        let new: Vec<_> = now.difference(before).collect();
+        let new: Vec<_> = now
+            .difference(before)
+            .filter(|ns| !runner.is_spare(ns))
+            .collect();
         if new.is_empty() {
             return;
         }
@@ -148,6 +169,28 @@ async fn no_namespace_left(before: &HashSet<String>) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The processes (pids on the host) whose pid namespace is `ns`.
+fn processes_in(ns: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            name.parse::<u32>().ok()?;
+            let link = std::fs::read_link(Path::new("/proc").join(&name).join("ns/pid")).ok()?;
+            (link.to_string_lossy() == ns).then_some(name)
+        })
+        .collect()
+}
+
+/// `field` of `/proc/PID/status` (`PPid`, `Name`…).
+fn status_field(pid: &str, field: &str) -> Option<String> {
+    let status = std::fs::read_to_string(Path::new("/proc").join(pid).join("status")).ok()?;
+    status.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        (name == field).then(|| value.trim().to_owned())
+    })
 }
 
 #[test]
@@ -353,7 +396,7 @@ async fn a_fork_bomb_is_contained_and_leaves_nothing(mode: Mode) {
         "{:?}",
         out.exit
     );
-    no_namespace_left(&before).await;
+    no_namespace_left(&runner, &before).await;
     // The host (and a warm sandbox) is fine: the next run is quick.
     let out = ok(&runner, "echo alive").await;
     assert_eq!(out, "alive\n");
@@ -426,14 +469,14 @@ async fn background_processes_do_not_survive(mode: Mode) {
     )
     .await;
     assert_eq!(out, "started\n");
-    no_namespace_left(&before).await;
+    no_namespace_left(&runner, &before).await;
 
     // Same on timeout.
     let out = runner
         .sh("setsid sleep 1000 & sleep 1000", Duration::from_millis(500))
         .await;
     assert_eq!(out.exit, ExitKind::TimedOut);
-    no_namespace_left(&before).await;
+    no_namespace_left(&runner, &before).await;
 }
 
 async fn two_sandboxes_cannot_see_each_other(mode: Mode) {

@@ -52,10 +52,7 @@ impl Connected {
 /// The configured servers: `--mcp-config`'s, then the cortex SDK's
 /// `sdkMcpServers` not among them; none under `--no-mcp` (its `--mcp-config` not even read).
 /// An unusable `--mcp-config` is an error.
-pub(crate) fn configured(
-    args: &SdkArgs,
-    init: &InitOptions,
-) -> anyhow::Result<Vec<ServerConfig>> {
+pub(crate) fn configured(args: &SdkArgs, init: &InitOptions) -> anyhow::Result<Vec<ServerConfig>> {
     if args.no_mcp {
         return Ok(Vec::new());
     }

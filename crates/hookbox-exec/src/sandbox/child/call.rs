@@ -4,10 +4,12 @@
 //! (where a fresh `/proc` shows only the call's processes, never the supervisor or another
 //! call, and fresh `/tmp` and `/dev/shm` hold only what the call writes), in a session of its
 //! own, then confines itself exactly like a cold sandbox's program
-//! ([`confine`]) and executes the program.
+//! ([`confine`]). All of that is done before the call's request arrives (the supervisor keeps
+//! one such call started ahead, a spare); with the request, the call joins its own cgroups,
+//! takes its stdio and working directory ([`run_request`]) and executes the program.
 //!
-//! The supervisor is single-threaded, but the child still makes only system calls on what
-//! the supervisor prepared.
+//! The supervisor is single-threaded, so the child may allocate; its set-up still makes only
+//! system calls on what the supervisor prepared.
 
 use std::convert::Infallible;
 use std::ffi::{CStr, CString};
@@ -21,27 +23,20 @@ use rustix::mount::{MountFlags, MoveMountFlags, OpenTreeFlags};
 
 use super::confine::{Confinement, confine};
 use super::{
-    Failed, RECORD_FAILED, STEP_CALL_MOUNTS, STEP_CALL_START, STEP_CGROUP, STEP_CWD, STEP_DEATH,
-    STEP_EXEC, STEP_STDIO, Step, check, errno, send_record,
+    Failed, STEP_CALL_MOUNTS, STEP_CALL_START, STEP_CGROUP, STEP_CWD, STEP_DEATH, STEP_EXEC,
+    STEP_STDIO, Step, check, errno,
 };
 use crate::exec_args::ExecArgs;
 
-/// One call, prepared by the supervisor from the parent's request.
-pub(crate) struct CallPlan<'a> {
-    /// The program, its arguments and environment.
-    pub(crate) exec: ExecArgs,
-    /// The working directory inside the sandbox.
-    pub(crate) cwd: CString,
-    /// The descriptors that become the call's stdin, stdout and stderr.
-    pub(crate) stdio: [libc::c_int; 3],
-    /// The call's reply socket (close-on-exec), where a failed step is reported.
-    pub(crate) reply: libc::c_int,
-    /// Files (close-on-exec) the call writes `0` into first thing, to join its own cgroups.
-    pub(crate) cgroup_joins: Vec<libc::c_int>,
+/// What every call of one warm sandbox sets up for itself, whatever its request: the same for
+/// all of them, prepared by the supervisor once.
+pub(crate) struct CallSetup<'a> {
     /// The options of the call's own `/tmp` and `/dev/shm` (tmpfs).
     pub(crate) scratch: &'a CStr,
     /// The sandbox's binds below `/tmp`, carried over the call's own `/tmp`.
     pub(crate) scratch_binds: &'a [ScratchBind],
+    /// How the call confines itself.
+    pub(crate) confinement: &'a Confinement<'a>,
 }
 
 /// The most binds below `/tmp` a call carries over its fresh `/tmp`.
@@ -93,13 +88,14 @@ struct CloneArgs {
     tls: u64,
 }
 
-/// Starts the call: returns its pid (in the sandbox's pid namespace) and a pidfd of it, or the
-/// errno of `clone3`. In the child, never returns: it executes the program, or reports the
-/// step that failed on the reply socket and exits with 127.
+/// Starts a call: returns its pid (in the sandbox's pid namespace) and a pidfd of it, or the
+/// errno of `clone3`. The child sets itself up as [`CallSetup`] says (before any request: see
+/// [`crate::warm`]'s spare calls), then never returns from `then`, which it is handed the
+/// outcome of that set-up.
 #[expect(unsafe_code, reason = "clone3 and the child's raw system calls")]
 pub(crate) fn start_call(
-    plan: &CallPlan<'_>,
-    confinement: &Confinement<'_>,
+    setup: &CallSetup<'_>,
+    then: impl FnOnce(Result<(), Failed>) -> Infallible,
 ) -> Result<(libc::pid_t, OwnedFd), i32> {
     let mut pidfd: libc::c_int = -1;
     let args = CloneArgs {
@@ -121,33 +117,22 @@ pub(crate) fn start_call(
         return Err(errno());
     }
     if pid == 0 {
-        let Err(failed) = call_child(plan, confinement);
-        let _sent = send_record(
-            plan.reply,
-            RECORD_FAILED,
-            failed.step,
-            failed.errno as u32,
-            None,
-        );
-        // SAFETY: plain system call; nothing of the copied memory is run or flushed.
-        unsafe { libc::_exit(127) }
+        // `then` never returns (its result cannot exist): the child goes no further.
+        then(set_up(setup));
     }
     // SAFETY: clone3 stored a new descriptor, owned by nothing else.
     Ok((pid as libc::pid_t, unsafe { OwnedFd::from_raw_fd(pidfd) }))
 }
 
-/// The call's steps up to `exec`; returns only with the step that failed.
-#[expect(unsafe_code, reason = "raw system calls between clone and exec")]
-fn call_child(plan: &CallPlan<'_>, confinement: &Confinement<'_>) -> Result<Infallible, Failed> {
-    // SAFETY (whole function): raw system calls on descriptors and NUL-terminated strings the
-    // supervisor prepared; none allocates.
+/// The call's own steps that do not depend on its request: the parent-death signal, a
+/// session, fresh `/proc`, `/tmp` and `/dev/shm` with the scratch binds carried over, and the
+/// confinement; returns the step that failed, if one did.
+#[expect(unsafe_code, reason = "raw system calls in a freshly cloned child")]
+fn set_up(setup: &CallSetup<'_>) -> Result<(), Failed> {
+    // SAFETY (whole function): raw system calls on NUL-terminated strings the supervisor
+    // prepared; none allocates.
     unsafe {
         check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
-        // Before anything else runs in the call, as a cold run's intermediate joins before
-        // it forks: everything the call starts is then counted in its own cgroups.
-        for &join in &plan.cgroup_joins {
-            check(libc::write(join, b"0".as_ptr().cast(), 1) as libc::c_long).at(STEP_CGROUP)?;
-        }
         // The supervisor's runtime ignores SIGPIPE; the program gets the default, as it
         // would from any shell.
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -167,7 +152,7 @@ fn call_child(plan: &CallPlan<'_>, confinement: &Confinement<'_>) -> Result<Infa
         // below `/tmp` are taken (copies, with what is bound below them) before the fresh
         // `/tmp` hides them, and put back on it.
         let mut carried: [Option<OwnedFd>; MAX_SCRATCH_BINDS] = std::array::from_fn(|_| None);
-        for (slot, bind) in carried.iter_mut().zip(plan.scratch_binds) {
+        for (slot, bind) in carried.iter_mut().zip(setup.scratch_binds) {
             let flags = OpenTreeFlags::OPEN_TREE_CLONE
                 | OpenTreeFlags::OPEN_TREE_CLOEXEC
                 | OpenTreeFlags::AT_RECURSIVE;
@@ -178,11 +163,11 @@ fn call_child(plan: &CallPlan<'_>, confinement: &Confinement<'_>) -> Result<Infa
             );
         }
         for target in [c"/tmp", c"/dev/shm"] {
-            rustix::mount::mount(c"tmpfs", target, c"tmpfs", private, plan.scratch)
+            rustix::mount::mount(c"tmpfs", target, c"tmpfs", private, setup.scratch)
                 .map_err(Errno::raw_os_error)
                 .at(STEP_CALL_MOUNTS)?;
         }
-        for (tree, bind) in carried.iter().zip(plan.scratch_binds) {
+        for (tree, bind) in carried.iter().zip(setup.scratch_binds) {
             let Some(tree) = tree else { break };
             for parent in &bind.parents {
                 match rustix::fs::mkdir(parent.as_c_str(), Mode::from_raw_mode(0o755)) {
@@ -214,12 +199,29 @@ fn call_child(plan: &CallPlan<'_>, confinement: &Confinement<'_>) -> Result<Infa
             .map_err(Errno::raw_os_error)
             .at(STEP_CALL_MOUNTS)?;
         }
-        drop(carried);
-        for (target, &fd) in plan.stdio.iter().enumerate() {
+    }
+    confine(setup.confinement)
+}
+
+/// The steps of a call once its request has arrived, up to `exec`: joins the call's cgroups
+/// (first, so that everything the call starts is counted in them), takes its stdio and working
+/// directory and executes `exec`; returns only with the step that failed.
+#[expect(unsafe_code, reason = "raw system calls before exec")]
+pub(crate) fn run_request(
+    cgroup_joins: &[libc::c_int],
+    stdio: [libc::c_int; 3],
+    cwd: &CStr,
+    exec: &ExecArgs,
+) -> Result<Infallible, Failed> {
+    // SAFETY: raw system calls on descriptors the request brought and NUL-terminated strings.
+    unsafe {
+        for &join in cgroup_joins {
+            check(libc::write(join, b"0".as_ptr().cast(), 1) as libc::c_long).at(STEP_CGROUP)?;
+        }
+        for (target, &fd) in stdio.iter().enumerate() {
             check(libc::dup2(fd, target as libc::c_int).into()).at(STEP_STDIO)?;
         }
-        check(libc::chdir(plan.cwd.as_ptr()).into()).at(STEP_CWD)?;
+        check(libc::chdir(cwd.as_ptr()).into()).at(STEP_CWD)?;
     }
-    confine(confinement)?;
-    Err(plan.exec.exec()).at(STEP_EXEC)
+    Err(exec.exec()).at(STEP_EXEC)
 }
