@@ -15,3 +15,4 @@ mod sockets;
 mod support;
 mod timeout;
 mod warm;
+mod zygote;
