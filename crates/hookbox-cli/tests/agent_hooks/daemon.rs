@@ -490,3 +490,42 @@ fn the_daemon_exits_when_idle() {
     wait_until("the idle daemon to exit", || status(&home).is_none());
     assert!(!home.join("daemon/hook.sock").exists());
 }
+
+#[test]
+fn plain_python_hooks_run_warm_in_the_daemon_unless_switched_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    // Denies, saying whether it was forked from a warm interpreter (which ran it with runpy;
+    // `python3 SCRIPT` does not import runpy).
+    let script = dir.path().join("which.py");
+    std::fs::write(
+        &script,
+        "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'decision': 'deny', \
+         'reason': 'warm' if 'runpy' in sys.modules else 'cold'}))\n",
+    )
+    .expect("script");
+    let policy = write(
+        dir.path(),
+        "which.json",
+        &json!({"which": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": format!("python3 {}", script.display())}]}]}}),
+    );
+    start(&home);
+    let reason = |vars: &[(&str, &str)]| {
+        let output = spawn_hook(
+            Path::new(env!("CARGO_BIN_EXE_hookbox")),
+            &home,
+            dir.path(),
+            vars,
+            &["--policy", &policy],
+            &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
+        )
+        .wait_with_output()
+        .expect("wait");
+        stdout_json(&output)["hookSpecificOutput"]["permissionDecisionReason"].clone()
+    };
+    assert_eq!(reason(&[]), "warm");
+    assert_eq!(reason(&[("HOOKBOX_WARM_INTERPRETERS", "off")]), "cold");
+    assert_eq!(reason(&[("HOOKBOX_DAEMON", "off")]), "cold");
+    assert_eq!(calls(&home), 2);
+}

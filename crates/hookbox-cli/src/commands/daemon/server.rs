@@ -13,12 +13,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::Parser;
 
+use super::argv;
 use super::place::{self, Place, Unusable};
 use super::warm::Warm;
 use super::wire::{self, Request, Response};
-use crate::cli::{Cli, Command};
 use crate::commands::hook::{self, Call};
 
 /// How often the daemon checks whether it is idle or its socket is gone.
@@ -231,12 +230,7 @@ fn answer_hook(
     env: Vec<(OsString, OsString)>,
     stdin: Vec<u8>,
 ) -> Response {
-    let parsed =
-        Cli::try_parse_from(std::iter::once("hookbox").chain(argv.iter().map(String::as_str)));
-    let Ok(Cli {
-        command: Command::Hook(args),
-    }) = parsed
-    else {
+    let Some(args) = argv::hook_args(argv) else {
         return Response::InProcess {
             reason: "not a hook call the daemon answers".to_owned(),
             stale: false,

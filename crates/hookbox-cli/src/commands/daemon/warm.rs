@@ -1,14 +1,16 @@
-//! The daemon's [`Engine`]: one async runtime and one guarded HTTP client for every call, and
-//! each policy kept parsed for as long as the files it was read from hold the same bytes
+//! The daemon's [`Engine`]: one async runtime, one guarded HTTP client and the warm Python
+//! interpreters ([`super::python`]) for every call, and each policy kept parsed for as long as the files it was read from hold the same bytes
 //! (compared on every call, so a changed policy or trust record is honoured at once).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context;
+use hookbox_exec::PythonZygotes;
 use hookbox_hooks::adapter::{self, Fingerprint, PolicyFiles, Translated};
-use hookbox_hooks::{CommandRunner, Dispatcher, HookOutcome, HookSet, HttpRunner, Runners};
+use hookbox_hooks::{Dispatcher, HookOutcome, HookSet, HttpRunner, ProjectCommandRunner, Runners};
 
+use super::python::WarmPython;
 use crate::commands::hook::{Engine, LoadedPolicy, load_policy_files};
 
 /// Policies kept at most (one per project and `--policy` file in use); past it the oldest
@@ -19,6 +21,7 @@ const MAX_POLICIES: usize = 256;
 pub(super) struct Warm {
     runtime: tokio::runtime::Runtime,
     http: Arc<dyn HttpRunner>,
+    zygotes: Arc<PythonZygotes>,
     policies: Mutex<HashMap<PolicyFiles, (Fingerprint, LoadedPolicy)>>,
 }
 
@@ -36,6 +39,7 @@ impl Warm {
         Ok(Self {
             runtime,
             http,
+            zygotes: Arc::new(PythonZygotes::new()),
             policies: Mutex::new(HashMap::new()),
         })
     }
@@ -65,11 +69,14 @@ impl Engine for Warm {
     fn evaluate(
         &self,
         hooks: Arc<HookSet>,
-        command: Arc<dyn CommandRunner>,
+        command: ProjectCommandRunner,
         translated: &Translated,
     ) -> anyhow::Result<HookOutcome> {
         let runners = Runners {
-            command,
+            command: Arc::new(WarmPython {
+                cold: command,
+                zygotes: Arc::clone(&self.zygotes),
+            }),
             http: Arc::clone(&self.http),
             outbox: None,
         };
