@@ -187,6 +187,33 @@ fn a_policy_changed_between_two_calls_is_honoured_at_once() {
 }
 
 #[test]
+fn a_policy_changed_long_after_it_was_written_is_honoured_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let policy = dir.path().join("policy.json").display().to_string();
+    let gate = |reason: &str| {
+        json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+            {"type": "command", "command": format!("cat > /dev/null; echo '{{\"decision\": \"deny\", \"reason\": \"{reason}\"}}'")}]}]}})
+        .to_string()
+    };
+    let reason = |output: &Output| {
+        stdout_json(output)["hookSpecificOutput"]["permissionDecisionReason"].clone()
+    };
+    std::fs::write(&policy, gate("old")).expect("write");
+    // Old enough for the daemon to check the file by its stamp (not its bytes) next time.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    for _ in 0..2 {
+        let output = bash_by_daemon(&home, dir.path(), &policy, "ls");
+        assert_eq!(reason(&output), "old", "{}", stderr(&output));
+    }
+    // Same size, same inode, written in place.
+    std::fs::write(&policy, gate("new")).expect("rewrite");
+    let output = bash_by_daemon(&home, dir.path(), &policy, "ls");
+    assert_eq!(reason(&output), "new", "{}", stderr(&output));
+    assert_eq!(calls(&home), 3);
+}
+
+#[test]
 fn command_hooks_get_the_callers_working_directory_and_environment() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");

@@ -8,6 +8,7 @@ pub(crate) mod client;
 mod place;
 mod python;
 mod server;
+mod stamp;
 mod warm;
 mod wire;
 

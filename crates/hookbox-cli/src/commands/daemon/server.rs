@@ -153,7 +153,9 @@ fn answer_connection(state: &State, stream: &mut UnixStream) -> anyhow::Result<(
         )?);
     }
     stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
-    let response = match wire::read_json::<Request>(stream)? {
+    // The client writes a call at once: read it in as few reads as it arrives in.
+    let mut input = std::io::BufReader::new(&*stream);
+    let response = match wire::read_json::<Request>(&mut input)? {
         Request::Status => Response::Status {
             pid: std::process::id(),
             build: state.build.clone(),
@@ -171,8 +173,8 @@ fn answer_connection(state: &State, stream: &mut UnixStream) -> anyhow::Result<(
             Response::Stopping
         }
         Request::Hook { build, argv, cwd } => {
-            let environ = wire::parse_environ(&wire::read_frame(stream)?);
-            let stdin = wire::read_frame(stream)?;
+            let environ = wire::parse_environ(&wire::read_frame(&mut input)?);
+            let stdin = wire::read_frame(&mut input)?;
             if build != state.build {
                 stale_build(state, &build)
             } else if state.stopping.load(Ordering::SeqCst) {
