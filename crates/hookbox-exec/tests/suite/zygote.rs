@@ -214,3 +214,27 @@ async fn a_program_that_is_not_a_python_interpreter_is_left_to_a_cold_run() {
     };
     assert!(zygotes.run(&spec).await.is_none());
 }
+
+#[tokio::test]
+async fn dropping_a_run_kills_the_script_and_what_it_started() {
+    let _guard = exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let zygotes = PythonZygotes::new();
+    let spec = spec(
+        dir.path(),
+        "import os, subprocess, sys, time\n\
+         child = subprocess.Popen(['sleep', '100'], start_new_session=True)\n\
+         with open(sys.argv[1], 'w') as f: f.write('%d\\n%d\\n' % (os.getpid(), child.pid))\n\
+         time.sleep(100)\n",
+        &[pids.to_str().unwrap()],
+        Duration::from_secs(300),
+    );
+    let started = tokio::select! {
+        out = zygotes.run(&spec) => panic!("finished early: {out:?}"),
+        pids = read_pids(&pids, 2) => pids,
+    };
+    for pid in started {
+        assert_dead(pid).await;
+    }
+}
