@@ -551,8 +551,9 @@ fn plain_python_hooks_run_warm_in_the_daemon_unless_switched_off() {
         .expect("wait");
         stdout_json(&output)["hookSpecificOutput"]["permissionDecisionReason"].clone()
     };
-    assert_eq!(reason(&[]), "warm");
+    // The first call starts the interpreter's zygote in the background and runs cold.
+    assert_eq!(reason(&[]), "cold");
+    wait_until("a warm interpreter", || reason(&[]) == "warm");
     assert_eq!(reason(&[("HOOKBOX_WARM_INTERPRETERS", "off")]), "cold");
     assert_eq!(reason(&[("HOOKBOX_DAEMON", "off")]), "cold");
-    assert_eq!(calls(&home), 2);
 }

@@ -62,30 +62,43 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// **When a zygote is used.** One zygote is started, on first use, per interpreter path and
 /// per value of the variables that shape an interpreter's start-up (`PYTHON*`, `HOME`,
-/// `LANG`, `LANGUAGE`, `LC_*`, `TZ`), with exactly those variables. `run` returns `None`
-/// (nothing was run; run it cold) when the zygote cannot be started (not a Python 3.9+
-/// interpreter, say) or died, or when [`MAX_ZYGOTES`] are already kept for other keys.
+/// `LANG`, `LANGUAGE`, `LC_*`, `TZ`), with exactly those variables, in the background: `run`
+/// returns `None` (nothing was run; run it cold) while it starts, when it could not be started
+/// (not a Python 3.9+ interpreter, say), or when [`MAX_ZYGOTES`] are already kept for other
+/// keys; one that died is started again.
 /// Known differences from a cold run: the runs of one zygote share its hash seed
 /// (`PYTHONHASHSEED`), and see the modules the zygote imported (`ctypes`, `runpy`, `select`,
 /// `socket`, `struct` and their dependencies) already in `sys.modules`.
 #[derive(Default)]
 pub struct PythonZygotes {
-    zygotes: Mutex<HashMap<Key, Arc<Zygote>>>,
-    /// Held while a zygote starts, so that concurrent runs start one.
-    starting: tokio::sync::Mutex<()>,
+    zygotes: Arc<Mutex<HashMap<Key, Slot>>>,
 }
 
 impl std::fmt::Debug for PythonZygotes {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("PythonZygotes")
-            .field("zygotes", &self.lock().len())
+            .field("zygotes", &lock(&self.zygotes).len())
             .finish_non_exhaustive()
     }
 }
 
 /// What a zygote is started for: the interpreter and its start-up variables.
 type Key = (OsString, Vec<(OsString, OsString)>);
+
+/// The zygote of one key.
+enum Slot {
+    /// Being started (runs meanwhile run cold).
+    Starting,
+    /// Started (maybe dead since: then it is started again).
+    Live(Arc<Zygote>),
+    /// Could not be started: this key's runs run cold from now on.
+    Failed,
+}
+
+fn lock(zygotes: &Mutex<HashMap<Key, Slot>>) -> std::sync::MutexGuard<'_, HashMap<Key, Slot>> {
+    zygotes.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 impl PythonZygotes {
     /// No zygote yet: each starts on first use.
@@ -95,44 +108,65 @@ impl PythonZygotes {
 
     /// Runs `spec` (`INTERPRETER SCRIPT ARGS…`, the interpreter an absolute path) forked from
     /// a zygote of that interpreter, as [`crate::run`] would run it (see the type's
-    /// documentation); `None` when no zygote can be used, and nothing was run.
+    /// documentation); `None` when no zygote can be used, and nothing was run. The first run
+    /// of an interpreter (or after its zygote died) starts the zygote in the background and
+    /// returns `None`, so that no call waits for a zygote's start.
     pub async fn run(&self, spec: &ProcessSpec) -> Option<Result<ProcessOutput, ExecError>> {
-        if spec.sandbox.is_some() || spec.args.is_empty() {
-            return None;
-        }
-        let vars = crate::keeper::environment(spec);
-        let key = (spec.program.clone(), startup_vars(&vars));
-        let zygote = self.zygote(key).await?;
+        let (key, vars) = key(spec)?;
+        let zygote = self.zygote(key)?;
         call::run(&zygote, spec, vars).await
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Zygote>>> {
-        self.zygotes.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Starts the zygote that would run `spec` unless it runs, and waits until it is ready:
+    /// whether it is.
+    pub async fn prepare(&self, spec: &ProcessSpec) -> bool {
+        let Some((key, _)) = key(spec) else {
+            return false;
+        };
+        if self.zygote(key.clone()).is_some() {
+            return true;
+        }
+        loop {
+            match lock(&self.zygotes).get(&key) {
+                Some(Slot::Starting) => {}
+                Some(Slot::Live(_)) => return true,
+                Some(Slot::Failed) | None => return false,
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
-    /// The live zygote of `key`, started unless one runs.
-    async fn zygote(&self, key: Key) -> Option<Arc<Zygote>> {
-        let live = |zygotes: &HashMap<Key, Arc<Zygote>>| {
-            zygotes.get(&key).filter(|zygote| zygote.alive()).cloned()
-        };
-        if let Some(zygote) = live(&self.lock()) {
-            return Some(zygote);
+    /// The live zygote of `key`; when there is none, one is started in the background (unless
+    /// one is starting, failed to, or [`MAX_ZYGOTES`] others are kept).
+    fn zygote(&self, key: Key) -> Option<Arc<Zygote>> {
+        let mut zygotes = lock(&self.zygotes);
+        match zygotes.get(&key) {
+            Some(Slot::Live(zygote)) if zygote.alive() => return Some(Arc::clone(zygote)),
+            Some(Slot::Starting | Slot::Failed) => return None,
+            Some(Slot::Live(_)) | None => {}
         }
-        let _starting = self.starting.lock().await;
-        {
-            let mut zygotes = self.lock();
-            if let Some(zygote) = live(&zygotes) {
-                return Some(zygote);
-            }
-            zygotes.retain(|_, zygote| zygote.alive());
-            if zygotes.len() >= MAX_ZYGOTES {
-                return None;
-            }
+        zygotes.retain(|_, slot| !matches!(slot, Slot::Live(zygote) if !zygote.alive()));
+        if zygotes.len() >= MAX_ZYGOTES {
+            return None;
         }
-        let zygote = Arc::new(Zygote::start(&key.0, &key.1).await?);
-        self.lock().insert(key, Arc::clone(&zygote));
-        Some(zygote)
+        zygotes.insert(key.clone(), Slot::Starting);
+        let kept = Arc::clone(&self.zygotes);
+        tokio::spawn(async move {
+            let started = Zygote::start(&key.0, &key.1).await;
+            let slot = started.map_or(Slot::Failed, |zygote| Slot::Live(Arc::new(zygote)));
+            lock(&kept).insert(key, slot);
+        });
+        None
     }
+}
+
+/// The zygote key of `spec` and its whole environment; `None` for a spec no zygote runs.
+fn key(spec: &ProcessSpec) -> Option<(Key, BTreeMap<OsString, OsString>)> {
+    if spec.sandbox.is_some() || spec.args.is_empty() {
+        return None;
+    }
+    let vars = crate::keeper::environment(spec);
+    Some(((spec.program.clone(), startup_vars(&vars)), vars))
 }
 
 /// The variables of `vars` that shape a Python interpreter's start-up.

@@ -1,7 +1,9 @@
 //! Warm Python interpreters (`PythonZygotes`): a run forked from a zygote gets what a cold
 //! `python3 SCRIPT` run gets and answers the same, starts from the zygote's state (never a
-//! previous run's), and leaves nothing behind (timeout, `setsid` grandchildren). Each test
-//! holds the exclusive lock: its zygote is a child of this process until the test ends.
+//! previous run's), and leaves nothing behind (timeout, `setsid` grandchildren). The first run
+//! of an interpreter starts its zygote in the background and is left to a cold run, so the
+//! tests start it first. Each test holds the exclusive lock: its zygote is a child of this
+//! process until the test ends.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -39,7 +41,9 @@ fn spec(dir: &Path, source: &str, args: &[&str], timeout: Duration) -> ProcessSp
     }
 }
 
+/// `spec` run warm, its zygote started first (a run never waits for one).
 async fn warm(zygotes: &PythonZygotes, spec: &ProcessSpec) -> ProcessOutput {
+    assert!(zygotes.prepare(spec).await);
     zygotes.run(spec).await.unwrap().unwrap()
 }
 
@@ -212,6 +216,7 @@ async fn a_program_that_is_not_a_python_interpreter_is_left_to_a_cold_run() {
         program: "/bin/true".into(),
         ..spec(dir.path(), "print(1)\n", &[], Duration::from_secs(60))
     };
+    assert!(!zygotes.prepare(&spec).await);
     assert!(zygotes.run(&spec).await.is_none());
 }
 
@@ -230,11 +235,52 @@ async fn dropping_a_run_kills_the_script_and_what_it_started() {
         &[pids.to_str().unwrap()],
         Duration::from_secs(300),
     );
+    assert!(zygotes.prepare(&spec).await);
     let started = tokio::select! {
         out = zygotes.run(&spec) => panic!("finished early: {out:?}"),
         pids = read_pids(&pids, 2) => pids,
     };
     for pid in started {
         assert_dead(pid).await;
+    }
+}
+
+#[tokio::test]
+async fn the_seeds_gates_decide_the_same_warm_and_cold() {
+    let _guard = exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seeds");
+    let zygotes = PythonZygotes::new();
+    for (script, args) in [
+        (
+            "gate.py",
+            [r#"{"code": "rm -rf victim"}"#, r#"{"code": "ls"}"#],
+        ),
+        (
+            "check_privacy.py",
+            [
+                r#"{"path": "/data/private/x"}"#,
+                r#"{"path": "/data/public/x"}"#,
+            ],
+        ),
+    ] {
+        for args in args {
+            let event = format!(
+                r#"{{"event": "pre_tool_execution", "tool_call": {{"name": "t", "args": {args}}}}}"#
+            );
+            let spec = ProcessSpec {
+                args: vec![seeds.join(script).into_os_string()],
+                cwd: Some(seeds.clone()),
+                stdin: event.into_bytes(),
+                ..spec(dir.path(), "", &[], Duration::from_secs(60))
+            };
+            let (cold, warm) = (run(&spec).await.unwrap(), warm(&zygotes, &spec).await);
+            assert_eq!(warm.exit, ExitKind::Exited(0), "{warm:?}");
+            assert_eq!(
+                (warm.stdout.to_text(), warm.stderr.to_text()),
+                (cold.stdout.to_text(), cold.stderr.to_text())
+            );
+            assert!(warm.stdout.to_text().contains("decision"), "{warm:?}");
+        }
     }
 }
