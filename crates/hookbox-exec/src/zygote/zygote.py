@@ -96,8 +96,7 @@ def kill_descendants():
 
 
 def run(script, args, env, stdio):
-    # The run itself: never returns (the script's exit ends the process the way it would end
-    # `python3 SCRIPT`).
+    # The run itself: never returns (it exits the way `python3 SCRIPT` would).
     for target, fd in enumerate(stdio):
         os.dup2(fd, target)
     os.closerange(3, 1 << 20)
@@ -129,21 +128,52 @@ def run(script, args, env, stdio):
     sys.path[0] = os.path.dirname(os.path.realpath(script))
     try:
         runpy.run_path(script, run_name="__main__")
-    except SystemExit:
-        raise
+    except SystemExit as error:
+        finish(exit_code(error))
     except BaseException as error:
-        # The traceback from the script's own frames on, as `python3 SCRIPT` prints it.
+        # The traceback from the script's own frames on, as `python3 SCRIPT` prints it (none
+        # for a script that does not compile).
         tb = error.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename != script:
             tb = tb.tb_next
-        tb = tb or error.__traceback__
         sys.excepthook(type(error), error.with_traceback(tb), tb)
-        raise SystemExit(1)
-    raise SystemExit(0)
+        finish(1)
+    finish(0)
+
+
+def exit_code(error):
+    # The exit status `python3 SCRIPT` gives a SystemExit that ends it.
+    if error.code is None:
+        return 0
+    if isinstance(error.code, int):
+        return error.code & 0xFF
+    try:
+        sys.stderr.write("%s\n" % (error.code,))
+    except Exception:
+        pass
+    return 1
+
+
+def finish(code):
+    # What the interpreter's own exit does that a script can see (non-daemon threads joined,
+    # atexit handlers run, stdio flushed: status 120 when stdout cannot be), without tearing
+    # the interpreter down, which would take most of a warm run's time.
+    threading = sys.modules.get("threading")
+    if threading is not None and hasattr(threading, "_shutdown"):
+        threading._shutdown()
+    import atexit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            if stream is sys.stdout and code == 0:
+                code = 120
+    os._exit(code)
 
 
 def keeper(control, request, stdin, stdout, stderr, reply_fd):
-    # Never returns; its SystemExit is the run's, raised in the run's process only.
+    # Never returns.
     control.close()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())

@@ -78,9 +78,32 @@ async fn a_warm_run_answers_as_a_cold_one() {
         ..spec.clone()
     };
     std::fs::write(&raising.args[0], "x = 1\nraise ValueError('no')\n").unwrap();
-    let (cold, warm) = (run(&raising).await.unwrap(), warm(&zygotes, &raising).await);
-    assert_eq!(warm.exit, ExitKind::Exited(1));
-    assert_eq!(warm.stderr.to_text(), cold.stderr.to_text());
+    let (cold, raised) = (run(&raising).await.unwrap(), warm(&zygotes, &raising).await);
+    assert_eq!(raised.exit, ExitKind::Exited(1));
+    assert_eq!(raised.stderr.to_text(), cold.stderr.to_text());
+    // A script that does not compile: no traceback, as a cold run prints it.
+    std::fs::write(&raising.args[0], "x = 1\n  y = 2\n").unwrap();
+    let (cold, broken) = (run(&raising).await.unwrap(), warm(&zygotes, &raising).await);
+    assert_eq!(broken.exit, ExitKind::Exited(1));
+    assert_eq!(broken.stderr.to_text(), cold.stderr.to_text());
+    // The end of the interpreter: non-daemon threads joined, atexit handlers run, output
+    // flushed, `sys.exit(MESSAGE)`.
+    std::fs::write(
+        &raising.args[0],
+        "import atexit, sys, threading, time\n\
+         atexit.register(lambda: print('at exit'))\n\
+         threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n\
+         print('main', end='')\n\
+         sys.exit('bye')\n",
+    )
+    .unwrap();
+    let (cold, ended) = (run(&raising).await.unwrap(), warm(&zygotes, &raising).await);
+    assert_eq!(ended.exit, ExitKind::Exited(1));
+    assert_eq!(
+        (ended.stdout.to_text(), ended.stderr.to_text()),
+        (cold.stdout.to_text(), cold.stderr.to_text())
+    );
+    assert_eq!(ended.stdout.to_text(), "mainthread\nat exit\n");
 }
 
 #[tokio::test]
