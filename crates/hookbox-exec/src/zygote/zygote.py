@@ -10,12 +10,13 @@
 # reaped, EXITED with its wait status; when the reply socket hangs up (hookbox stopped
 # waiting: a timeout, or it is gone) it kills everything at once. The zygote exits when the
 # control socket ends.
-import ctypes, os, runpy, select, signal, socket, struct, sys
+import ctypes, gc, io, os, runpy, select, signal, socket, struct, sys
 
 RECORD_FAILED, RECORD_READY, RECORD_STARTED, RECORD_EXITED = 2, 4, 5, 6
 STEP_REQUEST, STEP_CHDIR = 1, 2
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 WALL = 0x40000000
+BUFFERED = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
 LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -163,6 +164,15 @@ def finish(code):
         threading._shutdown()
     import atexit
     atexit._run_exitfuncs()
+    # Files the script left open and still referenced are flushed, as the teardown would.
+    opened = [stream for stream in gc.get_objects() if type(stream) in BUFFERED]
+    opened.sort(key=lambda stream: type(stream) is not io.TextIOWrapper)
+    for stream in opened:
+        try:
+            if not stream.closed and stream not in (sys.stdout, sys.stderr):
+                stream.flush()
+        except Exception:
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -86,18 +86,25 @@ async fn a_warm_run_answers_as_a_cold_one() {
     let (cold, broken) = (run(&raising).await.unwrap(), warm(&zygotes, &raising).await);
     assert_eq!(broken.exit, ExitKind::Exited(1));
     assert_eq!(broken.stderr.to_text(), cold.stderr.to_text());
-    // The end of the interpreter: non-daemon threads joined, atexit handlers run, output
-    // flushed, `sys.exit(MESSAGE)`.
+    // The end of the interpreter: non-daemon threads joined, atexit handlers run, output and
+    // files left open flushed, `sys.exit(MESSAGE)`.
     std::fs::write(
         &raising.args[0],
         "import atexit, sys, threading, time\n\
          atexit.register(lambda: print('at exit'))\n\
+         sys.modules['atexit'].kept = open('left-open.txt', 'w')\n\
+         sys.modules['atexit'].kept.write('unflushed')\n\
          threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n\
          print('main', end='')\n\
          sys.exit('bye')\n",
     )
     .unwrap();
-    let (cold, ended) = (run(&raising).await.unwrap(), warm(&zygotes, &raising).await);
+    let left_open = dir.path().join("left-open.txt");
+    let cold = run(&raising).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&left_open).unwrap(), "unflushed");
+    std::fs::remove_file(&left_open).unwrap();
+    let ended = warm(&zygotes, &raising).await;
+    assert_eq!(std::fs::read_to_string(&left_open).unwrap(), "unflushed");
     assert_eq!(ended.exit, ExitKind::Exited(1));
     assert_eq!(
         (ended.stdout.to_text(), ended.stderr.to_text()),
