@@ -67,11 +67,11 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// (not a Python 3.9+ interpreter, say), or when [`MAX_ZYGOTES`] are already kept for other
 /// keys; one that died is started again.
 /// Known differences from a cold run: the runs of one zygote share its hash seed
-/// (`PYTHONHASHSEED`), and see the modules the zygote imported (`ctypes`, `runpy`, `select`,
-/// `socket`, `struct` and their dependencies) already in `sys.modules`; a run's exit joins
-/// its threads, runs its `atexit` handlers and flushes stdio and the files it left open, but
-/// skips the interpreter's teardown (most of a run's time otherwise), so `__del__` of objects
-/// still referenced then does not run.
+/// (`PYTHONHASHSEED`), and see the modules the zygote imported (`ctypes`, `json`, `pkgutil`,
+/// `runpy`, `select`, `socket`, `struct` and their dependencies) already in `sys.modules`; a
+/// run's exit joins its threads, runs its `atexit` handlers and flushes stdio and the files it
+/// left open, but skips the interpreter's teardown (most of a run's time otherwise), so
+/// `__del__` of objects still referenced then does not run.
 #[derive(Default)]
 pub struct PythonZygotes {
     zygotes: Arc<Mutex<HashMap<Key, Slot>>>,

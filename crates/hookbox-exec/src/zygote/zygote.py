@@ -11,6 +11,8 @@
 # waiting: a timeout, or it is gone) it kills everything at once. The zygote exits when the
 # control socket ends.
 import ctypes, gc, io, os, runpy, select, signal, socket, struct, sys
+# What runpy.run_path imports on each use, and the module hooks read their event with.
+import json, pkgutil  # noqa: F401
 
 RECORD_FAILED, RECORD_READY, RECORD_STARTED, RECORD_EXITED = 2, 4, 5, 6
 STEP_REQUEST, STEP_CHDIR = 1, 2
