@@ -3,7 +3,8 @@
 the event JSON on stdin), next to the trivial native hook `cat > /dev/null; echo '{}'`, in
 one interleaved run: answered by a warm daemon, by no daemon (`HOOKBOX_DAEMON=off`: the
 in-process path on every call), and cold (the daemon stopped before each such call, untimed:
-the call starts one and answers itself).
+the call starts one and answers itself; in a home of its own, so the warm daemon keeps its
+warm interpreters).
 
 Usage: python3 crates/hookbox-cli/benches/agent_hook.py target/release/hookbox [ROUNDS]
 """
@@ -37,9 +38,14 @@ with tempfile.TemporaryDirectory() as tmp:
     # Decisions are logged in this scratch home's journal (the default).
     home = os.path.join(tmp, "home")
     os.environ["HOOKBOX_HOME"] = home
-    def daemon(command):
-        subprocess.run([HOOKBOX, "daemon", command], check=True, capture_output=True)
-    hook = lambda agent, p, mode: "HOOKBOX_DAEMON=%s %s hook %s --policy %s" % (
+    # The cold calls have a home of their own: stopping their daemon leaves the warm one (and
+    # its warm interpreters) running, as a user's daemon keeps running between calls.
+    cold_home = os.path.join(tmp, "cold-home")
+    def daemon(command, home=home):
+        subprocess.run([HOOKBOX, "daemon", command], check=True, capture_output=True,
+                       env=dict(os.environ, HOOKBOX_HOME=home))
+    hook = lambda agent, p, mode: "%sHOOKBOX_DAEMON=%s %s hook %s --policy %s" % (
+        "HOOKBOX_HOME=%s " % cold_home if mode == "cold" else "",
         "off" if mode == "off" else "on", HOOKBOX, agent, p)
     # name: (hook string, stdin, daemon before the call: "warm" started, "cold" stopped)
     configs = {"native: cat > /dev/null; echo '{}'": ("cat > /dev/null; echo '{}'", CLAUDE, None)}
@@ -60,13 +66,14 @@ with tempfile.TemporaryDirectory() as tmp:
             if mode == "warm":
                 daemon("start")
             elif mode == "cold":
-                daemon("stop")
+                daemon("stop", cold_home)
             start = time.perf_counter()
             done = subprocess.run(["/bin/sh", "-c", command], input=event, capture_output=True)
             times[name].append((time.perf_counter() - start) * 1000)
             assert done.returncode == 0, (name, done.stderr)
             assert b"without the daemon" not in done.stderr, (name, done.stderr)
     daemon("stop")
+    daemon("stop", cold_home)
     print("load average after the run: %.2f %.2f %.2f" % os.getloadavg())
     native = statistics.median(times["native: cat > /dev/null; echo '{}'"])
     for name, values in times.items():

@@ -44,6 +44,8 @@ pub(crate) enum Command {
     /// else `<home>/daemon/`: the directory is mode 0700 and the socket 0600, both owned by you,
     /// and a client of another user is refused. It re-reads the policy files whenever they
     /// change, and exits after `HOOKBOX_DAEMON_IDLE` seconds (default 600) without a call.
+    /// Your command hooks that are exactly `python3 SCRIPT.py [ARG…]` run forked from a warm
+    /// interpreter (`HOOKBOX_WARM_INTERPRETERS=off` in the caller's environment: not).
     /// `hookbox hook` starts it on demand; its output goes to `$HOOKBOX_HOME/daemon.log`.
     Daemon {
         #[command(subcommand)]

@@ -111,6 +111,10 @@
 //! pid and mount namespace of its own and confined exactly like the program above; see the
 //! type's documentation for what calls can and cannot reach.
 //!
+//! **Warm interpreters.** [`PythonZygotes`] runs `python3 SCRIPT` on the host forked from an
+//! interpreter started once, with the keeper's semantics (nothing a run starts survives it);
+//! see the type's documentation.
+//!
 //! **Known limits.** Only x86_64 and aarch64 get seccomp filters (elsewhere a sandboxed run is
 //! refused). Mounts below a bound host directory keep their own flags. The pid-1 program does
 //! not reap orphans it did not start (they are zombies until the run ends). Everything between
@@ -127,6 +131,7 @@ mod keeper;
 mod sandbox;
 mod spawn;
 mod warm;
+mod zygote;
 
 pub use capture::CapturedOutput;
 pub use detach::{DetachedSpec, spawn_detached};
@@ -137,3 +142,4 @@ pub use sandbox::{
 };
 pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, run};
 pub use warm::{SUPERVISOR_ARG, WarmSandbox, supervise_if_asked};
+pub use zygote::PythonZygotes;

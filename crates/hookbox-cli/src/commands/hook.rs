@@ -12,8 +12,7 @@ use anyhow::Context;
 use hookbox_agent::sandbox_hooks_builder;
 use hookbox_hooks::adapter::{self, Agent, PolicyFiles, Reply};
 use hookbox_hooks::{
-    CommandRunner, Dispatcher, HookOutcome, HookSet, HostCommandRunner, ProjectCommandRunner,
-    Runners,
+    Dispatcher, HookOutcome, HookSet, HostCommandRunner, ProjectCommandRunner, Runners,
 };
 use hookbox_runtime::Config;
 use hookbox_store::{DecisionJournal, NewDecision, SqliteStore, Timestamp};
@@ -106,11 +105,12 @@ pub(crate) struct LoadedPolicy {
 pub(crate) trait Engine {
     /// The policy in `files`, as they are now.
     fn policy(&self, files: &PolicyFiles) -> anyhow::Result<LoadedPolicy>;
-    /// Runs `hooks` for `translated`, with `command` running command hooks.
+    /// Runs `hooks` for `translated`, command hooks as `command` runs them (or faster, with
+    /// the same outcome).
     fn evaluate(
         &self,
         hooks: Arc<HookSet>,
-        command: Arc<dyn CommandRunner>,
+        command: ProjectCommandRunner,
         translated: &adapter::Translated,
     ) -> anyhow::Result<HookOutcome>;
 }
@@ -127,7 +127,7 @@ impl Engine for InProcess {
     fn evaluate(
         &self,
         hooks: Arc<HookSet>,
-        command: Arc<dyn CommandRunner>,
+        command: ProjectCommandRunner,
         translated: &adapter::Translated,
     ) -> anyhow::Result<HookOutcome> {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -135,7 +135,7 @@ impl Engine for InProcess {
             .build()
             .context("cannot start the async runtime")?;
         let runners = Runners {
-            command,
+            command: Arc::new(command),
             ..Runners::host(None).context("cannot build the HTTP client")?
         };
         let dispatcher = Dispatcher::new(hooks, runners);
@@ -297,14 +297,14 @@ fn answer(
         // caller's environment, the project's own in a read-only sandbox over `project` (the
         // agent can write that file and the scripts it names: nothing it wrote may run on
         // the host).
-        let command = Arc::new(ProjectCommandRunner {
+        let command = ProjectCommandRunner {
             host: HostCommandRunner {
                 cwd: Some(cwd),
                 env: call.env.clone(),
                 env_clear: true,
             },
             project,
-        });
+        };
         match engine.evaluate(hooks, command, &translated) {
             Ok(outcome) => outcome,
             Err(err) => {

@@ -187,6 +187,33 @@ fn a_policy_changed_between_two_calls_is_honoured_at_once() {
 }
 
 #[test]
+fn a_policy_changed_long_after_it_was_written_is_honoured_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let policy = dir.path().join("policy.json").display().to_string();
+    let gate = |reason: &str| {
+        json!({"gate": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
+            {"type": "command", "command": format!("cat > /dev/null; echo '{{\"decision\": \"deny\", \"reason\": \"{reason}\"}}'")}]}]}})
+        .to_string()
+    };
+    let reason = |output: &Output| {
+        stdout_json(output)["hookSpecificOutput"]["permissionDecisionReason"].clone()
+    };
+    std::fs::write(&policy, gate("old")).expect("write");
+    // Old enough for the daemon to check the file by its stamp (not its bytes) next time.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    for _ in 0..2 {
+        let output = bash_by_daemon(&home, dir.path(), &policy, "ls");
+        assert_eq!(reason(&output), "old", "{}", stderr(&output));
+    }
+    // Same size, same inode, written in place.
+    std::fs::write(&policy, gate("new")).expect("rewrite");
+    let output = bash_by_daemon(&home, dir.path(), &policy, "ls");
+    assert_eq!(reason(&output), "new", "{}", stderr(&output));
+    assert_eq!(calls(&home), 3);
+}
+
+#[test]
 fn command_hooks_get_the_callers_working_directory_and_environment() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");
@@ -487,4 +514,44 @@ fn the_daemon_exits_when_idle() {
     assert_eq!(code(&started), 0, "{}", stderr(&started));
     wait_until("the idle daemon to exit", || status(&home).is_none());
     assert!(!home.join("daemon/hook.sock").exists());
+}
+
+#[test]
+fn plain_python_hooks_run_warm_in_the_daemon_unless_switched_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    // Denies, saying whether it was forked from a warm interpreter (which ran it with runpy;
+    // `python3 SCRIPT` does not import runpy).
+    let script = dir.path().join("which.py");
+    std::fs::write(
+        &script,
+        "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'decision': 'deny', \
+         'reason': 'warm' if 'runpy' in sys.modules else 'cold'}))\n",
+    )
+    .expect("script");
+    let policy = write(
+        dir.path(),
+        "which.json",
+        &json!({"which": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": format!("python3 {}", script.display())}]}]}}),
+    );
+    start(&home);
+    let reason = |vars: &[(&str, &str)]| {
+        let output = spawn_hook(
+            Path::new(env!("CARGO_BIN_EXE_hookbox")),
+            &home,
+            dir.path(),
+            vars,
+            &["--policy", &policy],
+            &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
+        )
+        .wait_with_output()
+        .expect("wait");
+        stdout_json(&output)["hookSpecificOutput"]["permissionDecisionReason"].clone()
+    };
+    // The first call starts the interpreter's zygote in the background and runs cold.
+    assert_eq!(reason(&[]), "cold");
+    wait_until("a warm interpreter", || reason(&[]) == "warm");
+    assert_eq!(reason(&[("HOOKBOX_WARM_INTERPRETERS", "off")]), "cold");
+    assert_eq!(reason(&[("HOOKBOX_DAEMON", "off")]), "cold");
 }

@@ -68,7 +68,7 @@ impl KeeperPlan {
 }
 
 /// The program's environment: the caller's (unless cleared) with `spec.env` on top.
-fn environment(spec: &ProcessSpec) -> BTreeMap<OsString, OsString> {
+pub(crate) fn environment(spec: &ProcessSpec) -> BTreeMap<OsString, OsString> {
     let mut vars: BTreeMap<OsString, OsString> = if spec.env_clear {
         BTreeMap::new()
     } else {

@@ -2,7 +2,7 @@
 //! [`WarmSandbox`]); the supervisor inside is in [`supervisor`], the request format in
 //! [`request`].
 
-mod request;
+pub(crate) mod request;
 mod spare;
 mod supervisor;
 

@@ -16,3 +16,4 @@ mod sockets;
 mod support;
 mod timeout;
 mod warm;
+mod zygote;

@@ -115,9 +115,12 @@ fn exchange(
         argv,
         cwd,
     };
-    let sent = wire::write_json(&mut stream, &request)
-        .and_then(|()| wire::write_frame(&mut stream, &wire::environ(std::env::vars_os())))
-        .and_then(|()| wire::write_frame(&mut stream, &stdin));
+    // One write: the daemon reads the whole call without waiting for the rest of it.
+    let mut call = Vec::with_capacity(stdin.len() + 4096);
+    let sent = wire::write_json(&mut call, &request)
+        .and_then(|()| wire::write_frame(&mut call, &wire::environ(std::env::vars_os())))
+        .and_then(|()| wire::write_frame(&mut call, &stdin))
+        .and_then(|()| stream.write_all(&call));
     if let Err(err) = sent {
         // The daemon did not get the whole call, so it cannot have acted on it.
         note(&format!("cannot hand the call to the daemon: {err}"));

@@ -3,9 +3,12 @@
 //! client `hookbox hook` hands its calls to it ([`client`]) through a socket that only this user
 //! can reach ([`place`]), in the frames of [`wire`].
 
+mod argv;
 pub(crate) mod client;
 mod place;
+mod python;
 mod server;
+mod stamp;
 mod warm;
 mod wire;
 

@@ -1,8 +1,8 @@
-//! The daemon: accepts connections on its socket, one thread each (so a hung hook holds only
-//! its own call), refuses other users, answers `hookbox hook` calls exactly as the
-//! in-process path does (same code, with the caller's working directory and environment), and
-//! exits when idle, when stopped, or when its socket is no longer its own (removed, or
-//! replaced by a newer daemon).
+//! The daemon: accepts connections on its socket, each answered by the thread that accepted it
+//! while another waits for the next (so a hung hook holds only its own call), refuses other
+//! users, answers `hookbox hook` calls exactly as the in-process path does (same code, with the
+//! caller's working directory and environment), and exits when idle, when stopped, or when its
+//! socket is no longer its own (removed, or replaced by a newer daemon).
 
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
@@ -13,16 +13,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::Parser;
 
+use super::argv;
 use super::place::{self, Place, Unusable};
 use super::warm::Warm;
 use super::wire::{self, Request, Response};
-use crate::cli::{Cli, Command};
 use crate::commands::hook::{self, Call};
 
 /// How often the daemon checks whether it is idle or its socket is gone.
 const WATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Threads kept waiting for calls once the calls that woke them are answered.
+const SPARE_ACCEPTERS: usize = 2;
 
 /// How long a client may take to send its request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -39,6 +41,8 @@ struct State {
     active: AtomicUsize,
     last_call: Mutex<Instant>,
     stopping: AtomicBool,
+    /// Threads waiting for a call (see [`accept_calls`]).
+    waiting: AtomicUsize,
 }
 
 /// Serves `place` until idle for `idle`, stopped, or replaced. Fails when the directory or a
@@ -74,6 +78,7 @@ pub(super) fn serve(place: &Place, idle: Duration) -> anyhow::Result<()> {
         active: AtomicUsize::new(0),
         last_call: Mutex::new(Instant::now()),
         stopping: AtomicBool::new(false),
+        waiting: AtomicUsize::new(0),
     });
     log(&format!(
         "serving {} (pid {}, build {}, idle exit after {}s)",
@@ -84,16 +89,45 @@ pub(super) fn serve(place: &Place, idle: Duration) -> anyhow::Result<()> {
     ));
     let watched = Arc::clone(&state);
     std::thread::spawn(move || watch(&watched, &socket, identity, idle));
-    for stream in listener.incoming() {
-        match stream {
-            Ok(stream) => {
-                let state = Arc::clone(&state);
-                std::thread::spawn(move || serve_connection(&state, stream));
-            }
+    state.waiting.fetch_add(1, Ordering::SeqCst);
+    accept_calls(&state, &Arc::new(listener), true);
+    Ok(())
+}
+
+/// Accepts calls and answers each in this thread (no thread is started per call, and the
+/// thread woken by the client is the one that answers it). The last thread waiting for a call
+/// starts another before it answers, so that a call that takes long (a hung hook) holds up
+/// only itself; a thread that finds [`SPARE_ACCEPTERS`] others waiting once it has answered
+/// exits, unless it is `permanent` (the daemon's main thread).
+fn accept_calls(state: &Arc<State>, listener: &Arc<UnixListener>, permanent: bool) {
+    loop {
+        let accepted = listener.accept();
+        if state.waiting.fetch_sub(1, Ordering::SeqCst) == 1 {
+            start_accepter(state, listener);
+        }
+        match accepted {
+            Ok((stream, _)) => serve_connection(state, stream),
             Err(err) => log(&format!("accept failed: {err}")),
         }
+        if state.waiting.fetch_add(1, Ordering::SeqCst) >= SPARE_ACCEPTERS && !permanent {
+            state.waiting.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
     }
-    Ok(())
+}
+
+/// Starts one more thread waiting for calls (when it cannot, the threads answering calls
+/// wait again once they have answered).
+fn start_accepter(state: &Arc<State>, listener: &Arc<UnixListener>) {
+    state.waiting.fetch_add(1, Ordering::SeqCst);
+    let (state_, listener_) = (Arc::clone(state), Arc::clone(listener));
+    let started = std::thread::Builder::new()
+        .name("hookbox-call".to_owned())
+        .spawn(move || accept_calls(&state_, &listener_, false));
+    if let Err(err) = started {
+        state.waiting.fetch_sub(1, Ordering::SeqCst);
+        log(&format!("cannot start a thread for calls: {err}"));
+    }
 }
 
 /// Exits the process once no call is in progress and the daemon has been idle for `idle`,
@@ -154,7 +188,9 @@ fn answer_connection(state: &State, stream: &mut UnixStream) -> anyhow::Result<(
         )?);
     }
     stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
-    let response = match wire::read_json::<Request>(stream)? {
+    // The client writes a call at once: read it in as few reads as it arrives in.
+    let mut input = std::io::BufReader::new(&*stream);
+    let response = match wire::read_json::<Request>(&mut input)? {
         Request::Status => Response::Status {
             pid: std::process::id(),
             build: state.build.clone(),
@@ -172,8 +208,8 @@ fn answer_connection(state: &State, stream: &mut UnixStream) -> anyhow::Result<(
             Response::Stopping
         }
         Request::Hook { build, argv, cwd } => {
-            let environ = wire::parse_environ(&wire::read_frame(stream)?);
-            let stdin = wire::read_frame(stream)?;
+            let environ = wire::parse_environ(&wire::read_frame(&mut input)?);
+            let stdin = wire::read_frame(&mut input)?;
             if build != state.build {
                 stale_build(state, &build)
             } else if state.stopping.load(Ordering::SeqCst) {
@@ -231,12 +267,7 @@ fn answer_hook(
     env: Vec<(OsString, OsString)>,
     stdin: Vec<u8>,
 ) -> Response {
-    let parsed =
-        Cli::try_parse_from(std::iter::once("hookbox").chain(argv.iter().map(String::as_str)));
-    let Ok(Cli {
-        command: Command::Hook(args),
-    }) = parsed
-    else {
+    let Some(args) = argv::hook_args(argv) else {
         return Response::InProcess {
             reason: "not a hook call the daemon answers".to_owned(),
             stale: false,

@@ -1,14 +1,19 @@
-//! The daemon's [`Engine`]: one async runtime and one guarded HTTP client for every call, and
-//! each policy kept parsed for as long as the files it was read from hold the same bytes
-//! (compared on every call, so a changed policy or trust record is honoured at once).
+//! The daemon's [`Engine`]: one async runtime, one guarded HTTP client and the warm Python
+//! interpreters ([`super::python`]) for every call, and each policy kept parsed for as long as
+//! the files it was read from hold the same bytes (checked on every call, by their settled
+//! stamps ([`super::stamp`]) or else their bytes, so a changed policy or trust record is
+//! honoured at once).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context;
+use hookbox_exec::PythonZygotes;
 use hookbox_hooks::adapter::{self, Fingerprint, PolicyFiles, Translated};
-use hookbox_hooks::{CommandRunner, Dispatcher, HookOutcome, HookSet, HttpRunner, Runners};
+use hookbox_hooks::{Dispatcher, HookOutcome, HookSet, HttpRunner, ProjectCommandRunner, Runners};
 
+use super::python::WarmPython;
+use super::stamp::Stamps;
 use crate::commands::hook::{Engine, LoadedPolicy, load_policy_files};
 
 /// Policies kept at most (one per project and `--policy` file in use); past it the oldest
@@ -19,7 +24,17 @@ const MAX_POLICIES: usize = 256;
 pub(super) struct Warm {
     runtime: tokio::runtime::Runtime,
     http: Arc<dyn HttpRunner>,
-    policies: Mutex<HashMap<PolicyFiles, (Fingerprint, LoadedPolicy)>>,
+    zygotes: Arc<PythonZygotes>,
+    policies: Mutex<HashMap<PolicyFiles, Kept>>,
+}
+
+/// A policy kept parsed, with what its files were when it was read.
+struct Kept {
+    /// The files' stamps, the cheap check.
+    stamps: Stamps,
+    /// The files' bytes, compared when the stamps do not prove them unchanged.
+    fingerprint: Fingerprint,
+    policy: LoadedPolicy,
 }
 
 impl Warm {
@@ -36,6 +51,7 @@ impl Warm {
         Ok(Self {
             runtime,
             http,
+            zygotes: Arc::new(PythonZygotes::new()),
             policies: Mutex::new(HashMap::new()),
         })
     }
@@ -43,21 +59,41 @@ impl Warm {
 
 impl Engine for Warm {
     fn policy(&self, files: &PolicyFiles) -> anyhow::Result<LoadedPolicy> {
-        let fingerprint = files.fingerprint()?;
+        // Taken before anything is read: a write after this moment changes them.
+        let stamps = Stamps::of(files);
         let lock = || self.policies.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((kept, policy)) = lock().get(files)
-            && *kept == fingerprint
+        if let Some(kept) = lock().get_mut(files)
+            && let Some(stamps) = &stamps
+            && stamps.unchanged_since(&kept.stamps)
         {
-            return Ok(policy.clone());
+            return Ok(kept.policy.clone());
+        }
+        let fingerprint = files.fingerprint()?;
+        if let Some(kept) = lock().get_mut(files)
+            && kept.fingerprint == fingerprint
+        {
+            if let Some(stamps) = stamps {
+                kept.stamps = stamps;
+            }
+            return Ok(kept.policy.clone());
         }
         let policy = load_policy_files(files)?;
         // The files changed while they were loaded: serve what was loaded, keep nothing.
-        if files.fingerprint()? == fingerprint {
+        if let Some(stamps) = stamps
+            && files.fingerprint()? == fingerprint
+        {
             let mut policies = lock();
             if policies.len() >= MAX_POLICIES {
                 policies.clear();
             }
-            policies.insert(files.clone(), (fingerprint, policy.clone()));
+            policies.insert(
+                files.clone(),
+                Kept {
+                    stamps,
+                    fingerprint,
+                    policy: policy.clone(),
+                },
+            );
         }
         Ok(policy)
     }
@@ -65,11 +101,14 @@ impl Engine for Warm {
     fn evaluate(
         &self,
         hooks: Arc<HookSet>,
-        command: Arc<dyn CommandRunner>,
+        command: ProjectCommandRunner,
         translated: &Translated,
     ) -> anyhow::Result<HookOutcome> {
         let runners = Runners {
-            command,
+            command: Arc::new(WarmPython {
+                cold: command,
+                zygotes: Arc::clone(&self.zygotes),
+            }),
             http: Arc::clone(&self.http),
             outbox: None,
         };
