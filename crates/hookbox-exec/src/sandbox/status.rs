@@ -1,5 +1,6 @@
-//! The run's status socket: the children send the parent the init's pidfd, the listener
-//! opened inside, or the step that failed and its errno; the parent reads and explains them.
+//! The run's status socket: the children send the parent the sandbox's mount namespace, the
+//! init's pidfd, the listener opened inside, or the step that failed and its errno; the parent
+//! reads and explains them.
 
 use std::io;
 use std::io::IoSliceMut;
