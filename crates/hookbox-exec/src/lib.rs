@@ -47,7 +47,9 @@
 //! killing the intermediate (timeout, exit, cancellation, or hookbox dying) kills pid 1, and
 //! the kernel then kills everything in the namespace, including `setsid` double forks. `run`
 //! returns only after pid 1 is gone, which the kernel completes once the namespace is empty
-//! (bounded by a short grace after a kill).
+//! (bounded by a short grace after a kill). The caller holds the sandbox's mount namespace
+//! (a descriptor the intermediate sends) until then and closes it on tokio's blocking pool,
+//! so that unmounting its mounts (an RCU grace period) is not part of the wait.
 //!
 //! **File system.** A fresh tmpfs becomes `/` (`pivot_root`; the host root is detached, and
 //! `/` is remounted read-only at the end), holding: `/usr`, `/bin`, `/sbin`, `/lib`, `/lib64`,

@@ -5,7 +5,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use landlock::{ABI, Access, AccessFs, Scope};
 
@@ -89,6 +89,24 @@ pub(crate) struct Prepared {
     _cgroups: RunCgroups,
     /// The warm sandbox's supervisor executable, held open until the init has executed it.
     _supervisor: Option<OwnedFd>,
+    /// The sandbox's mount namespace, sent by the intermediate child: held so that the
+    /// namespace is torn down when this is dropped, by a blocking-pool thread, rather than
+    /// at the exit of the last process in it, which the run waits for.
+    pub(crate) mount_ns: OnceLock<OwnedFd>,
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        let Some(mount_ns) = self.mount_ns.take() else {
+            return;
+        };
+        // Closing the last reference unmounts everything in the namespace, which waits for
+        // an RCU grace period (about a millisecond): off the caller's path when a runtime is
+        // there to take it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            drop(runtime.spawn_blocking(move || drop(mount_ns)));
+        }
+    }
 }
 
 /// Prepares a run of a program in `sandbox`: checks the root, builds every path, the landlock
@@ -393,6 +411,7 @@ pub(crate) fn prepare(
             listen_inside: sandbox.listen_inside.clone(),
             _cgroups: cgroups,
             _supervisor: supervisor_exe,
+            mount_ns: OnceLock::new(),
         },
         child_end,
     ))

@@ -1,5 +1,6 @@
-//! The run's status socket: the children send the parent the init's pidfd, the listener
-//! opened inside, or the step that failed and its errno; the parent reads and explains them.
+//! The run's status socket: the children send the parent the sandbox's mount namespace, the
+//! init's pidfd, the listener opened inside, or the step that failed and its errno; the parent
+//! reads and explains them.
 
 use std::io;
 use std::io::IoSliceMut;
@@ -12,7 +13,8 @@ use rustix::net::{
 };
 
 use super::child::{
-    self, FIRST_OP, Plan, RECORD_FAILED, RECORD_INIT, RECORD_LISTENER, RECORD_READY, STEPS,
+    self, FIRST_OP, Plan, RECORD_FAILED, RECORD_INIT, RECORD_LISTENER, RECORD_MOUNT_NS,
+    RECORD_READY, STEPS,
 };
 use super::probe::userns_restriction;
 use super::{IsolationError, Prepared};
@@ -113,6 +115,11 @@ impl Prepared {
             };
             match receive(status.get_ref()) {
                 Ok(Some(record)) if record.kind == RECORD_INIT => pidfd = record.fd,
+                Ok(Some(record)) if record.kind == RECORD_MOUNT_NS => {
+                    if let Some(fd) = record.fd {
+                        let _first = self.mount_ns.set(fd);
+                    }
+                }
                 Ok(Some(record)) if record.kind == RECORD_READY => supervisor_ready = true,
                 Ok(Some(record)) if record.kind == RECORD_LISTENER => {
                     if let (Some(fd), Some(listen)) = (record.fd, &self.listen_inside) {

@@ -48,6 +48,9 @@ pub(crate) const RECORD_STARTED: u32 = 5;
 /// started.
 pub(crate) const RECORD_EXITED: u32 = 6;
 
+/// The sandbox's mount namespace, with its descriptor, held by the parent until the run ends.
+pub(crate) const RECORD_MOUNT_NS: u32 = 7;
+
 /// The descriptor of the control socket in a warm sandbox's supervisor (the status socket).
 pub(crate) const CONTROL_FD: libc::c_int = 3;
 
@@ -326,6 +329,18 @@ fn intermediate(plan: &Plan) -> Result<(), Failed> {
         write_file(c"/proc/self/setgroups", b"deny").at(STEP_SETGROUPS)?;
         write_file(c"/proc/self/gid_map", &plan.gid_map).at(STEP_GID_MAP)?;
         write_file(c"/proc/self/uid_map", &plan.uid_map).at(STEP_UID_MAP)?;
+        // The parent holds the new mount namespace until after the run, so that its
+        // teardown (an RCU grace period for unmounting its ~40 mounts) is not part of the
+        // last exit in it, which the parent waits for. Sent before the init's pidfd, which
+        // ends the parent's wait for records; without it, the teardown happens at exit.
+        let mount_ns = libc::open(
+            c"/proc/self/ns/mnt".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if mount_ns >= 0 {
+            let _sent = send_record(plan.status, RECORD_MOUNT_NS, 0, 0, Some(mount_ns));
+            libc::close(mount_ns);
+        }
 
         // The init learns of the intermediate's death through this pipe (it cannot compare
         // getppid: in its namespace the parent is always 0).
