@@ -67,8 +67,17 @@ async fn dropping_the_handle_kills_the_sandbox_and_leaks_nothing() {
     let pids = dir.path().join("pids");
     let child = spawn_interactive(&spec).await.unwrap();
     read_pids(&pids, 1).await;
-    let host_pids = sandbox_sleepers();
-    assert!(host_pids.len() >= 2, "{host_pids:?}");
+    // Both sleeps, once each has executed `sleep` (the foreground one may not have yet when
+    // the pid of the background one is written).
+    let give_up = Instant::now() + Duration::from_secs(10);
+    let host_pids = loop {
+        let sleepers = sandbox_sleepers();
+        if sleepers.len() >= 2 {
+            break sleepers;
+        }
+        assert!(Instant::now() < give_up, "{sleepers:?}");
+        sleep(Duration::from_millis(10)).await;
+    };
     // Pipe and socket names hold unique inode numbers: these are the run's.
     let opened: Vec<String> = pipes_and_sockets()
         .into_iter()
