@@ -130,6 +130,7 @@ mod exec_args;
 mod group;
 mod interactive;
 mod keeper;
+mod reported;
 mod sandbox;
 mod spawn;
 mod warm;

@@ -11,10 +11,8 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::pin::pin;
-use std::process::{ExitStatus, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -31,13 +29,10 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 use tokio::time::{Instant, timeout, timeout_at};
 
-use crate::capture::{self, CapturedOutput};
-use crate::sandbox::{
-    self, IsolationError, Prepared, RECORD_EXITED, RECORD_FAILED, RECORD_STARTED, RunCgroups,
-    STEP_EXEC, Sandbox,
-};
+use crate::reported::{self, Ended, Reply, RunStdio};
+use crate::sandbox::{self, IsolationError, Prepared, RunCgroups, STEP_EXEC, Sandbox};
 use crate::spawn::{KILL_GRACE, MAX_TIMEOUT, SANDBOX_PATH, StopListening};
-use crate::{ExecError, ExitKind, ProcessOutput, ProcessSpec};
+use crate::{ExecError, ProcessOutput, ProcessSpec};
 use request::Request;
 pub(crate) use supervisor::supervisor_args;
 pub use supervisor::{SUPERVISOR_ARG, supervise_if_asked};
@@ -370,56 +365,29 @@ impl Live {
             joins,
         ));
 
-        let stdin = pipe::Sender::from_owned_fd(stdin_write).map_err(io_error)?;
-        let stdout = pipe::Receiver::from_owned_fd(stdout_read).map_err(io_error)?;
-        let stderr = pipe::Receiver::from_owned_fd(stderr_read).map_err(io_error)?;
-        let mut call = Call {
-            reply: sandbox::async_fd(reply).map_err(io_error)?,
-            pidfd: None,
-            failed: None,
+        let stdio = RunStdio {
+            stdin: pipe::Sender::from_owned_fd(stdin_write).map_err(io_error)?,
+            stdout: pipe::Receiver::from_owned_fd(stdout_read).map_err(io_error)?,
+            stderr: pipe::Receiver::from_owned_fd(stderr_read).map_err(io_error)?,
         };
-
-        let mut out = CapturedOutput::default();
-        let mut err = CapturedOutput::default();
-        let exit = {
-            let mut io = pin!(capture::exchange(
-                Some((stdin, spec.stdin.as_slice())),
-                Some(stdout),
-                Some(stderr),
-                [&mut out, &mut err],
-                spec.output_limit,
-            ));
-            let mut io_done = false;
-            let exited = tokio::select! {
-                exited = timeout_at(deadline, call.exited()) => exited,
-                () = &mut io => {
-                    io_done = true;
-                    timeout_at(deadline, call.exited()).await
-                }
-            };
-            let drain_until = deadline.max(Instant::now() + KILL_GRACE);
-            let exit = match (exited, call.failed) {
-                // A call that could not start ends its reply socket without a status.
-                (Ok(_), Some((step, errno))) => return Err(self.failure(spec, step, errno)),
-                (Ok(Some(status)), None) => {
-                    let status = ExitStatus::from_raw(status);
-                    match status.code() {
-                        Some(code) => ExitKind::Exited(code),
-                        None => ExitKind::Signaled(status.signal().unwrap_or_default()),
-                    }
-                }
-                (Ok(None), None) => return Err(lost()),
-                (Err(_elapsed), _) => {
-                    call.kill();
-                    // Normally immediate: the kernel empties the call's namespace.
-                    let _gone = timeout_at(Instant::now() + KILL_GRACE, call.exited()).await;
-                    ExitKind::TimedOut
-                }
-            };
-            if !io_done {
-                let _partial = timeout_at(drain_until, io).await;
-            }
-            exit
+        let mut call = Call(Reply::new(reply).map_err(io_error)?);
+        let (ended, out, err) = reported::exchange(
+            &mut call.0,
+            spec,
+            stdio,
+            deadline,
+            async |reply: &mut Reply| {
+                kill(reply);
+                // Normally immediate: the kernel empties the call's namespace.
+                let _gone = timeout_at(Instant::now() + KILL_GRACE, reply.exited()).await;
+            },
+        )
+        .await;
+        let exit = match ended {
+            Ended::Exit(exit) => exit,
+            // A call that could not start ends its reply socket without a status.
+            Ended::NotStarted(step, errno) => return Err(self.failure(spec, step, errno)),
+            Ended::Lost => return Err(lost()),
         };
         drop(cgroups);
         Ok(ProcessOutput {
@@ -455,51 +423,22 @@ impl Drop for Live {
     }
 }
 
-/// The parent's side of one call: its reply socket and what arrived on it.
-struct Call {
-    reply: AsyncFd<OwnedFd>,
-    /// A pidfd of the call, once started; dropping it kills the call.
-    pidfd: Option<OwnedFd>,
-    /// The step that failed and its errno, if one did.
-    failed: Option<(u32, i32)>,
-}
+/// The parent's side of one call: its reply socket and what arrived on it; dropped before
+/// the call's end (the run's future was dropped), it kills the call (the supervisor, seeing
+/// the reply socket hang up, would kill it too).
+struct Call(Reply);
 
-impl Call {
-    /// Reads the reply socket until the call's wait status arrives; `None` if the socket ends
-    /// first (the supervisor is gone). Cancel-safe: what arrived is kept in `self`.
-    async fn exited(&mut self) -> Option<i32> {
-        loop {
-            let mut ready = self.reply.readable().await.ok()?;
-            match sandbox::receive(self.reply.get_ref()) {
-                Ok(Some(record)) if record.kind == RECORD_STARTED => self.pidfd = record.fd,
-                Ok(Some(record)) if record.kind == RECORD_FAILED => {
-                    self.failed = Some((record.a, record.b as i32));
-                }
-                Ok(Some(record)) if record.kind == RECORD_EXITED => return Some(record.a as i32),
-                Ok(Some(_)) => {}
-                Ok(None) => return None,
-                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                    ready.clear_ready();
-                }
-                Err(_) => return None,
-            }
-        }
-    }
-
-    /// Kills the call (and so everything in its pid namespace).
-    fn kill(&self) {
-        if let Some(pidfd) = &self.pidfd {
-            // Failing means it is gone already.
-            let _killed = pidfd_send_signal(pidfd, Signal::KILL);
-        }
+/// Kills the call of `reply` once started (and so everything in its pid namespace).
+fn kill(reply: &Reply) {
+    if let Some((_, Some(pidfd))) = &reply.started {
+        // Failing means it is gone already.
+        let _killed = pidfd_send_signal(pidfd, Signal::KILL);
     }
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        // A call dropped before its end (the run's future was dropped) ends now; the
-        // supervisor, seeing the reply socket hang up, would kill it too.
-        self.kill();
+        kill(&self.0);
     }
 }
 

@@ -6,9 +6,6 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::process::ExitStatusExt;
-use std::pin::pin;
-use std::process::ExitStatus;
 
 use rustix::fs::MemfdFlags;
 use rustix::net::{
@@ -17,16 +14,15 @@ use rustix::net::{
 };
 use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{Pid, Signal, kill_process_group, pidfd_send_signal};
-use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 use tokio::time::{Instant, timeout_at};
 
 use super::Zygote;
-use crate::capture::{self, CapturedOutput};
-use crate::sandbox::{self, RECORD_EXITED, RECORD_FAILED, RECORD_STARTED};
+use crate::reported::{self, Ended, Reply, RunStdio};
+use crate::sandbox;
 use crate::spawn::{KILL_GRACE, MAX_TIMEOUT};
 use crate::warm::request::Request;
-use crate::{ExecError, ExitKind, ProcessOutput, ProcessSpec};
+use crate::{ExecError, ProcessOutput, ProcessSpec};
 
 /// Descriptors sent with each run: the request, stdin, stdout, stderr, the reply socket.
 const RUN_FDS: usize = 5;
@@ -132,64 +128,29 @@ impl Prepared {
             reply,
         } = self;
         drop((request, stdin.0, stdout.1, stderr.1, reply.1));
-        let mut run = Run {
-            reply: sandbox::async_fd(reply.0).map_err(io_error)?,
-            keeper: None,
-            failed: None,
+        let stdio = RunStdio {
+            stdin: pipe::Sender::from_owned_fd(stdin.1).map_err(io_error)?,
+            stdout: pipe::Receiver::from_owned_fd(stdout.0).map_err(io_error)?,
+            stderr: pipe::Receiver::from_owned_fd(stderr.0).map_err(io_error)?,
         };
-        let stdin = pipe::Sender::from_owned_fd(stdin.1).map_err(io_error)?;
-        let stdout = pipe::Receiver::from_owned_fd(stdout.0).map_err(io_error)?;
-        let stderr = pipe::Receiver::from_owned_fd(stderr.0).map_err(io_error)?;
-        let mut out = CapturedOutput::default();
-        let mut err = CapturedOutput::default();
-        let exit = {
-            let mut io = pin!(capture::exchange(
-                Some((stdin, spec.stdin.as_slice())),
-                Some(stdout),
-                Some(stderr),
-                [&mut out, &mut err],
-                spec.output_limit,
-            ));
-            let mut io_done = false;
-            let exited = tokio::select! {
-                exited = timeout_at(deadline, run.exited()) => exited,
-                () = &mut io => {
-                    io_done = true;
-                    timeout_at(deadline, run.exited()).await
-                }
-            };
-            let drain_until = deadline.max(Instant::now() + KILL_GRACE);
-            let exit = match (exited, run.failed) {
-                (Ok(_), Some(errno)) => {
-                    return Err(ExecError::Spawn {
-                        program: program(),
-                        source: std::io::Error::from_raw_os_error(errno),
-                    });
-                }
-                (Ok(Some(status)), None) => {
-                    let status = ExitStatus::from_raw(status);
-                    match status.code() {
-                        Some(code) => ExitKind::Exited(code),
-                        None => ExitKind::Signaled(status.signal().unwrap_or_default()),
-                    }
-                }
-                (Ok(None), None) => {
-                    return Err(ExecError::Wait {
-                        program: program(),
-                        source: std::io::Error::other(
-                            "the keeper of the warm interpreter's run was killed",
-                        ),
-                    });
-                }
-                (Err(_elapsed), _) => {
-                    run.stop().await;
-                    ExitKind::TimedOut
-                }
-            };
-            if !io_done {
-                let _partial = timeout_at(drain_until, io).await;
+        let mut run = Run(Reply::new(reply.0).map_err(io_error)?);
+        let (ended, out, err) = reported::exchange(&mut run.0, spec, stdio, deadline, stop).await;
+        let exit = match ended {
+            Ended::Exit(exit) => exit,
+            Ended::NotStarted(_step, errno) => {
+                return Err(ExecError::Spawn {
+                    program: program(),
+                    source: std::io::Error::from_raw_os_error(errno),
+                });
             }
-            exit
+            Ended::Lost => {
+                return Err(ExecError::Wait {
+                    program: program(),
+                    source: std::io::Error::other(
+                        "the keeper of the warm interpreter's run was killed",
+                    ),
+                });
+            }
         };
         Ok(ProcessOutput {
             exit,
@@ -221,58 +182,28 @@ async fn send(zygote: &Zygote, fds: &[std::os::fd::BorrowedFd<'_>]) -> std::io::
 }
 
 /// Our side of one run: its reply socket (hanging it up tells the keeper to kill everything)
-/// and what arrived on it.
-struct Run {
-    reply: AsyncFd<OwnedFd>,
-    /// The keeper's pid and a pidfd of it, once it started the run.
-    keeper: Option<(i32, OwnedFd)>,
-    /// The errno of the step that failed before the run started (its working directory, say).
-    failed: Option<i32>,
-}
+/// and what arrived on it (`STARTED` brings the keeper's pid and a pidfd of it).
+struct Run(Reply);
 
-impl Run {
-    /// Reads the reply socket until the run's wait status arrives; `None` if the socket ends
-    /// first. Cancel-safe: what arrived is kept in `self`.
-    async fn exited(&mut self) -> Option<i32> {
-        loop {
-            let mut ready = self.reply.readable().await.ok()?;
-            match sandbox::receive(self.reply.get_ref()) {
-                Ok(Some(record)) if record.kind == RECORD_STARTED => {
-                    self.keeper = record.fd.map(|fd| (record.a as i32, fd));
-                }
-                Ok(Some(record)) if record.kind == RECORD_FAILED => {
-                    self.failed = Some(record.b as i32);
-                }
-                Ok(Some(record)) if record.kind == RECORD_EXITED => return Some(record.a as i32),
-                Ok(Some(_)) => {}
-                Ok(None) => return None,
-                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                    ready.clear_ready();
-                }
-                Err(_) => return None,
-            }
+/// Tells the keeper of `reply`'s run to kill it (the reply socket hung up, the keeper woken
+/// should it be stopped); a keeper still there after [`KILL_GRACE`] is killed with its
+/// process group.
+async fn stop(reply: &mut Reply) {
+    let _hung_up = rustix::net::shutdown(reply.socket(), rustix::net::Shutdown::Both);
+    let Some((pid, Some(pidfd))) = reply.started.take() else {
+        return;
+    };
+    let _woken = pidfd_send_signal(&pidfd, Signal::CONT);
+    let Ok(keeper) = sandbox::async_fd(pidfd) else {
+        return;
+    };
+    let gone = timeout_at(Instant::now() + KILL_GRACE, keeper.readable()).await;
+    if gone.is_err() {
+        // Still there, so its group (led by it: `setsid`) is certainly its own.
+        if let Some(group) = Pid::from_raw(pid as i32) {
+            let _killed = kill_process_group(group, Signal::KILL);
         }
-    }
-
-    /// Tells the keeper to kill the run (the reply socket hung up, the keeper woken should it
-    /// be stopped); a keeper still there after [`KILL_GRACE`] is killed with its process group.
-    async fn stop(&mut self) {
-        let _hung_up = rustix::net::shutdown(self.reply.get_ref(), rustix::net::Shutdown::Both);
-        let Some((pid, pidfd)) = self.keeper.take() else {
-            return;
-        };
-        let _woken = pidfd_send_signal(&pidfd, Signal::CONT);
-        let Ok(keeper) = sandbox::async_fd(pidfd) else {
-            return;
-        };
-        let gone = timeout_at(Instant::now() + KILL_GRACE, keeper.readable()).await;
-        if gone.is_err() {
-            // Still there, so its group (led by it: `setsid`) is certainly its own.
-            if let Some(group) = Pid::from_raw(pid) {
-                let _killed = kill_process_group(group, Signal::KILL);
-            }
-            let _killed = pidfd_send_signal(keeper.get_ref(), Signal::KILL);
-        }
+        let _killed = pidfd_send_signal(keeper.get_ref(), Signal::KILL);
     }
 }
 
@@ -280,7 +211,7 @@ impl Drop for Run {
     fn drop(&mut self) {
         // A run dropped before its end: the reply socket closes with `self`, which tells the
         // keeper to kill everything; wake it should it be stopped.
-        if let Some((_, pidfd)) = &self.keeper {
+        if let Some((_, Some(pidfd))) = &self.0.started {
             let _woken = pidfd_send_signal(pidfd, Signal::CONT);
         }
     }
