@@ -87,17 +87,10 @@ pub struct Fingerprint {
 }
 
 impl PolicyFiles {
-    /// What the files hold now; an error when one cannot be read (loading would fail too).
-    pub fn fingerprint(&self) -> Result<Fingerprint, LoadError> {
-        let read = |path: &PathBuf| match std::fs::read(path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
-            Err(err) => Err(LoadError::Read {
-                path: path.display().to_string(),
-                source: err,
-            }),
-        };
-        let (paths, canonical_project) = match self {
+    /// The files read, in order, and, for a layered policy, its project directory as it
+    /// resolves now (canonicalized).
+    pub fn paths(&self) -> (Vec<&PathBuf>, Option<PathBuf>) {
+        match self {
             Self::Explicit(path) => (vec![path], None),
             Self::Layered {
                 managed,
@@ -108,7 +101,20 @@ impl PolicyFiles {
                 vec![managed, user, project, trust_store],
                 std::fs::canonicalize(project).ok(),
             ),
+        }
+    }
+
+    /// What the files hold now; an error when one cannot be read (loading would fail too).
+    pub fn fingerprint(&self) -> Result<Fingerprint, LoadError> {
+        let read = |path: &PathBuf| match std::fs::read(path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(LoadError::Read {
+                path: path.display().to_string(),
+                source: err,
+            }),
         };
+        let (paths, canonical_project) = self.paths();
         Ok(Fingerprint {
             contents: paths.into_iter().map(read).collect::<Result<_, _>>()?,
             canonical_project,

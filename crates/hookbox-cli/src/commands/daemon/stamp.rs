@@ -32,18 +32,7 @@ impl Stamps {
     /// reports why).
     pub(super) fn of(files: &PolicyFiles) -> Option<Self> {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
-        let (paths, canonical_project) = match files {
-            PolicyFiles::Explicit(path) => (vec![path], None),
-            PolicyFiles::Layered {
-                managed,
-                user,
-                project,
-                trust_store,
-            } => (
-                vec![managed, user, project, trust_store],
-                std::fs::canonicalize(project).ok(),
-            ),
-        };
+        let (paths, canonical_project) = files.paths();
         let files = paths
             .into_iter()
             .map(|path| match std::fs::metadata(path) {
