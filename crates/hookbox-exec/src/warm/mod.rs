@@ -66,7 +66,13 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// as between cold runs), in a session of its own, then sets the
 /// sandbox's rlimits, `no_new_privs`, landlock, drops every capability, marks every descriptor
 /// from 3 up close-on-exec and applies the seccomp filter: the same confinement as a cold
-/// sandbox's program. When the call's program exits, or is killed (the deadline: the parent
+/// sandbox's program. All of that is done before the call's request arrives: once the
+/// sandbox has had a request, the supervisor keeps the next call started ahead (a *spare*,
+/// waiting on a socket of its own for the request's descriptors), so the caller waits only
+/// for the spare to join its cgroups, take its stdio and working directory and execute the
+/// program; the first request, and requests arriving together, start theirs on demand. The
+/// supervisor holds each call's mount namespace until the call's end is reported, so its
+/// tear-down is not on the caller's path. When the call's program exits, or is killed (the deadline: the parent
 /// SIGKILLs it through its pidfd; the run's future dropped: the supervisor sees the reply
 /// socket hang up and kills it), the kernel kills everything else in its pid namespace,
 /// `setsid` double forks included, before `EXITED` is sent: no process of a call survives
@@ -96,10 +102,11 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// **Limits.** As root, each call gets cgroups of its own, made by the parent like a cold
 /// run's (from the same small pool) with the sandbox's [`Limits`](crate::Limits), and joins
-/// them first thing after its `clone3`, through write-only descriptors the parent opened and
+/// them first thing when its request arrives (before it has started anything), through
+/// write-only descriptors the parent opened and
 /// passed with the request (the cgroup file system is not mounted inside): one call's fork bomb
 /// or memory hog is bounded by its own limits and leaves the calls beside it theirs. The
-/// sandbox's own cgroups then hold only the supervisor and calls not yet moved (so a sandbox
+/// sandbox's own cgroups then hold only the supervisor, its spare and calls not yet moved (so a sandbox
 /// whose limits leave no room beside its supervisor starts no call: it fails with an isolation
 /// error, never hangs). CPU time, file size and open files are per-process rlimits as in a
 /// cold run.
