@@ -64,7 +64,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// per value of the variables that shape an interpreter's start-up (`PYTHON*`, `HOME`,
 /// `LANG`, `LANGUAGE`, `LC_*`, `TZ`), with exactly those variables, in the background: `run`
 /// returns `None` (nothing was run; run it cold) while it starts, when it could not be started
-/// (not a Python 3.9+ interpreter, say), or when [`MAX_ZYGOTES`] are already kept for other
+/// (not a Python 3.9+ interpreter, say), or when eight (`MAX_ZYGOTES`) are already kept for other
 /// keys; one that died is started again.
 /// Known differences from a cold run: the runs of one zygote share its hash seed
 /// (`PYTHONHASHSEED`), and see the modules the zygote imported (`ctypes`, `json`, `pkgutil`,
