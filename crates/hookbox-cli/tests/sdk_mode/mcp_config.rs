@@ -58,7 +58,8 @@ fn assert_no_server_left(script: &Path) {
 }
 
 /// The server runs in the sandbox (hostname `sandbox`, pid 1 of its namespace, a host file
-/// out of sight, hookbox's environment not inherited, the config's `env` given); its tools are
+/// out of sight, hookbox's environment not inherited, the config's `env` given with its
+/// `${VAR}` expanded from the SDK's `env`); its tools are
 /// allowed by an `mcp__local__*` pattern, hooked by `mcp__local__.*` matchers; `isError` is a
 /// tool failure and huge output is cut as Bash's is; init and `mcp_status` report it.
 #[test]
@@ -79,10 +80,14 @@ fn claude_stdio_mcp_server_runs_in_the_sandbox_and_is_called_hooked_and_allowed(
         FakeTurn::text("Done."),
     ]);
     let script = server_script(&world);
-    let config = json!({"mcpServers": {"local": python_server(&script, &[])}});
+    // The greeting reaches the server through a `${VAR}` expanded from the SDK's `env`.
+    let mut server = python_server(&script, &[]);
+    server["env"]["GREETING"] = json!("${HOOKBOX_TEST_GREETING}");
+    let config = json!({"mcpServers": {"local": server}});
     let spec = json!({
         "servers": {},
         "options": {"allowed_tools": ["mcp__local__*"],
+                    "env": {"HOOKBOX_TEST_GREETING": "hi"},
                     "extra_args": {"mcp-config": config.to_string()}},
         "hooks": {"PreToolUse": ["mcp__local__.*"], "PostToolUse": ["mcp__local__.*"]},
     });

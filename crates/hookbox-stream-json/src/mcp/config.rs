@@ -93,15 +93,16 @@ fn server(name: &str, entry: &Value, source: &str) -> anyhow::Result<ServerConfi
     let transport = match kind.as_str() {
         "stdio" => Transport::Stdio {
             command: match field("command") {
-                (Some(Value::String(command)), _) if !command.is_empty() => command.clone(),
+                (Some(Value::String(command)), at) if !command.is_empty() => expand(command, &at)?,
                 (other, at) => bail!("{at} must be the program to run, not {}", shown(other)),
             },
             args: match field("args") {
                 (None, _) => Vec::new(),
                 (Some(Value::Array(args)), at) => args
                     .iter()
-                    .map(|arg| match arg {
-                        Value::String(arg) => Ok(arg.clone()),
+                    .enumerate()
+                    .map(|(index, arg)| match arg {
+                        Value::String(arg) => expand(arg, &format!("{at}[{index}]")),
                         other => bail!("{at} must hold strings only, not {other}"),
                     })
                     .collect::<anyhow::Result<_>>()?,
@@ -111,7 +112,7 @@ fn server(name: &str, entry: &Value, source: &str) -> anyhow::Result<ServerConfi
         },
         "http" => Transport::Http {
             url: match field("url") {
-                (Some(Value::String(url)), _) if !url.is_empty() => url.clone(),
+                (Some(Value::String(url)), at) if !url.is_empty() => expand(url, &at)?,
                 (other, at) => bail!("{at} must be the server's URL, not {}", shown(other)),
             },
             headers: strings(field("headers"))?,
@@ -133,12 +134,53 @@ fn strings((value, at): (Option<&Value>, String)) -> anyhow::Result<Vec<(String,
         Some(Value::Object(entries)) => entries
             .iter()
             .map(|(key, value)| match value {
-                Value::String(text) => Ok((key.clone(), text.clone())),
+                Value::String(text) => Ok((key.clone(), expand(text, &format!("{at}.{key}"))?)),
                 other => bail!("{at}.{key} must be a string, not {other}"),
             })
             .collect(),
         Some(other) => bail!("{at} must be an object of strings, not {other}"),
     }
+}
+
+/// `text` with each `${VAR}` and `${VAR:-default}` replaced from hookbox's own environment
+/// (the one the SDK started it with), as Claude Code expands its MCP configurations; an unset
+/// `VAR` without a default is an error naming `at`. Only the SDK-given configuration is
+/// expanded, never anything a server or the model produced.
+fn expand(text: &str, at: &str) -> anyhow::Result<String> {
+    expand_with(text, at, |name| std::env::var(name).ok())
+}
+
+/// [`expand`] reading variables through `lookup`.
+fn expand_with(
+    text: &str,
+    at: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<String> {
+    let mut expanded = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let Some(length) = rest[start + 2..].find('}') else {
+            // An unclosed `${` is kept as written, as Claude Code does.
+            break;
+        };
+        expanded.push_str(&rest[..start]);
+        let inner = &rest[start + 2..start + 2 + length];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        match (lookup(name), default) {
+            (Some(value), _) => expanded.push_str(&value),
+            (None, Some(default)) => expanded.push_str(default),
+            (None, None) => bail!(
+                "{at} uses ${{{name}}}, which is not set in hookbox's environment; set it \
+                 (the SDK's `env` option) or give a default as ${{{name}:-default}}"
+            ),
+        }
+        rest = &rest[start + 3 + length..];
+    }
+    expanded.push_str(rest);
+    Ok(expanded)
 }
 
 /// A value for an error message; `nothing` when absent.
@@ -199,6 +241,70 @@ mod tests {
         let bad = error(r#"{"mcpServers": {"s": {"type": "http", "url": "u", "headers": []}}}"#);
         assert!(
             bad.contains("$.mcpServers.s.headers must be an object of strings"),
+            "{bad}"
+        );
+    }
+
+    #[test]
+    fn variables_expand_with_defaults_and_unset_ones_name_the_path() {
+        let lookup = |name: &str| (name == "HOME_DIR").then(|| "/home/u".to_owned());
+        let expanded = |text: &str| expand_with(text, "$.x", lookup);
+        assert_eq!(expanded("${HOME_DIR}/bin").unwrap(), "/home/u/bin");
+        assert_eq!(expanded("a${NOPE:-d/e}b").unwrap(), "ad/eb");
+        assert_eq!(
+            expanded("${HOME_DIR:-x}${HOME_DIR}").unwrap(),
+            "/home/u/home/u"
+        );
+        assert_eq!(
+            expanded("$HOME_DIR ${unclosed").unwrap(),
+            "$HOME_DIR ${unclosed"
+        );
+        // An expanded value is not expanded again.
+        let nested = |name: &str| (name == "A").then(|| "${B}".to_owned());
+        assert_eq!(expand_with("${A}", "$.x", nested).unwrap(), "${B}");
+        let error = expanded("x${NOPE}").unwrap_err().to_string();
+        assert!(
+            error.contains("$.x uses ${NOPE}, which is not set"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn every_field_claude_code_expands_is_expanded() {
+        let v = std::env::var("PATH").expect("tests run with a PATH");
+        let servers = parse(&[r#"{"mcpServers": {
+            "local": {"command": "${PATH}", "args": ["${PATH}"],
+                      "env": {"A": "${PATH}"}},
+            "web": {"type": "http", "url": "https://${PATH}",
+                    "headers": {"H": "${PATH}"}}
+        }}"#
+        .to_owned()])
+        .unwrap();
+        assert_eq!(
+            servers[0].transport,
+            Transport::Stdio {
+                command: v.clone(),
+                args: vec![v.clone()],
+                env: vec![("A".to_owned(), v.clone())],
+            }
+        );
+        assert_eq!(
+            servers[1].transport,
+            Transport::Http {
+                url: format!("https://{v}"),
+                headers: vec![("H".to_owned(), v)],
+            }
+        );
+        let bad = format!(
+            "{:#}",
+            parse(&[
+                r#"{"mcpServers": {"s": {"command": "x", "args": ["${HOOKBOX_TEST_UNSET_VAR}"]}}}"#
+                    .to_owned()
+            ])
+            .unwrap_err()
+        );
+        assert!(
+            bad.contains("$.mcpServers.s.args[0] uses ${HOOKBOX_TEST_UNSET_VAR}"),
             "{bad}"
         );
     }
