@@ -56,7 +56,8 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         .and_then(|home| Config::read(args.config.as_deref(), home))
         .and_then(|config| {
             crate::config::warn_if_loopback_hooks(&config);
-            let warm = WarmSandboxes::new("/proc/self/exe", config.idle_timeout()?);
+            let warm =
+                WarmSandboxes::new(hookbox_exec::supervisor_program(), config.idle_timeout()?);
             Ok((Arc::new(Runtime::from_config(&config)?), warm))
         });
     let deliverer = built.as_ref().ok().map(|(runtime, _)| Arc::clone(runtime));

@@ -144,5 +144,8 @@ pub use sandbox::{
     SYSTEM_TRUST_BUNDLES, Sandbox, check_isolation,
 };
 pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, run};
-pub use warm::{SUPERVISOR_ARG, WarmSandbox, supervise_if_asked};
+pub use warm::{
+    SUPERVISOR_ARG, SUPERVISOR_PROGRAM, WarmSandbox, supervise_if_asked, supervise_only,
+    supervisor_program,
+};
 pub use zygote::PythonZygotes;

@@ -117,14 +117,16 @@ impl Runtime {
 
     /// This runtime serving a long-lived process (`hookbox serve`): each environment's
     /// sandboxed code and command hooks (without egress) run in its warm sandbox, supervised by
-    /// this program (`/proc/self/exe`, whose `main` must call
-    /// `hookbox_exec::supervise_if_asked` first) and stopped after `[sandbox] idle_timeout_secs` without calls. One-shot
+    /// [`hookbox_exec::supervisor_program`] (`hookbox-sandbox-supervisor` next to this program,
+    /// else this program, whose `main` must then call `hookbox_exec::supervise_if_asked`
+    /// first) and stopped after `[sandbox] idle_timeout_secs` without calls. One-shot
     /// processes (`hookbox exec`) keep a sandbox per run.
     pub fn for_serving(mut self) -> anyhow::Result<Self> {
         let idle_timeout = self.config.idle_timeout()?;
-        self.environments = self
-            .environments
-            .with_warm_sandboxes(WarmSandboxes::new("/proc/self/exe", idle_timeout));
+        self.environments = self.environments.with_warm_sandboxes(WarmSandboxes::new(
+            hookbox_exec::supervisor_program(),
+            idle_timeout,
+        ));
         Ok(self)
     }
 

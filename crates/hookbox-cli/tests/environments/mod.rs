@@ -422,18 +422,42 @@ fn the_sandbox_section_sets_the_disk_budget() {
     );
 }
 
-/// hookbox is the supervisor of warm sandboxes: the binary, re-executed as a sandbox's init
-/// with the hidden argument, runs the calls; run any other way, it refuses.
+/// hookbox, and the small `hookbox-sandbox-supervisor` installed next to it (which hookbox's
+/// warm sandboxes run when it is there), are supervisors of warm sandboxes: re-executed as a
+/// sandbox's init with the hidden argument, they run the calls; run any other way, they refuse.
 #[tokio::test]
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
 async fn hookbox_is_a_warm_sandbox_supervisor() {
+    for supervisor in [
+        env!("CARGO_BIN_EXE_hookbox"),
+        env!("CARGO_BIN_EXE_hookbox-sandbox-supervisor"),
+    ] {
+        supervises(supervisor).await;
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox-sandbox-supervisor"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("only runs as a warm sandbox's supervisor"),
+        "{out:?}"
+    );
+
+    let out = super::hookbox(&[hookbox_exec::SUPERVISOR_ARG, "40", "landlock", ""]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("for hookbox's own use"),
+        "{out:?}"
+    );
+}
+
+/// A warm sandbox supervised by `supervisor` runs three calls that see each other's files.
+async fn supervises(supervisor: &str) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("workspace")).unwrap();
-    let warm = hookbox_exec::WarmSandbox::start(
-        hookbox_exec::Sandbox::new(dir.path()),
-        env!("CARGO_BIN_EXE_hookbox"),
-    )
-    .await
-    .unwrap();
+    let warm = hookbox_exec::WarmSandbox::start(hookbox_exec::Sandbox::new(dir.path()), supervisor)
+        .await
+        .unwrap();
     for n in 0..3 {
         let out = warm
             .run(&hookbox_exec::ProcessSpec::shell(
@@ -443,14 +467,6 @@ async fn hookbox_is_a_warm_sandbox_supervisor() {
             .await
             .unwrap();
         assert_eq!(out.exit, hookbox_exec::ExitKind::Exited(0));
-        assert_eq!(out.stdout.to_text(), format!("call {n}\n"));
+        assert_eq!(out.stdout.to_text(), format!("call {n}\n"), "{supervisor}");
     }
-    drop(warm);
-
-    let out = super::hookbox(&[hookbox_exec::SUPERVISOR_ARG, "40", "landlock", ""]);
-    assert_eq!(code(&out), 2);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("for hookbox's own use"),
-        "{out:?}"
-    );
 }

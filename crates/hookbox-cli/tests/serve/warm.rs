@@ -121,7 +121,7 @@ fn an_environments_code_and_hooks_share_one_warm_sandbox_until_stopped() {
         .as_str()
         .expect("environment_id")
         .to_owned();
-    // Two calls and two hooks: one sandbox, whose supervisor is hookbox itself.
+    // Two calls and two hooks: one sandbox, supervised by `hookbox-sandbox-supervisor`.
     let log = served.stderr.lock().unwrap().clone();
     let pids = started_pids(&log);
     assert_eq!(pids.len(), 1, "{log}");

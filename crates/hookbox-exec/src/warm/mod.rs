@@ -35,7 +35,9 @@ use crate::spawn::{KILL_GRACE, MAX_TIMEOUT, SANDBOX_PATH, StopListening};
 use crate::{ExecError, ProcessOutput, ProcessSpec};
 use request::Request;
 pub(crate) use supervisor::supervisor_args;
-pub use supervisor::{SUPERVISOR_ARG, supervise_if_asked};
+pub use supervisor::{
+    SUPERVISOR_ARG, SUPERVISOR_PROGRAM, supervise_if_asked, supervise_only, supervisor_program,
+};
 
 /// How long a new sandbox's supervisor may take to say it is ready.
 const START_TIMEOUT: Duration = Duration::from_secs(10);

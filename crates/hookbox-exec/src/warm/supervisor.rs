@@ -42,6 +42,34 @@ use crate::sandbox::{
 /// supervisor.
 pub const SUPERVISOR_ARG: &str = "--hookbox-sandbox-supervisor";
 
+/// The name of the program that is only a warm sandbox's supervisor, installed next to
+/// hookbox (see [`supervisor_program`]).
+pub const SUPERVISOR_PROGRAM: &str = "hookbox-sandbox-supervisor";
+
+/// The program this process's warm sandboxes run as their supervisor: [`SUPERVISOR_PROGRAM`]
+/// next to this process's executable when it is there (a small program that only supervises,
+/// so an idle sandbox costs a fraction of the memory hookbox itself would), else this program
+/// itself (`/proc/self/exe`, whose `main` must call [`supervise_if_asked`] first).
+pub fn supervisor_program() -> std::path::PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join(SUPERVISOR_PROGRAM)))
+        .filter(|program| program.is_file())
+        .unwrap_or_else(|| "/proc/self/exe".into())
+}
+
+/// The `main` of a program that is only a warm sandbox's supervisor: supervises when started
+/// as one, else says what it is for and exits with status 2.
+pub fn supervise_only() -> ! {
+    supervise_if_asked();
+    let _written = writeln!(
+        std::io::stderr(),
+        "this program only runs as a warm sandbox's supervisor ({SUPERVISOR_ARG}), started by \
+         hookbox"
+    );
+    std::process::exit(2)
+}
+
 /// Runs this process as a warm sandbox's supervisor and exits, when it was started as one (its
 /// first argument is [`SUPERVISOR_ARG`]); returns at once otherwise.
 ///
