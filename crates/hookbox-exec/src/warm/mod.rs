@@ -72,9 +72,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// sandbox has had a request, the supervisor keeps the next call started ahead (a *spare*,
 /// waiting on a socket of its own for the request's descriptors), so the caller waits only
 /// for the spare to join its cgroups, take its stdio and working directory and execute the
-/// program; the first request, and requests arriving together, start theirs on demand. The
-/// supervisor holds each call's mount namespace until the call's end is reported, so its
-/// tear-down is not on the caller's path. When the call's program exits, or is killed (the deadline: the parent
+/// program; the first request, and requests arriving together, start theirs on demand. When
+/// the call's program exits, or is killed (the deadline: the parent
 /// SIGKILLs it through its pidfd; the run's future dropped: the supervisor sees the reply
 /// socket hang up and kills it), the kernel kills everything else in its pid namespace,
 /// `setsid` double forks included, before `EXITED` is sent: no process of a call survives

@@ -225,10 +225,6 @@ struct Running {
     pidfd: OwnedFd,
     /// Where the call's end is reported; `None` once the caller hung up (the call was killed).
     reply: Option<OwnedFd>,
-    /// The call's mount namespace, held so that its tear-down (its mounts unmounted, an RCU
-    /// grace period waited for) happens after the call's end is reported, when this is
-    /// dropped, rather than in the call's exit, before its caller can learn of it.
-    _mounts: Option<OwnedFd>,
 }
 
 /// The supervisor's loop; returns the exit code once the parent is gone.
@@ -345,17 +341,10 @@ fn start(fds: Vec<OwnedFd>, setup: &CallSetup<'_>, spare: Option<Spare>) -> Opti
                 0,
                 Some(pidfd.as_raw_fd()),
             );
-            let mounts = rustix::fs::open(
-                format!("/proc/{pid}/ns/mnt"),
-                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-            )
-            .ok();
             Some(Running {
                 pid,
                 pidfd,
                 reply: Some(reply),
-                _mounts: mounts,
             })
         }
         Err(errno) => {
