@@ -126,6 +126,14 @@ impl AgentEvent {
         PUBLISHED.iter().map(|event| event.name)
     }
 
+    /// Every published event `agent` sends that has no hookbox counterpart, as `dialect`
+    /// binds it, in the table's order.
+    pub fn sent_by(agent: Agent, dialect: Dialect) -> impl Iterator<Item = Self> {
+        (0..PUBLISHED.len())
+            .map(move |index| Self { index, dialect })
+            .filter(move |event| event.is_sent_by(agent))
+    }
+
     /// Its name, as the agents send it.
     pub fn name(self) -> &'static str {
         self.row().name
@@ -190,5 +198,33 @@ mod tests {
         assert!(!sdk.is_sent_by(Agent::ClaudeCode));
         let compact = AgentEvent::find("PostCompact", Dialect::Sdk).unwrap();
         assert!(compact.is_sent_by(Agent::ClaudeCode) && compact.is_sent_by(Agent::Codex));
+    }
+
+    #[test]
+    fn each_agent_sends_its_own_rows() {
+        let names = |agent| {
+            AgentEvent::sent_by(agent, Dialect::Sdk)
+                .map(AgentEvent::name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(Agent::Codex), ["PostCompact", "Interrupt"]);
+        assert_eq!(
+            names(Agent::GeminiCli),
+            ["BeforeModel", "AfterModel", "BeforeToolSelection"]
+        );
+        assert_eq!(names(Agent::Copilot), ["errorOccurred"]);
+        assert_eq!(names(Agent::ClaudeCode).len(), 18);
+        let total: usize = [
+            Agent::ClaudeCode,
+            Agent::GeminiCli,
+            Agent::Codex,
+            Agent::Cursor,
+            Agent::Copilot,
+        ]
+        .into_iter()
+        .map(|agent| names(agent).len())
+        .sum();
+        // PostCompact is sent by two agents.
+        assert_eq!(total, PUBLISHED.len() + 1);
     }
 }

@@ -31,6 +31,8 @@ mod timeout;
 use hookbox_store::json_kind;
 use serde_json::Value;
 
+pub use self::suggest::did_you_mean;
+
 use self::path::JsonPath;
 use self::report::Report;
 use crate::binding::Binding;

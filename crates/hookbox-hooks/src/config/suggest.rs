@@ -11,7 +11,7 @@ const MAX_COMPARED_CHARS: usize = 64;
 const CLOSE_PREFIX: usize = 5;
 
 /// The candidate `word` most likely misspells, if any is close enough.
-pub(super) fn did_you_mean<'a>(
+pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
