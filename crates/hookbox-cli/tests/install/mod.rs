@@ -389,7 +389,7 @@ fn uninstall_after_the_user_edited_the_file_removes_only_hookboxs_entries() {
     ]);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert!(
-        stdout(&output).contains("changed since `hookbox install` wrote it, so it is not restored: removed hookbox's 10 entries only"),
+        stdout(&output).contains("changed since `hookbox install` wrote it, so it is not restored: removed hookbox's 14 entries only"),
         "{}",
         stdout(&output)
     );
@@ -571,9 +571,116 @@ fn list_shows_hand_written_entries_and_installs_in_other_projects() {
     let other_settings = other.join(".claude/settings.json");
     assert!(
         text.contains(&format!(
-            "claude-code  project  {}\n  12 events run",
+            "claude-code  project  {}\n  30 events run",
             other_settings.display()
         )),
         "{text}"
     );
+}
+
+/// Each agent's own events without a hookbox counterpart, which `hookbox install` registers
+/// beside the mapped ones (docs/agent-adapters.md, "Events passed through").
+const PASSED_THROUGH: [(&str, &[&str]); 5] = [
+    (
+        "claude-code",
+        &[
+            "Setup",
+            "InstructionsLoaded",
+            "UserPromptExpansion",
+            "MessageDisplay",
+            "PermissionDenied",
+            "PostToolBatch",
+            "StopFailure",
+            "TaskCreated",
+            "TaskCompleted",
+            "TeammateIdle",
+            "ConfigChange",
+            "CwdChanged",
+            "DirectoryAdded",
+            "FileChanged",
+            "WorktreeRemove",
+            "PostCompact",
+            "Elicitation",
+            "ElicitationResult",
+        ],
+    ),
+    (
+        "gemini-cli",
+        &["BeforeModel", "AfterModel", "BeforeToolSelection"],
+    ),
+    ("codex", &["PostCompact", "Interrupt"]),
+    (
+        "cursor",
+        &[
+            "afterAgentResponse",
+            "afterAgentThought",
+            "beforeTabFileRead",
+            "afterTabFileEdit",
+        ],
+    ),
+    ("copilot", &["errorOccurred"]),
+];
+
+#[test]
+fn every_passed_through_event_is_installed_and_answered_with_no_decision() {
+    let places = places();
+    // A policy with hooks on tool calls only: none names these events.
+    let policy = seed_config(&places.home, "security-gate.hooks.json");
+    for (agent, events) in PASSED_THROUGH {
+        let install = ["install", agent, "--project", places.project_arg()];
+        let output = places.hookbox(&[&install[..], &["--policy", &policy]].concat());
+        assert_eq!(code(&output), 0, "{agent}: {}", stderr(&output));
+        let file = match agent {
+            "claude-code" => ".claude/settings.json",
+            "gemini-cli" => ".gemini/settings.json",
+            "codex" => ".codex/hooks.json",
+            "cursor" => ".cursor/hooks.json",
+            _ => ".github/hooks/hookbox.json",
+        };
+        let installed = read_json(&places.project.join(file));
+        // Claude Code's WorktreeCreate hook must answer a path, which no policy gives.
+        assert!(installed["hooks"].get("WorktreeCreate").is_none());
+        for event in events {
+            let entries = installed["hooks"][event].as_array();
+            let [entry] = entries.map(Vec::as_slice).unwrap_or_default() else {
+                panic!("{agent}: not one entry for {event}: {installed:#}");
+            };
+            let (command, matcher) = match agent {
+                "cursor" => (&entry["command"], None),
+                "copilot" => (&entry["bash"], None),
+                _ => (&entry["hooks"][0]["command"], entry.get("matcher")),
+            };
+            let command = command.as_str().expect("command");
+            // Only Claude Code's PermissionDenied is matched (on the tool): every tool.
+            let expected = (*event == "PermissionDenied").then(|| json!("*"));
+            assert_eq!(matcher, expected.as_ref(), "{agent} {event}");
+            // The agent runs it with the event's input: no handler names it, so the answer is
+            // no decision (exit 0, nothing on stdout or stderr).
+            let input = match agent {
+                "cursor" => json!({"conversation_id": "c", "generation_id": "g",
+                    "hook_event_name": event, "workspace_roots": [places.project]}),
+                "copilot" => json!({"timestamp": 1, "cwd": places.project,
+                    "error": {"message": "boom", "name": "Error"}}),
+                _ => json!({"session_id": "s", "transcript_path": "/t", "cwd": places.project,
+                    "hook_event_name": event, "tool_name": "Bash",
+                    "tool_input": {"command": "rm -rf victim"}}),
+            };
+            let output = run_hook(&places, "sh", command, &input);
+            assert_eq!(
+                (code(&output), stdout(&output), stderr(&output)),
+                (0, String::new(), String::new()),
+                "{agent} {event}: {command}"
+            );
+        }
+        // Installing again changes nothing; uninstalling removes the file hookbox created.
+        let again = places.hookbox(&[&install[..], &["--policy", &policy]].concat());
+        assert!(
+            stdout(&again).contains("nothing changed"),
+            "{}",
+            stdout(&again)
+        );
+        let output = places.hookbox(&[&install[..], &["--uninstall"]].concat());
+        assert_eq!(code(&output), 0, "{agent}: {}", stderr(&output));
+        assert!(!places.project.join(file).exists(), "{agent}");
+    }
 }

@@ -1,5 +1,5 @@
 //! `hookbox install AGENT`: writes (or merges into) an agent's hook file so that every event
-//! `hookbox hook AGENT` maps runs it; `--uninstall` undoes that, `--list` shows what is
+//! `hookbox hook AGENT` answers (mapped or passed through) runs it; `--uninstall` undoes that, `--list` shows what is
 //! installed where.
 
 mod document;
@@ -85,7 +85,7 @@ impl Target {
     }
 }
 
-/// Adds hookbox's entries for every mapped event to the agent's hook file (those already
+/// Adds hookbox's entries for every event `hookbox hook` answers to the agent's hook file (those already
 /// there are left as they are), backing the original up the first time.
 fn install(file: &Target, policy: Option<&Path>, records: &mut Records) -> anyhow::Result<String> {
     let agent = file.agent;
@@ -120,12 +120,12 @@ fn install(file: &Target, policy: Option<&Path>, records: &mut Records) -> anyho
     for event in events(agent) {
         let run = target::command(agent, &command, event);
         if document.add(layout, event, &run, target::entry(agent, event, &run)) {
-            added.push(*event);
+            added.push(event);
         }
     }
     if added.is_empty() && removed == 0 {
         return Ok(format!(
-            "{} already runs `{command}` on every event hookbox maps; nothing changed\n",
+            "{} already runs `{command}` on every event hookbox answers; nothing changed\n",
             file.path.display()
         ));
     }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use hookbox_hooks::adapter::Agent;
+use hookbox_hooks::{AgentEvent, Dialect};
 use serde_json::{Value, json};
 
 /// Whose configuration: the user's (every project) or one project's.
@@ -79,11 +80,14 @@ pub(super) fn layout(agent: Agent) -> Layout {
     }
 }
 
-/// The events of `agent` that `hookbox hook` maps, which `hookbox install` registers. Cursor's
-/// generic tool events cover every tool; its per-tool events (`beforeShellExecution`…) would
-/// ask the policy a second time about the same call, so they are left out.
-pub(super) fn events(agent: Agent) -> &'static [&'static str] {
-    match agent {
+/// The events `hookbox install` registers for `agent`: every one `hookbox hook AGENT` answers,
+/// the mapped ones first, then the agent's own events passed through under their names (from
+/// the one table of them, [`AgentEvent`]; Claude Code's `WorktreeCreate` is not in it, as no
+/// policy decision can answer it). Cursor's generic tool events cover every tool; its per-tool
+/// events (`beforeShellExecution`…) would ask the policy a second time about the same call, so
+/// they are left out.
+pub(super) fn events(agent: Agent) -> Vec<&'static str> {
+    let mapped: &[&str] = match agent {
         Agent::ClaudeCode => &[
             "PreToolUse",
             "PermissionRequest",
@@ -141,7 +145,9 @@ pub(super) fn events(agent: Agent) -> &'static [&'static str] {
             "agentStop",
             "subagentStop",
         ],
-    }
+    };
+    let passed_through = AgentEvent::sent_by(agent, Dialect::Sdk).map(AgentEvent::name);
+    mapped.iter().copied().chain(passed_through).collect()
 }
 
 /// The command `agent` runs for `event`: `base` (`EXE hook AGENT [--policy FILE]`), with the
@@ -156,12 +162,17 @@ pub(super) fn command(agent: Agent, base: &str, event: &str) -> String {
 /// One entry of `agent`'s hook file for `event`, running `command`.
 pub(super) fn entry(agent: Agent, event: &str, command: &str) -> Value {
     let handler = json!({"type": "command", "command": command});
-    // Tool events take a matcher that matches every tool; Codex's default already does.
+    // Tool events (and Claude Code's `PermissionDenied`, matched on the tool) take a matcher
+    // that matches every tool; Codex's default already does. Other events get none: both
+    // agents read a missing matcher as "every occurrence".
+    let on_tools = AgentEvent::find(event, Dialect::Sdk)
+        .is_some_and(|passed| passed.matcher_field() == Some("tool_name"));
     let matcher = match (agent, event) {
         (
             Agent::ClaudeCode,
             "PreToolUse" | "PermissionRequest" | "PostToolUse" | "PostToolUseFailure",
         ) => Some("*"),
+        (Agent::ClaudeCode, _) if on_tools => Some("*"),
         (Agent::GeminiCli, "BeforeTool" | "AfterTool") => Some(".*"),
         _ => None,
     };
