@@ -494,8 +494,10 @@ pub(crate) enum HooksCommand {
     /// Dispatch one event through the hooks of some config files, running handlers on this host.
     ///
     /// Builds the event payload the way the runtime would, runs every matching handler, and
-    /// prints the merged decision and a trace of each handler run. Exit status: 0 allowed,
-    /// 2 denied or blocked (or `continue: false`), 1 usage or config error.
+    /// prints the merged decision and a trace of each handler run. An agent's own event
+    /// (`--event BeforeModel --agent gemini-cli`) is built as that agent's input, answered as
+    /// `hookbox hook AGENT` answers it, and the agent's answer is printed too. Exit status:
+    /// 0 allowed, 2 denied or blocked (or `continue: false`), 1 usage or config error.
     Run(RunArgs),
 }
 
@@ -549,10 +551,17 @@ pub(crate) struct RunArgs {
     /// Read every config as this dialect instead of detecting it.
     #[arg(long, value_enum)]
     pub(crate) dialect: Option<DialectArg>,
-    /// The event: `pre_tool_execution`, `post_tool_execution`, or an SDK event such as
-    /// `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `Stop`, `Notification`.
+    /// The event: `pre_tool_execution`, `post_tool_execution`, an SDK event such as
+    /// `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `Stop`, `Notification`, or an agent's
+    /// own event passed through under its name (`BeforeModel`, `TaskCreated`…; with --agent).
     #[arg(long, value_name = "EVENT")]
     pub(crate) event: String,
+    /// Whose own event --event is (`BeforeModel`: gemini-cli): the event is built as that
+    /// agent's input and answered as `hookbox hook AGENT` answers it (the hooks that name it
+    /// in either dialect, matched on the agent's matcher field), and the agent's answer is
+    /// printed too. Only for agents' own events.
+    #[arg(long, value_enum, value_name = "AGENT")]
+    pub(crate) agent: Option<AgentArg>,
     /// The tool being called (required for tool events), e.g. `code_execution` or `Bash`.
     #[arg(long, value_name = "NAME")]
     pub(crate) tool: Option<String>,

@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use super::super::{code, seed_config, stdout_json, write};
+use super::super::{code, hookbox, seed_config, stdout_json, write};
 use super::{cursor, gemini_cli, hook_as, stderr, with_fields};
 
 /// The policy dialect a test's hook is written in.
@@ -235,5 +235,156 @@ fn a_policy_naming_an_event_no_agent_has_is_an_error() {
         assert_eq!(code(&output), 2, "{name}: {}", stderr(&output));
         assert!(stderr(&output).contains(expected), "{}", stderr(&output));
         assert!(!dir.path().join("seen.json").exists());
+    }
+}
+
+/// `hookbox hooks run --config POLICY --cwd DIR --event EVENT ARGS… --json`.
+fn hooks_run(dir: &Path, policy: &str, event: &str, args: &[&str]) -> Output {
+    let cwd = dir.to_str().expect("utf-8");
+    let base = [
+        "hooks", "run", "--config", policy, "--cwd", cwd, "--event", event,
+    ];
+    hookbox(&[&base[..], args, &["--json"]].concat())
+}
+
+#[test]
+fn hooks_run_answers_an_agents_own_event_as_hookbox_hook_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path();
+    // Gemini CLI's BeforeModel, bound Claude-style: the hook sees Gemini CLI's input and its
+    // block is answered in Gemini CLI's format.
+    let block = json!({"decision": "block", "reason": "model calls are off"});
+    let policy = recording(dir, "BeforeModel", &block, Dialect::Claude);
+    let request = json!({"llm_request": {"model": "m", "messages": []}});
+    let output = hooks_run(
+        dir,
+        &policy,
+        "BeforeModel",
+        &["--agent", "gemini-cli", "--input", &request.to_string()],
+    );
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let result = stdout_json(&output);
+    assert_eq!(result["decision"], "block");
+    assert_eq!(
+        (&result["event"], &result["agent"]),
+        (&json!("BeforeModel"), &json!("gemini-cli"))
+    );
+    let answer = &result["answer"];
+    assert_eq!(answer["exit_code"], 0);
+    let stdout: Value =
+        serde_json::from_str(answer["stdout"].as_str().expect("stdout")).expect("JSON");
+    assert_eq!(
+        stdout,
+        json!({"decision": "deny", "reason": "model calls are off"})
+    );
+    let expected = json!({"hook_event_name": "BeforeModel", "session_id": "hookbox-cli",
+        "cwd": dir, "llm_request": {"model": "m", "messages": []}});
+    assert_eq!(seen(dir), expected);
+
+    // Claude Code's TaskCreated, bound in the sandbox dialect: a deny is exit 2 and the reason.
+    let deny = json!({"decision": "deny", "reason": "not today"});
+    let policy = recording(dir, "TaskCreated", &deny, Dialect::Sandbox);
+    let output = hooks_run(dir, &policy, "TaskCreated", &["--agent", "claude-code"]);
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let answer = &stdout_json(&output)["answer"];
+    assert_eq!(
+        (&answer["exit_code"], &answer["stdout"], &answer["stderr"]),
+        (&json!(2), &json!(""), &json!("not today\n"))
+    );
+
+    // Copilot's errorOccurred: its name is given as `--event` gives it, and told to the hook;
+    // a hook with nothing to say is no decision, which Copilot gets as no answer.
+    let policy = recording(dir, "errorOccurred", &json!({}), Dialect::Claude);
+    let output = hooks_run(dir, &policy, "errorOccurred", &["--agent", "copilot"]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let result = stdout_json(&output);
+    assert_eq!(result["decision"], "allow");
+    assert_eq!(
+        result["answer"],
+        json!({"exit_code": 0, "stdout": "", "stderr": ""})
+    );
+    assert_eq!(seen(dir)["hook_event_name"], "errorOccurred");
+
+    // The agent's matcher field: Claude Code matches PermissionDenied on the tool.
+    let policy = write(
+        dir,
+        "denied.json",
+        &json!({"hooks": {"PermissionDenied": [{"matcher": "Read",
+            "hooks": [{"type": "command", "command": "echo ran >&2; exit 2"}]}]}}),
+    );
+    for (tool, ran) in [("Bash", false), ("Read", true)] {
+        let output = hooks_run(
+            dir,
+            &policy,
+            "PermissionDenied",
+            &["--agent", "claude-code", "--tool", tool],
+        );
+        let trace = stdout_json(&output)["trace"]
+            .as_array()
+            .expect("trace")
+            .len();
+        assert_eq!(
+            trace == 1,
+            ran,
+            "{tool}: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+    }
+}
+
+#[test]
+fn hooks_run_says_whose_event_it_is_and_what_a_misspelt_one_means() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = dir.path();
+    let policy = recording(dir, "BeforeModel", &json!({}), Dialect::Claude);
+    for (event, args, expected) in [
+        (
+            "BeforeModle",
+            &["--agent", "gemini-cli"][..],
+            "did you mean `BeforeModel`?",
+        ),
+        (
+            "beforemodel",
+            &["--agent", "gemini-cli"][..],
+            "did you mean `BeforeModel`?",
+        ),
+        (
+            "pre_tool_use",
+            &["--tool", "x"][..],
+            "did you mean `PreToolUse`?",
+        ),
+        ("BeforeModel", &[][..], "say whose with --agent gemini-cli"),
+        (
+            "PostCompact",
+            &[][..],
+            "--agent claude-code or --agent codex",
+        ),
+        (
+            "BeforeModel",
+            &["--agent", "codex"][..],
+            "codex does not send `BeforeModel`",
+        ),
+        (
+            "Stop",
+            &["--agent", "codex"][..],
+            "`Stop` is one of hookbox's own events",
+        ),
+        (
+            "WorktreeCreate",
+            &["--agent", "claude-code"][..],
+            "unknown event `WorktreeCreate`",
+        ),
+    ] {
+        let output = hooks_run(dir, &policy, event, args);
+        assert_eq!(code(&output), 1, "{event} {args:?}");
+        assert!(
+            stderr(&output).contains(expected),
+            "{event} {args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            !dir.join("seen.json").exists(),
+            "{event} {args:?}: a hook ran"
+        );
     }
 }
