@@ -73,8 +73,9 @@ pub(crate) enum Command {
     Hook(HookArgs),
     /// Configure an agent you run to ask `hookbox hook` about its hook events.
     ///
-    /// Writes or merges the agent's hook file so that every event `hookbox hook AGENT` maps
-    /// runs `<this binary's absolute path> hook AGENT [--policy FILE]`: claude-code
+    /// Writes or merges the agent's hook file so that every event `hookbox hook AGENT` answers
+    /// (the mapped ones and the agent's own passed through under their names, such as
+    /// `BeforeModel`) runs `<this binary's absolute path> hook AGENT [--policy FILE]`: claude-code
     /// `.claude/settings.json`, gemini-cli `.gemini/settings.json`, codex `.codex/hooks.json`,
     /// cursor `.cursor/hooks.json` (under the project, or under your home with `--user`), copilot
     /// `.github/hooks/hookbox.json` (`~/.copilot/hooks/hookbox.json` with `--user`). The user's
