@@ -9,7 +9,7 @@
 
 /// Claude Code, Gemini CLI and Codex calling an environment's tools through `hookbox mcp`.
 mod mcp;
-/// An agent's own event, installed by `hookbox install`, reaching the policy through the agent.
+/// Agents' own events, installed by `hookbox install`, reaching the policy through the agent.
 mod passthrough;
 
 use std::path::{Path, PathBuf};
