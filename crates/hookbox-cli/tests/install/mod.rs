@@ -684,3 +684,38 @@ fn every_passed_through_event_is_installed_and_answered_with_no_decision() {
         assert!(!places.project.join(file).exists(), "{agent}");
     }
 }
+
+#[test]
+fn a_hand_written_entry_for_a_passed_through_event_is_kept_and_not_doubled() {
+    let places = places();
+    // What the docs used to say to do: an entry for BeforeModel running the same command.
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox")).expect("exe");
+    let command = format!("{} hook gemini-cli", exe.display());
+    let original = json!({"hooks": {"BeforeModel": [{"hooks": [
+        {"type": "command", "command": command}]}]}})
+    .to_string();
+    let settings = places.project.join(".gemini/settings.json");
+    std::fs::create_dir(places.project.join(".gemini")).expect("mkdir");
+    std::fs::write(&settings, &original).expect("write");
+    let install = ["install", "gemini-cli", "--project", places.project_arg()];
+    let output = places.hookbox(&install);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let installed = read_json(&settings);
+    assert_eq!(
+        installed["hooks"]["BeforeModel"],
+        json!([{"hooks": [{"type": "command", "command": command}]}])
+    );
+    assert!(
+        !stdout(&output).contains("BeforeModel"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stdout(&output).contains("AfterModel"),
+        "{}",
+        stdout(&output)
+    );
+    let output = places.hookbox(&[&install[..], &["--uninstall"]].concat());
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&settings).expect("read"), original);
+}
