@@ -194,9 +194,9 @@ fn hookbox_input(event: HookEvent, args: &RunArgs, given: Given) -> anyhow::Resu
     })
 }
 
-/// `agent`'s own `event` as the agent would send it (its name, a session id, `cwd`, then
-/// `--tool`/`--args` as `tool_name`/`tool_input` and `--input`'s fields), read the way
-/// `hookbox hook AGENT` reads it.
+/// `agent`'s own `event` as the agent would send it (a session id, `cwd`, `--tool`/`--args`
+/// as `tool_name`/`tool_input`, `--input`'s fields, then its name), read the way `hookbox hook
+/// AGENT` reads it.
 fn agent_input(
     agent: Agent,
     event: AgentEvent,
@@ -204,15 +204,16 @@ fn agent_input(
     given: Given,
 ) -> anyhow::Result<adapter::Translated> {
     let mut payload = Map::new();
-    // Copilot's input does not name its event: its command line does.
-    let named_by_command_line = (agent == Agent::Copilot).then_some(event.name());
-    if named_by_command_line.is_none() {
-        payload.insert("hook_event_name".into(), event.name().into());
-    }
     payload.insert("session_id".into(), SESSION.into());
     payload.insert("cwd".into(), given.cwd.display().to_string().into());
     payload.extend(tool_fields(args, given.tool_args));
     payload.extend(given.extra.unwrap_or_default());
+    // The event is --event's, whatever --input says. Copilot's input does not name its event:
+    // its command line does.
+    let named_by_command_line = (agent == Agent::Copilot).then_some(event.name());
+    if named_by_command_line.is_none() {
+        payload.insert("hook_event_name".into(), event.name().into());
+    }
     let bytes = Value::Object(payload).to_string().into_bytes();
     agent
         .translate(&bytes, named_by_command_line)

@@ -255,7 +255,9 @@ fn hooks_run_answers_an_agents_own_event_as_hookbox_hook_does() {
     // block is answered in Gemini CLI's format.
     let block = json!({"decision": "block", "reason": "model calls are off"});
     let policy = recording(dir, "BeforeModel", &block, Dialect::Claude);
-    let request = json!({"llm_request": {"model": "m", "messages": []}});
+    // --input cannot make it another event.
+    let request = json!({"llm_request": {"model": "m", "messages": []},
+        "hook_event_name": "BeforeTool"});
     let output = hooks_run(
         dir,
         &policy,
