@@ -1,6 +1,6 @@
 //! `hookbox install AGENT`: writes (or merges into) an agent's hook file so that every event
-//! `hookbox hook AGENT` answers (mapped or passed through) runs it; `--uninstall` undoes that, `--list` shows what is
-//! installed where.
+//! `hookbox hook AGENT` answers (mapped or passed through) runs it; `--uninstall` undoes that,
+//! `--list` shows what is installed where.
 
 mod document;
 mod files;
@@ -85,8 +85,8 @@ impl Target {
     }
 }
 
-/// Adds hookbox's entries for every event `hookbox hook` answers to the agent's hook file (those already
-/// there are left as they are), backing the original up the first time.
+/// Adds hookbox's entries for every event `hookbox hook` answers to the agent's hook file
+/// (those already there are left as they are), backing the original up the first time.
 fn install(file: &Target, policy: Option<&Path>, records: &mut Records) -> anyhow::Result<String> {
     let agent = file.agent;
     let exe = std::env::current_exe().context("cannot find the path of this hookbox binary")?;
