@@ -68,14 +68,17 @@ pub(crate) enum Command {
     /// The call is answered by your `hookbox daemon` (started on the first call, detached,
     /// exiting when idle), which keeps the policy parsed and the async runtime and HTTP client
     /// built, with the caller's working directory and environment; without one it is answered
-    /// here, exactly the same way. `HOOKBOX_DAEMON=off` answers every call here. See
-    /// docs/agent-adapters.md.
+    /// here, exactly the same way. `HOOKBOX_DAEMON=off` answers every call here.
+    /// `hookbox-hook AGENT [...]`, installed next to hookbox, is the same command in a small
+    /// program that starts faster (what `hookbox install` writes). See docs/agent-adapters.md.
     Hook(HookArgs),
     /// Configure an agent you run to ask `hookbox hook` about its hook events.
     ///
     /// Writes or merges the agent's hook file so that every event `hookbox hook AGENT` answers
     /// (the mapped ones and the agent's own passed through under their names, such as
-    /// `BeforeModel`) runs `<this binary's absolute path> hook AGENT [--policy FILE]`: claude-code
+    /// `BeforeModel`) runs `<dir>/hookbox-hook AGENT [--policy FILE]`, the thin client installed
+    /// next to this binary (`<this binary's absolute path> hook AGENT [...]` when it is not
+    /// there; entries of either form are recognised, replaced and removed): claude-code
     /// `.claude/settings.json`, gemini-cli `.gemini/settings.json`, codex `.codex/hooks.json`,
     /// cursor `.cursor/hooks.json` (under the project, or under your home with `--user`), copilot
     /// `.github/hooks/hookbox.json` (`~/.copilot/hooks/hookbox.json` with `--user`). The user's

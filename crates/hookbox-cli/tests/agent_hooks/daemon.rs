@@ -13,6 +13,17 @@ use serde_json::{Value, json};
 use super::{pre_tool_use, script_hook, stderr};
 use crate::{code, hookbox_in, seed_config, stdout_json, write};
 
+mod thin;
+
+/// The thin client's name.
+const THIN: &str = "hookbox-hook";
+
+/// Both clients: `hookbox` (`hookbox hook …`) and the thin client `hookbox-hook`.
+const CLIENTS: [&str; 2] = [
+    env!("CARGO_BIN_EXE_hookbox"),
+    env!("CARGO_BIN_EXE_hookbox-hook"),
+];
+
 /// Starts the daemon of `home` unless it runs, and waits until it answers.
 pub(super) fn start(home: &Path) {
     let output = hookbox_in(home, &["daemon", "start"], b"");
@@ -48,8 +59,8 @@ fn calls(home: &Path) -> u64 {
         .unwrap_or_else(|| panic!("no calls in {line}"))
 }
 
-/// `hookbox hook claude-code EXTRA…` from `program` in `cwd` with `vars`, `event` on stdin,
-/// not waited for.
+/// `hookbox hook claude-code EXTRA…` from `program` (`hookbox-hook claude-code EXTRA…` when it
+/// is the thin client) in `cwd` with `vars`, `event` on stdin, not waited for.
 #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
 fn spawn_hook(
     program: &Path,
@@ -59,8 +70,12 @@ fn spawn_hook(
     extra: &[&str],
     event: &[u8],
 ) -> Child {
-    let mut child = Command::new(program)
-        .args(["hook", "claude-code"])
+    let mut command = Command::new(program);
+    if program.file_name() != Some(THIN.as_ref()) {
+        command.arg("hook");
+    }
+    let mut child = command
+        .arg("claude-code")
         .args(extra)
         .current_dir(cwd)
         .env("HOOKBOX_HOME", home)
@@ -138,23 +153,27 @@ fn the_daemon_answers_in_a_private_directory_and_stops() {
 #[test]
 fn the_first_call_starts_the_daemon_and_answers_itself() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("home");
     let policy = seed_config(dir.path(), "security-gate.hooks.json");
-    let first = spawn_hook(
-        Path::new(env!("CARGO_BIN_EXE_hookbox")),
-        &home,
-        dir.path(),
-        &[],
-        &["--policy", &policy],
-        &pre_tool_use(dir.path(), "Bash", json!({"command": "rm -rf victim"})),
-    )
-    .wait_with_output()
-    .expect("wait");
-    assert_eq!(decision(&first), "deny");
-    // Nothing was wrong: no note on stderr.
-    assert_eq!(stderr(&first), "");
-    wait_for(&home.join("daemon/hook.sock"));
-    start(&home);
+    for (n, client) in CLIENTS.iter().enumerate() {
+        let home = dir.path().join(format!("home-{n}"));
+        // The thin client hands this call, its stdin untouched, to hookbox, which answers it.
+        let first = spawn_hook(
+            Path::new(client),
+            &home,
+            dir.path(),
+            &[],
+            &["--policy", &policy],
+            &pre_tool_use(dir.path(), "Bash", json!({"command": "rm -rf victim"})),
+        )
+        .wait_with_output()
+        .expect("wait");
+        assert_eq!(decision(&first), "deny", "{client}: {}", stderr(&first));
+        // Nothing was wrong: no note on stderr.
+        assert_eq!(stderr(&first), "", "{client}");
+        wait_for(&home.join("daemon/hook.sock"));
+        start(&home);
+        hookbox_in(&home, &["daemon", "stop"], b"");
+    }
 }
 
 #[test]
@@ -294,9 +313,14 @@ fn a_hung_hook_does_not_hold_up_other_calls() {
 #[test]
 fn a_daemon_killed_mid_call_gets_the_policys_failure_answer_never_an_allow() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for (on_error, exit, outcome) in [("deny", 2, "(denied)"), ("allow", 1, "(not gated)")] {
-        let home = dir.path().join(format!("home-{on_error}"));
-        let started = dir.path().join(format!("started-{on_error}"));
+    // The thin client hands the call it read over to hookbox, which gives the failure answer.
+    let cases = CLIENTS.iter().flat_map(|client| {
+        [("deny", 2, "(denied)"), ("allow", 1, "(not gated)")]
+            .map(|(on_error, exit, outcome)| (client, on_error, exit, outcome))
+    });
+    for (n, (client, on_error, exit, outcome)) in cases.enumerate() {
+        let home = dir.path().join(format!("home-{n}"));
+        let started = dir.path().join(format!("started-{n}"));
         let policy = write(
             dir.path(),
             &format!("{on_error}.json"),
@@ -307,7 +331,7 @@ fn a_daemon_killed_mid_call_gets_the_policys_failure_answer_never_an_allow() {
         start(&home);
         let daemon = pid(&home);
         let call = spawn_hook(
-            Path::new(env!("CARGO_BIN_EXE_hookbox")),
+            Path::new(client),
             &home,
             dir.path(),
             &[],
@@ -321,14 +345,19 @@ fn a_daemon_killed_mid_call_gets_the_policys_failure_answer_never_an_allow() {
         )
         .expect("kill the daemon");
         let output = call.wait_with_output().expect("wait");
-        assert_eq!(code(&output), exit, "{on_error}: {}", stderr(&output));
+        assert_eq!(
+            code(&output),
+            exit,
+            "{client} {on_error}: {}",
+            stderr(&output)
+        );
         assert!(
             stderr(&output).contains("the hookbox daemon failed during this call")
                 && stderr(&output).contains(outcome),
-            "{on_error}: {}",
+            "{client} {on_error}: {}",
             stderr(&output)
         );
-        assert!(output.stdout.is_empty(), "{:?}", output.stdout);
+        assert!(output.stdout.is_empty(), "{client}: {:?}", output.stdout);
     }
 }
 
@@ -336,26 +365,28 @@ fn a_daemon_killed_mid_call_gets_the_policys_failure_answer_never_an_allow() {
 /// with one stderr line naming the problem (`expected`), and no daemon serves there.
 fn refused(home: &Path, dir: &Path, expected: &str) {
     let policy = seed_config(dir, "security-gate.hooks.json");
-    let output = spawn_hook(
-        Path::new(env!("CARGO_BIN_EXE_hookbox")),
-        home,
-        dir,
-        &[],
-        &["--policy", &policy],
-        &pre_tool_use(dir, "Bash", json!({"command": "rm -rf victim"})),
-    )
-    .wait_with_output()
-    .expect("wait");
-    assert_eq!(decision(&output), "deny", "{}", stderr(&output));
-    let lines: Vec<&str> = std::str::from_utf8(&output.stderr)
-        .expect("utf-8")
-        .lines()
-        .collect();
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(
-        lines[0].contains(expected) && lines[0].contains("refusing"),
-        "{lines:?}"
-    );
+    for client in CLIENTS {
+        let output = spawn_hook(
+            Path::new(client),
+            home,
+            dir,
+            &[],
+            &["--policy", &policy],
+            &pre_tool_use(dir, "Bash", json!({"command": "rm -rf victim"})),
+        )
+        .wait_with_output()
+        .expect("wait");
+        assert_eq!(decision(&output), "deny", "{client}: {}", stderr(&output));
+        let lines: Vec<&str> = std::str::from_utf8(&output.stderr)
+            .expect("utf-8")
+            .lines()
+            .collect();
+        assert_eq!(lines.len(), 1, "{client}: {lines:?}");
+        assert!(
+            lines[0].contains(expected) && lines[0].contains("refusing"),
+            "{client}: {lines:?}"
+        );
+    }
     let run = hookbox_in(home, &["daemon", "run"], b"");
     assert_eq!(code(&run), 1, "{}", stderr(&run));
     assert!(stderr(&run).contains(expected), "{}", stderr(&run));
@@ -448,13 +479,23 @@ fn a_client_of_another_user_is_refused() {
 
 #[test]
 fn a_daemon_of_another_build_is_replaced() {
+    for client in ["hookbox", THIN] {
+        another_build_replaces_the_daemon_for(client);
+    }
+}
+
+/// A call by `client` (installed with hookbox) after hookbox was reinstalled is answered, the
+/// old daemon stops and one of the new build starts.
+fn another_build_replaces_the_daemon_for(client: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");
-    let binary = dir.path().join("hookbox");
+    let binary = dir.path().join(client);
     let install = || {
-        let staged = dir.path().join("hookbox.new");
-        std::fs::copy(env!("CARGO_BIN_EXE_hookbox"), &staged).expect("copy");
-        std::fs::rename(&staged, &binary).expect("install");
+        for (name, built) in ["hookbox", THIN].into_iter().zip(CLIENTS) {
+            let staged = dir.path().join(format!("{name}.new"));
+            std::fs::copy(built, &staged).expect("copy");
+            std::fs::rename(&staged, dir.path().join(name)).expect("install");
+        }
     };
     install();
     let policy = seed_config(dir.path(), "security-gate.hooks.json");
@@ -479,11 +520,20 @@ fn a_daemon_of_another_build_is_replaced() {
     install();
     // The new binary's call: answered, the old daemon stops and a new one starts.
     let output = call();
-    assert_eq!(decision(&output), "deny", "{}", stderr(&output));
-    assert_eq!(stderr(&output), "");
+    assert_eq!(decision(&output), "deny", "{client}: {}", stderr(&output));
+    assert_eq!(stderr(&output), "", "{client}");
     wait_until("a daemon of the new build", || {
         status(&home).is_some_and(|new| new_build(&old, &new))
     });
+    // The new daemon holds nothing of the call that started it (such as the handed-over event).
+    for fd in std::fs::read_dir(format!("/proc/{}/fd", pid(&home))).expect("fds") {
+        let target = std::fs::read_link(fd.expect("fd").path()).unwrap_or_default();
+        assert!(
+            !target.display().to_string().contains("memfd"),
+            "{client}: {}",
+            target.display()
+        );
+    }
 }
 
 /// Whether status line `new` is of another build than `old`.

@@ -28,27 +28,34 @@ enum Answerer {
     InProcess,
     /// The daemon of `HOOKBOX_HOME`, started first if it is not running.
     Daemon,
+    /// The same daemon, called by the thin client `hookbox-hook AGENT EXTRA…`.
+    Thin,
 }
 
 /// Runs `hookbox hook AGENT EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and the
-/// agent's project variable, if it has one, = `project`: answered once in-process and once by
-/// the daemon, which must answer exactly the same (exit code, stdout and stderr); returns the
-/// daemon's answer.
+/// agent's project variable, if it has one, = `project`: answered once in-process, once by
+/// the daemon and once by the daemon for the thin client `hookbox-hook`, which must all answer
+/// exactly the same (exit code, stdout and stderr); returns the daemon's answer.
 fn hook_as(agent: &str, home: &Path, project: &Path, extra: &[&str], event: &[u8]) -> Output {
     let in_process = hook_once(Answerer::InProcess, agent, home, project, extra, event);
     let by_daemon = hook_once(Answerer::Daemon, agent, home, project, extra, event);
+    let by_thin = hook_once(Answerer::Thin, agent, home, project, extra, event);
+    let seen = |output: &Output| {
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr(output),
+        )
+    };
     assert_eq!(
-        (
-            in_process.status.code(),
-            String::from_utf8_lossy(&in_process.stdout),
-            stderr(&in_process)
-        ),
-        (
-            by_daemon.status.code(),
-            String::from_utf8_lossy(&by_daemon.stdout),
-            stderr(&by_daemon)
-        ),
+        seen(&in_process),
+        seen(&by_daemon),
         "the daemon answered differently from the in-process path"
+    );
+    assert_eq!(
+        seen(&by_thin),
+        seen(&by_daemon),
+        "the thin client answered differently from hookbox hook"
     );
     by_daemon
 }
@@ -70,20 +77,27 @@ fn hook_once(
         // Codex names no project root: the event's `cwd` is the project.
         _ => "HOOKBOX_TEST_UNUSED",
     };
-    if answerer == Answerer::Daemon {
+    if answerer != Answerer::InProcess {
         daemon::start(home);
     }
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .args(["hook", agent])
+    let mut command = if answerer == Answerer::Thin {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hookbox-hook"))
+    } else {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"));
+        command.arg("hook");
+        command
+    };
+    let mut child = command
+        .arg(agent)
         .args(extra)
         .env("HOOKBOX_HOME", home)
         .env(variable, project)
         .env(
             "HOOKBOX_DAEMON",
-            if answerer == Answerer::Daemon {
-                "on"
-            } else {
+            if answerer == Answerer::InProcess {
                 "off"
+            } else {
+                "on"
             },
         )
         .stdin(std::process::Stdio::piped())

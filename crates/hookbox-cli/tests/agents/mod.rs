@@ -434,6 +434,13 @@ fn gated_run(
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // The agent runs the thin client installed next to hookbox.
+    let thin = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("thin client");
+    let installed = std::fs::read_to_string(&settings).expect("settings");
+    assert!(
+        installed.contains(&format!("{} {}", thin.display(), agent.name)),
+        "{installed}"
+    );
 
     let calls: Vec<Value> = calls(&scene.project)
         .into_iter()

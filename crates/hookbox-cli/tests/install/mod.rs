@@ -33,9 +33,14 @@ fn places() -> Places {
 
 impl Places {
     /// Runs `hookbox ARGS` with these places' `HOME` and `HOOKBOX_HOME`, in the project.
-    #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
     fn hookbox(&self, args: &[&str]) -> Output {
-        std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        self.hookbox_at(Path::new(env!("CARGO_BIN_EXE_hookbox")), args)
+    }
+
+    /// Runs the hookbox binary at `program` as [`Places::hookbox`] does.
+    #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+    fn hookbox_at(&self, program: &Path, args: &[&str]) -> Output {
+        std::process::Command::new(program)
             .args(args)
             .env("HOME", &self.home)
             .env("HOOKBOX_HOME", &self.hookbox_home)
@@ -64,7 +69,8 @@ fn read_json(path: &Path) -> Value {
 /// The user's own settings: a hook of theirs, keys hookbox does not know, odd formatting.
 const USER_SETTINGS: &str = "{\"permissions\": {\"allow\": [\"Bash(ls)\"]},\n   \"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"./my-own-hook.sh\"}]}]},\n\"theme\": \"dark\"}";
 
-/// The command of the `hookbox hook` handler under `event` in a Claude-style settings file.
+/// The command of the `hookbox-hook` (or `hookbox hook`) handler under `event` in a
+/// Claude-style settings file.
 fn hookbox_command(settings: &Value, event: &str) -> String {
     settings["hooks"][event]
         .as_array()
@@ -72,7 +78,7 @@ fn hookbox_command(settings: &Value, event: &str) -> String {
         .iter()
         .flat_map(|group| group["hooks"].as_array().expect("handlers"))
         .filter_map(|handler| handler["command"].as_str())
-        .find(|command| command.contains(" hook claude-code"))
+        .find(|command| command.contains("hook claude-code"))
         .unwrap_or_else(|| panic!("no hookbox entry under {event}: {settings:#}"))
         .to_owned()
 }
@@ -96,15 +102,16 @@ fn install_merges_once_and_uninstall_restores_the_original_byte_for_byte() {
     let output = places.hookbox(&install);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let installed = read_json(&settings);
-    // The user's hook and keys are kept; every mapped event runs this binary with the policy.
+    // The user's hook and keys are kept; every mapped event runs the thin client installed
+    // next to this binary with the policy.
     assert_eq!(installed["permissions"], json!({"allow": ["Bash(ls)"]}));
     assert_eq!(installed["theme"], "dark");
     assert_eq!(
         installed["hooks"]["PreToolUse"][0],
         json!({"matcher": "Bash", "hooks": [{"type": "command", "command": "./my-own-hook.sh"}]})
     );
-    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox")).expect("exe");
-    let expected = format!("{} hook claude-code --policy {policy}", exe.display());
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("exe");
+    let expected = format!("{} claude-code --policy {policy}", exe.display());
     for event in [
         "PreToolUse",
         "PermissionRequest",
@@ -307,9 +314,9 @@ fn every_agent_gets_its_own_file_listed_and_removed_again() {
         }
         .unwrap_or_else(|| panic!("{agent}: {config:#}"));
         let suffix = if agent == "copilot" {
-            format!(" hook copilot --event {event}")
+            format!("/hookbox-hook copilot --event {event}")
         } else {
-            format!(" hook {agent}")
+            format!("/hookbox-hook {agent}")
         };
         assert!(command.ends_with(&suffix), "{agent}: {command}");
         if matches!(agent, "cursor" | "copilot") {
@@ -547,6 +554,13 @@ fn list_shows_hand_written_entries_and_installs_in_other_projects() {
         r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "/opt/bin/hookbox hook codex"}]}]}}"#,
     )
     .expect("write");
+    // And one of the thin client in the user's Cursor file.
+    std::fs::create_dir(places.home.join(".cursor")).expect("mkdir");
+    std::fs::write(
+        places.home.join(".cursor/hooks.json"),
+        r#"{"version": 1, "hooks": {"preToolUse": [{"command": "/opt/bin/hookbox-hook cursor"}]}}"#,
+    )
+    .expect("write");
     // An install into another project than the one listed.
     let other = places.home.join("other");
     std::fs::create_dir(&other).expect("mkdir");
@@ -565,6 +579,13 @@ fn list_shows_hand_written_entries_and_installs_in_other_projects() {
         text.contains(&format!(
             "codex        user     {}\n  1 event runs `/opt/bin/hookbox hook codex`: PreToolUse; not written by `hookbox install`",
             places.home.join(".codex/hooks.json").display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "cursor       user     {}\n  1 event runs `/opt/bin/hookbox-hook cursor`: preToolUse; not written by `hookbox install`",
+            places.home.join(".cursor/hooks.json").display()
         )),
         "{text}"
     );
@@ -718,4 +739,68 @@ fn a_hand_written_entry_for_a_passed_through_event_is_kept_and_not_doubled() {
     let output = places.hookbox(&[&install[..], &["--uninstall"]].concat());
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert_eq!(std::fs::read_to_string(&settings).expect("read"), original);
+}
+
+#[test]
+fn an_install_by_an_older_hookbox_is_listed_upgraded_once_and_uninstalled() {
+    let places = places();
+    let settings = places.project.join(".claude/settings.json");
+    std::fs::create_dir(places.project.join(".claude")).expect("mkdir");
+    std::fs::write(&settings, USER_SETTINGS).expect("write");
+    // A hookbox without the thin client next to it writes `hookbox hook AGENT`, as older ones did.
+    let old = places.home.join("old/hookbox");
+    std::fs::create_dir(places.home.join("old")).expect("mkdir");
+    std::fs::copy(env!("CARGO_BIN_EXE_hookbox"), &old).expect("copy");
+    let install = ["install", "claude-code", "--project", places.project_arg()];
+    let output = places.hookbox_at(&old, &install);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let old_command = format!("{} hook claude-code", old.display());
+    assert_eq!(
+        hookbox_command(&read_json(&settings), "PreToolUse"),
+        old_command
+    );
+    let listed = |expected: &str| {
+        let list = places.hookbox(&["install", "--list"]);
+        let text = stdout(&list);
+        assert!(
+            text.contains(&format!(
+                "claude-code  project  {}\n  30 events run `{expected}`",
+                settings.display()
+            )) && text.contains("installed by `hookbox install`"),
+            "{text}"
+        );
+    };
+    listed(&old_command);
+
+    // This hookbox replaces the old entries with the thin client's, once.
+    let output = places.hookbox(&install);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let thin = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("thin");
+    let new_command = format!("{} claude-code", thin.display());
+    let upgraded = read_json(&settings);
+    assert_eq!(hookbox_command(&upgraded, "PreToolUse"), new_command);
+    assert!(!upgraded.to_string().contains(&old_command), "{upgraded:#}");
+    assert_eq!(
+        upgraded["hooks"]["PreToolUse"]
+            .as_array()
+            .expect("entries")
+            .len(),
+        2
+    );
+    listed(&new_command);
+    let bytes = std::fs::read(&settings).expect("read");
+    let again = places.hookbox(&install);
+    assert!(
+        stdout(&again).contains("nothing changed"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(std::fs::read(&settings).expect("read"), bytes);
+
+    let output = places.hookbox(&[&install[..], &["--uninstall"]].concat());
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(
+        std::fs::read_to_string(&settings).expect("read"),
+        USER_SETTINGS
+    );
 }

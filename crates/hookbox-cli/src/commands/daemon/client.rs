@@ -1,24 +1,20 @@
-//! The thin client: `hookbox hook` hands its call (command line, working directory,
-//! environment, the event on stdin) to the daemon, starting it on demand, and writes back the
-//! daemon's answer, before the command-line parser or any runtime is built. When the daemon
-//! cannot be used the call is answered in this process (one stderr line says why when
-//! something is wrong); when it fails after it was handed the call, the answer is the
-//! policy's failure answer.
+//! `hookbox hook`'s side of the daemon: the call is handed to it with
+//! `hookbox_handoff::client` (or was already, by the thin client `hookbox-hook`, which then
+//! hands what is left over with `hookbox_handoff::handover`), before the command-line parser or
+//! any runtime is built; what the daemon leaves to do (start a daemon, answer in-process, with
+//! the policy's failure answer when the daemon failed after it was handed the call) is done
+//! here.
 
 use std::ffi::OsString;
 use std::fs::OpenOptions;
-use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-
-use super::place::{Place, Unusable};
-use super::wire::{self, Request, Response};
-
-/// The variable that turns the daemon off (`off`, `0`, `false` or `no`): every call is then
-/// answered in-process, and no daemon is started.
-pub(crate) const DAEMON_VARIABLE: &str = "HOOKBOX_DAEMON";
+use hookbox_handoff::client::{self, Handed, NotHanded, note};
+use hookbox_handoff::place::{Place, Unusable};
+use hookbox_handoff::{handover, wire};
 
 /// The variables a daemon started on demand gets (nothing else of the caller's environment:
 /// each call brings its own).
@@ -45,135 +41,60 @@ pub(crate) enum Handoff {
     },
 }
 
-/// Hands the call of this process (`argv`: the arguments after `hookbox`) to the daemon.
+/// Hands the call of this process (`argv`: the arguments after `hookbox`) to the daemon, unless
+/// the thin client did, and does what the daemon left to do.
 pub(crate) fn hand_off(argv: &[OsString]) -> Handoff {
-    let in_process = |stdin| Handoff::InProcess {
+    let handoff = match handover::take() {
+        Some(Ok((handed, event))) => client::Handoff::Returned {
+            stdin: Ok(event),
+            handed,
+        },
+        Some(Err(err)) => client::Handoff::Returned {
+            stdin: Err(format!(
+                "cannot read the call handed over by hookbox-hook: {err}"
+            )),
+            handed: Handed::InProcess,
+        },
+        None => client::hand_off(argv, wire::build_id_of(Path::new("/proc/self/exe")), home),
+    };
+    let in_process = |stdin, daemon_failed| Handoff::InProcess {
         stdin,
-        daemon_failed: None,
+        daemon_failed,
     };
-    if !allowed() {
-        return in_process(None);
-    }
-    let Some(argv) = argv
-        .iter()
-        .map(|arg| arg.to_str().map(str::to_owned))
-        .collect::<Option<Vec<String>>>()
-    else {
-        return in_process(None);
-    };
-    // `hookbox hook --help` and the like are the parser's, and read no event from stdin.
-    let answerable = argv.get(1).is_some_and(|agent| !agent.starts_with('-'))
-        && !argv
-            .iter()
-            .any(|arg| matches!(arg.as_str(), "-h" | "--help" | "-V" | "--version"));
-    if !answerable {
-        return in_process(None);
-    }
-    let Some(cwd) = std::env::current_dir()
-        .ok()
-        .and_then(|cwd| cwd.into_os_string().into_string().ok())
-    else {
-        return in_process(None);
-    };
-    let place = match Place::of_this_process() {
-        Ok(place) => place,
-        Err(err) => {
-            note(&format!("{err:#}"));
-            return in_process(None);
-        }
-    };
-    let stream = match place.connect() {
-        Ok(stream) => stream,
-        Err(Unusable::Absent) => {
+    match handoff {
+        client::Handoff::Answered(code) => Handoff::Answered(code),
+        client::Handoff::NotHanded(NotHanded::Declined) => in_process(None, None),
+        client::Handoff::NotHanded(NotHanded::Absent(place)) => {
             if let Err(err) = start(&place) {
                 note(&format!("cannot start the daemon: {err:#}"));
             }
-            return in_process(None);
+            in_process(None, None)
         }
-        Err(Unusable::Unsafe(message)) => {
+        client::Handoff::NotHanded(NotHanded::Unusable(message)) => {
             note(&message);
-            return in_process(None);
+            in_process(None, None)
         }
-    };
-    let mut stdin = Vec::new();
-    if let Err(err) = std::io::stdin().read_to_end(&mut stdin) {
-        return in_process(Some(Err(format!("cannot read the hook input: {err}"))));
-    }
-    exchange(&place, stream, argv, cwd, stdin)
-}
-
-/// Sends the call on `stream` and writes back the answer.
-fn exchange(
-    place: &Place,
-    mut stream: std::os::unix::net::UnixStream,
-    argv: Vec<String>,
-    cwd: String,
-    stdin: Vec<u8>,
-) -> Handoff {
-    let request = Request::Hook {
-        build: wire::build_id(),
-        argv,
-        cwd,
-    };
-    // One write: the daemon reads the whole call without waiting for the rest of it.
-    let mut call = Vec::with_capacity(stdin.len() + 4096);
-    let sent = wire::write_json(&mut call, &request)
-        .and_then(|()| wire::write_frame(&mut call, &wire::environ(std::env::vars_os())))
-        .and_then(|()| wire::write_frame(&mut call, &stdin))
-        .and_then(|()| stream.write_all(&call));
-    if let Err(err) = sent {
-        // The daemon did not get the whole call, so it cannot have acted on it.
-        note(&format!("cannot hand the call to the daemon: {err}"));
-        return Handoff::InProcess {
-            stdin: Some(Ok(stdin)),
-            daemon_failed: None,
-        };
-    }
-    let (stdin, daemon_failed) = match wire::read_json::<Response>(&mut stream) {
-        Ok(Response::Answer {
-            stdout,
-            stderr,
-            exit_code,
-        }) => {
-            let _ = std::io::stdout().write_all(stdout.as_bytes());
-            let _ = std::io::stderr().write_all(stderr.as_bytes());
-            return Handoff::Answered(ExitCode::from(exit_code));
-        }
-        Ok(Response::InProcess { stale, .. }) => {
-            if stale && let Err(err) = start(place) {
-                note(&format!("cannot start the daemon: {err:#}"));
+        client::Handoff::Returned { stdin, handed } => match handed {
+            Handed::InProcess => in_process(Some(stdin), None),
+            Handed::Restart => {
+                if let Err(err) = place().and_then(|place| start(&place)) {
+                    note(&format!("cannot start the daemon: {err:#}"));
+                }
+                in_process(Some(stdin), None)
             }
-            (stdin, None)
-        }
-        Ok(Response::Refused { reason }) => {
-            note(&reason);
-            (stdin, None)
-        }
-        Ok(other) => (
-            stdin,
-            Some(format!(
-                "the hookbox daemon answered {other:?} to a hook call"
-            )),
-        ),
-        Err(err) => (
-            stdin,
-            Some(format!("the hookbox daemon failed during this call: {err}")),
-        ),
-    };
-    Handoff::InProcess {
-        stdin: Some(Ok(stdin)),
-        daemon_failed,
+            Handed::DaemonFailed(message) => in_process(Some(stdin), Some(message)),
+        },
     }
 }
 
-/// Whether `HOOKBOX_DAEMON` lets calls go to the daemon.
-fn allowed() -> bool {
-    std::env::var(DAEMON_VARIABLE).map_or(true, |value| {
-        !matches!(
-            value.to_ascii_lowercase().as_str(),
-            "off" | "0" | "false" | "no"
-        )
-    })
+/// hookbox's home for this process's environment.
+fn home() -> Result<PathBuf, String> {
+    hookbox_env::Environments::default_home().map_err(|err| err.to_string())
+}
+
+/// The daemon's place for this process's environment.
+pub(crate) fn place() -> anyhow::Result<Place> {
+    Place::in_env(|name| std::env::var_os(name), home).map_err(anyhow::Error::msg)
 }
 
 /// Starts a daemon for `place`, detached, its output appended to `$HOOKBOX_HOME/daemon.log`;
@@ -206,12 +127,4 @@ pub(crate) fn start(place: &Place) -> anyhow::Result<u32> {
     })
     .context("cannot start `hookbox daemon run`")?;
     Ok(pid)
-}
-
-/// One line on stderr: why this call is answered in-process.
-fn note(message: &str) {
-    let _ = writeln!(
-        std::io::stderr(),
-        "hookbox hook: {message}; answering this call without the daemon"
-    );
 }

@@ -1,25 +1,23 @@
 //! `hookbox daemon`: the per-user process that answers `hookbox hook` calls with the policy
-//! kept parsed and the async runtime and HTTP client built ([`server`], [`warm`]); the thin
-//! client `hookbox hook` hands its calls to it ([`client`]) through a socket that only this user
-//! can reach ([`place`]), in the frames of [`wire`].
+//! kept parsed and the async runtime and HTTP client built ([`server`], [`warm`]); `hookbox
+//! hook` and the thin client `hookbox-hook` hand their calls to it ([`client`]) through a socket
+//! that only this user can reach, in the frames of `hookbox_handoff::wire`.
 
 mod argv;
 pub(crate) mod client;
-mod place;
 mod python;
 mod server;
 mod stamp;
 mod warm;
-mod wire;
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use self::place::{Place, Unusable};
-use self::wire::{Request, Response};
 use crate::cli::DaemonCommand;
+use hookbox_handoff::place::{Place, Unusable};
+use hookbox_handoff::wire::{self, Request, Response};
 
 /// The variable that sets how many seconds the daemon waits for a call before it exits.
 pub(crate) const IDLE_VARIABLE: &str = "HOOKBOX_DAEMON_IDLE";
@@ -35,7 +33,7 @@ const NOT_RUNNING: u8 = 3;
 
 /// Runs `hookbox daemon COMMAND`.
 pub(crate) fn run(command: &DaemonCommand) -> anyhow::Result<ExitCode> {
-    let place = Place::of_this_process()?;
+    let place = client::place()?;
     match command {
         DaemonCommand::Run { idle } => {
             server::serve(&place, idle_time(*idle)?)?;

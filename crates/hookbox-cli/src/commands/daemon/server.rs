@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::argv;
-use super::place::{self, Place, Unusable};
+use hookbox_handoff::place::{self, Place, Unusable};
+use hookbox_handoff::wire::{self, Request, Response};
+
 use super::warm::Warm;
-use super::wire::{self, Request, Response};
 use crate::commands::hook::{self, Call};
 
 /// How often the daemon checks whether it is idle or its socket is gone.
@@ -71,7 +72,7 @@ pub(super) fn serve(place: &Place, idle: Duration) -> anyhow::Result<()> {
     std::fs::rename(&fresh, &socket)
         .with_context(|| format!("cannot move the socket to {}", socket.display()))?;
     let state = Arc::new(State {
-        build: wire::build_id(),
+        build: wire::build_id_of(Path::new("/proc/self/exe")),
         exe: std::fs::read_link("/proc/self/exe").ok(),
         warm: Warm::new()?,
         calls: AtomicU64::new(0),

@@ -1,6 +1,7 @@
 //! `hookbox install AGENT`: writes (or merges into) an agent's hook file so that every event
-//! `hookbox hook AGENT` answers (mapped or passed through) runs it; `--uninstall` undoes that,
-//! `--list` shows what is installed where.
+//! `hookbox hook AGENT` answers (mapped or passed through) runs it (as `hookbox-hook AGENT`, the
+//! thin client, when it is installed next to hookbox); `--uninstall` undoes that, `--list`
+//! shows what is installed where.
 
 mod document;
 mod files;
@@ -17,6 +18,9 @@ use self::document::Document;
 use self::files::{Record, Records};
 use self::target::{Scope, config_path, events, layout, location, shell_quote};
 use crate::cli::InstallArgs;
+
+/// The thin client installed next to `hookbox`, which the agents' hook files run when present.
+const THIN_CLIENT: &str = "hookbox-hook";
 
 pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
     let home = hookbox_env::Environments::default_home()?;
@@ -90,19 +94,27 @@ impl Target {
 fn install(file: &Target, policy: Option<&Path>, records: &mut Records) -> anyhow::Result<String> {
     let agent = file.agent;
     let exe = std::env::current_exe().context("cannot find the path of this hookbox binary")?;
-    let mut command = format!(
-        "{} hook {}",
-        shell_quote(&exe.display().to_string()),
-        agent.name()
-    );
+    let mut arguments = agent.name().to_owned();
     if let Some(policy) = policy {
         let policy = std::fs::canonicalize(policy)
             .with_context(|| format!("--policy {}", policy.display()))?;
-        command.push_str(&format!(
+        arguments.push_str(&format!(
             " --policy {}",
             shell_quote(&policy.display().to_string())
         ));
     }
+    // The same call through `hookbox hook`: an older install's form, or written by hand.
+    let through_hookbox = format!(
+        "{} hook {arguments}",
+        shell_quote(&exe.display().to_string())
+    );
+    // The thin client starts several times faster than hookbox; without it, `hookbox hook`.
+    let thin = exe.with_file_name(THIN_CLIENT);
+    let command = if thin.is_file() {
+        format!("{} {arguments}", shell_quote(&thin.display().to_string()))
+    } else {
+        through_hookbox.clone()
+    };
     let original = files::read_if_present(&file.path)?;
     let mut document =
         Document::parse(original.as_deref()).map_err(|problem| file.invalid(&problem))?;
@@ -116,10 +128,18 @@ fn install(file: &Target, policy: Option<&Path>, records: &mut Records) -> anyho
             removed += document.remove(layout, event, &old);
         }
     }
+    // An event whose entry makes the same call through `hookbox hook` gets no second one.
+    let present = document.all_commands(layout);
     let mut added = Vec::new();
     for event in events(agent) {
+        let same = (
+            event.to_string(),
+            target::command(agent, &through_hookbox, event),
+        );
         let run = target::command(agent, &command, event);
-        if document.add(layout, event, &run, target::entry(agent, event, &run)) {
+        if !present.contains(&same)
+            && document.add(layout, event, &run, target::entry(agent, event, &run))
+        {
             added.push(event);
         }
     }
@@ -386,11 +406,15 @@ fn describe(agent: Agent, scope: &str, path: &Path, records: &Records) -> String
     )
 }
 
-/// Whether `command` runs `hookbox hook AGENT` (any hookbox binary).
+/// Whether `command` runs `hookbox hook AGENT` or `hookbox-hook AGENT` (any hookbox binary).
 fn runs_hookbox_hook(command: &str, agent: Agent) -> bool {
-    command
-        .split_once(&format!(" hook {}", agent.name()))
-        .is_some_and(|(program, _)| program.trim_matches('\'').ends_with("hookbox"))
+    [("hookbox", " hook "), (THIN_CLIENT, " ")]
+        .iter()
+        .any(|(binary, separator)| {
+            command
+                .split_once(&format!("{separator}{}", agent.name()))
+                .is_some_and(|(program, _)| program.trim_matches('\'').ends_with(binary))
+        })
 }
 
 /// The user's home directory (`$HOME`).

@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 
 /// The daemon's directory of one user (and one `HOOKBOX_HOME`).
 #[derive(Debug, Clone)]
-pub(crate) struct Place {
+pub struct Place {
     dir: PathBuf,
 }
 
 /// Why the daemon's directory or socket may not be used.
 #[derive(Debug)]
-pub(crate) enum Unusable {
+pub enum Unusable {
     /// There is no socket: no daemon runs.
     Absent,
     /// Something is there that this user did not make safely (or cannot be checked): refused.
@@ -26,34 +26,33 @@ pub(crate) enum Unusable {
 
 impl Place {
     /// The place for a process whose environment `var` reads: `$HOOKBOX_HOME/daemon` when
-    /// `HOOKBOX_HOME` is set, else `$XDG_RUNTIME_DIR/hookbox`, else `<home>/daemon`.
-    pub(crate) fn in_env(var: impl Fn(&str) -> Option<OsString>) -> anyhow::Result<Self> {
+    /// `HOOKBOX_HOME` is set, else `$XDG_RUNTIME_DIR/hookbox`, else `<home>/daemon`, `home`
+    /// being hookbox's home for that environment (asked only then).
+    pub fn in_env<E>(
+        var: impl Fn(&str) -> Option<OsString>,
+        home: impl FnOnce() -> Result<PathBuf, E>,
+    ) -> Result<Self, E> {
         let set = |name| var(name).filter(|value: &OsString| !value.is_empty());
         let dir = match (set("HOOKBOX_HOME"), set("XDG_RUNTIME_DIR")) {
             (Some(home), _) => PathBuf::from(home).join("daemon"),
             (None, Some(runtime)) => PathBuf::from(runtime).join("hookbox"),
-            (None, None) => hookbox_env::Environments::home_in(var)?.join("daemon"),
+            (None, None) => home()?.join("daemon"),
         };
         Ok(Self { dir })
     }
 
-    /// The place of this process's environment.
-    pub(crate) fn of_this_process() -> anyhow::Result<Self> {
-        Self::in_env(|name| std::env::var_os(name))
-    }
-
     /// The directory.
-    pub(crate) fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The socket.
-    pub(crate) fn socket(&self) -> PathBuf {
+    pub fn socket(&self) -> PathBuf {
         self.dir.join("hook.sock")
     }
 
     /// Creates the directory (mode 0700) unless it exists, then checks it.
-    pub(crate) fn create(&self) -> Result<(), Unusable> {
+    pub fn create(&self) -> Result<(), Unusable> {
         if let Some(parent) = self.dir.parent() {
             std::fs::create_dir_all(parent).map_err(|err| {
                 Unusable::Unsafe(format!("cannot create {}: {err}", parent.display()))
@@ -74,7 +73,7 @@ impl Place {
 
     /// Checks that the directory is a directory (not a link to one) owned by this user with
     /// no access for anyone else.
-    pub(crate) fn check_dir(&self) -> Result<(), Unusable> {
+    pub fn check_dir(&self) -> Result<(), Unusable> {
         let meta = match std::fs::symlink_metadata(&self.dir) {
             Ok(meta) => meta,
             Err(err) if err.kind() == ErrorKind::NotFound => return Err(Unusable::Absent),
@@ -102,7 +101,7 @@ impl Place {
     }
 
     /// Checks the directory, then that the socket is a socket owned by this user, mode 0600.
-    pub(crate) fn check_socket(&self) -> Result<(), Unusable> {
+    pub fn check_socket(&self) -> Result<(), Unusable> {
         self.check_dir()?;
         let socket = self.socket();
         let meta = match std::fs::symlink_metadata(&socket) {
@@ -132,7 +131,7 @@ impl Place {
     }
 
     /// Connects to the daemon, after checking the socket, and checks that it runs as this user.
-    pub(crate) fn connect(&self) -> Result<UnixStream, Unusable> {
+    pub fn connect(&self) -> Result<UnixStream, Unusable> {
         self.check_socket()?;
         let socket = self.socket();
         let stream = match UnixStream::connect(&socket) {
@@ -158,12 +157,12 @@ impl Place {
 }
 
 /// The uid of the process at the other end of `stream` (`SO_PEERCRED`).
-pub(crate) fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
+pub fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
     Ok(rustix::net::sockopt::socket_peercred(stream)?.uid.as_raw())
 }
 
 /// This process's effective uid.
-pub(crate) fn euid() -> u32 {
+pub fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
@@ -176,6 +175,6 @@ fn unsafe_at(path: &Path, problem: &str) -> Unusable {
 }
 
 /// A socket file's mode bits (the daemon sets 0600 after binding).
-pub(crate) fn make_private(socket: &Path) -> std::io::Result<()> {
+pub fn make_private(socket: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
 }

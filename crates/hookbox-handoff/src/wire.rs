@@ -17,10 +17,10 @@ const MAX_FRAME: usize = 64 * 1024 * 1024;
 /// A client's request.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
-pub(crate) enum Request {
+pub enum Request {
     /// Answer a `hookbox hook` call (the environment and stdin frames follow).
     Hook {
-        /// The client's [`build_id`]: a daemon of another build does not answer.
+        /// The [`build_id_of`] the client's `hookbox`: a daemon of another build does not answer.
         build: String,
         /// The arguments after `hookbox` (`hook AGENT …`).
         argv: Vec<String>,
@@ -36,7 +36,7 @@ pub(crate) enum Request {
 /// The daemon's response.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub(crate) enum Response {
+pub enum Response {
     /// The answer to a hook call: what the client writes and exits with.
     Answer {
         /// Standard output.
@@ -59,7 +59,7 @@ pub(crate) enum Response {
     Status {
         /// Its process id.
         pid: u32,
-        /// Its [`build_id`].
+        /// The [`build_id_of`] its own binary.
         build: String,
         /// Hook calls answered.
         calls: u64,
@@ -78,7 +78,7 @@ pub(crate) enum Response {
 }
 
 /// Writes `bytes` as one frame.
-pub(crate) fn write_frame(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_frame(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
     let length = u32::try_from(bytes.len())
         .ok()
         .filter(|&length| length as usize <= MAX_FRAME)
@@ -88,7 +88,7 @@ pub(crate) fn write_frame(out: &mut impl Write, bytes: &[u8]) -> std::io::Result
 }
 
 /// Reads one frame.
-pub(crate) fn read_frame(input: &mut impl Read) -> std::io::Result<Vec<u8>> {
+pub fn read_frame(input: &mut impl Read) -> std::io::Result<Vec<u8>> {
     let mut length = [0; 4];
     input.read_exact(&mut length)?;
     let length = u32::from_be_bytes(length) as usize;
@@ -101,17 +101,17 @@ pub(crate) fn read_frame(input: &mut impl Read) -> std::io::Result<Vec<u8>> {
 }
 
 /// Writes `message` as one JSON frame.
-pub(crate) fn write_json(out: &mut impl Write, message: &impl Serialize) -> std::io::Result<()> {
+pub fn write_json(out: &mut impl Write, message: &impl Serialize) -> std::io::Result<()> {
     write_frame(out, &serde_json::to_vec(message)?)
 }
 
 /// Reads one JSON frame.
-pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(input: &mut impl Read) -> std::io::Result<T> {
+pub fn read_json<T: for<'de> Deserialize<'de>>(input: &mut impl Read) -> std::io::Result<T> {
     Ok(serde_json::from_slice(&read_frame(input)?)?)
 }
 
 /// An environment as one frame's bytes.
-pub(crate) fn environ(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<u8> {
+pub fn environ(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<u8> {
     let mut bytes = Vec::new();
     for (name, value) in vars {
         bytes.extend_from_slice(name.as_bytes());
@@ -123,7 +123,7 @@ pub(crate) fn environ(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<u
 }
 
 /// The environment in one frame's bytes (an entry without `=` is skipped).
-pub(crate) fn parse_environ(bytes: &[u8]) -> Vec<(OsString, OsString)> {
+pub fn parse_environ(bytes: &[u8]) -> Vec<(OsString, OsString)> {
     bytes
         .split(|&byte| byte == 0)
         .filter_map(|entry| {
@@ -136,15 +136,10 @@ pub(crate) fn parse_environ(bytes: &[u8]) -> Vec<(OsString, OsString)> {
         .collect()
 }
 
-/// This binary's identity: its version and the device, inode, size and modification time of
-/// the executable file. A rebuilt or reinstalled binary is a new file, so a daemon started
-/// from the old one is not used.
-pub(crate) fn build_id() -> String {
-    build_id_of(Path::new("/proc/self/exe"))
-}
-
-/// The build id of the binary at `exe` (see [`build_id`]).
-pub(crate) fn build_id_of(exe: &Path) -> String {
+/// The identity of the `hookbox` binary at `exe` (`/proc/self/exe` for the running one): its
+/// version and the device, inode, size and modification time of the file. A rebuilt or
+/// reinstalled binary is a new file, so a daemon started from the old one is not used.
+pub fn build_id_of(exe: &Path) -> String {
     let file = std::fs::metadata(exe).map_or_else(
         |_| "unknown".to_owned(),
         |meta| {
