@@ -4,13 +4,15 @@ the event JSON on stdin), next to the trivial native hook `cat > /dev/null; echo
 one interleaved run: answered by a warm daemon, by no daemon (`HOOKBOX_DAEMON=off`: the
 in-process path on every call), and cold (the daemon stopped before each such call, untimed:
 the call starts one and answers itself; in a home of its own, so the warm daemon keeps its
-warm interpreters).
+warm interpreters). The same through the thin client `hookbox-hook AGENT` next to the binary
+(what `hookbox install` writes), warm and cold.
 
 Usage: python3 crates/hookbox-cli/benches/agent_hook.py target/release/hookbox [ROUNDS]
 """
 import json, os, statistics, subprocess, sys, tempfile, time
 
 HOOKBOX = os.path.abspath(sys.argv[1])
+THIN = os.path.join(os.path.dirname(HOOKBOX), "hookbox-hook")
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 60
 SEEDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../fixtures/seeds")
 GEMINI = json.dumps({
@@ -44,9 +46,10 @@ with tempfile.TemporaryDirectory() as tmp:
     def daemon(command, home=home):
         subprocess.run([HOOKBOX, "daemon", command], check=True, capture_output=True,
                        env=dict(os.environ, HOOKBOX_HOME=home))
-    hook = lambda agent, p, mode: "%sHOOKBOX_DAEMON=%s %s hook %s --policy %s" % (
-        "HOOKBOX_HOME=%s " % cold_home if mode == "cold" else "",
-        "off" if mode == "off" else "on", HOOKBOX, agent, p)
+    hook = lambda agent, p, mode: "%sHOOKBOX_DAEMON=%s %s %s --policy %s" % (
+        "HOOKBOX_HOME=%s " % cold_home if mode.endswith("cold") else "",
+        "off" if mode == "off" else "on",
+        THIN if mode.startswith("thin") else HOOKBOX + " hook", agent, p)
     # name: (hook string, stdin, daemon before the call: "warm" started, "cold" stopped)
     configs = {"native: cat > /dev/null; echo '{}'": ("cat > /dev/null; echo '{}'", CLAUDE, None)}
     for agent, event, cases in [
@@ -55,10 +58,14 @@ with tempfile.TemporaryDirectory() as tmp:
                                 ("the seeds' gate.py", gate)]),
     ]:
         for case, p in cases:
-            modes = ["warm", "off"] + (["cold"] if agent == "claude-code" else [])
+            modes = ["warm", "thin-warm", "off"] + (
+                ["cold", "thin-cold"] if agent == "claude-code" else [])
             for mode in modes:
-                label = {"warm": "daemon warm", "off": "no daemon", "cold": "cold (no daemon yet)"}[mode]
-                configs["%s, %s, %s" % (agent, case, label)] = (hook(agent, p, mode), event, mode)
+                label = {"warm": "daemon warm", "off": "no daemon", "cold": "cold (no daemon yet)",
+                         "thin-warm": "hookbox-hook, daemon warm",
+                         "thin-cold": "hookbox-hook, cold (no daemon yet)"}[mode]
+                configs["%s, %s, %s" % (agent, case, label)] = (
+                    hook(agent, p, mode), event, mode.replace("thin-", ""))
     times = {name: [] for name in configs}
     daemon("start")
     for _ in range(ROUNDS):
@@ -79,5 +86,5 @@ with tempfile.TemporaryDirectory() as tmp:
     for name, values in times.items():
         values.sort()
         median = statistics.median(values)
-        print("%-62s min %6.2f  median %6.2f (%4.2fx)  p90 %6.2f ms" % (
+        print("%-72s min %6.2f  median %6.2f (%4.2fx)  p90 %6.2f ms" % (
             name, values[0], median, median / native, values[int(len(values) * 0.9)]))
