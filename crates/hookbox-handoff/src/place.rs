@@ -178,3 +178,34 @@ fn unsafe_at(path: &Path, problem: &str) -> Unusable {
 pub fn make_private(socket: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_place_is_hookbox_home_then_the_runtime_dir_then_the_home_asked_last() {
+        let place = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, OsString)> = vars
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), OsString::from(value)))
+                .collect();
+            Place::in_env(
+                |name| {
+                    vars.iter()
+                        .find(|(key, _)| key == name)
+                        .map(|(_, value)| value.clone())
+                },
+                || Err("no home"),
+            )
+            .map(|place| place.socket())
+        };
+        let both = [("HOOKBOX_HOME", "/h"), ("XDG_RUNTIME_DIR", "/run/user/1")];
+        assert_eq!(place(&both), Ok(PathBuf::from("/h/daemon/hook.sock")));
+        assert_eq!(
+            place(&both[1..]),
+            Ok(PathBuf::from("/run/user/1/hookbox/hook.sock"))
+        );
+        assert_eq!(place(&[("HOOKBOX_HOME", "")]), Err("no home"));
+    }
+}
