@@ -7,7 +7,6 @@
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde::{Deserialize, Serialize};
@@ -60,13 +59,8 @@ pub enum Handed {
 }
 
 /// Hands the call of this process (`argv`: the arguments after `hookbox`) to the daemon, as a
-/// client of the `hookbox` binary whose [`wire::build_id_of`] is `build`; `home` is hookbox's
-/// home for this process's environment (see [`Place::in_env`]).
-pub fn hand_off(
-    argv: &[OsString],
-    build: String,
-    home: impl FnOnce() -> Result<PathBuf, String>,
-) -> Handoff {
+/// client of the `hookbox` binary whose [`wire::build_id_of`] is `build`.
+pub fn hand_off(argv: &[OsString], build: String) -> Handoff {
     if !allowed() {
         return Handoff::NotHanded(NotHanded::Declined);
     }
@@ -91,9 +85,8 @@ pub fn hand_off(
     else {
         return Handoff::NotHanded(NotHanded::Declined);
     };
-    let place = match Place::in_env(|name| std::env::var_os(name), home) {
-        Ok(place) => place,
-        Err(message) => return Handoff::NotHanded(NotHanded::Unusable(message)),
+    let Some(place) = Place::in_env(|name| std::env::var_os(name)) else {
+        return Handoff::NotHanded(NotHanded::Unusable(crate::place::NO_HOME.to_owned()));
     };
     let stream = match place.connect() {
         Ok(stream) => stream,

@@ -26,19 +26,15 @@ pub enum Unusable {
 
 impl Place {
     /// The place for a process whose environment `var` reads: `$HOOKBOX_HOME/daemon` when
-    /// `HOOKBOX_HOME` is set, else `$XDG_RUNTIME_DIR/hookbox`, else `<home>/daemon`, `home`
-    /// being hookbox's home for that environment (asked only then).
-    pub fn in_env<E>(
-        var: impl Fn(&str) -> Option<OsString>,
-        home: impl FnOnce() -> Result<PathBuf, E>,
-    ) -> Result<Self, E> {
-        let set = |name| var(name).filter(|value: &OsString| !value.is_empty());
-        let dir = match (set("HOOKBOX_HOME"), set("XDG_RUNTIME_DIR")) {
+    /// `HOOKBOX_HOME` is set, else `$XDG_RUNTIME_DIR/hookbox`, else `<home>/daemon` ([`home_in`]);
+    /// `None` when there is no home either.
+    pub fn in_env(var: impl Fn(&str) -> Option<OsString>) -> Option<Self> {
+        let dir = match (set(&var, "HOOKBOX_HOME"), set(&var, "XDG_RUNTIME_DIR")) {
             (Some(home), _) => PathBuf::from(home).join("daemon"),
             (None, Some(runtime)) => PathBuf::from(runtime).join("hookbox"),
-            (None, None) => home()?.join("daemon"),
+            (None, None) => home_in(var)?.join("daemon"),
         };
-        Ok(Self { dir })
+        Some(Self { dir })
     }
 
     /// The directory.
@@ -156,6 +152,28 @@ impl Place {
     }
 }
 
+/// What [`Place::in_env`] says when there is no home.
+pub const NO_HOME: &str =
+    "cannot tell where hookbox's home is: set HOOKBOX_HOME (or XDG_DATA_HOME or HOME)";
+
+/// hookbox's home for a process whose environment `var` reads: `$HOOKBOX_HOME`, else
+/// `$XDG_DATA_HOME/hookbox`, else `$HOME/.local/share/hookbox` (empty values count as unset);
+/// `None` when none is set. (`hookbox_env::Environments::home_in` is this rule.)
+pub fn home_in(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    if let Some(home) = set(&var, "HOOKBOX_HOME") {
+        return Some(PathBuf::from(home));
+    }
+    if let Some(data) = set(&var, "XDG_DATA_HOME") {
+        return Some(PathBuf::from(data).join("hookbox"));
+    }
+    set(&var, "HOME").map(|home| PathBuf::from(home).join(".local/share/hookbox"))
+}
+
+/// The variable `name` that `var` reads, unless unset or empty.
+fn set(var: &impl Fn(&str) -> Option<OsString>, name: &str) -> Option<OsString> {
+    var(name).filter(|value| !value.is_empty())
+}
+
 /// The uid of the process at the other end of `stream` (`SO_PEERCRED`).
 pub fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
     Ok(rustix::net::sockopt::socket_peercred(stream)?.uid.as_raw())
@@ -184,28 +202,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_place_is_hookbox_home_then_the_runtime_dir_then_the_home_asked_last() {
+    fn the_place_is_hookbox_home_then_the_runtime_dir_then_the_home() {
         let place = |vars: &[(&str, &str)]| {
             let vars: Vec<(String, OsString)> = vars
                 .iter()
                 .map(|(name, value)| ((*name).to_owned(), OsString::from(value)))
                 .collect();
-            Place::in_env(
-                |name| {
-                    vars.iter()
-                        .find(|(key, _)| key == name)
-                        .map(|(_, value)| value.clone())
-                },
-                || Err("no home"),
-            )
+            Place::in_env(|name| {
+                vars.iter()
+                    .find(|(key, _)| key == name)
+                    .map(|(_, value)| value.clone())
+            })
             .map(|place| place.socket())
         };
-        let both = [("HOOKBOX_HOME", "/h"), ("XDG_RUNTIME_DIR", "/run/user/1")];
-        assert_eq!(place(&both), Ok(PathBuf::from("/h/daemon/hook.sock")));
+        let all = [
+            ("HOOKBOX_HOME", "/h"),
+            ("XDG_RUNTIME_DIR", "/run/user/1"),
+            ("XDG_DATA_HOME", "/data"),
+            ("HOME", "/home/u"),
+        ];
+        let socket = |path: &str| Some(PathBuf::from(path));
+        assert_eq!(place(&all), socket("/h/daemon/hook.sock"));
+        assert_eq!(place(&all[1..]), socket("/run/user/1/hookbox/hook.sock"));
+        assert_eq!(place(&all[2..]), socket("/data/hookbox/daemon/hook.sock"));
         assert_eq!(
-            place(&both[1..]),
-            Ok(PathBuf::from("/run/user/1/hookbox/hook.sock"))
+            place(&all[3..]),
+            socket("/home/u/.local/share/hookbox/daemon/hook.sock")
         );
-        assert_eq!(place(&[("HOOKBOX_HOME", "")]), Err("no home"));
+        assert_eq!(place(&[("HOOKBOX_HOME", ""), ("HOME", "")]), None);
     }
 }

@@ -26,8 +26,7 @@ fn main() -> ExitCode {
         Ok(exe) => exe.with_file_name("hookbox"),
         Err(err) => return unanswered(&format!("cannot find this program's path: {err}")),
     };
-    // Without HOOKBOX_HOME or XDG_RUNTIME_DIR, `hookbox` finds the daemon's place.
-    let handoff = client::hand_off(&argv, wire::build_id_of(&hookbox), || Err(String::new()));
+    let handoff = client::hand_off(&argv, wire::build_id_of(&hookbox));
     let stdin = match handoff {
         Handoff::Answered(code) => return code,
         // A read error (never seen on a pipe) is met again by `hookbox` reading the rest.
@@ -42,8 +41,8 @@ fn main() -> ExitCode {
     };
     let err = exec(&hookbox, &argv, stdin);
     unanswered(&format!(
-        "cannot run {}: {err}; install hookbox-hook next to hookbox (`cargo install --path \
-         crates/hookbox-cli` installs both)",
+        "cannot run {}: {err}; hookbox-hook needs hookbox installed next to it (`cargo install \
+         --path crates/hookbox-cli` installs both)",
         hookbox.display()
     ))
 }

@@ -80,16 +80,8 @@ impl Environments {
     pub fn home_in(
         var: impl Fn(&str) -> Option<std::ffi::OsString>,
     ) -> Result<PathBuf, StoreError> {
-        let var = |name| var(name).filter(|value: &std::ffi::OsString| !value.is_empty());
-        if let Some(home) = var("HOOKBOX_HOME") {
-            return Ok(PathBuf::from(home));
-        }
-        if let Some(data) = var("XDG_DATA_HOME") {
-            return Ok(PathBuf::from(data).join("hookbox"));
-        }
-        var("HOME")
-            .map(|home| PathBuf::from(home).join(".local/share/hookbox"))
-            .ok_or(StoreError::NoHome)
+        // One rule, shared with the thin client `hookbox-hook` (which finds the daemon by it).
+        hookbox_handoff::place::home_in(var).ok_or(StoreError::NoHome)
     }
 
     /// Opens (creating them if needed) `<home>/environments` and the records in

@@ -8,7 +8,7 @@
 use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -55,7 +55,7 @@ pub(crate) fn hand_off(argv: &[OsString]) -> Handoff {
             )),
             handed: Handed::InProcess,
         },
-        None => client::hand_off(argv, wire::build_id_of(Path::new("/proc/self/exe")), home),
+        None => client::hand_off(argv, wire::build_id_of(Path::new("/proc/self/exe"))),
     };
     let in_process = |stdin, daemon_failed| Handoff::InProcess {
         stdin,
@@ -87,14 +87,9 @@ pub(crate) fn hand_off(argv: &[OsString]) -> Handoff {
     }
 }
 
-/// hookbox's home for this process's environment.
-fn home() -> Result<PathBuf, String> {
-    hookbox_env::Environments::default_home().map_err(|err| err.to_string())
-}
-
 /// The daemon's place for this process's environment.
 pub(crate) fn place() -> anyhow::Result<Place> {
-    Place::in_env(|name| std::env::var_os(name), home).map_err(anyhow::Error::msg)
+    Place::in_env(|name| std::env::var_os(name)).context(hookbox_handoff::place::NO_HOME)
 }
 
 /// Starts a daemon for `place`, detached, its output appended to `$HOOKBOX_HOME/daemon.log`;

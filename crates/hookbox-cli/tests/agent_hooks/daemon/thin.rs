@@ -226,3 +226,40 @@ fn a_handover_is_only_taken_from_the_thin_clients_memory_file() {
         );
     }
 }
+
+#[test]
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn without_hookbox_home_or_a_runtime_dir_the_thin_client_finds_the_daemon_in_home() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let user_home = dir.path().join("user");
+    // The daemon of `$HOME/.local/share/hookbox`, started as `HOOKBOX_HOME` names it (the
+    // rule itself, shared with `hookbox`, is tested in hookbox-handoff).
+    let home = user_home.join(".local/share/hookbox");
+    let policy = seed_config(dir.path(), "security-gate.hooks.json");
+    start(&home);
+    let mut child = Command::new(thin())
+        .args(["claude-code", "--policy", &policy])
+        .current_dir(dir.path())
+        .env_remove("HOOKBOX_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("XDG_DATA_HOME")
+        .env("HOME", &user_home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&pre_tool_use(
+            dir.path(),
+            "Bash",
+            json!({"command": "rm -rf victim"}),
+        ))
+        .expect("write");
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(decision(&output), "deny", "{}", stderr(&output));
+    assert_eq!(calls(&home), 1);
+}
