@@ -9,10 +9,12 @@ its servers, setups, `run_once`, loop span and agent-side time), 20 shell calls 
      answered by a warm daemon (started, untimed, before the run)
   c  the same, cold: the daemon stopped before the run (the first call starts it)
   n  the same with `HOOKBOX_DAEMON=off`: every call answered in-process
+  t  `hookbox-hook AGENT --policy P` (the thin client installed next to HOOKBOX, which
+     `hookbox install` writes), answered by the warm daemon
 
-interleaved per round (a b w c n of Claude Code, then of Gemini CLI). Per-call cost of a
+interleaved per round (a b w c n t of Claude Code, then of Gemini CLI). Per-call cost of a
 configuration = (its loop span - the same round's (a)) / calls; the ratio to (b)'s is the
-issue's target (<= 1.2x for Claude Code, w).
+issue's target (<= 1.2x for Claude Code, w and t).
 
 Usage: python3 agent_hook_peers.py HOOKBOX CLAUDE GEMINI [RUNS] [PEERS_DIR]
 """
@@ -36,9 +38,10 @@ def daemon(command):
                    check=True, capture_output=True)
 
 
-def hook(agent, on):
-    return "HOOKBOX_HOME=%s HOOKBOX_DAEMON=%s %s hook %s --policy %s" % (
-        home, "on" if on else "off", HOOKBOX, agent, policy)
+def hook(agent, on, program="hookbox hook"):
+    binary = os.path.join(os.path.dirname(HOOKBOX), program.split()[0])
+    return "HOOKBOX_HOME=%s HOOKBOX_DAEMON=%s %s %s --policy %s" % (
+        home, "on" if on else "off", " ".join([binary] + program.split()[1:]), agent, policy)
 
 
 peers = []
@@ -53,7 +56,7 @@ try:
         x["version"] = peer.version(binp)
         bench.verify(peer, binp, x["root"], x["port"], CALLS, TIMEOUT)
         configs = {"a": None, "b": bench.HOOK_B, "w": hook(agent, True), "c": hook(agent, True),
-                   "n": hook(agent, False)}
+                   "n": hook(agent, False), "t": hook(agent, True, "hookbox-hook")}
         x["setups"] = {k: peer.setup(os.path.join(x["root"], k), x["port"], h)
                        for k, h in configs.items()}
         x["loop"] = {k: [] for k in configs}
@@ -62,7 +65,7 @@ try:
     for i in range(WARMUP + RUNS):
         for x in peers:
             for k, (env, cwd) in x["setups"].items():
-                if k == "w":
+                if k in ("w", "t"):
                     daemon("start")
                 elif k == "c":
                     daemon("stop")
