@@ -1,7 +1,7 @@
 //! Per-run cgroups (v1 `pids` and `memory`, or v2 when those controllers are delegated),
 //! created by the parent before the spawn: one per cold run, and one per call of a warm
 //! sandbox (the call joins it through descriptors the parent opened, see
-//! [`RunCgroups::open_joins`]). Once everything inside has died they go back to a
+//! [`RunCgroups::joins`]). Once everything inside has died they go back to a
 //! small pool for the next run with the same limits (creating and removing them costs about
 //! 0.4 ms a run); the rest are removed. A cgroup holds accounting, never data, so reuse across
 //! runs and environments shares nothing. Emptied cgroups a dead hookbox process left behind
@@ -10,6 +10,7 @@
 //! Used when hookbox runs as root, where `RLIMIT_NPROC` does not apply.
 
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,6 +47,12 @@ pub(crate) struct RunCgroups {
     limits: Option<Limits>,
     /// hookbox's own processes counted besides the program's (see [`RunCgroups::create`]).
     helpers: u64,
+    /// The join files opened for warm calls (see [`RunCgroups::joins`]), kept with the pooled
+    /// cgroups.
+    joins: Vec<OwnedFd>,
+    /// Whether everything that ran in these cgroups is known to be gone and uncharged (see
+    /// [`RunCgroups::emptied`]): they are pooled without reading `cgroup.procs`.
+    emptied: bool,
 }
 
 /// The path of this process's cgroup for `controller` (v1), or for the unified hierarchy
@@ -205,22 +212,41 @@ impl RunCgroups {
         }
     }
 
-    /// Opens the files the process to limit writes `0` into to join these cgroups
-    /// (close-on-exec, write-only): for a warm call, whose supervisor cannot name them (the
-    /// cgroup file system is not mounted inside the sandbox). The kernel checks the right to
-    /// move a process with the credentials of the opener, this process.
-    pub(crate) fn open_joins(&self) -> std::io::Result<Vec<std::os::fd::OwnedFd>> {
+    /// The files the process to limit writes `0` into to join these cgroups (close-on-exec,
+    /// write-only), opened the first time and kept with the cgroups when pooled: for a warm
+    /// call, whose supervisor cannot name them (the cgroup file system is not mounted inside
+    /// the sandbox). The kernel checks the right to move a process with the credentials of
+    /// the opener, this process.
+    pub(crate) fn joins(&mut self) -> std::io::Result<&[OwnedFd]> {
         use std::os::unix::fs::OpenOptionsExt;
-        self.procs
-            .iter()
-            .map(|procs| {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .custom_flags(libc::O_CLOEXEC)
-                    .open(std::ffi::OsStr::from_bytes(procs.as_bytes()))
-                    .map(std::os::fd::OwnedFd::from)
-            })
-            .collect()
+        if self.joins.len() != self.procs.len() {
+            self.joins = self
+                .procs
+                .iter()
+                .map(|procs| {
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .custom_flags(libc::O_CLOEXEC)
+                        .open(std::ffi::OsStr::from_bytes(procs.as_bytes()))
+                        .map(OwnedFd::from)
+                })
+                .collect::<std::io::Result<_>>()?;
+        }
+        Ok(&self.joins)
+    }
+
+    /// Whether any cgroup was created.
+    pub(crate) fn is_set(&self) -> bool {
+        !self.dirs.is_empty()
+    }
+
+    /// Marks these cgroups as emptied: everything that ran in them is gone and nothing
+    /// else can join them (a warm call whose end was reported and whose mount namespace is
+    /// gone: every process it started was in its pid namespace, emptied by the kernel
+    /// before its end is reported, and the join files it was passed closed with it), so
+    /// they go back to the pool without reading `cgroup.procs`.
+    pub(crate) fn emptied(&mut self) {
+        self.emptied = true;
     }
 
     fn has(&self, controller: &str) -> bool {
@@ -300,7 +326,7 @@ impl Drop for RunCgroups {
     fn drop(&mut self) {
         if let Some(limits) = self.limits.take()
             && !self.dirs.is_empty()
-            && all_empty(&self.dirs)
+            && (self.emptied || all_empty(&self.dirs))
         {
             let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
             if pool.len() < POOL_SIZE {
@@ -311,6 +337,8 @@ impl Drop for RunCgroups {
                     memory: self.memory,
                     limits: Some(limits),
                     helpers: self.helpers,
+                    joins: std::mem::take(&mut self.joins),
+                    emptied: false,
                 });
                 return;
             }

@@ -340,7 +340,7 @@ impl Live {
         // The call's own cgroups (as root), joined by the call before anything else: its
         // processes and memory are limited like a cold run's, apart from the calls beside it.
         // Kept until the call has ended, then pooled or removed.
-        let cgroups = if sandbox::is_root() {
+        let mut cgroups = if sandbox::is_root() {
             let cgroups = RunCgroups::create(&sandbox.limits, 0);
             cgroups
                 .require_pids(&sandbox.limits)
@@ -352,7 +352,6 @@ impl Live {
         } else {
             RunCgroups::default()
         };
-        let joins = cgroups.open_joins().map_err(io_error)?;
         let mut fds = vec![
             payload.as_fd(),
             stdin_read.as_fd(),
@@ -360,18 +359,11 @@ impl Live {
             stderr_write.as_fd(),
             reply_child.as_fd(),
         ];
-        fds.extend(joins.iter().map(AsFd::as_fd));
+        fds.extend(cgroups.joins().map_err(io_error)?.iter().map(AsFd::as_fd));
         self.send(&fds).await.map_err(|_gone| lost())?;
         // Only the call may hold these now: end-of-file comes when it is gone.
         drop(fds);
-        drop((
-            payload,
-            stdin_read,
-            stdout_write,
-            stderr_write,
-            reply_child,
-            joins,
-        ));
+        drop((payload, stdin_read, stdout_write, stderr_write, reply_child));
 
         let stdio = RunStdio {
             stdin: pipe::Sender::from_owned_fd(stdin_write).map_err(io_error)?,
@@ -397,7 +389,7 @@ impl Live {
             Ended::NotStarted(step, errno) => return Err(self.failure(spec, step, errno)),
             Ended::Lost => return Err(lost()),
         };
-        drop(cgroups);
+        release_after_end(call, cgroups);
         Ok(ProcessOutput {
             exit,
             stdout: out,
@@ -435,6 +427,23 @@ impl Drop for Live {
 /// the call's end (the run's future was dropped), it kills the call (the supervisor, seeing
 /// the reply socket hang up, would kill it too).
 struct Call(Reply);
+
+/// Gives the cgroups of an ended `call` back once its reply socket ends: the supervisor closes
+/// it after releasing the call's mount namespace (whose `/tmp` pages are charged to them), so
+/// a later call that takes them from the pool starts with nothing of this one's charged there.
+/// Off the caller's path, on the runtime; when the end does not come within [`KILL_GRACE`],
+/// they are given back as any others (pooled only when `cgroup.procs` is empty).
+fn release_after_end(mut call: Call, mut cgroups: RunCgroups) {
+    if !cgroups.is_set() {
+        return;
+    }
+    tokio::spawn(async move {
+        if let Ok(None) = timeout(KILL_GRACE, call.0.exited()).await {
+            cgroups.emptied();
+        }
+        drop(cgroups);
+    });
+}
 
 /// Kills the call of `reply` once started (and so everything in its pid namespace).
 fn kill(reply: &Reply) {

@@ -57,8 +57,10 @@ impl Spare {
             SocketFlags::CLOEXEC,
             None,
         )?;
-        let (pid, pidfd) = start_call(setup, |prepared| become_call(prepared, theirs.as_fd()))
-            .map_err(Errno::from_raw_os_error)?;
+        let (pid, pidfd) = start_call(setup, theirs.as_fd(), |prepared| {
+            become_call(prepared, theirs.as_fd())
+        })
+        .map_err(Errno::from_raw_os_error)?;
         Ok(Self { pid, pidfd, socket })
     }
 

@@ -223,6 +223,13 @@ impl Settings {
 struct Running {
     pid: libc::pid_t,
     pidfd: OwnedFd,
+    /// The call's mount namespace, held so that its tear-down (its `/proc`, `/tmp` and
+    /// `/dev/shm` unmounted, their pages freed) is not part of the call's exit, which its
+    /// caller waits for, but happens after `EXITED` is sent, when this is dropped: before
+    /// `reply` (declared after it), so that the caller, seeing the reply socket end, knows
+    /// nothing of the call is left charged to its cgroups. No spare inherits it (a spare
+    /// closes every descriptor but its own socket).
+    _mounts: Option<OwnedFd>,
     /// Where the call's end is reported; `None` once the caller hung up (the call was killed).
     reply: Option<OwnedFd>,
 }
@@ -341,9 +348,16 @@ fn start(fds: Vec<OwnedFd>, setup: &CallSetup<'_>, spare: Option<Spare>) -> Opti
                 0,
                 Some(pidfd.as_raw_fd()),
             );
+            let mounts = rustix::fs::open(
+                format!("/proc/{pid}/ns/mnt"),
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .ok();
             Some(Running {
                 pid,
                 pidfd,
+                _mounts: mounts,
                 reply: Some(reply),
             })
         }

@@ -595,6 +595,46 @@ async fn each_call_gets_fresh_scratch_space() {
     assert_eq!(out, "/dev/shm:\n\n/tmp:\nkept\nwritable\n");
 }
 
+#[tokio::test]
+async fn a_calls_scratch_pages_are_not_charged_to_the_next_call_in_its_cgroups() {
+    let _guard = shared().await;
+    if !hookbox_test_support::require_root(
+        "a_calls_scratch_pages_are_not_charged_to_the_next_call_in_its_cgroups",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("workspace")).unwrap();
+    let sandbox = Sandbox {
+        limits: hookbox_exec::Limits {
+            memory_bytes: 96 << 20,
+            ..hookbox_exec::Limits::default()
+        },
+        ..Sandbox::new(dir.path())
+    };
+    let warm = WarmSandbox::start(sandbox, SUPERVISOR).await.unwrap();
+    // Each call fills its own /tmp with 64 MiB of its 96 MiB and ends; the next takes its
+    // cgroups back from the pool. Were the previous call's /tmp still charged there when it
+    // joined (its mount namespace not yet released), its own 64 MiB would not fit and the
+    // kernel would kill it.
+    let spec = ProcessSpec {
+        die_with_parent: false,
+        ..ProcessSpec::shell(
+            "dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>/dev/null && echo filled",
+            Duration::from_secs(30),
+        )
+    };
+    for round in 0..12 {
+        let out = warm.run(&spec).await.unwrap();
+        assert_eq!(
+            (out.exit, out.stdout.to_text().as_str()),
+            (ExitKind::Exited(0), "filled\n"),
+            "round {round}: {}",
+            out.stderr.to_text()
+        );
+    }
+}
+
 /// The kernel's landlock ABI (0 without landlock).
 fn landlock_abi() -> i64 {
     // SAFETY: with a null attribute, size 0 and the VERSION flag, the call only returns a

@@ -13,7 +13,7 @@
 
 use std::convert::Infallible;
 use std::ffi::{CStr, CString};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
@@ -24,7 +24,7 @@ use rustix::mount::{MountFlags, MoveMountFlags, OpenTreeFlags};
 use super::confine::{Confinement, confine};
 use super::{
     Failed, STEP_CALL_MOUNTS, STEP_CALL_START, STEP_CGROUP, STEP_CWD, STEP_DEATH, STEP_EXEC,
-    STEP_STDIO, Step, check, errno,
+    STEP_FDS, STEP_STDIO, Step, check, errno,
 };
 use crate::exec_args::ExecArgs;
 
@@ -89,12 +89,15 @@ struct CloneArgs {
 }
 
 /// Starts a call: returns its pid (in the sandbox's pid namespace) and a pidfd of it, or the
-/// errno of `clone3`. The child sets itself up as [`CallSetup`] says (before any request: see
-/// [`crate::warm`]'s spare calls), then never returns from `then`, which it is handed the
-/// outcome of that set-up.
+/// errno of `clone3`. The child first closes every descriptor from 3 up but `keep` (its own
+/// socket), so that it holds nothing of the supervisor's (such as another call's mount
+/// namespace, which would stay alive with it), sets itself up as [`CallSetup`] says (before
+/// any request: see [`crate::warm`]'s spare calls), then never returns from `then`, which it
+/// is handed the outcome of that set-up.
 #[expect(unsafe_code, reason = "clone3 and the child's raw system calls")]
 pub(crate) fn start_call(
     setup: &CallSetup<'_>,
+    keep: BorrowedFd<'_>,
     then: impl FnOnce(Result<(), Failed>) -> Infallible,
 ) -> Result<(libc::pid_t, OwnedFd), i32> {
     let mut pidfd: libc::c_int = -1;
@@ -118,10 +121,42 @@ pub(crate) fn start_call(
     }
     if pid == 0 {
         // `then` never returns (its result cannot exist): the child goes no further.
-        then(set_up(setup));
+        then(close_all_but(keep.as_raw_fd()).and_then(|()| set_up(setup)));
     }
     // SAFETY: clone3 stored a new descriptor, owned by nothing else.
     Ok((pid as libc::pid_t, unsafe { OwnedFd::from_raw_fd(pidfd) }))
+}
+
+/// Closes every descriptor from 3 up but `keep`.
+#[expect(unsafe_code, reason = "raw system calls in a freshly cloned child")]
+fn close_all_but(keep: libc::c_int) -> Result<(), Failed> {
+    // SAFETY (whole function): closes descriptors of this just cloned process, which nothing
+    // here uses.
+    unsafe {
+        let close_range = |first: libc::c_int, last: libc::c_uint| {
+            libc::syscall(libc::SYS_close_range, first, last, 0)
+        };
+        let below = if keep > 3 {
+            close_range(3, (keep - 1) as libc::c_uint)
+        } else {
+            0
+        };
+        let above = close_range(keep.max(2) + 1, libc::c_uint::MAX);
+        if below == 0 && above == 0 {
+            return Ok(());
+        }
+        // Before Linux 5.9: each possible descriptor (up to the soft limit).
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        check(libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit).into()).at(STEP_FDS)?;
+        let highest = libc::c_int::try_from(limit.rlim_cur).unwrap_or(libc::c_int::MAX);
+        for fd in (3..highest).filter(|&fd| fd != keep) {
+            libc::close(fd);
+        }
+    }
+    Ok(())
 }
 
 /// The call's own steps that do not depend on its request: the parent-death signal, a
