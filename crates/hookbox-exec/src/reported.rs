@@ -3,7 +3,7 @@
 //! zygote's keeper): the records that arrive on the socket, and the exchange that feeds stdin,
 //! drains and caps the output and keeps the deadline exactly as a cold run does.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::pin::pin;
 use std::process::ExitStatus;
@@ -25,6 +25,10 @@ pub(crate) struct Reply {
     pub(crate) started: Option<(u32, Option<OwnedFd>)>,
     /// `FAILED`'s step and errno, if it arrived: the run did not start.
     pub(crate) failed: Option<(u32, i32)>,
+    /// A pidfd of the run whose end is read from it, not reported (see [`Reply::ended_by`]).
+    ended_by: Option<AsyncFd<OwnedFd>>,
+    /// Whether `EXITED` arrived.
+    reported_exit: bool,
 }
 
 impl Reply {
@@ -34,7 +38,27 @@ impl Reply {
             socket: sandbox::async_fd(socket)?,
             started: None,
             failed: None,
+            ended_by: None,
+            reported_exit: false,
         })
+    }
+
+    /// Reads the run's end from `pidfd` (the run's, pid `pid`): its wait status once the
+    /// kernel reaped it (Linux 6.15's `PIDFD_INFO_EXIT`; see [`exit_status`]), not from an
+    /// `EXITED` record. A `FAILED` record is still read from the socket.
+    pub(crate) fn ended_by(&mut self, pid: u32, pidfd: OwnedFd) -> std::io::Result<()> {
+        self.ended_by = Some(sandbox::async_fd(pidfd)?);
+        self.started = Some((pid, None));
+        Ok(())
+    }
+
+    /// A pidfd of the run, once started.
+    pub(crate) fn pidfd(&self) -> Option<BorrowedFd<'_>> {
+        match (&self.started, &self.ended_by) {
+            (Some((_, Some(pidfd))), _) => Some(pidfd.as_fd()),
+            (_, Some(pidfd)) => Some(pidfd.get_ref().as_fd()),
+            _ => None,
+        }
     }
 
     /// The socket itself.
@@ -45,17 +69,35 @@ impl Reply {
     /// Reads the socket until the run's wait status arrives; `None` if the socket ends first
     /// (the reporter is gone). Cancel-safe: what arrived is kept in `self`.
     pub(crate) async fn exited(&mut self) -> Option<i32> {
+        if let Some(pidfd) = &self.ended_by {
+            let status = loop {
+                let mut ready = pidfd.readable().await.ok()?;
+                // Readable at the exit; the status is there once the kernel reaped it.
+                if let Some(status) = exit_status(pidfd.get_ref().as_fd()) {
+                    break status;
+                }
+                ready.clear_ready();
+            };
+            // What failed was reported before the exit.
+            while let Ok(Some(record)) = sandbox::receive(self.socket.get_ref()) {
+                self.keep(record);
+            }
+            return Some(status);
+        }
+        self.reported().await
+    }
+
+    /// Reads the socket until `EXITED` arrives: its wait status; `None` if the socket ends
+    /// first (the reporter is gone). Cancel-safe.
+    pub(crate) async fn reported(&mut self) -> Option<i32> {
         loop {
             let mut ready = self.socket.readable().await.ok()?;
             match sandbox::receive(self.socket.get_ref()) {
-                Ok(Some(record)) if record.kind == RECORD_STARTED => {
-                    self.started = Some((record.a, record.fd));
+                Ok(Some(record)) => {
+                    if let Some(status) = self.keep(record) {
+                        return Some(status);
+                    }
                 }
-                Ok(Some(record)) if record.kind == RECORD_FAILED => {
-                    self.failed = Some((record.a, record.b as i32));
-                }
-                Ok(Some(record)) if record.kind == RECORD_EXITED => return Some(record.a as i32),
-                Ok(Some(_)) => {}
                 Ok(None) => return None,
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
                     ready.clear_ready();
@@ -63,6 +105,44 @@ impl Reply {
                 Err(_) => return None,
             }
         }
+    }
+
+    /// Whether the reporter reported the end (`EXITED`), waiting for it if it did not arrive
+    /// yet; `false` once the socket ends without it (the reporter is gone).
+    pub(crate) async fn end_reported(&mut self) -> bool {
+        self.reported_exit || self.reported().await.is_some()
+    }
+
+    /// Reads the socket to its end (the reporter closed it).
+    pub(crate) async fn closed(&mut self) {
+        while self.reported().await.is_some() {}
+    }
+
+    /// Keeps what `record` says; its status when it is `EXITED`.
+    fn keep(&mut self, record: sandbox::Record) -> Option<i32> {
+        match record.kind {
+            RECORD_STARTED => self.started = Some((record.a, record.fd)),
+            RECORD_FAILED => self.failed = Some((record.a, record.b as i32)),
+            RECORD_EXITED => {
+                self.reported_exit = true;
+                return Some(record.a as i32);
+            }
+            _ => {}
+        }
+        None
+    }
+}
+
+/// The wait status of the reaped process of `pidfd`, kept by the kernel for its pidfds since
+/// Linux 6.15 (`PIDFD_INFO_EXIT`); `None` before it was reaped or on an older kernel.
+#[expect(unsafe_code, reason = "the PIDFD_GET_INFO ioctl has no safe wrapper")]
+pub(crate) fn exit_status(pidfd: BorrowedFd<'_>) -> Option<i32> {
+    // SAFETY: an all-zero `pidfd_info` is valid; the ioctl writes at most its size.
+    unsafe {
+        let mut info: libc::pidfd_info = std::mem::zeroed();
+        info.mask = u64::from(libc::PIDFD_INFO_EXIT);
+        let done = libc::ioctl(pidfd.as_raw_fd(), libc::PIDFD_GET_INFO, &raw mut info);
+        (done == 0 && info.mask & u64::from(libc::PIDFD_INFO_EXIT) != 0).then_some(info.exit_code)
     }
 }
 

@@ -24,13 +24,13 @@ pub(crate) use child::run as enter;
 pub(crate) use child::{
     CONTROL_FD, CallSetup, Confinement, Failed, LandlockPlan, MAX_SCRATCH_BINDS, RECORD_EXITED,
     RECORD_FAILED, RECORD_READY, RECORD_STARTED, STEP_CALL_START, STEP_EXEC, STEP_REQUEST,
-    ScratchBind, run_request, send_record, start_call,
+    ScratchBind, join_cgroups, run_request, send_record, start_call,
 };
 pub(crate) use filter::program as seccomp_program;
 pub(crate) use plan::{Prepared, prepare};
 pub use probe::check_isolation;
 pub(crate) use probe::is_root;
-pub(crate) use status::{async_fd, async_fd_for, receive, setup_error, stop_listening};
+pub(crate) use status::{Record, async_fd, async_fd_for, receive, setup_error, stop_listening};
 
 /// Resource limits for everything running inside one sandboxed run.
 ///

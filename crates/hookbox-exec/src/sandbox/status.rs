@@ -88,27 +88,27 @@ impl Prepared {
     /// a [`ListenInside`](super::ListenInside) was asked for, for the listener the init
     /// opened; with `until_ready`, also for a warm sandbox's supervisor to say it is ready.
     /// Returns the pidfd, the listener (already handed to
-    /// [`ListenInside::deliver`](super::ListenInside::deliver)) and whether the supervisor
-    /// said it is ready.
+    /// [`ListenInside::deliver`](super::ListenInside::deliver)) and, once the supervisor said
+    /// it is ready, the number it said it with.
     pub(crate) async fn init_pidfd(
         &self,
         until_ready: bool,
-    ) -> (Option<OwnedFd>, Option<OwnedFd>, bool) {
+    ) -> (Option<OwnedFd>, Option<OwnedFd>, Option<u32>) {
         let mut pidfd = None;
         let mut listener = None;
-        let mut supervisor_ready = false;
+        let mut supervisor_ready = None;
         let Some(status) = self
             .status
             .try_clone()
             .ok()
             .and_then(|fd| async_fd(fd).ok())
         else {
-            return (None, None, false);
+            return (None, None, None);
         };
         let wants_listener = self.listen_inside.is_some();
         while pidfd.is_none()
             || (wants_listener && listener.is_none())
-            || (until_ready && !supervisor_ready)
+            || (until_ready && supervisor_ready.is_none())
         {
             let Ok(mut ready) = status.readable().await else {
                 break;
@@ -120,7 +120,9 @@ impl Prepared {
                         let _first = self.mount_ns.set(fd);
                     }
                 }
-                Ok(Some(record)) if record.kind == RECORD_READY => supervisor_ready = true,
+                Ok(Some(record)) if record.kind == RECORD_READY => {
+                    supervisor_ready = Some(record.a)
+                }
                 Ok(Some(record)) if record.kind == RECORD_LISTENER => {
                     if let (Some(fd), Some(listen)) = (record.fd, &self.listen_inside) {
                         // Kept to shut the socket down when the run ends.

@@ -2,6 +2,7 @@
 //! [`WarmSandbox`]); the supervisor inside is in [`supervisor`], the request format in
 //! [`request`].
 
+mod pool;
 pub(crate) mod request;
 mod spare;
 mod supervisor;
@@ -13,31 +14,36 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::MemfdFlags;
-use rustix::net::{
-    AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
-    sendmsg, socketpair,
-};
+use rustix::net::SendFlags;
 use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{Signal, pidfd_send_signal};
-use tokio::io::Interest;
-use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 use tokio::time::{Instant, timeout, timeout_at};
 
 use crate::reported::{self, Ended, Reply, RunStdio};
-use crate::sandbox::{self, IsolationError, Prepared, RunCgroups, STEP_EXEC, Sandbox};
+use crate::sandbox::{
+    self, IsolationError, Prepared, RunCgroups, STEP_CALL_START, STEP_EXEC, Sandbox,
+};
 use crate::spawn::{KILL_GRACE, MAX_TIMEOUT, SANDBOX_PATH, StopListening};
-use crate::{ExecError, ProcessOutput, ProcessSpec};
+use crate::{ExecError, ExitKind, ProcessOutput, ProcessSpec};
+use pool::{NoSpare, ReadySpare, Spares};
 use request::Request;
+use spare::Message;
+use supervisor::READY_ENDS_ON_PIDFDS;
 pub(crate) use supervisor::supervisor_args;
 pub use supervisor::{
     SUPERVISOR_ARG, SUPERVISOR_PROGRAM, supervise_if_asked, supervise_only, supervisor_program,
 };
+
+/// How many spares a call tries before it gives up (a spare that died before its request is
+/// replaced by the next).
+const MAX_ATTEMPTS: usize = 3;
 
 /// How long a new sandbox's supervisor may take to say it is ready.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -50,17 +56,23 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// a run. A `WarmSandbox` builds the same sandbox from the same plan once, but its init, instead
 /// of confining itself and executing a program, executes a **supervisor**: the program given
 /// to [`WarmSandbox::start`] (hookbox itself), re-executed with [`SUPERVISOR_ARG`], whose `main`
-/// calls [`supervise_if_asked`] first. Each [`WarmSandbox::run`] then asks the supervisor to
-/// start one call.
+/// calls [`supervise_if_asked`] first. The supervisor starts the calls; each
+/// [`WarmSandbox::run`] hands its request to one of them directly.
 ///
 /// **Talking to the supervisor.** The parent and the supervisor share a Unix socket pair made
 /// before the sandbox is built (the cold path's status socket): nothing in the file system, no
-/// abstract name. Per call the parent creates the stdin, stdout and stderr pipes and a reply
-/// socket pair, writes the request (program, arguments, environment, working directory) into a
-/// memory file, and passes all five descriptors with `SCM_RIGHTS`. The supervisor answers on
-/// the call's reply socket: `STARTED` with a pidfd of the call, or the step that failed, then
-/// `EXITED` with its wait status. The parent feeds stdin, drains and caps the output and keeps
-/// the deadline exactly as for a cold run.
+/// abstract name. On it the parent asks for calls started ahead of their requests (*spares*),
+/// and the supervisor hands each over: the parent's ends of the spare's request socket and
+/// report socket, and a pidfd of it. The parent keeps one spare ahead of the calls (taking one
+/// asks for the next) and sends each its cgroups at once. Per call the parent creates the
+/// stdin, stdout and stderr pipes, writes the request (program, arguments, environment,
+/// working directory) into a memory file and passes the four descriptors to a spare with
+/// `SCM_RIGHTS`: one hop, the supervisor is not on the call's path. A step that fails is
+/// reported on the report socket. The call's end: where the kernel keeps exit statuses for
+/// pidfds (Linux 6.15, `PIDFD_INFO_EXIT`), the supervisor lets the kernel reap its calls and
+/// the parent reads the wait status from the call's pidfd; elsewhere the supervisor reaps the
+/// call and sends `EXITED` with its wait status on the report socket. The parent feeds stdin,
+/// drains and caps the output and keeps the deadline exactly as for a cold run.
 ///
 /// **Each call** starts (`clone3`) as pid 1 of a pid namespace of its own and in a mount
 /// namespace of its own with a fresh `/proc`, `/tmp` and `/dev/shm` (so that nothing one call
@@ -68,16 +80,16 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// as between cold runs), in a session of its own, then sets the
 /// sandbox's rlimits, `no_new_privs`, landlock, drops every capability, marks every descriptor
 /// from 3 up close-on-exec and applies the seccomp filter: the same confinement as a cold
-/// sandbox's program. All of that is done before the call's request arrives: once the
-/// sandbox has had a request, the supervisor keeps the next call started ahead (a *spare*,
-/// waiting on a socket of its own for the request's descriptors), so the caller waits only
-/// for the spare to join its cgroups, take its stdio and working directory and execute the
-/// program; the first request, and requests arriving together, start theirs on demand. When
-/// the call's program exits, or is killed (the deadline: the parent
-/// SIGKILLs it through its pidfd; the run's future dropped: the supervisor sees the reply
-/// socket hang up and kills it), the kernel kills everything else in its pid namespace,
-/// `setsid` double forks included, before `EXITED` is sent: no process of a call survives
-/// it. Concurrent calls are independent: each has its own namespaces, pipes and reply socket.
+/// sandbox's program. All of that is done before the call's request exists (the spare waits
+/// on its request socket), so the caller waits only for the spare to take its stdio and
+/// working directory and execute the program; the first request, and requests arriving
+/// together, wait for spares started on demand. A spare that died before its request is
+/// replaced by the next, and a sandbox found gone before anything of the call ran is rebuilt
+/// for it. When the call's program exits, or is killed (the deadline, or the run's future
+/// dropped: the parent SIGKILLs it through its pidfd), the kernel kills everything else in
+/// its pid namespace, `setsid` double forks included, before the end is seen: no process of a
+/// call survives it. Concurrent calls are independent: each has its own namespaces, pipes and
+/// sockets.
 ///
 /// **What a call cannot do to the supervisor** (each tested):
 /// - name it: it is outside the call's pid namespace (pid 1 there is the call itself) and
@@ -103,11 +115,13 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// **Limits.** As root, each call gets cgroups of its own, made by the parent like a cold
 /// run's (from the same small pool) with the sandbox's [`Limits`](crate::Limits), and joins
-/// them first thing when its request arrives (before it has started anything), through
-/// write-only descriptors the parent opened and
-/// passed with the request (the cgroup file system is not mounted inside): one call's fork bomb
-/// or memory hog is bounded by its own limits and leaves the calls beside it theirs. The
-/// sandbox's own cgroups then hold only the supervisor, its spare and calls not yet moved (so a sandbox
+/// them as soon as the parent has its spare (before it has started anything), through
+/// write-only descriptors the parent opened and passed to it (the cgroup file system is not
+/// mounted inside): one call's fork bomb or memory hog is bounded by its own limits and leaves
+/// the calls beside it theirs. The cgroups go back to the pool once the supervisor has
+/// released the call's mount namespace (so nothing of the call's `/tmp` is still charged to
+/// them) and closed its report socket. The
+/// sandbox's own cgroups then hold only the supervisor and spares not yet handed over (so a sandbox
 /// whose limits leave no room beside its supervisor starts no call: it fails with an isolation
 /// error, never hangs). CPU time, file size and open files are per-process rlimits as in a
 /// cold run.
@@ -120,6 +134,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct WarmSandbox {
     sandbox: Sandbox,
     supervisor: PathBuf,
+    /// Whether the supervisor reports each call's end (see
+    /// [`WarmSandbox::start_reporting_ends`]).
+    report_ends: bool,
     /// The running sandbox; replaced when found dead.
     live: Mutex<Arc<Live>>,
     /// Held while a dead sandbox is rebuilt, so that concurrent calls build one.
@@ -146,11 +163,30 @@ impl WarmSandbox {
         sandbox: Sandbox,
         supervisor: impl Into<PathBuf>,
     ) -> Result<Self, IsolationError> {
-        let supervisor = supervisor.into();
-        let live = Live::start(&sandbox, &supervisor).await?;
+        Self::start_with(sandbox, supervisor.into(), false).await
+    }
+
+    /// Like [`WarmSandbox::start`], but the supervisor reports each call's end even where the
+    /// kernel keeps exit statuses for pidfds: the path taken on kernels before 6.15, for
+    /// testing it on newer ones.
+    #[doc(hidden)]
+    pub async fn start_reporting_ends(
+        sandbox: Sandbox,
+        supervisor: impl Into<PathBuf>,
+    ) -> Result<Self, IsolationError> {
+        Self::start_with(sandbox, supervisor.into(), true).await
+    }
+
+    async fn start_with(
+        sandbox: Sandbox,
+        supervisor: PathBuf,
+        report_ends: bool,
+    ) -> Result<Self, IsolationError> {
+        let live = Live::start(&sandbox, &supervisor, report_ends).await?;
         Ok(Self {
             sandbox,
             supervisor,
+            report_ends,
             live: Mutex::new(Arc::new(live)),
             rebuilding: tokio::sync::Mutex::new(()),
         })
@@ -188,29 +224,46 @@ impl WarmSandbox {
                 ),
             });
         }
-        let live = self.live().await.map_err(|source| ExecError::Isolation {
+        let isolation = |source| ExecError::Isolation {
             program: program(),
             source,
-        })?;
-        live.call(spec, &self.sandbox).await
+        };
+        let live = self.live(None).await.map_err(isolation)?;
+        match live.call(spec, &self.sandbox).await {
+            Ok(out) => Ok(out),
+            Err(CallFailed::Error(error)) => Err(error),
+            // Found gone before anything of the call ran: once more, in a new sandbox.
+            Err(CallFailed::Gone) => {
+                let live = self.live(Some(&live)).await.map_err(isolation)?;
+                live.call(spec, &self.sandbox)
+                    .await
+                    .map_err(|failed| match failed {
+                        CallFailed::Gone => ExecError::SandboxLost { program: program() },
+                        CallFailed::Error(error) => error,
+                    })
+            }
+        }
     }
 
     fn current(&self) -> Arc<Live> {
         Arc::clone(&self.live.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// The running sandbox, built again if its supervisor is gone.
-    async fn live(&self) -> Result<Arc<Live>, IsolationError> {
+    /// The running sandbox, built again if its supervisor is gone or it is `dead` (found
+    /// gone by a call).
+    async fn live(&self, dead: Option<&Arc<Live>>) -> Result<Arc<Live>, IsolationError> {
+        let usable =
+            |live: &Arc<Live>| live.alive() && !dead.is_some_and(|dead| Arc::ptr_eq(dead, live));
         let live = self.current();
-        if live.alive() {
+        if usable(&live) {
             return Ok(live);
         }
         let _rebuilding = self.rebuilding.lock().await;
         let live = self.current();
-        if live.alive() {
+        if usable(&live) {
             return Ok(live);
         }
-        let live = Arc::new(Live::start(&self.sandbox, &self.supervisor).await?);
+        let live = Arc::new(Live::start(&self.sandbox, &self.supervisor, self.report_ends).await?);
         *self.live.lock().unwrap_or_else(PoisonError::into_inner) = Arc::clone(&live);
         Ok(live)
     }
@@ -220,8 +273,13 @@ impl WarmSandbox {
 struct Live {
     /// The plan, the status (control) socket and the cgroups, removed after the kill.
     prepared: Prepared,
-    /// The control socket, for sending requests.
-    control: AsyncFd<OwnedFd>,
+    /// The spares its supervisor hands over, on the control socket.
+    spares: Spares,
+    /// Whether the kernel reaps the calls, their ends read from their pidfds (see
+    /// [`READY_ENDS_ON_PIDFDS`]).
+    ends_on_pidfds: bool,
+    /// Set when a call found the supervisor gone.
+    lost: AtomicBool,
     /// A pidfd of the supervisor.
     init: OwnedFd,
     /// The supervisor's pid.
@@ -233,7 +291,11 @@ struct Live {
 }
 
 impl Live {
-    async fn start(sandbox: &Sandbox, supervisor: &Path) -> Result<Self, IsolationError> {
+    async fn start(
+        sandbox: &Sandbox,
+        supervisor: &Path,
+        report_ends: bool,
+    ) -> Result<Self, IsolationError> {
         let (prepared, child_end) = sandbox::prepare(sandbox, None, Some(supervisor))?;
         let spawned = command(&prepared, supervisor).spawn();
         // The children hold their own copies; ours would keep the status socket from ending.
@@ -254,24 +316,35 @@ impl Live {
         let (init, listener, ready) = timeout(START_TIMEOUT, prepared.init_pidfd(true))
             .await
             .map_err(|_elapsed| not_ready())?;
-        let (Some(init), true) = (init, ready) else {
+        let (Some(init), Some(ready)) = (init, ready) else {
             return Err(not_ready());
         };
         let pid = pidfd_pid(&init).ok_or_else(|| IsolationError::Setup {
             step: "finding the supervisor's pid".into(),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         })?;
-        let control = prepared
+        let spares = prepared
             .status
             .try_clone()
-            .and_then(|fd| sandbox::async_fd_for(fd, Interest::WRITABLE))
+            .and_then(|fd| Spares::new(fd, sandbox.limits.clone()))
             .map_err(|source| IsolationError::Setup {
                 step: "watching the control socket".into(),
                 source,
             })?;
+        let ends_on_pidfds = ready == READY_ENDS_ON_PIDFDS && !report_ends;
+        if ready == READY_ENDS_ON_PIDFDS && report_ends {
+            spares
+                .report_ends()
+                .map_err(|source| IsolationError::Setup {
+                    step: "asking the supervisor to report ends".into(),
+                    source: source.into(),
+                })?;
+        }
         Ok(Self {
+            lost: AtomicBool::new(false),
+            ends_on_pidfds,
             prepared,
-            control,
+            spares,
             init,
             pid,
             _intermediate: intermediate,
@@ -279,31 +352,13 @@ impl Live {
         })
     }
 
-    /// Whether the supervisor still runs (its pidfd is not readable yet).
+    /// Whether the supervisor still runs (its pidfd is not readable yet, and its end of the
+    /// control socket, closed first thing when it dies, is still open).
     fn alive(&self) -> bool {
         let mut fds = [PollFd::new(&self.init, PollFlags::IN)];
-        matches!(poll(&mut fds, Some(&Timespec::default())), Ok(0))
-    }
-
-    /// Sends one request's descriptors to the supervisor.
-    async fn send(&self, fds: &[std::os::fd::BorrowedFd<'_>]) -> std::io::Result<()> {
-        loop {
-            let mut ready = self.control.writable().await?;
-            let mut space = [std::mem::MaybeUninit::uninit();
-                rustix::cmsg_space!(ScmRights(spare::MAX_REQUEST_FDS))];
-            let mut ancillary = SendAncillaryBuffer::new(&mut space);
-            ancillary.push(SendAncillaryMessage::ScmRights(fds));
-            match sendmsg(
-                self.control.get_ref(),
-                &[std::io::IoSlice::new(&[0; 4])],
-                &mut ancillary,
-                SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
-            ) {
-                Ok(_) => return Ok(()),
-                Err(rustix::io::Errno::AGAIN) => ready.clear_ready(),
-                Err(error) => return Err(error.into()),
-            }
-        }
+        !self.lost.load(Ordering::Relaxed)
+            && matches!(poll(&mut fds, Some(&Timespec::default())), Ok(0))
+            && !self.spares.supervisor_gone()
     }
 
     /// Runs one call (see [`WarmSandbox::run`]).
@@ -311,7 +366,7 @@ impl Live {
         &self,
         spec: &ProcessSpec,
         sandbox: &Sandbox,
-    ) -> Result<ProcessOutput, ExecError> {
+    ) -> Result<ProcessOutput, CallFailed> {
         let program = || spec.program.to_string_lossy().into_owned();
         let started = Instant::now();
         let deadline = started + spec.timeout.min(MAX_TIMEOUT);
@@ -325,52 +380,70 @@ impl Live {
         let (stdin_read, stdin_write) = pipe_with(PipeFlags::CLOEXEC).map_err(errno_io)?;
         let (stdout_read, stdout_write) = pipe_with(PipeFlags::CLOEXEC).map_err(errno_io)?;
         let (stderr_read, stderr_write) = pipe_with(PipeFlags::CLOEXEC).map_err(errno_io)?;
-        let (reply, reply_child) = socketpair(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
-            None,
-        )
-        .map_err(errno_io)?;
         let payload =
             rustix::fs::memfd_create("hookbox-call", MemfdFlags::CLOEXEC).map_err(errno_io)?;
         std::fs::File::from(payload.try_clone().map_err(io_error)?)
             .write_all(&request(spec, sandbox).encode())
             .map_err(io_error)?;
-        // The call's own cgroups (as root), joined by the call before anything else: its
-        // processes and memory are limited like a cold run's, apart from the calls beside it.
-        // Kept until the call has ended, then pooled or removed.
-        let mut cgroups = if sandbox::is_root() {
-            let cgroups = RunCgroups::create(&sandbox.limits, 0);
-            cgroups
-                .require_pids(&sandbox.limits)
-                .map_err(|source| ExecError::Isolation {
-                    program: program(),
-                    source,
-                })?;
-            cgroups
-        } else {
-            RunCgroups::default()
-        };
-        let mut fds = vec![
+        let fds = [
             payload.as_fd(),
             stdin_read.as_fd(),
             stdout_write.as_fd(),
             stderr_write.as_fd(),
-            reply_child.as_fd(),
         ];
-        fds.extend(cgroups.joins().map_err(io_error)?.iter().map(AsFd::as_fd));
-        self.send(&fds).await.map_err(|_gone| lost())?;
+        // A spare that died before its request (which nothing of the call reached) is
+        // replaced by the next.
+        let mut attempts = 0;
+        let (spare, cgroups) = loop {
+            let ReadySpare {
+                pid,
+                pidfd,
+                request,
+                report,
+                cgroups,
+            } = self
+                .spares
+                .take()
+                .await
+                .map_err(|no_spare| match no_spare {
+                    NoSpare::NotStarted(errno) => {
+                        CallFailed::Error(self.failure(spec, STEP_CALL_START, errno))
+                    }
+                    NoSpare::Gone => CallFailed::Gone,
+                })?;
+            let cgroups = cgroups.map_err(|source| ExecError::Isolation {
+                program: program(),
+                source,
+            })?;
+            attempts += 1;
+            match Message::send(
+                request.as_fd(),
+                Message::REQUEST,
+                0,
+                &fds,
+                SendFlags::DONTWAIT,
+            ) {
+                Ok(()) => break ((pid, pidfd, report), cgroups),
+                Err(_) if attempts < MAX_ATTEMPTS => {}
+                Err(_) => return Err(CallFailed::Gone),
+            }
+        };
         // Only the call may hold these now: end-of-file comes when it is gone.
-        drop(fds);
-        drop((payload, stdin_read, stdout_write, stderr_write, reply_child));
+        drop((payload, stdin_read, stdout_write, stderr_write));
+        let (pid, pidfd, report) = spare;
 
         let stdio = RunStdio {
             stdin: pipe::Sender::from_owned_fd(stdin_write).map_err(io_error)?,
             stdout: pipe::Receiver::from_owned_fd(stdout_read).map_err(io_error)?,
             stderr: pipe::Receiver::from_owned_fd(stderr_read).map_err(io_error)?,
         };
-        let mut call = Call(Reply::new(reply).map_err(io_error)?);
+        let mut reply = Reply::new(report).map_err(io_error)?;
+        if self.ends_on_pidfds {
+            reply.ended_by(pid, pidfd).map_err(io_error)?;
+        } else {
+            reply.started = Some((pid, Some(pidfd)));
+        }
+        let mut call = Call(reply);
         let (ended, out, err) = reported::exchange(
             &mut call.0,
             spec,
@@ -384,10 +457,24 @@ impl Live {
         )
         .await;
         let exit = match ended {
+            // Killed: by the OOM killer, say, or with its sandbox (the supervisor, gone, did
+            // not see it end).
+            Ended::Exit(ExitKind::Signaled(libc::SIGKILL))
+                if self.ends_on_pidfds
+                    && !timeout(KILL_GRACE, call.0.end_reported())
+                        .await
+                        .unwrap_or(false) =>
+            {
+                self.lost.store(true, Ordering::Relaxed);
+                return Err(lost().into());
+            }
             Ended::Exit(exit) => exit,
-            // A call that could not start ends its reply socket without a status.
-            Ended::NotStarted(step, errno) => return Err(self.failure(spec, step, errno)),
-            Ended::Lost => return Err(lost()),
+            // A call that could not start reported the step that failed before its end.
+            Ended::NotStarted(step, errno) => return Err(self.failure(spec, step, errno).into()),
+            Ended::Lost => {
+                self.lost.store(true, Ordering::Relaxed);
+                return Err(lost().into());
+            }
         };
         release_after_end(call, cgroups);
         Ok(ProcessOutput {
@@ -423,12 +510,25 @@ impl Drop for Live {
     }
 }
 
-/// The parent's side of one call: its reply socket and what arrived on it; dropped before
-/// the call's end (the run's future was dropped), it kills the call (the supervisor, seeing
-/// the reply socket hang up, would kill it too).
+/// Why a call in one built sandbox failed.
+enum CallFailed {
+    /// The sandbox was found gone before anything of the call ran.
+    Gone,
+    /// The call failed.
+    Error(ExecError),
+}
+
+impl From<ExecError> for CallFailed {
+    fn from(error: ExecError) -> Self {
+        Self::Error(error)
+    }
+}
+
+/// The parent's side of one call: its report socket, its pidfd and what arrived; dropped
+/// before the call's end (the run's future was dropped), it kills the call.
 struct Call(Reply);
 
-/// Gives the cgroups of an ended `call` back once its reply socket ends: the supervisor closes
+/// Gives the cgroups of an ended `call` back once its report socket ends: the supervisor closes
 /// it after releasing the call's mount namespace (whose `/tmp` pages are charged to them), so
 /// a later call that takes them from the pool starts with nothing of this one's charged there.
 /// Off the caller's path, on the runtime; when the end does not come within [`KILL_GRACE`],
@@ -438,7 +538,7 @@ fn release_after_end(mut call: Call, mut cgroups: RunCgroups) {
         return;
     }
     tokio::spawn(async move {
-        if let Ok(None) = timeout(KILL_GRACE, call.0.exited()).await {
+        if timeout(KILL_GRACE, call.0.closed()).await.is_ok() {
             cgroups.emptied();
         }
         drop(cgroups);
@@ -447,7 +547,7 @@ fn release_after_end(mut call: Call, mut cgroups: RunCgroups) {
 
 /// Kills the call of `reply` once started (and so everything in its pid namespace).
 fn kill(reply: &Reply) {
-    if let Some((_, Some(pidfd))) = &reply.started {
+    if let Some(pidfd) = reply.pidfd() {
         // Failing means it is gone already.
         let _killed = pidfd_send_signal(pidfd, Signal::KILL);
     }

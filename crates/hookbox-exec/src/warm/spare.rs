@@ -1,14 +1,18 @@
-//! Spare calls: the supervisor starts each call before its request arrives, so that what does
+//! Spare calls: the supervisor starts each call before its request exists, so that what does
 //! not depend on the request (the call's `clone3` into namespaces of its own, its fresh
 //! `/proc`, `/tmp` and `/dev/shm`, its confinement: landlock, capabilities, seccomp) is done
 //! while the previous call runs, not while the caller waits.
 //!
-//! A spare waits on a socket of its own for the request's descriptors; with them it joins the
-//! call's cgroups before anything else (it has started nothing yet, so everything the call
-//! starts is counted there), reads the request, takes its stdio and working directory and
-//! executes the program. A step that failed, its own set-up's included, is reported on the
-//! request's reply socket, exactly as a call started on demand reports it. A spare is only a
-//! process of the supervisor's, in namespaces of its own: no call can see, signal or reach it.
+//! The supervisor hands each spare to the parent ([`Message::SPARE`]): the parent's end of the
+//! spare's request socket, the parent's end of its report socket and a pidfd of it. From then
+//! on the parent talks to the spare directly: it hands it its cgroups as soon as it has it
+//! ([`Message::CGROUPS`]; the spare joins them at once, before it has started anything, so
+//! everything the call starts is counted there), and later the request
+//! ([`Message::REQUEST`]); the spare reads the request, takes its stdio and working directory
+//! and executes the program. A step that failed, its own set-up's included, is reported on the
+//! report socket, where the supervisor reports the call's end (`EXITED`) after it. A spare is
+//! only a process of the supervisor's, in namespaces of its own: no call can see, signal or
+//! reach it.
 
 use std::convert::Infallible;
 use std::ffi::{CString, OsStr};
@@ -22,166 +26,201 @@ use rustix::net::{
     AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
     SendAncillaryMessage, SendFlags, SocketFlags, SocketType, recvmsg, sendmsg, socketpair,
 };
-use rustix::process::{Signal, pidfd_send_signal};
 
 use super::request::Request;
 use crate::exec_args::ExecArgs;
 use crate::sandbox::{
-    CallSetup, Failed, RECORD_FAILED, STEP_EXEC, STEP_REQUEST, run_request, send_record, start_call,
+    CallSetup, Failed, RECORD_FAILED, STEP_EXEC, STEP_REQUEST, join_cgroups, run_request,
+    send_record, start_call,
 };
 
-/// Descriptors of a request: its memory file, the call's stdin, stdout and stderr, its reply
-/// socket.
-pub(super) const REQUEST_FDS: usize = 5;
+/// The most descriptors one message carries (a request's four).
+const MAX_FDS: usize = 4;
 
-/// The most cgroup files a request brings (v1 `pids` and `memory`, or one v2 cgroup).
-const JOIN_FDS: usize = 2;
+/// One message on a warm sandbox's sockets: what it is, a number, descriptors.
+pub(super) struct Message {
+    /// One of the kinds below.
+    pub(super) kind: u32,
+    /// The kind's number.
+    pub(super) value: u32,
+    /// The kind's descriptors.
+    pub(super) fds: Vec<OwnedFd>,
+}
 
-/// The most descriptors one request may carry.
-pub(crate) const MAX_REQUEST_FDS: usize = REQUEST_FDS + JOIN_FDS;
+impl Message {
+    /// Parent to supervisor: start `value` more spares.
+    pub(super) const WANT: u32 = 1;
+    /// Supervisor to parent: a spare, pid `value`; its request socket, its report socket and
+    /// a pidfd of it (the parent's copies).
+    pub(super) const SPARE: u32 = 2;
+    /// Supervisor to parent: a spare asked for could not be started (`value`, the errno).
+    pub(super) const NO_SPARE: u32 = 3;
+    /// Parent to spare: the files through which it joins its cgroups.
+    pub(super) const CGROUPS: u32 = 4;
+    /// Parent to spare: the request (its memory file, the call's stdin, stdout and stderr).
+    pub(super) const REQUEST: u32 = 5;
+    /// Parent to supervisor, before any [`Message::WANT`]: report each call's end
+    /// (`EXITED`) even where the kernel could reap the calls.
+    pub(super) const REPORT_ENDS: u32 = 6;
 
-/// A call started ahead of its request, waiting for it.
+    /// Sends a message of `kind` and `value` with `fds` on `socket`: never blocks when
+    /// `flags` has `DONTWAIT`.
+    pub(super) fn send(
+        socket: BorrowedFd<'_>,
+        kind: u32,
+        value: u32,
+        fds: &[BorrowedFd<'_>],
+        flags: SendFlags,
+    ) -> Result<(), Errno> {
+        let mut header = [0_u8; 8];
+        header[..4].copy_from_slice(&kind.to_le_bytes());
+        header[4..].copy_from_slice(&value.to_le_bytes());
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+        let mut ancillary = SendAncillaryBuffer::new(&mut space);
+        if !fds.is_empty() {
+            ancillary.push(SendAncillaryMessage::ScmRights(fds));
+        }
+        sendmsg(
+            socket,
+            &[std::io::IoSlice::new(&header)],
+            &mut ancillary,
+            flags | SendFlags::NOSIGNAL,
+        )
+        .map(drop)
+    }
+
+    /// Receives one message on `socket` (its descriptors close-on-exec): `Ok(None)` at end of
+    /// file.
+    pub(super) fn receive(socket: BorrowedFd<'_>, flags: RecvFlags) -> Result<Option<Self>, Errno> {
+        let mut header = [0_u8; 8];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+        let mut ancillary = RecvAncillaryBuffer::new(&mut space);
+        let received = recvmsg(
+            socket,
+            &mut [IoSliceMut::new(&mut header)],
+            &mut ancillary,
+            flags | RecvFlags::CMSG_CLOEXEC,
+        )?;
+        if received.bytes == 0 {
+            return Ok(None);
+        }
+        let fds = ancillary
+            .drain()
+            .filter_map(|message| match message {
+                RecvAncillaryMessage::ScmRights(fds) => Some(fds),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let number = |at: usize| u32::from_le_bytes([0, 1, 2, 3].map(|i| header[at + i]));
+        Ok(Some(Self {
+            kind: number(0),
+            value: number(4),
+            fds,
+        }))
+    }
+}
+
+/// A spare as the supervisor keeps it: until its end is reported.
 pub(super) struct Spare {
-    pid: libc::pid_t,
-    pidfd: OwnedFd,
-    /// The supervisor's end of the spare's socket.
-    socket: OwnedFd,
+    /// Its pid.
+    pub(super) pid: libc::pid_t,
+    /// A pidfd of it.
+    pub(super) pidfd: OwnedFd,
+    /// Its report socket (the supervisor's copy), where `EXITED` goes.
+    pub(super) report: OwnedFd,
+}
+
+/// The parent's ends of a new spare's sockets: its request socket and its report socket.
+pub(super) struct ParentEnds {
+    /// Where the parent sends the spare its cgroups and its request.
+    pub(super) request: OwnedFd,
+    /// Where the parent reads a failed step and the end.
+    pub(super) report: OwnedFd,
 }
 
 impl Spare {
-    /// Starts a spare set up as `setup` says; the errno of what failed otherwise.
-    pub(super) fn start(setup: &CallSetup<'_>) -> Result<Self, Errno> {
-        let (socket, theirs) = socketpair(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
-            None,
-        )?;
-        let (pid, pidfd) = start_call(setup, theirs.as_fd(), |prepared| {
-            become_call(prepared, theirs.as_fd())
+    /// Starts a spare set up as `setup` says, and the parent's ends of its sockets; the errno
+    /// of what failed otherwise.
+    pub(super) fn start(setup: &CallSetup<'_>) -> Result<(Self, ParentEnds), Errno> {
+        let pair = || {
+            socketpair(
+                AddressFamily::UNIX,
+                SocketType::SEQPACKET,
+                SocketFlags::CLOEXEC,
+                None,
+            )
+        };
+        let (request, requests) = pair()?;
+        let (report, reports) = pair()?;
+        let (pid, pidfd) = start_call(setup, &[requests.as_fd(), reports.as_fd()], |prepared| {
+            become_call(prepared, requests.as_fd(), reports.as_fd())
         })
         .map_err(Errno::from_raw_os_error)?;
-        Ok(Self { pid, pidfd, socket })
-    }
-
-    /// Hands a request's descriptors (see [`receive`]) to this spare, which becomes the call:
-    /// its pid and pidfd. When the spare cannot take them, it is killed and reaped, and the
-    /// errno returned.
-    pub(super) fn hand(self, fds: &[OwnedFd]) -> Result<(libc::pid_t, OwnedFd), Errno> {
-        let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_REQUEST_FDS))];
-        let mut ancillary = SendAncillaryBuffer::new(&mut space);
-        ancillary.push(SendAncillaryMessage::ScmRights(&borrowed));
-        match sendmsg(
-            &self.socket,
-            &[std::io::IoSlice::new(&[0; 4])],
-            &mut ancillary,
-            SendFlags::NOSIGNAL,
-        ) {
-            Ok(_) => Ok((self.pid, self.pidfd)),
-            Err(errno) => {
-                let _killed = pidfd_send_signal(&self.pidfd, Signal::KILL);
-                // SAFETY: waits for our own child, just killed.
-                #[expect(unsafe_code, reason = "waitpid on our own child")]
-                unsafe {
-                    libc::waitpid(self.pid, std::ptr::null_mut(), 0);
-                }
-                Err(errno)
-            }
-        }
+        // The supervisor reports the end on the spare's own end of the report socket; its
+        // copy of the request socket would keep the spare from seeing the parent go.
+        drop(requests);
+        Ok((
+            Self {
+                pid,
+                pidfd,
+                report: reports,
+            },
+            ParentEnds { request, report },
+        ))
     }
 }
 
-/// Receives one request's descriptors on `socket`: `Ok(None)` at end of file.
-pub(super) fn receive(
-    socket: BorrowedFd<'_>,
-    flags: RecvFlags,
-) -> Result<Option<Vec<OwnedFd>>, Errno> {
-    let mut header = [0_u8; 4];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_REQUEST_FDS))];
-    let mut ancillary = RecvAncillaryBuffer::new(&mut space);
-    let received = recvmsg(
-        socket,
-        &mut [IoSliceMut::new(&mut header)],
-        &mut ancillary,
-        flags | RecvFlags::CMSG_CLOEXEC,
-    )?;
-    if received.bytes == 0 {
-        return Ok(None);
-    }
-    let fds = ancillary
-        .drain()
-        .filter_map(|message| match message {
-            RecvAncillaryMessage::ScmRights(fds) => Some(fds),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    Ok(Some(fds))
-}
-
-/// In the spare, once set up (`prepared`): waits for the request on `socket` and runs it, or
-/// reports what failed on its reply socket and exits with 127; exits without a request when
-/// the supervisor closes the socket. Never returns.
-fn become_call(prepared: Result<(), Failed>, socket: BorrowedFd<'_>) -> Infallible {
+/// In the spare, once set up (`prepared`): joins the cgroups that come on `requests`, waits
+/// for the request there and runs it, or reports what failed on `report` and exits with 127;
+/// exits without a request when the parent closes its end. Never returns.
+fn become_call(
+    prepared: Result<(), Failed>,
+    requests: BorrowedFd<'_>,
+    report: BorrowedFd<'_>,
+) -> Infallible {
+    let mut ready = prepared;
     let fds = loop {
-        match receive(socket, RecvFlags::empty()) {
-            Ok(Some(fds)) => break fds,
-            Err(Errno::INTR) => {}
+        match Message::receive(requests, RecvFlags::empty()) {
+            Ok(Some(message)) if message.kind == Message::REQUEST => break message.fds,
+            Ok(Some(message)) if message.kind == Message::CGROUPS => {
+                ready = ready.and_then(|()| join_cgroups(&message.fds));
+            }
+            Ok(Some(_)) | Err(Errno::INTR) => {}
             Ok(None) | Err(_) => exit(0),
         }
     };
-    run(prepared, fds);
-    exit(127)
-}
-
-/// Runs the request of `fds` after the set-up's outcome `prepared`; returns only after a
-/// failed step, reported on the reply socket (a request without one is dropped).
-fn run(prepared: Result<(), Failed>, mut fds: Vec<OwnedFd>) {
-    if !(REQUEST_FDS..=MAX_REQUEST_FDS).contains(&fds.len()) {
-        return;
-    }
-    let joins = fds.split_off(REQUEST_FDS);
-    let Ok([payload, stdin, stdout, stderr, reply]): Result<[OwnedFd; REQUEST_FDS], _> =
-        fds.try_into()
-    else {
-        return;
-    };
-    let failed = match prepared.and_then(|()| program(payload)) {
-        Err(failed) => failed,
-        Ok((exec, cwd)) => {
-            let joins: Vec<libc::c_int> = joins.iter().map(AsRawFd::as_raw_fd).collect();
-            let stdio = [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()];
-            let Err(failed) = run_request(&joins, stdio, &cwd, &exec);
-            failed
-        }
-    };
+    let Err(failed) = ready.and_then(|()| run(fds));
     let _sent = send_record(
-        reply.as_raw_fd(),
+        report.as_raw_fd(),
         RECORD_FAILED,
         failed.step,
         failed.errno as u32,
         None,
     );
+    exit(127)
 }
 
-/// The program, arguments, environment and working directory of the request in the memory
-/// file `payload`.
-fn program(payload: OwnedFd) -> Result<(ExecArgs, CString), Failed> {
+/// Runs the request of `fds` (its memory file, stdin, stdout, stderr); returns only with the
+/// step that failed.
+fn run(fds: Vec<OwnedFd>) -> Result<Infallible, Failed> {
     let invalid = |step| Failed {
         step,
         errno: libc::EINVAL,
     };
+    let [payload, stdin, stdout, stderr]: [OwnedFd; 4] =
+        fds.try_into().map_err(|_| invalid(STEP_REQUEST))?;
     let request = Request::read(payload).ok_or_else(|| invalid(STEP_REQUEST))?;
     let exec = ExecArgs::new(
         OsStr::from_bytes(&request.program),
         request.args.iter().map(|arg| OsStr::from_bytes(arg)),
         request.vars,
     );
-    match (exec, CString::new(request.cwd)) {
-        (Ok(exec), Ok(cwd)) => Ok((exec, cwd)),
-        _ => Err(invalid(STEP_EXEC)),
-    }
+    let (Ok(exec), Ok(cwd)) = (exec, CString::new(request.cwd)) else {
+        return Err(invalid(STEP_EXEC));
+    };
+    let stdio = [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()];
+    run_request(stdio, &cwd, &exec)
 }
 
 /// Exits the spare at once (nothing of the supervisor's copied memory is flushed or run).

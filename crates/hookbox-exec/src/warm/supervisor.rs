@@ -5,19 +5,18 @@
 //! It inherits the namespaces and the file system of the sandbox and the control socket as
 //! descriptor 3, and nothing else; it is not itself
 //! confined (it needs its capabilities inside the sandbox's user namespace to start calls in
-//! namespaces of their own). It is single-threaded: one `poll` loop over the control socket,
-//! the pidfd of each running call and each call's reply socket.
+//! namespaces of their own). It is single-threaded: one `poll` loop over the control socket
+//! and the pidfd of each spare it handed out. It starts calls; it never sees their requests.
 //!
-//! - A request on the control socket (see [`super::request`]) with five descriptors (the
-//!   request's memory file, the call's stdin, stdout and stderr, its reply socket), and as root
-//!   the files through which the call joins its own cgroups, starts the call and answers
-//!   `STARTED` with a pidfd of it on the reply socket. The call is the spare started after
-//!   the previous request (see [`super::spare`]), or one started now for the first request
-//!   and for requests that arrive together; a new spare is started after each request.
-//! - A call's pidfd becoming readable means the call and everything it started are gone: it
-//!   is reaped and its wait status sent as `EXITED`.
-//! - A reply socket hung up means the caller stopped waiting (a timeout, or its future was
-//!   dropped): the call is killed.
+//! - [`Message::WANT`] on the control socket: it starts that many spares (see
+//!   [`super::spare`]: each a call set up ahead of its request) and hands each to the parent
+//!   ([`Message::SPARE`]), or says why it could not ([`Message::NO_SPARE`]). The parent then
+//!   sends the spare its cgroups and its request directly.
+//! - A spare's pidfd becoming readable means the call and everything it started are gone (or
+//!   the spare ended unused): it is reaped and its wait status sent as `EXITED` on its report
+//!   socket (where the kernel reaps the calls, see [`READY_ENDS_ON_PIDFDS`], `EXITED` only
+//!   confirms the end), which the supervisor then closes, after releasing the call's mount
+//!   namespace.
 //! - End of file on the control socket means the parent is gone: the supervisor exits, and
 //!   the kernel kills everything left in the sandbox.
 
@@ -28,14 +27,12 @@ use std::os::unix::ffi::OsStringExt;
 
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::Errno;
-use rustix::net::RecvFlags;
-use rustix::process::{Signal, pidfd_send_signal};
+use rustix::net::{RecvFlags, SendFlags};
 
-use super::spare::{self, MAX_REQUEST_FDS, REQUEST_FDS, Spare};
+use super::spare::{Message, Spare};
 use crate::sandbox::{
     CONTROL_FD, CallSetup, Confinement, LandlockPlan, MAX_SCRATCH_BINDS, RECORD_EXITED,
-    RECORD_FAILED, RECORD_READY, RECORD_STARTED, STEP_CALL_START, ScratchBind, seccomp_program,
-    send_record,
+    RECORD_READY, ScratchBind, seccomp_program, send_record,
 };
 
 /// The argument (right after the program's name) that makes [`supervise_if_asked`] run the
@@ -219,19 +216,26 @@ impl Settings {
     }
 }
 
-/// A running call.
+/// The number `READY` says when the kernel reaps the calls (the supervisor ignores
+/// `SIGCHLD`): the parent reads each call's end and wait status from its pidfd (Linux 6.15's
+/// `PIDFD_INFO_EXIT`), one process wake-up fewer than waiting for `EXITED`, which is sent
+/// otherwise (`READY` says 0).
+pub(super) const READY_ENDS_ON_PIDFDS: u32 = 1;
+
+/// The most spares one [`Message::WANT`] starts.
+const MAX_WANTED: u32 = 64;
+
+/// A spare handed to the parent, until its end has been reported.
 struct Running {
-    pid: libc::pid_t,
-    pidfd: OwnedFd,
-    /// The call's mount namespace, held so that its tear-down (its `/proc`, `/tmp` and
+    /// The spare's mount namespace, held so that its tear-down (its `/proc`, `/tmp` and
     /// `/dev/shm` unmounted, their pages freed) is not part of the call's exit, which its
     /// caller waits for, but happens after `EXITED` is sent, when this is dropped: before
-    /// `reply` (declared after it), so that the caller, seeing the reply socket end, knows
-    /// nothing of the call is left charged to its cgroups. No spare inherits it (a spare
-    /// closes every descriptor but its own socket).
+    /// `spare` (declared after it, with the supervisor's copy of the report socket), so that
+    /// the caller, seeing the report socket end, knows nothing of the call is left charged to
+    /// its cgroups. No spare inherits it (a spare closes every descriptor but its own
+    /// sockets).
     _mounts: Option<OwnedFd>,
-    /// Where the call's end is reported; `None` once the caller hung up (the call was killed).
-    reply: Option<OwnedFd>,
+    spare: Spare,
 }
 
 /// The supervisor's loop; returns the exit code once the parent is gone.
@@ -262,112 +266,163 @@ fn serve(settings: &Settings) -> i32 {
         scratch_binds: &settings.scratch_binds,
         confinement: &confinement,
     };
-    // The next call, started ahead of its request once the sandbox has had one.
-    let mut spare: Option<Spare> = None;
-    if !send_record(control.as_raw_fd(), RECORD_READY, 0, 0, None) {
+    let mut kernel_reaps = pidfds_keep_exit_status();
+    if kernel_reaps {
+        // Each spare sets `SIGCHLD` back to its default.
+        set_sigchld(libc::SIG_IGN);
+    }
+    let ready = if kernel_reaps {
+        READY_ENDS_ON_PIDFDS
+    } else {
+        0
+    };
+    if !send_record(control.as_raw_fd(), RECORD_READY, ready, 0, None) {
         return 1;
     }
-    let mut calls: Vec<Running> = Vec::new();
+    let mut running: Vec<Running> = Vec::new();
     loop {
-        let (control_ready, events) = {
+        let (control_ready, exited) = {
             let mut fds = vec![PollFd::new(&control, PollFlags::IN)];
-            for call in &calls {
-                fds.push(PollFd::new(&call.pidfd, PollFlags::IN));
-                // Hang-ups are always reported, whatever is asked for.
-                let reply = call.reply.as_ref().map_or(call.pidfd.as_fd(), AsFd::as_fd);
-                fds.push(PollFd::from_borrowed_fd(reply, PollFlags::empty()));
-            }
+            fds.extend(
+                running
+                    .iter()
+                    .map(|call| PollFd::new(&call.spare.pidfd, PollFlags::IN)),
+            );
             match poll(&mut fds, None) {
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(_) => return 1,
             }
             let ready = |fd: &PollFd<'_>| !fd.revents().is_empty();
-            let calls: Vec<(bool, bool)> = fds[1..]
-                .chunks(2)
-                .map(|pair| (ready(&pair[0]), ready(&pair[1])))
-                .collect();
-            (ready(&fds[0]), calls)
+            let exited: Vec<bool> = fds[1..].iter().map(ready).collect();
+            (ready(&fds[0]), exited)
         };
-        let mut events = events.into_iter();
-        calls.retain_mut(|call| {
-            let (exited, hung_up) = events.next().unwrap_or_default();
-            if exited {
-                finish(call);
-                return false;
+        let mut exited = exited.into_iter();
+        running.retain(|call| {
+            let ended = exited.next().unwrap_or_default();
+            if ended {
+                report_end(&call.spare, kernel_reaps);
             }
-            if hung_up && call.reply.is_some() {
-                // The caller stopped waiting: the call ends now, and is reaped when it has.
-                let _killed = pidfd_send_signal(&call.pidfd, Signal::KILL);
-                call.reply = None;
-            }
-            true
+            !ended
         });
         if control_ready {
-            match spare::receive(control.as_fd(), RecvFlags::DONTWAIT) {
-                Ok(Some(fds)) => calls.extend(start(fds, &setup, spare.take())),
+            match Message::receive(control.as_fd(), RecvFlags::DONTWAIT) {
+                Ok(Some(message)) if message.kind == Message::WANT => {
+                    for _ in 0..message.value.min(MAX_WANTED) {
+                        running.extend(hand_out(&control, &setup));
+                    }
+                }
+                Ok(Some(message)) if message.kind == Message::REPORT_ENDS && running.is_empty() => {
+                    if kernel_reaps {
+                        set_sigchld(libc::SIG_DFL);
+                        kernel_reaps = false;
+                    }
+                }
+                Ok(Some(_)) | Err(Errno::AGAIN | Errno::INTR) => {}
                 Ok(None) => return 0,
-                Err(Errno::AGAIN | Errno::INTR) => {}
                 Err(_) => return 1,
-            }
-            // Only now, with the request's descriptors closed here, so that it holds none.
-            if spare.is_none() {
-                spare = Spare::start(&setup).ok();
             }
         }
     }
 }
 
-/// Reaps an exited call and reports its wait status to its caller, if still there.
-fn finish(call: &Running) {
-    let mut status = 0;
-    // SAFETY: waits for our own child, which has exited (its pidfd is readable).
-    #[expect(unsafe_code, reason = "waitpid on our own child")]
-    let reaped = unsafe { libc::waitpid(call.pid, &raw mut status, 0) };
-    if let (Some(reply), true) = (&call.reply, reaped == call.pid) {
-        let _sent = send_record(reply.as_raw_fd(), RECORD_EXITED, status as u32, 0, None);
+/// Sets the disposition of `SIGCHLD`: ignored, the kernel reaps the children as they exit.
+fn set_sigchld(disposition: libc::sighandler_t) {
+    // SAFETY: plain system call.
+    #[expect(unsafe_code, reason = "signal has no safe wrapper here")]
+    unsafe {
+        libc::signal(libc::SIGCHLD, disposition);
     }
 }
 
-/// Starts the call of one request in `spare` (or, without one or when it is gone, in a call
-/// started now); reports why it could not on the request's reply socket otherwise.
-fn start(fds: Vec<OwnedFd>, setup: &CallSetup<'_>, spare: Option<Spare>) -> Option<Running> {
-    if !(REQUEST_FDS..=MAX_REQUEST_FDS).contains(&fds.len()) {
-        return None;
-    }
-    let started = match spare.map(|spare| spare.hand(&fds)) {
-        Some(Ok(started)) => Ok(started),
-        _ => Spare::start(setup).and_then(|spare| spare.hand(&fds)),
+/// Whether the kernel keeps the wait status of a reaped child for its pidfds (Linux 6.15's
+/// `PIDFD_INFO_EXIT`): tried on a child that exits at once.
+fn pidfds_keep_exit_status() -> bool {
+    // SAFETY: this process is single-threaded; the child only exits.
+    #[expect(unsafe_code, reason = "fork and _exit have no safe wrapper here")]
+    let pid = unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            libc::_exit(0);
+        }
+        pid
     };
-    let reply = fds.into_iter().nth(REQUEST_FDS - 1)?;
-    match started {
-        Ok((pid, pidfd)) => {
-            let _sent = send_record(
-                reply.as_raw_fd(),
-                RECORD_STARTED,
-                pid as u32,
-                0,
-                Some(pidfd.as_raw_fd()),
-            );
+    // A fork refused (say by the sandbox's process limit) leaves `EXITED` reports.
+    let Some(child) = (pid > 0)
+        .then(|| rustix::process::Pid::from_raw(pid))
+        .flatten()
+    else {
+        return false;
+    };
+    // Opened while the child cannot be reaped yet: `SIGCHLD` is not ignored.
+    let pidfd = rustix::process::pidfd_open(child, rustix::process::PidfdFlags::empty());
+    // SAFETY: waits for our own child.
+    #[expect(unsafe_code, reason = "waitpid on our own child")]
+    unsafe {
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    pidfd.is_ok_and(|pidfd| crate::reported::exit_status(pidfd.as_fd()).is_some())
+}
+
+/// Reports an ended spare's end on its report socket: its wait status, reaped here, or, when
+/// the kernel reaped it (`kernel_reaps`; the parent read the status from its pidfd), only that
+/// the supervisor saw it end (a call killed by SIGKILL is told apart from one killed with its
+/// sandbox by this record).
+fn report_end(spare: &Spare, kernel_reaps: bool) {
+    let mut status = 0;
+    if !kernel_reaps {
+        // SAFETY: waits for our own child, which has exited (its pidfd is readable).
+        #[expect(unsafe_code, reason = "waitpid on our own child")]
+        let reaped = unsafe { libc::waitpid(spare.pid, &raw mut status, 0) };
+        if reaped != spare.pid {
+            return;
+        }
+    }
+    // Failing means the parent no longer waits for it.
+    let _sent = send_record(
+        spare.report.as_raw_fd(),
+        RECORD_EXITED,
+        status as u32,
+        0,
+        None,
+    );
+}
+
+/// Starts a spare and hands it to the parent on `control` (or says why it could not); the
+/// spare to watch until its end.
+fn hand_out(control: &OwnedFd, setup: &CallSetup<'_>) -> Option<Running> {
+    match Spare::start(setup) {
+        Ok((spare, ends)) => {
             let mounts = rustix::fs::open(
-                format!("/proc/{pid}/ns/mnt"),
+                format!("/proc/{}/ns/mnt", spare.pid),
                 rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
                 rustix::fs::Mode::empty(),
             )
             .ok();
+            // Not sent means the parent is gone: the spare sees its request socket end and
+            // exits, and is reaped like any other.
+            let _sent = Message::send(
+                control.as_fd(),
+                Message::SPARE,
+                spare.pid as u32,
+                &[
+                    ends.request.as_fd(),
+                    ends.report.as_fd(),
+                    spare.pidfd.as_fd(),
+                ],
+                SendFlags::empty(),
+            );
             Some(Running {
-                pid,
-                pidfd,
                 _mounts: mounts,
-                reply: Some(reply),
+                spare,
             })
         }
         Err(errno) => {
-            let _sent = send_record(
-                reply.as_raw_fd(),
-                RECORD_FAILED,
-                STEP_CALL_START,
+            let _sent = Message::send(
+                control.as_fd(),
+                Message::NO_SPARE,
                 errno.raw_os_error() as u32,
-                None,
+                &[],
+                SendFlags::empty(),
             );
             None
         }

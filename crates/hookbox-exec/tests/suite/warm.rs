@@ -16,12 +16,24 @@ struct Warm {
 
 impl Warm {
     async fn start() -> Self {
+        Self::start_with(false).await
+    }
+
+    /// A warm sandbox whose supervisor reports each call's end (`report_ends`), as on
+    /// kernels before 6.15, or lets the kernel reap the calls where it can.
+    async fn start_with(report_ends: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("workspace")).unwrap();
-        let warm = WarmSandbox::start(Sandbox::new(dir.path()), SUPERVISOR)
-            .await
-            .unwrap();
-        Self { dir, warm }
+        let sandbox = Sandbox::new(dir.path());
+        let warm = if report_ends {
+            WarmSandbox::start_reporting_ends(sandbox, SUPERVISOR).await
+        } else {
+            WarmSandbox::start(sandbox, SUPERVISOR).await
+        };
+        Self {
+            dir,
+            warm: warm.unwrap(),
+        }
     }
 
     fn workspace(&self) -> std::path::PathBuf {
@@ -334,6 +346,126 @@ async fn a_killed_supervisor_fails_the_call_in_progress_and_is_replaced() {
     assert_dead(second as i32).await;
     assert_eq!(warm.ok("echo rebuilt").await, "rebuilt\n");
     assert_ne!(warm.warm.supervisor_pid(), Some(second));
+}
+
+#[tokio::test]
+async fn a_calls_program_starts_with_sigchld_and_sigpipe_at_their_defaults() {
+    let _guard = shared().await;
+    // The supervisor may ignore SIGCHLD (so that the kernel reaps its calls) and ignores
+    // SIGPIPE; a program inheriting an ignored SIGCHLD would have its children reaped before
+    // it could wait for them (a shell catches SIGCHLD and hides that: read it unshelled).
+    for report_ends in [false, true] {
+        let warm = Warm::start_with(report_ends).await;
+        let out = warm
+            .warm
+            .run(&ProcessSpec {
+                program: "grep".into(),
+                args: vec!["^SigIgn:".into(), "/proc/self/status".into()],
+                ..ProcessSpec::shell("", Duration::from_secs(30))
+            })
+            .await
+            .unwrap();
+        let text = out.stdout.to_text();
+        let ignored = u64::from_str_radix(text.trim().trim_start_matches("SigIgn:").trim(), 16)
+            .unwrap_or_else(|_| panic!("{text}"));
+        for signal in [libc::SIGCHLD, libc::SIGPIPE] {
+            assert_eq!(
+                ignored & (1 << (signal - 1)),
+                0,
+                "signal {signal} ignored: {text}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_idle_spare_killed_from_outside_is_replaced() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    assert_eq!(warm.ok("echo first").await, "first\n");
+    // After a call, the supervisor keeps the next call started ahead: kill it.
+    let supervisor = warm.warm.supervisor_pid().unwrap();
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(5);
+    let spares = loop {
+        let children =
+            std::fs::read_to_string(format!("/proc/{supervisor}/task/{supervisor}/children"))
+                .unwrap();
+        let spares: Vec<u32> = children
+            .split_whitespace()
+            .map(|pid| pid.parse().unwrap())
+            .collect();
+        if !spares.is_empty() {
+            break spares;
+        }
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "no spare was started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    for spare in &spares {
+        kill(*spare);
+        assert_dead(*spare as i32).await;
+    }
+    assert_eq!(warm.ok("echo second").await, "second\n");
+    assert_eq!(warm.warm.supervisor_pid(), Some(supervisor));
+}
+
+#[tokio::test]
+async fn where_the_kernel_cannot_reap_calls_the_supervisor_reports_their_ends() {
+    let _guard = shared().await;
+    // The path of kernels before 6.15 (no exit status for pidfds), taken on any kernel.
+    let warm = Arc::new(Warm::start_with(true).await);
+    assert_eq!(
+        warm.sh("exit 3", Duration::from_secs(30)).await.exit,
+        ExitKind::Exited(3)
+    );
+    assert_eq!(
+        warm.ok("sh -c 'exit 7' & wait $!; echo status $?").await,
+        "status 7\n"
+    );
+    let missing = warm
+        .warm
+        .run(&ProcessSpec {
+            program: "no-such-program".into(),
+            args: Vec::new(),
+            ..ProcessSpec::shell("", Duration::from_secs(30))
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(missing, ExecError::Spawn { .. }), "{missing:?}");
+    let out = warm
+        .sh(
+            "setsid sleep 7654341 & sleep 7654342",
+            Duration::from_secs(1),
+        )
+        .await;
+    assert_eq!(out.exit, ExitKind::TimedOut);
+    none_left("sleep 765434").await;
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..8 {
+        let warm = Arc::clone(&warm);
+        calls.spawn(async move { (n, warm.ok(&format!("sleep 0.1; echo {n}")).await) });
+    }
+    while let Some(joined) = calls.join_next().await {
+        let (n, out) = joined.unwrap();
+        assert_eq!(out, format!("{n}\n"));
+    }
+    // A supervisor killed during a call: that call is lost, the next one rebuilds.
+    let first = warm.warm.supervisor_pid().unwrap();
+    let spec = ProcessSpec::shell(
+        "touch /workspace/running; sleep 7654343",
+        Duration::from_secs(60),
+    );
+    let (out, ()) = tokio::join!(warm.warm.run(&spec), async {
+        while !warm.workspace().join("running").exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        kill(first);
+    });
+    assert!(matches!(out, Err(ExecError::SandboxLost { .. })), "{out:?}");
+    none_left("sleep 7654343").await;
+    assert_eq!(warm.ok("echo rebuilt").await, "rebuilt\n");
 }
 
 #[tokio::test]

@@ -5,8 +5,9 @@
 //! call, and fresh `/tmp` and `/dev/shm` hold only what the call writes), in a session of its
 //! own, then confines itself exactly like a cold sandbox's program
 //! ([`confine`]). All of that is done before the call's request arrives (the supervisor keeps
-//! one such call started ahead, a spare); with the request, the call joins its own cgroups,
-//! takes its stdio and working directory ([`run_request`]) and executes the program.
+//! one such call started ahead, a spare); it joins its own cgroups when the parent hands them
+//! over ([`join_cgroups`], still ahead of the request), and with the request takes its stdio
+//! and working directory ([`run_request`]) and executes the program.
 //!
 //! The supervisor is single-threaded, so the child may allocate; its set-up still makes only
 //! system calls on what the supervisor prepared.
@@ -89,17 +90,18 @@ struct CloneArgs {
 }
 
 /// Starts a call: returns its pid (in the sandbox's pid namespace) and a pidfd of it, or the
-/// errno of `clone3`. The child first closes every descriptor from 3 up but `keep` (its own
-/// socket), so that it holds nothing of the supervisor's (such as another call's mount
-/// namespace, which would stay alive with it), sets itself up as [`CallSetup`] says (before
-/// any request: see [`crate::warm`]'s spare calls), then never returns from `then`, which it
-/// is handed the outcome of that set-up.
+/// errno of `clone3`. The child first closes every descriptor from 3 up but those in `keep`
+/// (its own sockets), so that it holds nothing of the supervisor's (such as another call's
+/// mount namespace, which would stay alive with it), sets itself up as [`CallSetup`] says
+/// (before any request: see [`crate::warm`]'s spare calls), then never returns from `then`,
+/// which it is handed the outcome of that set-up.
 #[expect(unsafe_code, reason = "clone3 and the child's raw system calls")]
 pub(crate) fn start_call(
     setup: &CallSetup<'_>,
-    keep: BorrowedFd<'_>,
+    keep: &[BorrowedFd<'_>],
     then: impl FnOnce(Result<(), Failed>) -> Infallible,
 ) -> Result<(libc::pid_t, OwnedFd), i32> {
+    let keep: Vec<libc::c_int> = keep.iter().map(AsRawFd::as_raw_fd).collect();
     let mut pidfd: libc::c_int = -1;
     let args = CloneArgs {
         flags: (libc::CLONE_PIDFD | libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64,
@@ -121,28 +123,30 @@ pub(crate) fn start_call(
     }
     if pid == 0 {
         // `then` never returns (its result cannot exist): the child goes no further.
-        then(close_all_but(keep.as_raw_fd()).and_then(|()| set_up(setup)));
+        then(close_all_but(keep).and_then(|()| set_up(setup)));
     }
     // SAFETY: clone3 stored a new descriptor, owned by nothing else.
     Ok((pid as libc::pid_t, unsafe { OwnedFd::from_raw_fd(pidfd) }))
 }
 
-/// Closes every descriptor from 3 up but `keep`.
+/// Closes every descriptor from 3 up but those in `keep`.
 #[expect(unsafe_code, reason = "raw system calls in a freshly cloned child")]
-fn close_all_but(keep: libc::c_int) -> Result<(), Failed> {
+fn close_all_but(mut keep: Vec<libc::c_int>) -> Result<(), Failed> {
+    keep.sort_unstable();
     // SAFETY (whole function): closes descriptors of this just cloned process, which nothing
     // here uses.
     unsafe {
-        let close_range = |first: libc::c_int, last: libc::c_uint| {
-            libc::syscall(libc::SYS_close_range, first, last, 0)
-        };
-        let below = if keep > 3 {
-            close_range(3, (keep - 1) as libc::c_uint)
-        } else {
-            0
-        };
-        let above = close_range(keep.max(2) + 1, libc::c_uint::MAX);
-        if below == 0 && above == 0 {
+        let mut closed = true;
+        let mut first: libc::c_int = 3;
+        for &kept in keep.iter().filter(|&&fd| fd >= 3) {
+            if kept > first {
+                closed &=
+                    libc::syscall(libc::SYS_close_range, first, (kept - 1) as libc::c_uint, 0) == 0;
+            }
+            first = first.max(kept + 1);
+        }
+        closed &= libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) == 0;
+        if closed {
             return Ok(());
         }
         // Before Linux 5.9: each possible descriptor (up to the soft limit).
@@ -152,7 +156,7 @@ fn close_all_but(keep: libc::c_int) -> Result<(), Failed> {
         };
         check(libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit).into()).at(STEP_FDS)?;
         let highest = libc::c_int::try_from(limit.rlim_cur).unwrap_or(libc::c_int::MAX);
-        for fd in (3..highest).filter(|&fd| fd != keep) {
+        for fd in (3..highest).filter(|fd| !keep.contains(fd)) {
             libc::close(fd);
         }
     }
@@ -168,9 +172,11 @@ fn set_up(setup: &CallSetup<'_>) -> Result<(), Failed> {
     // prepared; none allocates.
     unsafe {
         check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
-        // The supervisor's runtime ignores SIGPIPE; the program gets the default, as it
-        // would from any shell.
+        // The supervisor ignores SIGPIPE (its runtime) and may ignore SIGCHLD (to have the
+        // kernel reap its calls); the program gets the defaults, as it would from any shell
+        // (an ignored SIGCHLD would have the kernel reap the program's own children too).
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
         check(libc::setsid().into()).at(STEP_CALL_START)?;
         let private = MountFlags::NOSUID | MountFlags::NODEV;
         rustix::mount::mount(
@@ -238,21 +244,28 @@ fn set_up(setup: &CallSetup<'_>) -> Result<(), Failed> {
     confine(setup.confinement)
 }
 
-/// The steps of a call once its request has arrived, up to `exec`: joins the call's cgroups
-/// (first, so that everything the call starts is counted in them), takes its stdio and working
+/// Joins a call's cgroups through the join files the parent passed (before its request: so
+/// that everything the call starts is counted in them).
+#[expect(unsafe_code, reason = "raw system calls in a call before exec")]
+pub(crate) fn join_cgroups(joins: &[OwnedFd]) -> Result<(), Failed> {
+    for join in joins {
+        // SAFETY: writes one byte to a descriptor the parent passed.
+        let written = unsafe { libc::write(join.as_raw_fd(), b"0".as_ptr().cast(), 1) };
+        check(written as libc::c_long).at(STEP_CGROUP)?;
+    }
+    Ok(())
+}
+
+/// The steps of a call once its request has arrived, up to `exec`: takes its stdio and working
 /// directory and executes `exec`; returns only with the step that failed.
 #[expect(unsafe_code, reason = "raw system calls before exec")]
 pub(crate) fn run_request(
-    cgroup_joins: &[libc::c_int],
     stdio: [libc::c_int; 3],
     cwd: &CStr,
     exec: &ExecArgs,
 ) -> Result<Infallible, Failed> {
     // SAFETY: raw system calls on descriptors the request brought and NUL-terminated strings.
     unsafe {
-        for &join in cgroup_joins {
-            check(libc::write(join, b"0".as_ptr().cast(), 1) as libc::c_long).at(STEP_CGROUP)?;
-        }
         for (target, &fd) in stdio.iter().enumerate() {
             check(libc::dup2(fd, target as libc::c_int).into()).at(STEP_STDIO)?;
         }

@@ -30,7 +30,9 @@ use rustix::io::Errno;
 
 use crate::after_fork::{errno, exit_like};
 use crate::exec_args::CPointers;
-pub(crate) use call::{CallSetup, MAX_SCRATCH_BINDS, ScratchBind, run_request, start_call};
+pub(crate) use call::{
+    CallSetup, MAX_SCRATCH_BINDS, ScratchBind, join_cgroups, run_request, start_call,
+};
 pub(crate) use confine::Confinement;
 use init::init_process;
 use network::NetHandoff;
