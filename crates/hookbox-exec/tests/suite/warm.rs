@@ -319,13 +319,12 @@ fn kill(pid: u32) {
     .unwrap();
 }
 
-#[tokio::test]
-async fn a_killed_supervisor_fails_the_call_in_progress_and_is_replaced() {
-    let _guard = shared().await;
-    let warm = Warm::start().await;
+/// Kills `warm`'s supervisor while a call (`sleep MARKER`) runs: the call is lost, and
+/// nothing of it is left. The supervisor's pid.
+async fn kill_the_supervisor_during_a_call(warm: &Warm, marker: &str) -> u32 {
     let first = warm.warm.supervisor_pid().unwrap();
     let spec = ProcessSpec::shell(
-        "touch /workspace/running; sleep 7654331",
+        &format!("touch /workspace/running; sleep {marker}"),
         Duration::from_secs(60),
     );
     let (out, ()) = tokio::join!(warm.warm.run(&spec), async {
@@ -335,7 +334,15 @@ async fn a_killed_supervisor_fails_the_call_in_progress_and_is_replaced() {
         kill(first);
     });
     assert!(matches!(out, Err(ExecError::SandboxLost { .. })), "{out:?}");
-    none_left("sleep 7654331").await;
+    none_left(&format!("sleep {marker}")).await;
+    first
+}
+
+#[tokio::test]
+async fn a_killed_supervisor_fails_the_call_in_progress_and_is_replaced() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    let first = kill_the_supervisor_during_a_call(&warm, "7654331").await;
     assert_dead(first as i32).await;
     // The next call builds a new sandbox, over the same files.
     assert_eq!(warm.ok("ls /workspace").await, "running\n");
@@ -452,19 +459,7 @@ async fn where_the_kernel_cannot_reap_calls_the_supervisor_reports_their_ends() 
         assert_eq!(out, format!("{n}\n"));
     }
     // A supervisor killed during a call: that call is lost, the next one rebuilds.
-    let first = warm.warm.supervisor_pid().unwrap();
-    let spec = ProcessSpec::shell(
-        "touch /workspace/running; sleep 7654343",
-        Duration::from_secs(60),
-    );
-    let (out, ()) = tokio::join!(warm.warm.run(&spec), async {
-        while !warm.workspace().join("running").exists() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        kill(first);
-    });
-    assert!(matches!(out, Err(ExecError::SandboxLost { .. })), "{out:?}");
-    none_left("sleep 7654343").await;
+    kill_the_supervisor_during_a_call(&warm, "7654343").await;
     assert_eq!(warm.ok("echo rebuilt").await, "rebuilt\n");
 }
 
