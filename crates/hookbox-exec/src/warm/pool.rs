@@ -149,7 +149,8 @@ impl Spares {
                     Some(Ok(spare))
                 } else if let Some(errno) = state.failed.pop() {
                     Some(Err(NoSpare::NotStarted(errno)))
-                } else if state.gone {
+                } else if state.gone || self.receiving.is_finished() {
+                    // The receiving task also ends with the runtime it was started on.
                     Some(Err(NoSpare::Gone))
                 } else {
                     None
