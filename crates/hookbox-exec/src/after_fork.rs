@@ -1,5 +1,6 @@
 //! Small pieces shared by the processes hookbox forks that wait for a child of their own (the
-//! sandbox's intermediate and the keeper): the errno, and exiting the way the child did.
+//! sandbox's intermediate and the keeper): the errno, closing inherited descriptors, and
+//! exiting the way the child did.
 //!
 //! Like the rest of what runs between fork and exec, nothing here allocates or takes a lock.
 
@@ -42,5 +43,21 @@ pub(crate) fn die_by(signal: libc::c_int) -> ! {
         libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, ptr::null_mut());
         libc::kill(libc::getpid(), signal);
         libc::_exit(128 + signal)
+    }
+}
+
+/// Closes every descriptor from 3 up, except `keep`.
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+pub(crate) fn close_from_3_except(keep: libc::c_int) {
+    let ranges: [(u32, u32); 2] = if keep >= 3 {
+        [(3, keep as u32 - 1), (keep as u32 + 1, u32::MAX)]
+    } else {
+        [(3, u32::MAX), (1, 0)]
+    };
+    for (first, last) in ranges {
+        if first <= last {
+            // SAFETY: close_range only closes descriptors; nothing here uses them afterwards.
+            unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) };
+        }
     }
 }

@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 
 use crate::capture::CapturedOutput;
 use crate::group::ProcessGroup;
+use crate::keeper;
 use crate::sandbox::Prepared;
 use crate::spawn::{self, ExecError, ProcessSpec, Spawned, StopListening};
 
@@ -54,7 +55,16 @@ pub async fn spawn_interactive(spec: &ProcessSpec) -> Result<Interactive, ExecEr
         stderr,
         group,
         prepared,
+        keeper_report,
     } = spawn::spawn(spec)?;
+    if let Some(report) = keeper_report
+        && let Some(errno) = keeper::failed_start(report).await
+    {
+        return Err(ExecError::Spawn {
+            program: spec.program.to_string_lossy().into_owned(),
+            source: std::io::Error::from_raw_os_error(errno),
+        });
+    }
     let listening = match &prepared {
         // Ends once the sandbox's init has reported itself (or at its exec at the latest).
         Some(prepared) => prepared.init_pidfd(false).await.1.map(StopListening),

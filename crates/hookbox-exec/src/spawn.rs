@@ -1,10 +1,13 @@
 //! Spawning one child in its own process group and collecting what it did.
 
 use std::ffi::OsString;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::pin::pin;
 use std::process::Stdio;
+
+use rustix::pipe::PipeFlags;
 use std::time::Duration;
 
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
@@ -174,6 +177,7 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
         stderr,
         mut group,
         prepared,
+        keeper_report,
     } = spawn(spec)?;
     // The sandbox's init (pid 1 of its namespace): once it is gone, so is everything inside.
     let (init, listener) = match &prepared {
@@ -237,6 +241,12 @@ pub async fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ExecError> {
                 program: program(),
                 source,
             })?;
+            if let Some(errno) = keeper_report.as_ref().and_then(keeper::read_failed_start) {
+                return Err(ExecError::Spawn {
+                    program: program(),
+                    source: std::io::Error::from_raw_os_error(errno),
+                });
+            }
             // wait(2) without WUNTRACED reports only exits and deaths by signal.
             match status.code() {
                 Some(code) => ExitKind::Exited(code),
@@ -271,6 +281,9 @@ pub(crate) struct Spawned {
     pub(crate) stderr: Option<ChildStderr>,
     pub(crate) group: ProcessGroup,
     pub(crate) prepared: Option<Prepared>,
+    /// For a kept run, the read end of the keeper's report pipe (see
+    /// [`keeper::read_failed_start`]).
+    pub(crate) keeper_report: Option<OwnedFd>,
 }
 
 /// Prepares `spec`'s sandbox (if any) in this process and spawns the child in its own process
@@ -289,9 +302,26 @@ pub(crate) fn spawn(spec: &ProcessSpec) -> Result<Spawned, ExecError> {
         None => (None, None),
     };
     let kept = prepared.is_none() && spec.die_with_parent;
-    let spawned = command(spec, prepared.as_ref()).and_then(|mut command| command.spawn());
-    // The children hold their own copies; ours would keep the status socket from ending.
+    let report = if kept {
+        let (read, write) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
+            .map_err(|errno| ExecError::Spawn {
+                program: program(),
+                source: errno.into(),
+            })?;
+        Some((read, write))
+    } else {
+        None
+    };
+    let spawned = command(
+        spec,
+        prepared.as_ref(),
+        report.as_ref().map(|(_, write)| write.as_fd()),
+    )
+    .and_then(|mut command| command.spawn());
+    // The children hold their own copies; ours would keep the status socket (and the keeper's
+    // report pipe) from ending.
     drop(child_end);
+    let keeper_report = report.map(|(read, _write)| read);
     let mut child =
         spawned.map_err(
             |source| match prepared.as_ref().and_then(Prepared::failure) {
@@ -316,6 +346,7 @@ pub(crate) fn spawn(spec: &ProcessSpec) -> Result<Spawned, ExecError> {
         stderr,
         group,
         prepared,
+        keeper_report,
     })
 }
 
@@ -344,7 +375,11 @@ impl Drop for StopListening {
     unsafe_code,
     reason = "pre_exec becomes the keeper or builds the sandbox in the child"
 )]
-fn command(spec: &ProcessSpec, sandboxed: Option<&Prepared>) -> std::io::Result<Command> {
+fn command(
+    spec: &ProcessSpec,
+    sandboxed: Option<&Prepared>,
+    keeper_report: Option<BorrowedFd<'_>>,
+) -> std::io::Result<Command> {
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -377,8 +412,8 @@ fn command(spec: &ProcessSpec, sandboxed: Option<&Prepared>) -> std::io::Result<
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
-    if spec.die_with_parent {
-        let plan = KeeperPlan::new(spec)?;
+    if let Some(report) = keeper_report {
+        let plan = KeeperPlan::new(spec, report)?;
         // Killing the keeper outright would orphan what it keeps: the run's group tells it to
         // stop instead (see `ProcessGroup`), and tokio reaps it once it has.
         command.kill_on_drop(false);

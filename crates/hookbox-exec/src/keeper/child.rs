@@ -8,7 +8,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::{KeeperPlan, watch};
-use crate::after_fork::errno;
+use crate::after_fork::{close_from_3_except, errno};
 
 /// Size of the stack the program starts on (in 16-byte words): it only resets its signals
 /// and calls `execve`.
@@ -23,8 +23,9 @@ struct Launch<'a> {
 }
 
 /// The body of `pre_exec` in the spawned child: becomes the keeper and never returns, except
-/// with the error of a step that failed before the program started (which the standard
-/// library then reports as the spawn's error).
+/// with the error of a step that failed before it let the spawn succeed (which the standard
+/// library then reports as the spawn's error); a program it could not start is reported on
+/// `plan.report` (see [`super::read_failed_start`]).
 #[expect(unsafe_code, reason = "raw system calls between fork and exec")]
 pub(crate) fn run(plan: &KeeperPlan) -> io::Result<()> {
     // SAFETY (whole function): raw system calls on valid arguments; none allocates.
@@ -43,9 +44,20 @@ pub(crate) fn run(plan: &KeeperPlan) -> io::Result<()> {
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
             return Err(io::Error::from_raw_os_error(errno()));
         }
-        let program = start(plan)?;
-        // The program holds the stdio pipes; the exec-error channel closes here, which tells
-        // the caller the spawn succeeded.
+        // The standard library's exec-error channel closes here, before the program starts,
+        // which tells the caller the spawn succeeded: once started, the program could stop
+        // this process (SIGSTOP) before it closed the channel, and the caller's spawn would
+        // wait forever. A program that cannot start is reported on `plan.report` instead.
+        close_from_3_except(plan.report);
+        let program = match start(plan) {
+            Ok(program) => program,
+            Err(error) => {
+                let errno = error.raw_os_error().unwrap_or(libc::EINVAL).to_le_bytes();
+                libc::write(plan.report, errno.as_ptr().cast(), errno.len());
+                libc::_exit(127);
+            }
+        };
+        // The program holds the stdio pipes; the report pipe closes here too.
         libc::syscall(libc::SYS_close_range, 0_u32, u32::MAX, 0_u32);
         watch::keep(program)
     }

@@ -35,6 +35,7 @@ mod watch;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 pub(crate) use child::run;
 
@@ -48,13 +49,18 @@ pub(crate) struct KeeperPlan {
     caller: libc::pid_t,
     /// The program, its arguments and environment.
     exec: ExecArgs,
+    /// Where the keeper writes the errno of a program it could not start (the write end of a
+    /// pipe the parent reads, see [`read_failed_start`]).
+    report: libc::c_int,
 }
 
 impl KeeperPlan {
     /// The plan for running `spec`'s program (its working directory is set by the standard
     /// library before the keeper starts). Fails, as the standard library would, on a NUL
     /// byte in the program, an argument or a variable.
-    pub(crate) fn new(spec: &ProcessSpec) -> io::Result<Self> {
+    /// `report` is the write end of the pipe of [`read_failed_start`], open until the spawn
+    /// returned.
+    pub(crate) fn new(spec: &ProcessSpec, report: BorrowedFd<'_>) -> io::Result<Self> {
         let vars = crate::exec_args::env_entries(environment(spec));
         Ok(Self {
             caller: rustix::process::getpid().as_raw_nonzero().get(),
@@ -63,8 +69,38 @@ impl KeeperPlan {
                 spec.args.iter().map(OsString::as_os_str),
                 vars,
             )?,
+            report: report.as_raw_fd(),
         })
     }
+}
+
+/// The errno of a program its keeper could not start, from the read end of the keeper's
+/// report pipe (non-blocking; read once the keeper has exited); `None` when it started.
+///
+/// The keeper lets the spawn succeed before it starts the program: a program that stops its
+/// keeper (SIGSTOP cannot be blocked) before the keeper closed the standard library's
+/// exec-error channel would otherwise hold the spawning thread forever.
+pub(crate) fn read_failed_start(report: &OwnedFd) -> Option<i32> {
+    let mut errno = [0_u8; 4];
+    match rustix::io::read(report, &mut errno) {
+        Ok(4) => Some(i32::from_le_bytes(errno)),
+        _ => None,
+    }
+}
+
+/// Waits, for at most a couple of seconds, until the keeper behind `report` (the read end of
+/// its report pipe, see [`read_failed_start`]) started its program or said why it could not:
+/// the errno, or `None` once it started (or when the wait ended first).
+pub(crate) async fn failed_start(report: OwnedFd) -> Option<i32> {
+    use tokio::io::AsyncReadExt;
+    let mut report = tokio::net::unix::pipe::Receiver::from_owned_fd(report).ok()?;
+    let mut errno = [0_u8; 4];
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        report.read_exact(&mut errno),
+    )
+    .await;
+    matches!(read, Ok(Ok(_))).then(|| i32::from_le_bytes(errno))
 }
 
 /// The program's environment: the caller's (unless cleared) with `spec.env` on top.
@@ -106,7 +142,9 @@ mod tests {
             args: vec!["a\0b".into()],
             ..ProcessSpec::shell("true", std::time::Duration::from_secs(1))
         };
-        let error = KeeperPlan::new(&spec).err().map(|error| error.kind());
+        let error = KeeperPlan::new(&spec, std::os::fd::AsFd::as_fd(&std::io::stderr()))
+            .err()
+            .map(|error| error.kind());
         assert_eq!(error, Some(io::ErrorKind::InvalidInput));
     }
 }

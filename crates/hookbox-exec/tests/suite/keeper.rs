@@ -106,7 +106,19 @@ async fn a_missing_program_is_a_spawn_error() {
         args: Vec::new(),
         ..ProcessSpec::shell("", Duration::from_secs(30))
     };
+    // The keeper lets the spawn succeed before it starts the program (see `keeper::run`): a
+    // program it cannot start is reported on a pipe of its own, for `run` and for an
+    // interactive child alike.
     let error = run(&spec).await.unwrap_err().to_string();
+    assert!(
+        error.contains("could not start `hookbox-no-such-program`")
+            && error.contains("No such file or directory"),
+        "{error}"
+    );
+    let error = hookbox_exec::spawn_interactive(&spec)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("could not start `hookbox-no-such-program`")
             && error.contains("No such file or directory"),

@@ -28,7 +28,7 @@ use std::ptr;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::after_fork::{errno, exit_like};
+use crate::after_fork::{close_from_3_except, errno, exit_like};
 use crate::exec_args::CPointers;
 pub(crate) use call::{
     CallSetup, MAX_SCRATCH_BINDS, ScratchBind, join_cgroups, run_request, start_call,
@@ -268,22 +268,6 @@ fn write_file(path: &CStr, data: &[u8]) -> Result<(), i32> {
         Ok(written) if written == data.len() => Ok(()),
         Ok(_) => Err(libc::EIO),
         Err(error) => Err(error.raw_os_error()),
-    }
-}
-
-/// Closes every descriptor from 3 up, except `keep`.
-#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
-fn close_from_3_except(keep: libc::c_int) {
-    let ranges: [(u32, u32); 2] = if keep >= 3 {
-        [(3, keep as u32 - 1), (keep as u32 + 1, u32::MAX)]
-    } else {
-        [(3, u32::MAX), (1, 0)]
-    };
-    for (first, last) in ranges {
-        if first <= last {
-            // SAFETY: close_range only closes descriptors; nothing here uses them afterwards.
-            unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) };
-        }
     }
 }
 
