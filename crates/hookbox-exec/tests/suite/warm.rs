@@ -58,6 +58,18 @@ impl Warm {
         );
         out.stdout.to_text()
     }
+
+    /// The error of a call whose program is nowhere on the sandbox's `PATH`.
+    async fn run_missing_program(&self) -> ExecError {
+        self.warm
+            .run(&ProcessSpec {
+                program: "no-such-program".into(),
+                args: Vec::new(),
+                ..ProcessSpec::shell("", Duration::from_secs(30))
+            })
+            .await
+            .unwrap_err()
+    }
 }
 
 /// Whether a process whose command line contains `marker` exists on the host.
@@ -135,15 +147,7 @@ async fn many_calls_run_with_their_own_output_and_exit_codes() {
 async fn a_missing_program_is_a_spawn_error() {
     let _guard = shared().await;
     let warm = Warm::start().await;
-    let error = warm
-        .warm
-        .run(&ProcessSpec {
-            program: "no-such-program".into(),
-            args: Vec::new(),
-            ..ProcessSpec::shell("", Duration::from_secs(30))
-        })
-        .await
-        .unwrap_err();
+    let error = warm.run_missing_program().await;
     assert!(
         matches!(&error, ExecError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
         "{error:?}"
@@ -431,15 +435,7 @@ async fn where_the_kernel_cannot_reap_calls_the_supervisor_reports_their_ends() 
         warm.ok("sh -c 'exit 7' & wait $!; echo status $?").await,
         "status 7\n"
     );
-    let missing = warm
-        .warm
-        .run(&ProcessSpec {
-            program: "no-such-program".into(),
-            args: Vec::new(),
-            ..ProcessSpec::shell("", Duration::from_secs(30))
-        })
-        .await
-        .unwrap_err();
+    let missing = warm.run_missing_program().await;
     assert!(matches!(missing, ExecError::Spawn { .. }), "{missing:?}");
     let out = warm
         .sh(
