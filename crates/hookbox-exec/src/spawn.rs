@@ -6,10 +6,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::pin::pin;
 use std::process::Stdio;
-
-use rustix::pipe::PipeFlags;
 use std::time::Duration;
 
+use rustix::pipe::PipeFlags;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::time::{Instant, timeout_at};
 
@@ -302,16 +301,13 @@ pub(crate) fn spawn(spec: &ProcessSpec) -> Result<Spawned, ExecError> {
         None => (None, None),
     };
     let kept = prepared.is_none() && spec.die_with_parent;
-    let report = if kept {
-        let (read, write) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
-            .map_err(|errno| ExecError::Spawn {
-                program: program(),
-                source: errno.into(),
-            })?;
-        Some((read, write))
-    } else {
-        None
-    };
+    let report = kept
+        .then(|| rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK))
+        .transpose()
+        .map_err(|errno| ExecError::Spawn {
+            program: program(),
+            source: errno.into(),
+        })?;
     let spawned = command(
         spec,
         prepared.as_ref(),
