@@ -9,7 +9,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use crate::after_fork::errno;
 
 /// Search path used when the environment has no `PATH` (the C library's default).
-const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
+pub(crate) const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
 
 /// The environment `vars` as [`ExecArgs::new`] takes it: `NAME=value` each.
 pub(crate) fn env_entries(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<Vec<u8>> {

@@ -22,9 +22,9 @@ use landlock::ABI;
 pub(crate) use cgroup::RunCgroups;
 pub(crate) use child::run as enter;
 pub(crate) use child::{
-    CONTROL_FD, CallSetup, Confinement, Failed, LandlockPlan, MAX_SCRATCH_BINDS, RECORD_EXITED,
-    RECORD_FAILED, RECORD_READY, RECORD_STARTED, STEP_CALL_START, STEP_EXEC, STEP_REQUEST,
-    ScratchBind, join_cgroups, run_request, send_record, start_call,
+    CONTROL_FD, CallMemory, CallSetup, Confinement, Failed, LandlockPlan, MAX_SCRATCH_BINDS,
+    RECORD_EXITED, RECORD_FAILED, RECORD_READY, RECORD_STARTED, STEP_CALL_START, STEP_EXEC,
+    STEP_REQUEST, ScratchBind, join_cgroups, run_request, send_record, start_call,
 };
 pub(crate) use filter::program as seccomp_program;
 pub(crate) use plan::{Prepared, prepare};

@@ -2,6 +2,7 @@
 //! [`WarmSandbox`]); the supervisor inside is in [`supervisor`], the request format in
 //! [`request`].
 
+mod launch;
 mod pool;
 pub(crate) mod request;
 mod spare;

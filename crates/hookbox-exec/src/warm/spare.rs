@@ -15,11 +15,9 @@
 //! reach it.
 
 use std::convert::Infallible;
-use std::ffi::{CString, OsStr};
 use std::io::IoSliceMut;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::io::Errno;
 use rustix::net::{
@@ -27,10 +25,9 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags, SocketFlags, SocketType, recvmsg, sendmsg, socketpair,
 };
 
-use super::request::Request;
-use crate::exec_args::ExecArgs;
+use super::launch::lay_out;
 use crate::sandbox::{
-    CallSetup, Failed, RECORD_FAILED, STEP_EXEC, STEP_REQUEST, join_cgroups, run_request,
+    CallMemory, CallSetup, Failed, RECORD_FAILED, STEP_REQUEST, join_cgroups, run_request,
     send_record, start_call,
 };
 
@@ -92,6 +89,24 @@ impl Message {
     /// Receives one message on `socket` (its descriptors close-on-exec): `Ok(None)` at end of
     /// file.
     pub(super) fn receive(socket: BorrowedFd<'_>, flags: RecvFlags) -> Result<Option<Self>, Errno> {
+        let mut fds = Default::default();
+        Ok(
+            Self::receive_into(socket, flags, &mut fds)?.map(|(kind, value)| Self {
+                kind,
+                value,
+                fds: fds.into_iter().flatten().collect(),
+            }),
+        )
+    }
+
+    /// Receives one message on `socket` without allocating (as a call must before it
+    /// executes): its kind and number, its descriptors (close-on-exec) put in `fds`;
+    /// `Ok(None)` at end of file.
+    fn receive_into(
+        socket: BorrowedFd<'_>,
+        flags: RecvFlags,
+        fds: &mut [Option<OwnedFd>; MAX_FDS],
+    ) -> Result<Option<(u32, u32)>, Errno> {
         let mut header = [0_u8; 8];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
         let mut ancillary = RecvAncillaryBuffer::new(&mut space);
@@ -101,23 +116,22 @@ impl Message {
             &mut ancillary,
             flags | RecvFlags::CMSG_CLOEXEC,
         )?;
-        if received.bytes == 0 {
-            return Ok(None);
-        }
-        let fds = ancillary
+        let received_fds = ancillary
             .drain()
             .filter_map(|message| match message {
                 RecvAncillaryMessage::ScmRights(fds) => Some(fds),
                 _ => None,
             })
-            .flatten()
-            .collect();
-        let number = |at: usize| u32::from_le_bytes([0, 1, 2, 3].map(|i| header[at + i]));
-        Ok(Some(Self {
-            kind: number(0),
-            value: number(4),
-            fds,
-        }))
+            .flatten();
+        for (slot, fd) in fds.iter_mut().zip(received_fds) {
+            *slot = Some(fd);
+        }
+        if received.bytes == 0 {
+            return Ok(None);
+        }
+        let (kind, value) = header.split_at(4);
+        let number = |bytes: &[u8]| bytes.try_into().map_or(0, u32::from_le_bytes);
+        Ok(Some((number(kind), number(value))))
     }
 }
 
@@ -129,6 +143,9 @@ pub(super) struct Spare {
     pub(super) pidfd: OwnedFd,
     /// Its report socket (the supervisor's copy), where `EXITED` goes.
     pub(super) report: OwnedFd,
+    /// The memory it runs in until it executes its program: unmapped once it has ended, when
+    /// this is dropped (declared last: after its end is reported).
+    _memory: CallMemory,
 }
 
 /// The parent's ends of a new spare's sockets: its request socket and its report socket.
@@ -153,9 +170,13 @@ impl Spare {
         };
         let (request, requests) = pair()?;
         let (report, reports) = pair()?;
-        let (pid, pidfd) = start_call(setup, &[requests.as_fd(), reports.as_fd()], |prepared| {
-            become_call(prepared, requests.as_fd(), reports.as_fd())
-        })
+        let memory = CallMemory::map()?;
+        let (pid, pidfd) = start_call(
+            setup,
+            [requests.as_fd(), reports.as_fd()],
+            &memory,
+            become_call,
+        )
         .map_err(Errno::from_raw_os_error)?;
         // The supervisor reports the end on the spare's own end of the report socket; its
         // copy of the request socket would keep the spare from seeing the parent go.
@@ -165,34 +186,43 @@ impl Spare {
                 pid,
                 pidfd,
                 report: reports,
+                _memory: memory,
             },
             ParentEnds { request, report },
         ))
     }
 }
 
-/// In the spare, once set up (`prepared`): joins the cgroups that come on `requests`, waits
-/// for the request there and runs it, or reports what failed on `report` and exits with 127;
-/// exits without a request when the parent closes its end. Never returns.
+/// In the spare, once set up (`prepared`), with its request socket and its report socket
+/// (`sockets`) and its `arena`: joins the cgroups that come on the request socket, waits for
+/// the request there and runs it, or reports what failed on the report socket and exits with
+/// 127; exits without a request when the parent closes its end. Never returns, and never
+/// allocates (it shares the supervisor's memory: see [`start_call`]).
 fn become_call(
     prepared: Result<(), Failed>,
-    requests: BorrowedFd<'_>,
-    report: BorrowedFd<'_>,
-) -> Infallible {
+    [requests, report]: [libc::c_int; 2],
+    arena: &mut [u8],
+) -> ! {
+    // SAFETY: the spare's own sockets, which `start_call` kept open.
+    #[expect(unsafe_code, reason = "the descriptors kept by start_call")]
+    let requests = unsafe { BorrowedFd::borrow_raw(requests) };
     let mut ready = prepared;
-    let fds = loop {
-        match Message::receive(requests, RecvFlags::empty()) {
-            Ok(Some(message)) if message.kind == Message::REQUEST => break message.fds,
-            Ok(Some(message)) if message.kind == Message::CGROUPS => {
-                ready = ready.and_then(|()| join_cgroups(&message.fds));
+    let mut fds: [Option<OwnedFd>; MAX_FDS] = Default::default();
+    loop {
+        match Message::receive_into(requests, RecvFlags::empty(), &mut fds) {
+            Ok(Some((Message::REQUEST, _))) => break,
+            Ok(Some((Message::CGROUPS, _))) => {
+                let joins = fds.iter().flatten().map(AsFd::as_fd);
+                ready = ready.and_then(|()| join_cgroups(joins));
             }
             Ok(Some(_)) | Err(Errno::INTR) => {}
             Ok(None) | Err(_) => exit(0),
         }
-    };
-    let Err(failed) = ready.and_then(|()| run(fds));
+        fds = Default::default();
+    }
+    let Err(failed) = ready.and_then(|()| run(&fds, arena));
     let _sent = send_record(
-        report.as_raw_fd(),
+        report,
         RECORD_FAILED,
         failed.step,
         failed.errno as u32,
@@ -201,26 +231,21 @@ fn become_call(
     exit(127)
 }
 
-/// Runs the request of `fds` (its memory file, stdin, stdout, stderr); returns only with the
-/// step that failed.
-fn run(fds: Vec<OwnedFd>) -> Result<Infallible, Failed> {
-    let invalid = |step| Failed {
-        step,
-        errno: libc::EINVAL,
+/// Runs the request of `fds` (its memory file, stdin, stdout, stderr), laid out in `arena`;
+/// returns only with the step that failed.
+fn run(fds: &[Option<OwnedFd>; MAX_FDS], arena: &mut [u8]) -> Result<Infallible, Failed> {
+    let [Some(payload), Some(stdin), Some(stdout), Some(stderr)] = fds else {
+        return Err(Failed {
+            step: STEP_REQUEST,
+            errno: libc::EINVAL,
+        });
     };
-    let [payload, stdin, stdout, stderr]: [OwnedFd; 4] =
-        fds.try_into().map_err(|_| invalid(STEP_REQUEST))?;
-    let request = Request::read(payload).ok_or_else(|| invalid(STEP_REQUEST))?;
-    let exec = ExecArgs::new(
-        OsStr::from_bytes(&request.program),
-        request.args.iter().map(|arg| OsStr::from_bytes(arg)),
-        request.vars,
-    );
-    let (Ok(exec), Ok(cwd)) = (exec, CString::new(request.cwd)) else {
-        return Err(invalid(STEP_EXEC));
-    };
-    let stdio = [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()];
-    run_request(stdio, &cwd, &exec)
+    let launch = lay_out(payload.as_fd(), arena)?;
+    run_request(
+        [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()],
+        launch.cwd(),
+        || launch.exec(),
+    )
 }
 
 /// Exits the spare at once (nothing of the supervisor's copied memory is flushed or run).

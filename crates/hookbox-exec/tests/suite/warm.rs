@@ -700,6 +700,67 @@ async fn a_request_larger_than_a_socket_message_arrives_whole() {
 }
 
 #[tokio::test]
+async fn a_request_larger_than_execve_takes_fails_as_a_spawn_error_and_the_next_call_runs() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    // 200 arguments of 100 KB: 20 MB, three times what execve takes (6 MiB at most): the
+    // call fails the way execve fails (E2BIG) instead of being laid out in the call's memory.
+    let args: Vec<std::ffi::OsString> = (0..200).map(|_| "x".repeat(100_000).into()).collect();
+    let error = warm
+        .warm
+        .run(&ProcessSpec {
+            program: "true".into(),
+            args,
+            ..ProcessSpec::shell("", Duration::from_secs(30))
+        })
+        .await
+        .unwrap_err();
+    match &error {
+        ExecError::Spawn { source, .. } => {
+            assert_eq!(source.raw_os_error(), Some(libc::E2BIG), "{error}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(warm.ok("echo next").await, "next\n");
+}
+
+/// The supervisor's virtual memory (`VmSize`, kB).
+fn virtual_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmSize:"))
+        .and_then(|size| size.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_supervisors_memory_does_not_grow_with_calls() {
+    let _guard = shared().await;
+    let warm = Warm::start().await;
+    // Each call runs in memory the supervisor maps for it (its stack and arena, 16 MiB
+    // reserved) until it executes; the supervisor unmaps it once the call has ended.
+    for _ in 0..5 {
+        warm.ok("true").await;
+    }
+    let supervisor = warm.warm.supervisor_pid().unwrap();
+    let before = virtual_memory(supervisor);
+    for _ in 0..40 {
+        warm.ok("true").await;
+    }
+    // Ended calls' memory is unmapped as their ends are seen: allow a few still in flight.
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(5);
+    while virtual_memory(supervisor) > before + 3 * 17 * 1024 {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "the supervisor grew from {before} kB to {} kB over 40 calls",
+            virtual_memory(supervisor)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
 async fn each_call_gets_fresh_scratch_space() {
     let _guard = shared().await;
     let warm = Warm::start().await;

@@ -9,14 +9,30 @@
 //! over ([`join_cgroups`], still ahead of the request), and with the request takes its stdio
 //! and working directory ([`run_request`]) and executes the program.
 //!
-//! The supervisor is single-threaded, so the child may allocate; its set-up still makes only
-//! system calls on what the supervisor prepared.
+//! **The call shares the supervisor's memory until it executes its program** (`CLONE_VM`, as
+//! `posix_spawn` does, but without suspending the supervisor): starting it copies no page
+//! table, it takes no copy-on-write fault, and its `execve` tears no copy of the supervisor's
+//! memory down (on a 2-processor VM that tear-down, with its TLB shoot-down, was the larger
+//! part of a call's `execve`). So from its `clone` to its `execve` the call runs beside the
+//! supervisor like a thread the C library does not know about, and must behave like one:
+//! - it runs on a stack of its own and lays its request out in an arena of its own, both in a
+//!   [`CallMemory`] the supervisor maps for it and unmaps only once it has ended;
+//! - it never allocates (the allocator would race with the supervisor's), panics or takes a
+//!   lock, and reads nothing the supervisor could free or change: the [`CallSetup`] lives as
+//!   long as the supervisor and never changes, and [`start_call`] copies the rest into the
+//!   call's own memory before the `clone`;
+//! - `errno` is the supervisor's too (one thread-local storage). The call reads it only right
+//!   after one of its C library calls failed (its set-up's, and `execve`'s while it searches
+//!   `PATH`; its other steps go through `rustix`, which does not touch it), and the
+//!   supervisor, once it has started calls, makes no C library call that can fail but
+//!   `clone`: only two failures at the same instant could misreport one errno (and stop a
+//!   `PATH` search early), never touch memory.
 
 use std::convert::Infallible;
-use std::ffi::{CStr, CString};
+use std::ffi::{CStr, CString, c_void};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::ptr::NonNull;
 
 use rustix::fs::{CWD, Mode, OFlags};
 use rustix::io::Errno;
@@ -27,7 +43,6 @@ use super::{
     Failed, STEP_CALL_MOUNTS, STEP_CALL_START, STEP_CGROUP, STEP_CWD, STEP_DEATH, STEP_EXEC,
     STEP_FDS, STEP_STDIO, Step, check, errno,
 };
-use crate::exec_args::ExecArgs;
 
 /// What every call of one warm sandbox sets up for itself, whatever its request: the same for
 /// all of them, prepared by the supervisor once.
@@ -75,63 +90,153 @@ impl ScratchBind {
     }
 }
 
-/// `struct clone_args` of `clone3(2)` (the first version's fields).
-#[repr(C)]
-#[derive(Default)]
-struct CloneArgs {
-    flags: u64,
-    pidfd: u64,
-    child_tid: u64,
-    parent_tid: u64,
-    exit_signal: u64,
-    stack: u64,
-    stack_size: u64,
-    tls: u64,
+/// The bytes below a call's stack that fault instead of growing into something else.
+const GUARD_BYTES: usize = 4096;
+/// A call's stack: its set-up and request steps need a few KiB; only what is touched is ever
+/// backed.
+const STACK_BYTES: usize = 256 << 10;
+/// A call's arena: room to lay out any request `execve` would take (at most 6 MiB of
+/// arguments and environment, pointers included, whatever the stack limit): the request, then
+/// its strings again and its pointers. Reserved, not backed, until touched (`MAP_NORESERVE`;
+/// under strict overcommit accounting it is committed whole).
+pub(crate) const ARENA_BYTES: usize = 16 << 20;
+
+/// The memory a call runs in from its `clone` to its `execve` (see the module's doc): a guard
+/// page, its stack and its arena, mapped by the supervisor for this call alone; unmapped when
+/// dropped, which the supervisor does only once the call has ended.
+pub(crate) struct CallMemory {
+    base: NonNull<c_void>,
 }
 
-/// Starts a call: returns its pid (in the sandbox's pid namespace) and a pidfd of it, or the
-/// errno of `clone3`. The child first closes every descriptor from 3 up but those in `keep`
-/// (its own sockets), so that it holds nothing of the supervisor's (such as another call's
-/// mount namespace, which would stay alive with it), sets itself up as [`CallSetup`] says
-/// (before any request: see [`crate::warm`]'s spare calls), then never returns from `then`,
-/// which it is handed the outcome of that set-up.
-#[expect(unsafe_code, reason = "clone3 and the child's raw system calls")]
+impl CallMemory {
+    const BYTES: usize = GUARD_BYTES + STACK_BYTES + ARENA_BYTES;
+
+    /// Maps a call's memory; the errno otherwise.
+    #[expect(unsafe_code, reason = "mapping the call's memory")]
+    pub(crate) fn map() -> Result<Self, Errno> {
+        use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
+        // SAFETY: a fresh anonymous mapping, which nothing else refers to.
+        let base = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                Self::BYTES,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE | MapFlags::NORESERVE | MapFlags::STACK,
+            )?
+        };
+        let memory = Self {
+            base: NonNull::new(base).ok_or(Errno::NOMEM)?,
+        };
+        // SAFETY: the first page of the mapping just made, which nothing uses.
+        unsafe { rustix::mm::mprotect(base, GUARD_BYTES, MprotectFlags::empty())? };
+        Ok(memory)
+    }
+
+    /// The top of the call's stack (16-byte aligned: page-aligned).
+    fn stack_top(&self) -> *mut c_void {
+        self.arena().cast()
+    }
+
+    /// The start of the call's arena ([`ARENA_BYTES`] long).
+    #[expect(unsafe_code, reason = "an address within the mapping")]
+    fn arena(&self) -> *mut u8 {
+        // SAFETY: within the mapping.
+        unsafe {
+            self.base
+                .as_ptr()
+                .cast::<u8>()
+                .add(GUARD_BYTES + STACK_BYTES)
+        }
+    }
+}
+
+impl Drop for CallMemory {
+    #[expect(unsafe_code, reason = "unmapping the call's memory")]
+    fn drop(&mut self) {
+        // SAFETY: the whole mapping made by `map`; the call that used it has ended.
+        let _unmapped = unsafe { rustix::mm::munmap(self.base.as_ptr(), Self::BYTES) };
+    }
+}
+
+/// What a call's first steps need, copied into its own memory before the `clone`.
+struct CallStart {
+    /// The set-up, which lives as long as the supervisor and never changes.
+    setup: *const CallSetup<'static>,
+    /// The descriptors it keeps (its own sockets).
+    keep: [libc::c_int; 2],
+    /// Its arena.
+    arena: *mut u8,
+    /// What it does once set up; never returns.
+    then: Then,
+}
+
+/// What a call does once set up (with the outcome of its set-up, the descriptors it kept and
+/// its arena, [`ARENA_BYTES`] long): it must never return, allocate, panic or take a lock.
+pub(crate) type Then = fn(Result<(), Failed>, [libc::c_int; 2], &mut [u8]) -> !;
+
+/// Starts a call in `memory` (which must outlive it): returns its pid (in the sandbox's pid
+/// namespace) and a pidfd of it, or the errno of `clone`. The child first closes every
+/// descriptor from 3 up but the two in `keep` (its own sockets), so that it holds nothing of
+/// the supervisor's (such as another call's mount namespace, which would stay alive with it),
+/// sets itself up as [`CallSetup`] says (before any request: see [`crate::warm`]'s spare
+/// calls), then calls `then`, which never returns.
+#[expect(unsafe_code, reason = "clone and the child's raw system calls")]
 pub(crate) fn start_call(
     setup: &CallSetup<'_>,
-    keep: &[BorrowedFd<'_>],
-    then: impl FnOnce(Result<(), Failed>) -> Infallible,
+    keep: [BorrowedFd<'_>; 2],
+    memory: &CallMemory,
+    then: Then,
 ) -> Result<(libc::pid_t, OwnedFd), i32> {
-    let keep: Vec<libc::c_int> = keep.iter().map(AsRawFd::as_raw_fd).collect();
-    let mut pidfd: libc::c_int = -1;
-    let args = CloneArgs {
-        flags: (libc::CLONE_PIDFD | libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64,
-        pidfd: (&raw mut pidfd) as u64,
-        exit_signal: libc::SIGCHLD as u64,
-        ..CloneArgs::default()
+    let keep = keep.map(|fd| fd.as_raw_fd());
+    let start = CallStart {
+        setup: std::ptr::from_ref(setup).cast(),
+        keep,
+        arena: memory.arena(),
+        then,
     };
-    // SAFETY: a valid, correctly sized `clone_args` without a stack: the child continues on a
-    // copy of this (single-threaded) process's memory, like after fork.
+    let arg = memory.arena().cast::<CallStart>();
+    // SAFETY: the arena is page-aligned, large enough, and the call's alone; the call reads
+    // this before anything else there.
+    unsafe { arg.write(start) };
+    let mut pidfd: libc::c_int = -1;
+    let flags =
+        libc::CLONE_VM | libc::CLONE_PIDFD | libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::SIGCHLD;
+    // SAFETY: `call_main` runs on the call's own stack and reads only its `CallStart` and
+    // what that points to (see the module's doc); with `CLONE_PIDFD` the pidfd is stored in
+    // `pidfd` (the parent-tid argument).
     let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone3,
-            &raw const args,
-            std::mem::size_of::<CloneArgs>(),
+        libc::clone(
+            call_main,
+            memory.stack_top(),
+            flags,
+            arg.cast(),
+            &raw mut pidfd,
         )
     };
     if pid < 0 {
         return Err(errno());
     }
-    if pid == 0 {
-        // `then` never returns (its result cannot exist): the child goes no further.
-        then(close_all_but(keep).and_then(|()| set_up(setup)));
-    }
-    // SAFETY: clone3 stored a new descriptor, owned by nothing else.
-    Ok((pid as libc::pid_t, unsafe { OwnedFd::from_raw_fd(pidfd) }))
+    // SAFETY: clone stored a new descriptor, owned by nothing else.
+    Ok((pid, unsafe { OwnedFd::from_raw_fd(pidfd) }))
+}
+
+/// A call's first function, on its own stack (see [`start_call`]).
+#[expect(unsafe_code, reason = "the call's entry from clone")]
+extern "C" fn call_main(arg: *mut c_void) -> libc::c_int {
+    // SAFETY: `start_call` wrote a `CallStart` there for this call alone; it is read once,
+    // before the arena is used for anything else.
+    let start = unsafe { arg.cast::<CallStart>().read() };
+    // SAFETY: the set-up outlives every call (see `CallStart::setup`).
+    let setup = unsafe { &*start.setup };
+    let prepared = close_all_but(start.keep).and_then(|()| set_up(setup));
+    // SAFETY: the call's own arena, `ARENA_BYTES` long, which nothing else uses until it ends.
+    let arena = unsafe { std::slice::from_raw_parts_mut(start.arena, ARENA_BYTES) };
+    (start.then)(prepared, start.keep, arena)
 }
 
 /// Closes every descriptor from 3 up but those in `keep`.
 #[expect(unsafe_code, reason = "raw system calls in a freshly cloned child")]
-fn close_all_but(mut keep: Vec<libc::c_int>) -> Result<(), Failed> {
+fn close_all_but(mut keep: [libc::c_int; 2]) -> Result<(), Failed> {
     keep.sort_unstable();
     // SAFETY (whole function): closes descriptors of this just cloned process, which nothing
     // here uses.
@@ -246,30 +351,31 @@ fn set_up(setup: &CallSetup<'_>) -> Result<(), Failed> {
 
 /// Joins a call's cgroups through the join files the parent passed (before its request: so
 /// that everything the call starts is counted in them).
-#[expect(unsafe_code, reason = "raw system calls in a call before exec")]
-pub(crate) fn join_cgroups(joins: &[OwnedFd]) -> Result<(), Failed> {
+pub(crate) fn join_cgroups<'a>(joins: impl Iterator<Item = BorrowedFd<'a>>) -> Result<(), Failed> {
     for join in joins {
-        // SAFETY: writes one byte to a descriptor the parent passed.
-        let written = unsafe { libc::write(join.as_raw_fd(), b"0".as_ptr().cast(), 1) };
-        check(written as libc::c_long).at(STEP_CGROUP)?;
+        match rustix::io::write(join, b"0") {
+            Ok(1) => {}
+            Ok(_) => return Err(libc::EIO).at(STEP_CGROUP),
+            Err(errno) => return Err(errno.raw_os_error()).at(STEP_CGROUP),
+        }
     }
     Ok(())
 }
 
-/// The steps of a call once its request has arrived, up to `exec`: takes its stdio and working
-/// directory and executes `exec`; returns only with the step that failed.
-#[expect(unsafe_code, reason = "raw system calls before exec")]
+/// The steps of a call once its request has arrived, up to `exec`: takes `stdio` and its
+/// working directory, then `exec`utes the program (which returns only with the errno it
+/// failed with); returns only with the step that failed.
 pub(crate) fn run_request(
-    stdio: [libc::c_int; 3],
+    [stdin, stdout, stderr]: [BorrowedFd<'_>; 3],
     cwd: &CStr,
-    exec: &ExecArgs,
+    exec: impl FnOnce() -> i32,
 ) -> Result<Infallible, Failed> {
-    // SAFETY: raw system calls on descriptors the request brought and NUL-terminated strings.
-    unsafe {
-        for (target, &fd) in stdio.iter().enumerate() {
-            check(libc::dup2(fd, target as libc::c_int).into()).at(STEP_STDIO)?;
-        }
-        check(libc::chdir(cwd.as_ptr()).into()).at(STEP_CWD)?;
-    }
-    Err(exec.exec()).at(STEP_EXEC)
+    let stdio = rustix::stdio::dup2_stdin(stdin)
+        .and_then(|()| rustix::stdio::dup2_stdout(stdout))
+        .and_then(|()| rustix::stdio::dup2_stderr(stderr));
+    stdio.map_err(Errno::raw_os_error).at(STEP_STDIO)?;
+    rustix::process::chdir(cwd)
+        .map_err(Errno::raw_os_error)
+        .at(STEP_CWD)?;
+    Err(exec()).at(STEP_EXEC)
 }

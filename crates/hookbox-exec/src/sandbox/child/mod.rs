@@ -31,7 +31,7 @@ use rustix::io::Errno;
 use crate::after_fork::{close_from_3_except, errno, exit_like};
 use crate::exec_args::CPointers;
 pub(crate) use call::{
-    CallSetup, MAX_SCRATCH_BINDS, ScratchBind, join_cgroups, run_request, start_call,
+    CallMemory, CallSetup, MAX_SCRATCH_BINDS, ScratchBind, join_cgroups, run_request, start_call,
 };
 pub(crate) use confine::Confinement;
 use init::init_process;
