@@ -1,6 +1,7 @@
 //! What `execve` needs, prepared before a fork: the paths to try, the argument and environment
-//! arrays. Shared by the keeper and the calls of a warm sandbox, which both execute a program
-//! from a forked process that may not allocate.
+//! arrays, for the keeper, which executes a program from a forked process that may not
+//! allocate. (A warm sandbox's call lays its request out in memory of its own instead: see
+//! `warm::launch`.)
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;

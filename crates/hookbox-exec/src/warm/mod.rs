@@ -75,7 +75,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// call and sends `EXITED` with its wait status on the report socket. The parent feeds stdin,
 /// drains and caps the output and keeps the deadline exactly as for a cold run.
 ///
-/// **Each call** starts (`clone3`) as pid 1 of a pid namespace of its own and in a mount
+/// **Each call** starts (`clone`, sharing the supervisor's memory until it executes its
+/// program, as `posix_spawn` does) as pid 1 of a pid namespace of its own and in a mount
 /// namespace of its own with a fresh `/proc`, `/tmp` and `/dev/shm` (so that nothing one call
 /// leaves in scratch space, say the model's code, reaches a later one, say an owner's hook:
 /// as between cold runs), in a session of its own, then sets the

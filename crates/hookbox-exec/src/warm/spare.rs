@@ -1,5 +1,5 @@
 //! Spare calls: the supervisor starts each call before its request exists, so that what does
-//! not depend on the request (the call's `clone3` into namespaces of its own, its fresh
+//! not depend on the request (the call's `clone` into namespaces of its own, its fresh
 //! `/proc`, `/tmp` and `/dev/shm`, its confinement: landlock, capabilities, seccomp) is done
 //! while the previous call runs, not while the caller waits.
 //!

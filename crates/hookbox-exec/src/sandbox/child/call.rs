@@ -1,4 +1,4 @@
-//! A call of a warm sandbox, from the supervisor's `clone3` to `exec`: the call starts as pid 1
+//! A call of a warm sandbox, from the supervisor's `clone` to `exec`: the call starts as pid 1
 //! of a pid namespace of its own (so that, when it exits or is killed, the kernel kills
 //! everything it started, `setsid` double forks included) with a mount namespace of its own
 //! (where a fresh `/proc` shows only the call's processes, never the supervisor or another
