@@ -193,8 +193,8 @@ impl Spare {
     }
 }
 
-/// In the spare, once set up (`prepared`), with its request socket and its report socket
-/// (`sockets`) and its `arena`: joins the cgroups that come on the request socket, waits for
+/// In the spare, once set up (`prepared`), with its request socket and its report socket and
+/// its `arena`: joins the cgroups that come on the request socket, waits for
 /// the request there and runs it, or reports what failed on the report socket and exits with
 /// 127; exits without a request when the parent closes its end. Never returns, and never
 /// allocates (it shares the supervisor's memory: see [`start_call`]).
