@@ -3,7 +3,7 @@
 //! allocate. (A warm sandbox's call lays its request out in memory of its own instead: see
 //! `warm::launch`.)
 
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
@@ -74,26 +74,42 @@ impl ExecArgs {
     /// Executes the program, trying each candidate path while it is missing; returns the
     /// errno when that fails. Makes only system calls (safe between fork and exec).
     pub(crate) fn exec(&self) -> i32 {
-        let mut failure = libc::ENOENT;
-        for candidate in &self.candidates {
-            #[expect(unsafe_code, reason = "execve between fork and exec")]
-            // SAFETY: a NUL-terminated path and null-terminated arrays of NUL-terminated
-            // strings, all owned by `self`.
-            unsafe {
-                libc::execve(
-                    candidate.as_ptr(),
-                    self.argv.0.as_ptr(),
-                    self.envp.0.as_ptr(),
-                );
-            }
-            match errno() {
-                libc::ENOENT | libc::ENOTDIR => {}
-                libc::EACCES => failure = libc::EACCES,
-                other => return other,
-            }
+        // SAFETY: null-terminated arrays of NUL-terminated strings, all owned by `self`.
+        #[expect(unsafe_code, reason = "execve between fork and exec")]
+        unsafe {
+            exec_first(
+                self.candidates.iter().map(CString::as_c_str),
+                self.argv.as_ptr(),
+                self.envp.as_ptr(),
+            )
         }
-        failure
     }
+}
+
+/// Executes the first of `paths` that is there (as `execvp` does: past a missing one, or one
+/// whose directory is not one; an unreadable one is remembered) with `argv` and `envp`;
+/// returns the errno when none could be executed. Makes only system calls.
+///
+/// # Safety
+///
+/// `argv` and `envp` must be null-terminated arrays of pointers to NUL-terminated strings.
+#[expect(unsafe_code, reason = "execve on arrays the caller vouches for")]
+pub(crate) unsafe fn exec_first<'a>(
+    paths: impl Iterator<Item = &'a CStr>,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+) -> i32 {
+    let mut failure = libc::ENOENT;
+    for path in paths {
+        // SAFETY: a NUL-terminated path; the arrays as the caller vouches.
+        unsafe { libc::execve(path.as_ptr(), argv, envp) };
+        match errno() {
+            libc::ENOENT | libc::ENOTDIR => {}
+            libc::EACCES => failure = libc::EACCES,
+            other => return other,
+        }
+    }
+    failure
 }
 
 /// A null-terminated array of pointers to C strings owned alongside it.

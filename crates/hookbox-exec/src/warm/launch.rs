@@ -12,8 +12,7 @@ use std::os::fd::BorrowedFd;
 
 use rustix::io::Errno;
 
-use crate::after_fork::errno;
-use crate::exec_args::DEFAULT_PATH;
+use crate::exec_args::{DEFAULT_PATH, exec_first};
 use crate::sandbox::{Failed, STEP_EXEC, STEP_REQUEST};
 
 /// The size of a pointer in the arrays `execve` takes.
@@ -210,29 +209,21 @@ impl Launch<'_> {
     /// fails.
     #[expect(unsafe_code, reason = "execve on the arrays laid out")]
     pub(super) fn exec(&self) -> i32 {
-        let mut failure = libc::ENOENT;
         let mut rest = self.out.get(self.candidates..).unwrap_or_default();
-        for _ in 0..self.tries {
-            let Ok(path) = CStr::from_bytes_until_nul(rest) else {
-                break;
-            };
+        let paths = (0..self.tries).map_while(|_| {
+            let path = CStr::from_bytes_until_nul(rest).ok()?;
             rest = rest.get(path.count_bytes() + 1..).unwrap_or_default();
-            // SAFETY: a NUL-terminated path and null-terminated arrays of pointers to
-            // NUL-terminated strings, all in `self.out`, laid out by `lay_out`.
-            unsafe {
-                libc::execve(
-                    path.as_ptr(),
-                    self.out.as_ptr().cast(),
-                    self.out.as_ptr().add(self.envp).cast(),
-                );
-            }
-            match errno() {
-                libc::ENOENT | libc::ENOTDIR => {}
-                libc::EACCES => failure = libc::EACCES,
-                other => return other,
-            }
+            Some(path)
+        });
+        // SAFETY: null-terminated arrays of pointers to NUL-terminated strings, all in
+        // `self.out`, laid out by `lay_out`.
+        unsafe {
+            exec_first(
+                paths,
+                self.out.as_ptr().cast(),
+                self.out.as_ptr().add(self.envp).cast(),
+            )
         }
-        failure
     }
 }
 
