@@ -169,16 +169,18 @@ pub(super) fn lay_out<'a>(
         return Err(too_big());
     }
     let mut writer = Writer { out, next: strings };
+    // The program's name is the first argument; the arguments follow it in their array (at
+    // 0), the environment has its own (at `envp`); each ends with a null pointer.
     let name = writer.string(&[program]);
     writer.pointer(0, Some(name));
-    for (index, mut reader) in [(1, args_reader), (0, vars_reader)] {
-        let (array, count) = if index == 1 { (0, args) } else { (envp, vars) };
-        for at in 0..count {
-            let string = reader.string()?;
-            let copied = writer.string(&[string]);
-            writer.pointer(array + (at + index) * POINTER, Some(copied));
+    for (mut reader, count, array, first) in
+        [(args_reader, args, 0, 1), (vars_reader, vars, envp, 0)]
+    {
+        for slot in first..first + count {
+            let copied = writer.string(&[reader.string()?]);
+            writer.pointer(array + slot * POINTER, Some(copied));
         }
-        writer.pointer(array + (count + index) * POINTER, None);
+        writer.pointer(array + (first + count) * POINTER, None);
     }
     let cwd = writer.string(&[cwd]);
     let candidates = writer.next;
