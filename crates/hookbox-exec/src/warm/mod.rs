@@ -1,6 +1,6 @@
 //! Warm sandboxes: one sandbox built once, then many calls started inside it (see
 //! [`WarmSandbox`]); the supervisor inside is in [`supervisor`], the request format in
-//! [`request`].
+//! [`request`](mod@request).
 
 mod launch;
 mod pool;

@@ -1,6 +1,7 @@
-//! A call as the parent hands it to a warm sandbox's supervisor: the program, its arguments,
+//! A call as the parent hands it to a warm sandbox's spare: the program, its arguments,
 //! environment and working directory, encoded in a memory file (so that no size limit of a
-//! socket message applies) passed with the call's descriptors.
+//! socket message applies) passed with the call's descriptors; the spare lays it out for
+//! `execve` without allocating ([`super::launch`]).
 //!
 //! Each string is a little-endian `u32` length and its bytes; each list, a `u32` count and its
 //! strings.
