@@ -26,9 +26,28 @@ mod sdk_mode;
 mod serve;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Child, Command, Output};
 
 use serde_json::{Value, json};
+
+/// Spawns `command`, whose program a test may have just copied into place: a child that
+/// another test's thread forked meanwhile holds the copy open for writing until it executes
+/// (the descriptor is close-on-exec), and executing the copy fails with ETXTBSY until then;
+/// retried every 10 ms for up to 2 s.
+fn spawn_copied(command: &mut Command) -> std::io::Result<Child> {
+    let mut attempts = 0;
+    loop {
+        match command.spawn() {
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 200 =>
+            {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            spawned => return spawned,
+        }
+    }
+}
 
 /// Runs the `hookbox` binary with `args`.
 #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use serde_json::{Value, json};
 
 use super::{pre_tool_use, script_hook, stderr};
-use crate::{code, hookbox_in, seed_config, stdout_json, write};
+use crate::{code, hookbox_in, seed_config, spawn_copied, stdout_json, write};
 
 mod thin;
 
@@ -74,7 +74,7 @@ fn spawn_hook(
     if program.file_name() != Some(THIN.as_ref()) {
         command.arg("hook");
     }
-    let mut child = command
+    command
         .arg("claude-code")
         .args(extra)
         .current_dir(cwd)
@@ -83,9 +83,8 @@ fn spawn_hook(
         .envs(vars.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run hookbox");
+        .stderr(Stdio::piped());
+    let mut child = spawn_copied(&mut command).expect("run hookbox");
     // A client that cannot answer (no `hookbox` next to it) exits before reading stdin.
     match child.stdin.take().expect("stdin").write_all(event) {
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}

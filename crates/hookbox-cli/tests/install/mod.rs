@@ -2,7 +2,7 @@
 //! real binary, and the command it writes run as the agent would run it.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
@@ -40,12 +40,17 @@ impl Places {
     /// Runs the hookbox binary at `program` as [`Places::hookbox`] does.
     #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
     fn hookbox_at(&self, program: &Path, args: &[&str]) -> Output {
-        std::process::Command::new(program)
+        let mut command = std::process::Command::new(program);
+        command
             .args(args)
             .env("HOME", &self.home)
             .env("HOOKBOX_HOME", &self.hookbox_home)
             .current_dir(&self.project)
-            .output()
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        crate::spawn_copied(&mut command)
+            .and_then(std::process::Child::wait_with_output)
             .expect("run hookbox")
     }
 
