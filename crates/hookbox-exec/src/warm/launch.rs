@@ -2,10 +2,11 @@
 //! call shares the supervisor's memory until it executes its program (see
 //! `sandbox::child::call`), so it may not use the allocator.
 //!
-//! The request (see [`super::request`](mod@super::request)) is read into the start of the arena; after it come
-//! the argument and environment pointer arrays, then each string NUL-terminated, then the
-//! paths to try one after the other (as `execvp` would: the program itself when it has a
-//! slash, else the program in each directory of the environment's `PATH`).
+//! The request (see [`super::request`](mod@super::request)) is read into the start of the
+//! arena; after it come the argument and environment pointer arrays, then each string
+//! NUL-terminated, then the paths to try one after the other (as `execvp` would: the program
+//! itself when it has a slash, else the program in each directory of the environment's
+//! `PATH`).
 
 use std::ffi::CStr;
 use std::os::fd::BorrowedFd;
