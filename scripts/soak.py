@@ -7,11 +7,13 @@ need root), with a built `hookbox`:
     python3 scripts/soak.py --hookbox target/debug/hookbox
 
 It starts `hookbox serve` on a fresh home with a scripted agent whose every interaction makes
-seven `code_execution` calls, one per hook behaviour, under an environment whose
+eight `code_execution` calls, one per hook behaviour, under an environment whose
 `pre_tool_execution` gate misbehaves according to the call:
 
     crash    the hook dies of SIGSEGV (a real fault)       -> fails open: allowed, traced `signaled`
     hang     sleeps past its 1 s timeout                  -> fails open: allowed, traced `timeout`
+    late     answers deny, then sleeps past its timeout   -> denied (a completed deny), traced
+                                                             `timeout`
     setsid   leaves a `setsid` grandchild holding stdout   -> denies at once (the reply is read
              and answers deny                                when the hook exits)
     flood    prints 5 MB                                   -> fails closed: denied, `output_truncated`
@@ -49,6 +51,7 @@ CASES = {
     # The hook is pid 1 of its pid namespace, which ignores signals it sends itself: a real fault.
     "crash": ("exec python3 -c 'import ctypes; ctypes.string_at(0)'", True, "signaled"),
     "hang": ("sleep 5", True, "timeout"),
+    "late": ("echo '{{\"decision\":\"deny\",\"reason\":\"late\"}}'; sleep 5", False, "timeout"),
     "setsid": (
         "setsid sleep 100.{tag} & echo '{{\"decision\":\"deny\",\"reason\":\"setsid\"}}'",
         False,

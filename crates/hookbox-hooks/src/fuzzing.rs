@@ -11,12 +11,12 @@ use crate::event::HookEvent;
 use crate::handler::{CommandHandler, Handler, OnError};
 use crate::outcome::Decision;
 
-/// Decodes `stdout` and `stderr` as the reply of a command hook on `event` that exited with
-/// `exit_code` (its stdout cut after `stdout.len()` bytes when `truncated`), failing closed
-/// when `fail_closed`; returns the decision it makes, if any.
+/// Decodes `stdout` and `stderr` as the reply of a command hook on `event` that ended as
+/// `exit` (its stdout cut after `stdout.len()` bytes when `truncated`), failing closed when
+/// `fail_closed`; returns the decision it makes, if any.
 pub fn decode_command_reply(
     event: HookEvent,
-    exit_code: i32,
+    exit: ExitKind,
     stdout: &[u8],
     stderr: &[u8],
     truncated: bool,
@@ -32,7 +32,7 @@ pub fn decode_command_reply(
         },
     });
     let output = ProcessOutput {
-        exit: ExitKind::Exited(exit_code),
+        exit,
         stdout: CapturedOutput {
             bytes: stdout.to_vec(),
             dropped: u64::from(truncated),
@@ -55,6 +55,8 @@ pub fn decode_command_reply(
 
 #[cfg(test)]
 mod tests {
+    use hookbox_exec::ExitKind;
+
     use super::decode_command_reply;
     use crate::event::HookEvent;
     use crate::outcome::Decision;
@@ -64,21 +66,28 @@ mod tests {
         let deny = br#"{"decision": "deny", "reason": "no"}"#;
         let gate = HookEvent::PreToolExecution;
         assert_eq!(
-            decode_command_reply(gate, 0, deny, b"", false, false),
+            decode_command_reply(gate, ExitKind::Exited(0), deny, b"", false, false),
             Some(Decision::Deny)
         );
         // A cut answer is never an allow.
         assert_eq!(
-            decode_command_reply(gate, 0, b"{}", b"", true, false),
+            decode_command_reply(gate, ExitKind::Exited(0), b"{}", b"", true, false),
             Some(Decision::Deny)
         );
         assert_eq!(
-            decode_command_reply(gate, 0, b"\xff not json", b"", false, false),
+            decode_command_reply(
+                gate,
+                ExitKind::Exited(0),
+                b"\xff not json",
+                b"",
+                false,
+                false
+            ),
             None
         );
         for event in HookEvent::ALL {
             for stdout in [&deny[..], b"\xff not json", b""] {
-                decode_command_reply(event, 2, stdout, b"why", false, true);
+                decode_command_reply(event, ExitKind::Exited(2), stdout, b"why", false, true);
             }
         }
     }

@@ -64,6 +64,7 @@ pub mod fuzzing;
 mod handler;
 mod hookset;
 mod input;
+mod lenient_json;
 mod matcher;
 mod outbox;
 mod outcome;

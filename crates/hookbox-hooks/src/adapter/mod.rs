@@ -278,7 +278,7 @@ impl Agent {
                 self.name()
             ));
         }
-        let payload = match serde_json::from_slice::<Value>(stdin) {
+        let payload = match crate::lenient_json::from_slice::<Value>(stdin) {
             Ok(Value::Object(payload)) => payload,
             Ok(_) => return Err("the hook input is JSON but not an object".to_owned()),
             Err(err) => return Err(format!("the hook input is not JSON: {err}")),
@@ -505,7 +505,7 @@ fn rename(fields: &mut Map<String, Value>, renames: Renames, back: bool) {
 fn arguments(value: Option<Value>) -> Option<Map<String, Value>> {
     match value? {
         Value::Object(fields) => Some(fields),
-        Value::String(json) => match serde_json::from_str(&json) {
+        Value::String(json) => match crate::lenient_json::from_slice(json.as_bytes()) {
             Ok(Value::Object(fields)) => Some(fields),
             _ => None,
         },

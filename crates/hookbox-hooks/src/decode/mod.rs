@@ -3,7 +3,7 @@
 mod sandbox;
 mod sdk;
 
-use hookbox_exec::{ExitKind, ProcessOutput};
+use hookbox_exec::{CapturedOutput, ExitKind, ProcessOutput};
 use hookbox_net::HttpReply;
 use serde_json::Value;
 
@@ -58,10 +58,11 @@ impl Verdict {
 
 /// Interprets `raw` from `binding`'s handler for `event`, applying its failure policy.
 pub(crate) fn decode(event: HookEvent, binding: &Binding, raw: RawReply) -> Verdict {
-    let mut verdict = match event.dialect() {
-        Dialect::Sandbox => sandbox::decode(event, binding, raw),
-        Dialect::Sdk => sdk::decode(event, binding, raw),
-    };
+    let answered = answer_before_its_end(&raw);
+    let mut verdict = decode_by_dialect(event, binding, raw);
+    if let Some(stdout) = answered {
+        keep_a_completed_block(event, binding, stdout, &mut verdict);
+    }
     if verdict.failure == Some(Failure::OutputTruncated)
         && verdict.decision.is_none()
         && event.can_block()
@@ -92,6 +93,57 @@ pub(crate) fn decode(event: HookEvent, binding: &Binding, raw: RawReply) -> Verd
         ));
     }
     verdict
+}
+
+/// Interprets `raw` by the rules of `event`'s dialect alone.
+fn decode_by_dialect(event: HookEvent, binding: &Binding, raw: RawReply) -> Verdict {
+    match event.dialect() {
+        Dialect::Sandbox => sandbox::decode(event, binding, raw),
+        Dialect::Sdk => sdk::decode(event, binding, raw),
+    }
+}
+
+/// What a command hook printed in full before its timeout or a signal ended it: an answer it
+/// completed is not taken back by how the process ended afterwards. An exit status the hook
+/// chose itself keeps its meaning in the dialect, and a cut reply is handled apart.
+fn answer_before_its_end(raw: &RawReply) -> Option<Vec<u8>> {
+    match raw {
+        RawReply::Process(output)
+            if matches!(output.exit, ExitKind::TimedOut | ExitKind::Signaled(_))
+                && !output.stdout.truncated() =>
+        {
+            Some(output.stdout.bytes.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Takes the blocking decision of `stdout`, read as the reply of a hook that exited 0, when the
+/// hook failed without deciding: a completed deny stays a deny. Anything else it printed (an
+/// allow, a rewritten input) is not taken from a hook that did not finish.
+fn keep_a_completed_block(
+    event: HookEvent,
+    binding: &Binding,
+    stdout: Vec<u8>,
+    verdict: &mut Verdict,
+) {
+    if verdict.decision.is_some() || verdict.failure.is_none() || !event.can_block() {
+        return;
+    }
+    let completed = RawReply::Process(ProcessOutput {
+        exit: ExitKind::Exited(0),
+        stdout: CapturedOutput {
+            bytes: stdout,
+            dropped: 0,
+        },
+        stderr: CapturedOutput::default(),
+        duration: std::time::Duration::ZERO,
+    });
+    let answer = decode_by_dialect(event, binding, completed);
+    if matches!(answer.decision, Some(Decision::Deny | Decision::Block)) {
+        verdict.decision = answer.decision;
+        verdict.reason = answer.reason;
+    }
 }
 
 /// Whether a failure of this handler on this event blocks: `on_error: "deny"`, or any SDK
@@ -336,8 +388,16 @@ mod tests {
                 stderr: CapturedOutput { bytes: stderr, dropped: 0 },
                 duration: Duration::ZERO,
             };
-            let verdict = decode(event, &bound, RawReply::Process(output));
+            let verdict = decode(event, &bound, RawReply::Process(output.clone()));
             prop_assert!(verdict.decision.is_none() || event.can_block() || verdict.failed_closed);
+            // A block the hook completed holds however its process ends afterwards.
+            if dropped == 0 && matches!(verdict.decision, Some(Decision::Deny | Decision::Block)) && code == 0 {
+                for exit in [ExitKind::TimedOut, ExitKind::Signaled(9)] {
+                    let ended = ProcessOutput { exit, ..output.clone() };
+                    let late = decode(event, &bound, RawReply::Process(ended));
+                    prop_assert!(matches!(late.decision, Some(Decision::Deny | Decision::Block)), "{:?}", late);
+                }
+            }
 
             let http = binding(event, Handler::Http(HttpHandler {
                 url: "https://x".into(),

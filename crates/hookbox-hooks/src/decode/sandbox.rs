@@ -34,7 +34,7 @@ fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, Failure> {
     if text.is_empty() {
         return Err(Failure::EmptyOutput);
     }
-    match serde_json::from_str::<Value>(text) {
+    match crate::lenient_json::from_slice::<Value>(text.as_bytes()) {
         Ok(Value::Object(object)) => Ok(object),
         Ok(_) => Err(Failure::NotAnObject),
         Err(_) => Err(Failure::NotJson {

@@ -57,7 +57,7 @@ fn from_text(event: HookEvent, bytes: &[u8]) -> Verdict {
         return Verdict::default();
     }
     if text.starts_with('{') {
-        return match serde_json::from_str::<Map<String, Value>>(text) {
+        return match crate::lenient_json::from_slice::<Map<String, Value>>(text.as_bytes()) {
             Ok(object) => from_object(event, object),
             Err(_) => Verdict::failed(Failure::NotJson {
                 excerpt: excerpt(text),

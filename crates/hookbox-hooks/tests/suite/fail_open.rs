@@ -149,10 +149,114 @@ async fn timeout_allows() {
     assert_fail_open(&outcome, &Failure::Timeout { after_ms: 1000 });
 }
 
+/// A gate that ends by a signal before it answered fails open (a crash, in the seeds' words).
 #[tokio::test]
-async fn killed_by_a_signal_allows() {
-    let outcome = gate(&format!("{DENY}; kill -9 $$"), 5).await;
+async fn killed_by_a_signal_before_answering_allows() {
+    let outcome = gate(r#"printf '{"decision":"deny"'; kill -9 $$"#, 5).await;
     assert_fail_open(&outcome, &Failure::Signaled { signal: 9 });
+}
+
+/// The failure a gate's ending is traced as, from its timeout in seconds.
+type EndingFailure = fn(u64) -> Failure;
+
+/// How a gate's process can end after it printed its answer without choosing an exit status:
+/// its timeout, or a signal. A new way to end is one line.
+const ENDINGS: [(&str, EndingFailure); 3] = [
+    ("sleep 30", |timeout| Failure::Timeout {
+        after_ms: timeout * 1000,
+    }),
+    ("kill -9 $$", |_| Failure::Signaled { signal: 9 }),
+    ("kill -TERM $$", |_| Failure::Signaled { signal: 15 }),
+];
+
+/// A complete deny is a deny however the gate's process ends afterwards; what it printed but
+/// did not complete, or any answer but a deny, stays the failure it was (a fail-open here).
+#[tokio::test]
+async fn a_completed_deny_survives_every_ending() {
+    let denies: [(&str, &str); 3] = [
+        (DENY, "no"),
+        (
+            r#"python3 -c 'import json; print(json.dumps({"decision": "deny", "reason": "stop"}), flush=True)'"#,
+            "stop",
+        ),
+        (
+            r#"python3 -c 'import json; print(json.dumps({"decision": "deny", "reason": b"bad \xff byte".decode("utf-8", "surrogateescape")}), flush=True)'"#,
+            "bad \u{fffd} byte",
+        ),
+    ];
+    let not_denies = [
+        r#"printf '{"decision":"deny"'"#,
+        r#"echo '{"decision":"allow"}'"#,
+        "echo '{}'",
+        r#"echo '{"decision":"DENY"}'"#,
+    ];
+    for (ending, failure) in ENDINGS {
+        for (answer, reason) in denies {
+            let outcome = gate(&format!("{answer}; {ending}"), 1).await;
+            assert_eq!(
+                outcome.decision,
+                Decision::Deny,
+                "{answer}; {ending}: {outcome:#?}"
+            );
+            assert_eq!(
+                outcome.reason.as_deref(),
+                Some(reason),
+                "{answer}; {ending}"
+            );
+            assert_eq!(
+                outcome.trace[0].failure,
+                Some(failure(1)),
+                "{answer}; {ending}"
+            );
+            assert!(!outcome.trace[0].failed_closed, "{answer}; {ending}");
+        }
+        for answer in not_denies {
+            let outcome = gate(&format!("{answer}; {ending}"), 1).await;
+            assert_fail_open(&outcome, &failure(1));
+        }
+    }
+}
+
+/// The same in the SDK dialect: a completed `permissionDecision: deny` (or `decision: block`)
+/// before a timeout blocks.
+#[tokio::test]
+async fn a_completed_sdk_deny_survives_its_timeout() {
+    for answer in [
+        r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no"}}"#,
+        r#"{"decision":"block","reason":"no"}"#,
+    ] {
+        let config = json!({"hooks": {"PreToolUse": [{"hooks": [
+            {"type": "command", "command": format!("echo '{answer}'; sleep 30"), "timeout": 1}
+        ]}]}});
+        let outcome = dispatcher(&[config], None)
+            .dispatch(&super::support::bash_call())
+            .await;
+        assert_eq!(outcome.decision, Decision::Deny, "{answer}: {outcome:#?}");
+        assert_eq!(outcome.reason.as_deref(), Some("no"));
+        assert_eq!(
+            outcome.trace[0].failure,
+            Some(Failure::Timeout { after_ms: 1000 })
+        );
+    }
+}
+
+/// A deny whose reason holds bytes Python could not decode (escaped as lone surrogates) is a
+/// deny, in both dialects.
+#[tokio::test]
+async fn a_deny_with_lone_surrogates_in_its_reason_denies() {
+    let outcome = gate(
+        r#"printf '%s\n' '{"decision":"deny","reason":"caf\udce9 \ud800"}'"#,
+        5,
+    )
+    .await;
+    assert_eq!(outcome.decision, Decision::Deny, "{outcome:#?}");
+    assert_eq!(outcome.reason.as_deref(), Some("caf\u{fffd} \u{fffd}"));
+    let config = json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command":
+        r#"printf '%s\n' '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"\udcff"}}'"#}]}]}});
+    let outcome = dispatcher(&[config], None)
+        .dispatch(&super::support::bash_call())
+        .await;
+    assert_eq!(outcome.decision, Decision::Deny, "{outcome:#?}");
 }
 
 #[tokio::test]

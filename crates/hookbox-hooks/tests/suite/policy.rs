@@ -370,3 +370,19 @@ async fn a_project_policy_runs_in_a_read_only_sandbox_over_the_project() {
         "the project's hook wrote in the project"
     );
 }
+
+/// An agent's event whose tool input holds a lone surrogate (as JavaScript's `JSON.stringify`
+/// escapes one) is still read, so the model cannot make an agent's gates fail by putting one in
+/// a command: the gate sees U+FFFD, the character the command becomes once written as UTF-8.
+#[tokio::test]
+async fn a_lone_surrogate_in_an_agents_tool_input_cannot_unread_the_event() {
+    let event = r#"{"session_id":"s","transcript_path":"/t","cwd":"/","hook_event_name":"PreToolUse",
+        "tool_name":"Bash","tool_input":{"command":"rm -rf /workspace \udcff"}}"#;
+    let translated = hookbox_hooks::adapter::Agent::ClaudeCode
+        .translate(event.as_bytes(), None)
+        .expect("the event is read");
+    let hooks = dispatcher(&[owner_gate()], None);
+    let outcome = hookbox_hooks::adapter::evaluate(&hooks, &translated).await;
+    assert_eq!(outcome.decision, Decision::Deny, "{outcome:#?}");
+    assert_eq!(outcome.reason.as_deref(), Some("owner says no"));
+}
