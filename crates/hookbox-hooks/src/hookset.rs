@@ -193,10 +193,13 @@ impl HookSetBuilder {
         dialect: Option<Dialect>,
     ) -> Result<&mut Self, LoadError> {
         let source = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|err| LoadError::Read {
-            path: source.clone(),
-            source: err,
-        })?;
+        let read = crate::policy_file::read_policy_text(path, crate::policy_file::Links::Follow);
+        let text = read
+            .and_then(|text| text.ok_or_else(|| rustix::io::Errno::NOENT.into()))
+            .map_err(|err| LoadError::Read {
+                path: source.clone(),
+                source: err,
+            })?;
         self.load_str(&source, &text, dialect)
     }
 

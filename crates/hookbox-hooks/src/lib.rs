@@ -68,6 +68,7 @@ mod lenient_json;
 mod matcher;
 mod outbox;
 mod outcome;
+mod policy_file;
 mod runner;
 mod sdk_event;
 mod trace;
@@ -89,6 +90,7 @@ pub use input::{EventInput, SessionContext};
 pub use matcher::{MatcherKind, MatcherSet};
 pub use outbox::{OutboxError, OutboxEvent, OutboxQueue, OutboxSink};
 pub use outcome::{Decision, HookOutcome};
+pub use policy_file::{Links, POLICY_FILE_MAX_BYTES, read_policy_file, read_policy_text};
 pub use runner::{
     CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HookClients, HostCommandRunner,
     HttpRequest, HttpRunner, PolicyHttpRunner, ProjectCommandRunner, Runners, narrowed,

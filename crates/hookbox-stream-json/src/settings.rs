@@ -5,8 +5,17 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use hookbox_hooks::{Links, read_policy_text};
 use hookbox_net::DomainList;
 use serde_json::Value;
+
+/// The JSON of the settings file `file`; `None` when it is gone or is not JSON (loading its
+/// hooks reports that). A FIFO, device or oversized file at its path is an error, at once.
+fn settings_json(file: &Path) -> anyhow::Result<Option<Value>> {
+    let text = read_policy_text(file, Links::Follow)
+        .with_context(|| format!("cannot read the settings file {}", file.display()))?;
+    Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
+}
 
 /// The settings' `sandbox.network` domain lists, each merged across the files as Claude Code
 /// merges arrays (concatenated).
@@ -28,9 +37,7 @@ pub(crate) fn network_domains<'a>(
     let mut allowed: Option<DomainList> = None;
     let mut denied = DomainList::new("the settings' `sandbox.network.deniedDomains`");
     for (file, label) in files {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read the settings file {}", file.display()))?;
-        let Ok(settings) = serde_json::from_str::<Value>(&text) else {
+        let Some(settings) = settings_json(file)? else {
             continue;
         };
         for key in ["allowedDomains", "deniedDomains"] {
@@ -83,9 +90,7 @@ pub(crate) fn auto_allow_bash<'a>(
     files: impl IntoIterator<Item = &'a Path>,
 ) -> anyhow::Result<Option<bool>> {
     for file in files {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read the settings file {}", file.display()))?;
-        let Ok(settings) = serde_json::from_str::<Value>(&text) else {
+        let Some(settings) = settings_json(file)? else {
             continue;
         };
         match settings.pointer("/sandbox/autoAllowBashIfSandboxed") {
@@ -108,9 +113,7 @@ pub(crate) fn output_style<'a>(
     files: impl IntoIterator<Item = (&'a Path, String)>,
 ) -> anyhow::Result<Option<(String, String)>> {
     for (file, label) in files {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read the settings file {}", file.display()))?;
-        let Ok(settings) = serde_json::from_str::<Value>(&text) else {
+        let Some(settings) = settings_json(file)? else {
             continue;
         };
         match settings.get("outputStyle") {

@@ -591,6 +591,117 @@ fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
 }
 
 /// `hookbox trust FILE` with `HOOKBOX_HOME` = `home`.
+/// Whatever sits at a policy file's path (the explicit `--policy`, the user's, a project's)
+/// is answered at once: a FIFO, socket, directory, device or oversized file, or a link at the
+/// project's path (which the agent can write), blocks with a message naming the file and what
+/// it is, in process and through the daemon, instead of hanging until the agent's own timeout.
+/// A new kind is one line.
+#[test]
+fn anything_but_a_regular_file_at_a_policy_path_blocks_at_once() {
+    type Make = fn(&Path);
+    let kinds: [(&str, Make, &str); 5] = [
+        ("fifo", |path| make_fifo(path), "a FIFO"),
+        (
+            "socket",
+            |path| {
+                std::mem::forget(std::os::unix::net::UnixListener::bind(path).expect("bind"));
+            },
+            "a socket",
+        ),
+        (
+            "directory",
+            |path| std::fs::create_dir(path).expect("mkdir"),
+            "a directory",
+        ),
+        (
+            "device",
+            |path| std::os::unix::fs::symlink("/dev/zero", path).expect("link"),
+            "a character device",
+        ),
+        (
+            "huge",
+            |path| {
+                let file = std::fs::File::create(path).expect("create");
+                file.set_len(5 << 20).expect("sparse");
+            },
+            "larger than",
+        ),
+    ];
+    for (kind, make, words) in kinds {
+        for place in ["explicit", "user", "project"] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+            std::fs::create_dir_all(project.join(".agents")).expect("mkdir");
+            std::fs::create_dir_all(&home).expect("mkdir");
+            let path = match place {
+                "explicit" => dir.path().join("policy.json"),
+                "user" => home.join("policy.json"),
+                _ => project.join(".agents/hooks.json"),
+            };
+            make(&path);
+            let extra = match place {
+                "explicit" => vec!["--policy".to_owned(), path.display().to_string()],
+                _ => Vec::new(),
+            };
+            let output = answered_within_a_minute(&home, &project, extra);
+            let message = stderr(&output);
+            // The device is reached through a link, which the project's path refuses first.
+            let words = if (kind, place) == ("device", "project") {
+                "a symbolic link"
+            } else {
+                words
+            };
+            assert_eq!(code(&output), 2, "{kind} at the {place} policy: {message}");
+            assert!(
+                message.contains(&path.display().to_string()),
+                "{kind} at {place}: {message}"
+            );
+            assert!(message.contains(words), "{kind} at {place}: {message}");
+        }
+    }
+    // A link at the project's path carries no trust, even to a regular file.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+    std::fs::create_dir_all(project.join(".agents")).expect("mkdir");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    let target = write(dir.path(), "trusted.json", &json!({}));
+    trust(&home, Path::new(&target));
+    std::os::unix::fs::symlink(&target, project.join(".agents/hooks.json")).expect("link");
+    let output = answered_within_a_minute(&home, &project, Vec::new());
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("symbolic link"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// [`hook`] for a `ls` call, failing the test when an answer takes over a minute (a hang).
+fn answered_within_a_minute(home: &Path, project: &Path, extra: Vec<String>) -> Output {
+    let (home, project) = (home.to_path_buf(), project.to_path_buf());
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let event = pre_tool_use(&project, "Bash", json!({"command": "ls"}));
+        let _ = sender.send(hook(&home, &project, &extra, &event));
+    });
+    receiver
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("hookbox hook answered within a minute")
+}
+
+/// Makes a FIFO at `path`.
+fn make_fifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+}
+
 fn trust(home: &Path, file: &Path) {
     let output = super::hookbox_in(home, &["trust", file.to_str().expect("utf-8")], b"");
     assert_eq!(code(&output), 0, "{}", stderr(&output));

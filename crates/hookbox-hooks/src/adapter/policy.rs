@@ -7,10 +7,10 @@
 //! the user reviewed and trusted (`hookbox trust FILE` records its SHA-256 in the trust store).
 
 use std::collections::BTreeMap;
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use crate::hookset::{HookSetBuilder, LoadError};
+use crate::policy_file::{Links, read_policy_file, read_policy_text};
 
 /// The policy files of one `hookbox hook` call.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -57,12 +57,12 @@ impl PolicyFiles {
                 trust_store,
             } => {
                 for path in [managed, user] {
-                    if let Some(text) = read_if_present(path)? {
+                    if let Some(text) = read_if_present(path, Links::Follow)? {
                         builder.load_str(&path.display().to_string(), &text, None)?;
                         loaded.files.push(path.clone());
                     }
                 }
-                if let Some(text) = read_if_present(project)? {
+                if let Some(text) = read_if_present(project, Links::Refuse)? {
                     if is_trusted(trust_store, project, &text)? {
                         builder.load_model_writable(&project.display().to_string(), &text, None)?;
                         loaded.files.push(project.clone());
@@ -106,13 +106,15 @@ impl PolicyFiles {
 
     /// What the files hold now; an error when one cannot be read (loading would fail too).
     pub fn fingerprint(&self) -> Result<Fingerprint, LoadError> {
-        let read = |path: &PathBuf| match std::fs::read(path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
-            Err(err) => Err(LoadError::Read {
+        let read = |path: &PathBuf| {
+            let links = match self {
+                Self::Layered { project, .. } if project == path => Links::Refuse,
+                _ => Links::Follow,
+            };
+            read_policy_file(path, links).map_err(|err| LoadError::Read {
                 path: path.display().to_string(),
                 source: err,
-            }),
+            })
         };
         let (paths, canonical_project) = self.paths();
         Ok(Fingerprint {
@@ -129,7 +131,9 @@ pub fn trust(trust_store: &Path, file: &Path) -> Result<String, LoadError> {
         source,
     };
     let path = std::fs::canonicalize(file).map_err(|err| read_error(file, err))?;
-    let text = std::fs::read_to_string(&path).map_err(|err| read_error(&path, err))?;
+    let text = read_policy_text(&path, Links::Follow)
+        .and_then(|text| text.ok_or_else(|| rustix::io::Errno::NOENT.into()))
+        .map_err(|err| read_error(&path, err))?;
     let digest = sha256(&text);
     let mut trusted = read_store(trust_store)?;
     trusted.insert(path.display().to_string(), digest.clone());
@@ -152,7 +156,7 @@ fn is_trusted(trust_store: &Path, path: &Path, text: &str) -> Result<bool, LoadE
 
 /// The trust store: canonical path → SHA-256 (hex) of the trusted content.
 fn read_store(trust_store: &Path) -> Result<BTreeMap<String, String>, LoadError> {
-    let Some(text) = read_if_present(trust_store)? else {
+    let Some(text) = read_if_present(trust_store, Links::Follow)? else {
         return Ok(BTreeMap::new());
     };
     serde_json::from_str(&text).map_err(|err| {
@@ -176,13 +180,9 @@ fn sha256(text: &str) -> String {
 }
 
 /// The text of `path`, `None` when it does not exist; any other problem is an error.
-fn read_if_present(path: &Path) -> Result<Option<String>, LoadError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(LoadError::Read {
-            path: path.display().to_string(),
-            source: err,
-        }),
-    }
+fn read_if_present(path: &Path, links: Links) -> Result<Option<String>, LoadError> {
+    read_policy_text(path, links).map_err(|err| LoadError::Read {
+        path: path.display().to_string(),
+        source: err,
+    })
 }

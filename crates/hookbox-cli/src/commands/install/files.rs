@@ -148,13 +148,11 @@ pub(super) fn create_dirs(base: &Path, dirs: &[&str]) -> anyhow::Result<Vec<Path
     Ok(created)
 }
 
-/// The bytes of `path`, `None` when it does not exist.
+/// The bytes of `path`, `None` when it does not exist; a FIFO, device or oversized file there
+/// is an error at once (a project's agent settings can be anything the agent wrote).
 pub(super) fn read_if_present(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(err).context(format!("cannot read {}", path.display())),
-    }
+    hookbox_hooks::read_policy_file(path, hookbox_hooks::Links::Follow)
+        .with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// Replaces `path` with `bytes` atomically (a temporary file in the same directory, renamed
