@@ -103,15 +103,16 @@
 //! **Limits** ([`Limits`]): see its table. As root, a per-run cgroup (v1 `pids` and `memory`
 //! under this process's own cgroups, or v2 when those controllers are delegated) caps
 //! processes and memory for the whole sandbox; it is created before the spawn (or taken from
-//! a small pool of emptied ones with the same limits) and pooled or removed after the run. Without a pids cgroup, a root run with a process limit is refused (root is
-//! exempt from `RLIMIT_NPROC`). As another user, `RLIMIT_NPROC` is counted within the
+//! a small pool of emptied ones with the same limits, with nothing unreclaimable charged) and
+//! pooled or removed after the run. Without a pids cgroup, a root run with a process limit is
+//! refused (root is exempt from `RLIMIT_NPROC`). As another user, `RLIMIT_NPROC` is counted within the
 //! sandbox's own user namespace, and memory is `RLIMIT_AS` per process. CPU time, file size and
 //! open files are per-process rlimits; core dumps are off.
 //!
 //! **Warm sandboxes.** [`WarmSandbox`] builds the same sandbox once and runs many calls in it,
-//! each started by a supervisor inside (hookbox re-executed; see [`supervise_if_asked`]) in a
-//! pid and mount namespace of its own and confined exactly like the program above; see the
-//! type's documentation for what calls can and cannot reach.
+//! each started by a supervisor inside (hookbox re-executed; see [`supervise_if_asked`]) in
+//! pid, mount and IPC namespaces and cgroups of its own and confined exactly like the program
+//! above; see the type's documentation for what calls can and cannot reach.
 //!
 //! **Warm interpreters.** [`PythonZygotes`] runs `python3 SCRIPT` on the host forked from an
 //! interpreter started once, with the keeper's semantics (nothing a run starts survives it);
