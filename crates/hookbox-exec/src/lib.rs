@@ -90,6 +90,8 @@
 //! hold. One seccomp filter (classic BPF written by hand, built once per process in the parent,
 //! the call number found by binary search) makes these fail with `EPERM`: `mount`, `umount2`, `pivot_root`, `chroot` and the new mount API,
 //! `unshare`, `setns`, `clone` with any namespace flag, `ptrace`, `process_vm_*`, `kcmp`,
+//! `link` and `linkat` (a hard link, unlike a symbolic one, cannot be resolved before hooks
+//! judge a path: a second name for a private file would pass a gate under the name it allows),
 //! `bpf`, `keyctl`, `add_key`, `request_key`, `io_uring_*`, `perf_event_open`, `userfaultfd`,
 //! `kexec_*`, module loading, `open_by_handle_at`, `swapon`/`swapoff`, `reboot`, `acct`,
 //! `quotactl`, `syslog`, clock setting, `sethostname`, `iopl`/`ioperm`, `personality`
