@@ -90,6 +90,8 @@
 //! hold. One seccomp filter (classic BPF written by hand, built once per process in the parent,
 //! the call number found by binary search) makes these fail with `EPERM`: `mount`, `umount2`, `pivot_root`, `chroot` and the new mount API,
 //! `unshare`, `setns`, `clone` with any namespace flag, `ptrace`, `process_vm_*`, `kcmp`,
+//! `link` and `linkat` (a hard link, unlike a symbolic one, cannot be resolved before hooks
+//! judge a path: a second name for a private file would pass a gate under the name it allows),
 //! `bpf`, `keyctl`, `add_key`, `request_key`, `io_uring_*`, `perf_event_open`, `userfaultfd`,
 //! `kexec_*`, module loading, `open_by_handle_at`, `swapon`/`swapoff`, `reboot`, `acct`,
 //! `quotactl`, `syslog`, clock setting, `sethostname`, `iopl`/`ioperm`, `personality`
@@ -103,15 +105,16 @@
 //! **Limits** ([`Limits`]): see its table. As root, a per-run cgroup (v1 `pids` and `memory`
 //! under this process's own cgroups, or v2 when those controllers are delegated) caps
 //! processes and memory for the whole sandbox; it is created before the spawn (or taken from
-//! a small pool of emptied ones with the same limits) and pooled or removed after the run. Without a pids cgroup, a root run with a process limit is refused (root is
-//! exempt from `RLIMIT_NPROC`). As another user, `RLIMIT_NPROC` is counted within the
+//! a small pool of emptied ones with the same limits, with nothing unreclaimable charged) and
+//! pooled or removed after the run. Without a pids cgroup, a root run with a process limit is
+//! refused (root is exempt from `RLIMIT_NPROC`). As another user, `RLIMIT_NPROC` is counted within the
 //! sandbox's own user namespace, and memory is `RLIMIT_AS` per process. CPU time, file size and
 //! open files are per-process rlimits; core dumps are off.
 //!
 //! **Warm sandboxes.** [`WarmSandbox`] builds the same sandbox once and runs many calls in it,
-//! each started by a supervisor inside (hookbox re-executed; see [`supervise_if_asked`]) in a
-//! pid and mount namespace of its own and confined exactly like the program above; see the
-//! type's documentation for what calls can and cannot reach.
+//! each started by a supervisor inside (hookbox re-executed; see [`supervise_if_asked`]) in
+//! pid, mount and IPC namespaces and cgroups of its own and confined exactly like the program
+//! above; see the type's documentation for what calls can and cannot reach.
 //!
 //! **Warm interpreters.** [`PythonZygotes`] runs `python3 SCRIPT` on the host forked from an
 //! interpreter started once, with the keeper's semantics (nothing a run starts survives it);

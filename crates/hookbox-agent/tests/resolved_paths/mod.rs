@@ -1,6 +1,7 @@
 //! Pre and post hooks see the path a file tool acts on, not the model's spelling of it: a gate
 //! on `/workspace/private/` cannot be walked around with a relative path, `..`, or a link made
-//! by `code_execution`, and a link swapped in after the gate makes the tool fail.
+//! by `code_execution`, a link swapped in after the gate makes the tool fail, and a hard link
+//! cannot carry a private file past it.
 
 use serde_json::{Value, json};
 
@@ -206,6 +207,52 @@ async fn a_link_swapped_in_after_the_gate_makes_the_tool_fail() {
             .as_deref()
             .unwrap_or_default()
             .contains("changed"),
+        "{:?}",
+        report.error
+    );
+}
+
+#[tokio::test]
+async fn a_hard_link_cannot_carry_a_private_file_past_the_gate() {
+    let (_home, store, id) = environment(data_sources(&seed("privacy-gate.hooks.json"))).await;
+    let tools = tools(&store, &id);
+    // The model cannot make one: the sandbox refuses `link`.
+    let made = tools
+        .call(
+            "code_execution",
+            json!({"code": "ln private/employees.json public/hard.json", "language": "bash"}),
+            None,
+        )
+        .await
+        .expect("call");
+    assert!(
+        made.result
+            .as_ref()
+            .is_some_and(|result| result.to_string().contains("Operation not permitted")),
+        "{:?} {:?}",
+        made.result,
+        made.error
+    );
+    // One made outside the sandbox (say by a source) passes the gate under its public name,
+    // and `read_file` refuses it.
+    let root = store.get(&id).expect("environment").root().to_path_buf();
+    std::fs::hard_link(
+        root.join("workspace/private/employees.json"),
+        root.join("workspace/public/hard.json"),
+    )
+    .unwrap();
+    let report = tools
+        .call("read_file", json!({"path": "public/hard.json"}), None)
+        .await
+        .expect("call");
+    assert!(!report.denied, "{:?}", report.reason);
+    assert_eq!(report.result, None, "the private file was read");
+    assert!(
+        report
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("hard links"),
         "{:?}",
         report.error
     );

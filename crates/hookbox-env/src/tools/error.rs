@@ -75,6 +75,18 @@ pub enum ToolError {
         /// What was needed, e.g. "a regular file".
         expected: &'static str,
     },
+    /// The file has other names (hard links), which the hooks judging this path did not see.
+    #[error(
+        "{tool}: `{path}` is a file with other names too (hard links), and hooks judged only \
+         this one; file tools refuse such files: read it through a copy, or remove its other \
+         names first"
+    )]
+    HardLinked {
+        /// The tool called.
+        tool: &'static str,
+        /// The sandbox path.
+        path: String,
+    },
     /// The file is larger than the tool returns.
     #[error(
         "{tool}: `{path}` is {size} bytes, more than the {limit}-byte limit; read it in parts \

@@ -46,6 +46,7 @@ fn parameters() -> Value {
 const LIMIT: u64 = 10 * 1024 * 1024;
 
 /// Reads a regular file; UTF-8 text as is, anything else as base64 with `encoding:"base64"`.
+/// A file with more than one name (hard links) is refused: hooks judged only this name.
 pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
     let args = Args::new(TOOL, args, ARGS)?;
     let path = sandbox_path(TOOL, args.required_string("path", "the file to read")?)?;
@@ -77,6 +78,13 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
                 expected: "a regular file",
             });
         }
+    }
+    // A file with other names passed the hooks under this one only.
+    if stat.st_nlink > 1 {
+        return Err(ToolError::HardLinked {
+            tool: TOOL,
+            path: shown,
+        });
     }
     let too_large = |size| ToolError::TooLarge {
         tool: TOOL,

@@ -301,6 +301,40 @@ async fn f4_writes_never_go_through_a_hard_link() {
 }
 
 #[tokio::test]
+async fn reads_refuse_a_file_with_other_names() {
+    let home = Home::new();
+    let env = environment(&home, false).await;
+    let ws = env.root().join("workspace");
+    std::fs::create_dir_all(ws.join("private")).unwrap();
+    std::fs::create_dir_all(ws.join("pub")).unwrap();
+    std::fs::write(ws.join("private/employees.json"), "{\"salary\": 1}").unwrap();
+    // A second name a gate guarding `private/` would allow (made on the host: inside the
+    // sandbox `link` is refused).
+    std::fs::hard_link(ws.join("private/employees.json"), ws.join("pub/x.json")).unwrap();
+    let tools = tools(&env);
+    for path in ["pub/x.json", "private/employees.json"] {
+        let error = read(&tools, path).unwrap_err();
+        assert!(
+            matches!(error, ToolError::HardLinked { .. }),
+            "{path}: {error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "read_file: `/workspace/{path}` is a file with other names too (hard links), \
+                 and hooks judged only this one; file tools refuse such files: read it through \
+                 a copy, or remove its other names first"
+            )
+        );
+    }
+    std::fs::remove_file(ws.join("pub/x.json")).unwrap();
+    assert_eq!(
+        read(&tools, "private/employees.json").unwrap(),
+        json!({"content": "{\"salary\": 1}"})
+    );
+}
+
+#[tokio::test]
 async fn f5_delete_removes_links_not_targets_and_refuses_directories() {
     let home = Home::new();
     let env = environment(&home, false).await;

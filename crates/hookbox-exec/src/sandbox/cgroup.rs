@@ -1,11 +1,19 @@
 //! Per-run cgroups (v1 `pids` and `memory`, or v2 when those controllers are delegated),
 //! created by the parent before the spawn: one per cold run, and one per call of a warm
 //! sandbox (the call joins it through descriptors the parent opened, see
-//! [`RunCgroups::joins`]). Once everything inside has died they go back to a
-//! small pool for the next run with the same limits (creating and removing them costs about
-//! 0.4 ms a run); the rest are removed. A cgroup holds accounting, never data, so reuse across
-//! runs and environments shares nothing. Emptied cgroups a dead hookbox process left behind
-//! are removed the first time this process creates one.
+//! [`RunCgroups::joins`]).
+//!
+//! **A run starts in cgroups with nothing charged.** A cold run's cgroups, once everything
+//! inside has died, go back to a small pool for the next cold run with the same limits
+//! (creating and removing them costs about 0.4 ms a run), and are taken from it only while
+//! still empty and uncharged: no process, and no memory charged that the kernel could not
+//! reclaim for the next run (anonymous, shared or locked; see `UNRECLAIMABLE`). Memory
+//! outlives the processes that charged it: a SysV segment is freed only with its IPC
+//! namespace, shortly after the sandbox's end; pooled cgroups still charged with such memory
+//! are removed instead, so no run is ever short of its limit because of an earlier one. A
+//! warm call's cgroups are never pooled ([`RunCgroups::fresh`]): each call, an owner's hook
+//! as much as the model's code, gets new ones, removed after it. Emptied cgroups a dead hookbox process left behind are removed the
+//! first time this process creates one.
 //!
 //! Used when hookbox runs as root, where `RLIMIT_NPROC` does not apply.
 
@@ -47,12 +55,11 @@ pub(crate) struct RunCgroups {
     limits: Option<Limits>,
     /// hookbox's own processes counted besides the program's (see [`RunCgroups::create`]).
     helpers: u64,
-    /// The join files opened for warm calls (see [`RunCgroups::joins`]), kept with the pooled
-    /// cgroups.
+    /// The join files opened for a warm call (see [`RunCgroups::joins`]).
     joins: Vec<OwnedFd>,
-    /// Whether everything that ran in these cgroups is known to be gone and uncharged (see
-    /// [`RunCgroups::emptied`]): they are pooled without reading `cgroup.procs`.
-    emptied: bool,
+    /// Whether these go back to the pool once emptied (a cold run's; see
+    /// [`RunCgroups::fresh`]).
+    reusable: bool,
 }
 
 /// The path of this process's cgroup for `controller` (v1), or for the unified hierarchy
@@ -82,12 +89,23 @@ impl RunCgroups {
     /// [`Limits::max_processes`] (a cold run's intermediate process: 1; a warm call joins
     /// its cgroups itself and is the program: 0). What could not be created is left out (see
     /// the flags).
+    ///
+    /// Taken from the pool when an empty and uncharged set with the same limits waits there,
+    /// and pooled again after the run.
     pub(crate) fn create(limits: &Limits, helpers: u64) -> Self {
-        static SWEEP: Once = Once::new();
-        SWEEP.call_once(remove_stale);
         if let Some(ready) = take_pooled(limits, helpers) {
             return ready;
         }
+        let mut cgroups = Self::fresh(limits, helpers);
+        cgroups.reusable = true;
+        cgroups
+    }
+
+    /// Like [`RunCgroups::create`], but always new and never pooled, removed once emptied: a
+    /// warm call's, so that no call, and no hook, runs in cgroups another call ran in.
+    pub(crate) fn fresh(limits: &Limits, helpers: u64) -> Self {
+        static SWEEP: Once = Once::new();
+        SWEEP.call_once(remove_stale);
         let mut cgroups = Self::default();
         cgroups.limits = Some(limits.clone());
         cgroups.helpers = helpers;
@@ -213,9 +231,8 @@ impl RunCgroups {
     }
 
     /// The files the process to limit writes `0` into to join these cgroups (close-on-exec,
-    /// write-only), opened the first time and kept with the cgroups when pooled: for a warm
-    /// call, whose supervisor cannot name them (the cgroup file system is not mounted inside
-    /// the sandbox). The kernel checks the right to move a process with the credentials of
+    /// write-only), opened the first time: for a warm call, whose supervisor cannot name them
+    /// (the cgroup file system is not mounted inside the sandbox). The kernel checks the right to move a process with the credentials of
     /// the opener, this process.
     pub(crate) fn joins(&mut self) -> std::io::Result<&[OwnedFd]> {
         use std::os::unix::fs::OpenOptionsExt;
@@ -240,15 +257,6 @@ impl RunCgroups {
         !self.dirs.is_empty()
     }
 
-    /// Marks these cgroups as emptied: everything that ran in them is gone and nothing
-    /// else can join them (a warm call whose end was reported and whose mount namespace is
-    /// gone: every process it started was in its pid namespace, emptied by the kernel
-    /// before its end is reported, and the join files it was passed closed with it), so
-    /// they go back to the pool without reading `cgroup.procs`.
-    pub(crate) fn emptied(&mut self) {
-        self.emptied = true;
-    }
-
     fn has(&self, controller: &str) -> bool {
         match controller {
             "pids" => self.pids,
@@ -271,13 +279,21 @@ impl RunCgroups {
     }
 }
 
-/// A pooled set of cgroups set up for `limits` and `helpers`, if one is waiting.
+/// A pooled set of cgroups set up for `limits` and `helpers` that is empty and uncharged, if
+/// one is waiting; those found still charged are removed.
 fn take_pooled(limits: &Limits, helpers: u64) -> Option<RunCgroups> {
     let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
-    let index = pool
-        .iter()
-        .position(|ready| ready.limits.as_ref() == Some(limits) && ready.helpers == helpers)?;
-    Some(pool.swap_remove(index))
+    loop {
+        let index = pool
+            .iter()
+            .position(|ready| ready.limits.as_ref() == Some(limits) && ready.helpers == helpers)?;
+        let mut ready = pool.swap_remove(index);
+        if all_empty(&ready.dirs) && uncharged(&ready.dirs) {
+            return Some(ready);
+        }
+        // Removed when dropped, never pooled again.
+        ready.reusable = false;
+    }
 }
 
 /// Whether no process is left in any of `dirs`.
@@ -285,6 +301,37 @@ fn all_empty(dirs: &[PathBuf]) -> bool {
     dirs.iter().all(|dir| {
         std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|procs| procs.trim().is_empty())
     })
+}
+
+/// The counters of `memory.stat` (v1 and v2 names) that count memory the kernel cannot reclaim
+/// without swap (a run's cgroups allow none): anonymous memory, shared memory and tmpfs pages
+/// (a SysV segment whose IPC namespace is not freed yet, say), locked pages. A run left
+/// nothing charged when each reads 0; what else may stay charged (file pages, kernel caches)
+/// the kernel reclaims when a later run needs the room.
+const UNRECLAIMABLE: [&str; 5] = ["rss", "rss_huge", "anon", "shmem", "unevictable"];
+
+/// Whether nothing the kernel cannot reclaim is charged in `dirs` (see [`UNRECLAIMABLE`]) and
+/// no process is counted (`pids.current`), in the cgroups that have those controllers.
+fn uncharged(dirs: &[PathBuf]) -> bool {
+    dirs.iter().all(|dir| {
+        holds(&dir.join("pids.current"), |count| count.trim() == "0")
+            && holds(&dir.join("memory.stat"), |stat| {
+                stat.lines().all(|line| {
+                    line.split_once(' ').is_none_or(|(counter, value)| {
+                        !UNRECLAIMABLE.contains(&counter) || value.trim() == "0"
+                    })
+                })
+            })
+    })
+}
+
+/// Whether the text of `file` passes `check`; true when the cgroup has no such file (not
+/// that controller), false when it cannot be read.
+fn holds(file: &Path, check: impl Fn(&str) -> bool) -> bool {
+    match std::fs::read_to_string(file) {
+        Ok(text) => check(&text),
+        Err(error) => error.kind() == std::io::ErrorKind::NotFound,
+    }
 }
 
 /// Removes the emptied `hookbox-<pid>-<n>` cgroups of processes that no longer exist, next to
@@ -325,8 +372,9 @@ fn remove_stale() {
 impl Drop for RunCgroups {
     fn drop(&mut self) {
         if let Some(limits) = self.limits.take()
+            && self.reusable
             && !self.dirs.is_empty()
-            && (self.emptied || all_empty(&self.dirs))
+            && all_empty(&self.dirs)
         {
             let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
             if pool.len() < POOL_SIZE {
@@ -337,8 +385,8 @@ impl Drop for RunCgroups {
                     memory: self.memory,
                     limits: Some(limits),
                     helpers: self.helpers,
-                    joins: std::mem::take(&mut self.joins),
-                    emptied: false,
+                    joins: Vec::new(),
+                    reusable: true,
                 });
                 return;
             }

@@ -24,6 +24,11 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_move_mount,
     libc::SYS_open_tree,
     libc::SYS_mount_setattr,
+    // Hard links: a second name for a file would pass a path gate under the name it allows
+    // (symbolic links are resolved before hooks see a path; a hard link cannot be).
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_link,
+    libc::SYS_linkat,
     // New namespaces (clone with namespace flags is handled below).
     libc::SYS_unshare,
     libc::SYS_setns,

@@ -76,10 +76,12 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// drains and caps the output and keeps the deadline exactly as for a cold run.
 ///
 /// **Each call** starts (`clone`, sharing the supervisor's memory until it executes its
-/// program, as `posix_spawn` does) as pid 1 of a pid namespace of its own and in a mount
-/// namespace of its own with a fresh `/proc`, `/tmp` and `/dev/shm` (so that nothing one call
-/// leaves in scratch space, say the model's code, reaches a later one, say an owner's hook:
-/// as between cold runs), in a session of its own, then sets the
+/// program, as `posix_spawn` does) as pid 1 of a pid namespace of its own, in a mount
+/// namespace of its own with a fresh `/proc`, `/tmp` and `/dev/shm`, and in an IPC namespace
+/// of its own (so that nothing one call leaves in scratch space or as SysV or POSIX IPC
+/// objects, say the model's code, reaches a later one, say an owner's hook: as between cold
+/// runs; the test suite's residue test lists what a call may try to leave), in a session of
+/// its own, then sets the
 /// sandbox's rlimits, `no_new_privs`, landlock, drops every capability, marks every descriptor
 /// from 3 up close-on-exec and applies the seccomp filter: the same confinement as a cold
 /// sandbox's program. All of that is done before the call's request exists (the spare waits
@@ -115,14 +117,15 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// are carried over each call's fresh `/tmp`, read-only ones read-only, as a cold run has them
 /// (at most 16 such stacks; more is refused when the sandbox starts).
 ///
-/// **Limits.** As root, each call gets cgroups of its own, made by the parent like a cold
-/// run's (from the same small pool) with the sandbox's [`Limits`](crate::Limits), and joins
+/// **Limits.** As root, each call gets new cgroups of its own, made by the parent like a cold
+/// run's with the sandbox's [`Limits`](crate::Limits) (never another call's: nothing an
+/// earlier call left charged, such as a SysV segment, can make a later call, such as an
+/// owner's hook, short of its limit), and joins
 /// them as soon as the parent has its spare (before it has started anything), through
 /// write-only descriptors the parent opened and passed to it (the cgroup file system is not
 /// mounted inside): one call's fork bomb or memory hog is bounded by its own limits and leaves
-/// the calls beside it theirs. The cgroups go back to the pool once the supervisor has
-/// released the call's mount namespace (so nothing of the call's `/tmp` is still charged to
-/// them) and closed its report socket. The
+/// the calls beside it theirs. The cgroups are removed once the supervisor has
+/// released the call's mount namespace and closed its report socket. The
 /// sandbox's own cgroups then hold only the supervisor and spares not yet handed over (so a sandbox
 /// whose limits leave no room beside its supervisor starts no call: it fails with an isolation
 /// error, never hangs). CPU time, file size and open files are per-process rlimits as in a
@@ -530,19 +533,17 @@ impl From<ExecError> for CallFailed {
 /// before the call's end (the run's future was dropped), it kills the call.
 struct Call(Reply);
 
-/// Gives the cgroups of an ended `call` back once its report socket ends: the supervisor closes
-/// it after releasing the call's mount namespace (whose `/tmp` pages are charged to them), so
-/// a later call that takes them from the pool starts with nothing of this one's charged there.
-/// Off the caller's path, on the runtime; when the end does not come within [`KILL_GRACE`],
-/// they are given back as any others (pooled only when `cgroup.procs` is empty).
-fn release_after_end(mut call: Call, mut cgroups: RunCgroups) {
+/// Removes the cgroups of an ended `call` once its report socket ends (the supervisor closes
+/// it after reaping the call and releasing its mount namespace), or after [`KILL_GRACE`]
+/// (what is left then is removed as soon as it can be). Off the caller's path, on the
+/// runtime.
+fn release_after_end(call: Call, cgroups: RunCgroups) {
     if !cgroups.is_set() {
         return;
     }
     tokio::spawn(async move {
-        if timeout(KILL_GRACE, call.0.closed()).await.is_ok() {
-            cgroups.emptied();
-        }
+        let mut call = call;
+        let _ended = timeout(KILL_GRACE, call.0.closed()).await;
         drop(cgroups);
     });
 }

@@ -248,11 +248,12 @@ fn take_over(message: Message, limits: &Limits) -> Option<ReadySpare> {
     })
 }
 
-/// Makes a call's own cgroups (from the pool) and sends the spare behind `request` the files
+/// Makes a call's own cgroups (new ones, never another call's: see [`RunCgroups::fresh`]) and
+/// sends the spare behind `request` the files
 /// to join them: its processes and memory are then limited like a cold run's, apart from the
 /// calls beside it.
 fn hand_cgroups(request: &OwnedFd, limits: &Limits) -> Result<RunCgroups, IsolationError> {
-    let mut cgroups = RunCgroups::create(limits, 0);
+    let mut cgroups = RunCgroups::fresh(limits, 0);
     cgroups.require_pids(limits)?;
     let joins = cgroups.joins().map_err(|source| IsolationError::Setup {
         step: "opening a warm call's cgroups".into(),

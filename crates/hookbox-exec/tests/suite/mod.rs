@@ -11,6 +11,7 @@ mod leaks;
 mod listen;
 mod output;
 mod parent_death;
+mod residue;
 mod sandbox;
 mod sockets;
 mod support;

@@ -541,6 +541,30 @@ async fn a_bad_root_is_refused_with_a_clear_error() {
     assert!(matches!(error, ExecError::Spawn { .. }), "{error:?}");
 }
 
+async fn hard_links_cannot_be_made(mode: Mode) {
+    let _guard = shared().await;
+    let root = Root::new();
+    let runner = Runner::new(mode, root.sandbox()).await;
+    // A second name for a file would pass a file tool's path gate under the name the gate
+    // allows (`pub/x.json` for `private/employees.json`): `link` and `linkat` are refused.
+    let out = ok(
+        &runner,
+        "cd /workspace && echo private > secret && \
+         { ln secret public 2>/dev/null; echo \"ln $?\"; } && \
+         python3 -c '
+import os
+for link in (lambda: os.link(\"secret\", \"p1\"), lambda: os.link(\"secret\", \"p2\", follow_symlinks=False)):
+    try:
+        link()
+        print(\"linked\")
+    except OSError as error:
+        print(\"refused\", error.errno)
+' && ls && stat -c %h secret",
+    )
+    .await;
+    assert_eq!(out, "ln 1\nrefused 1\nrefused 1\nsecret\n1\n");
+}
+
 async fn symlinked_entries_are_not_followed(mode: Mode) {
     let _guard = shared().await;
     let root = Root::new();
@@ -706,6 +730,7 @@ cold_and_warm!(
     background_processes_do_not_survive,
     two_sandboxes_cannot_see_each_other,
     symlinked_entries_are_not_followed,
+    hard_links_cannot_be_made,
     a_nested_read_only_directory_is_read_only_inside_a_writable_entry,
 );
 

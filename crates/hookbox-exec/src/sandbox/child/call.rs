@@ -2,8 +2,10 @@
 //! of a pid namespace of its own (so that, when it exits or is killed, the kernel kills
 //! everything it started, `setsid` double forks included) with a mount namespace of its own
 //! (where a fresh `/proc` shows only the call's processes, never the supervisor or another
-//! call, and fresh `/tmp` and `/dev/shm` hold only what the call writes), in a session of its
-//! own, then confines itself exactly like a cold sandbox's program
+//! call, and fresh `/tmp` and `/dev/shm` hold only what the call writes) and an IPC namespace of
+//! its own (SysV shared memory, semaphores and message queues, POSIX message queues: none
+//! another call made is visible, and what the call leaves is freed with the namespace when
+//! its last process is gone), in a session of its own, then confines itself exactly like a cold sandbox's program
 //! ([`confine`]). All of that is done before the call's request arrives (the supervisor keeps
 //! one such call started ahead, a spare); it joins its own cgroups when the parent hands them
 //! over ([`join_cgroups`], still ahead of the request), and with the request takes its stdio
@@ -199,8 +201,12 @@ pub(crate) fn start_call(
     // this before anything else there.
     unsafe { arg.write(start) };
     let mut pidfd: libc::c_int = -1;
-    let flags =
-        libc::CLONE_VM | libc::CLONE_PIDFD | libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::SIGCHLD;
+    let flags = libc::CLONE_VM
+        | libc::CLONE_PIDFD
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWIPC
+        | libc::SIGCHLD;
     // SAFETY: `call_main` runs on the call's own stack and reads only its `CallStart` and
     // what that points to (see the module's doc); with `CLONE_PIDFD` the pidfd is stored in
     // `pidfd` (the parent-tid argument).
