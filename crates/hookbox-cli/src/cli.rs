@@ -180,7 +180,8 @@ pub(crate) enum Command {
     ///
     /// Reads `$HOOKBOX_HOME/hookbox.db` (safe while `hookbox serve` runs). Delivery is tuned
     /// by hookbox.toml's `[audit]`: `max_age` (default "24h"), `max_backoff` (default "5m"),
-    /// `max_pending` (default 100000) and `signing_secret` (`whsec_…`, Standard Webhooks).
+    /// `max_pending` (default 100000), `dead_letter_after_attempts` (default 3) and
+    /// `signing_secret` (`whsec_…`, Standard Webhooks).
     Audit {
         #[command(subcommand)]
         command: AuditCommand,
@@ -210,15 +211,18 @@ pub(crate) enum DaemonCommand {
 #[derive(Debug, Subcommand)]
 pub(crate) enum AuditCommand {
     /// Per destination URL: events pending and the age of the oldest, dead events, delivered
-    /// events kept, and the last error.
+    /// events kept, and the last error; then the newest 50 dead events, each with its
+    /// attempts, refusals and last error.
     Status {
         /// Print JSON (`[{"url", "pending", "oldest_pending", "dead", "delivered",
-        /// "last_error"}]`).
+        /// "last_error", "dead_events": [{"id", "queue", "handler", "created", "died",
+        /// "attempts", "refusals", "last_error"}]}]`).
         #[arg(long)]
         json: bool,
     },
-    /// Make every dead event pending again, with a fresh `max_age` window; a running `hookbox
-    /// serve` sends them within a second, a stopped one when it starts.
+    /// Make every dead event pending again, with a fresh `max_age` window and no refusals
+    /// counted; each goes back to its place in its queue (before the events still pending). A
+    /// running `hookbox serve` sends them within a second, a stopped one when it starts.
     Retry,
 }
 

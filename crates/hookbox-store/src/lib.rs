@@ -40,7 +40,8 @@ pub use id::{TOKEN_LEN, is_generated_id, new_id, new_uuid, random_token};
 pub use journal::DecisionJournal;
 pub use json_kind::json_kind;
 pub use outbox::{
-    NewOutboxEvent, OutboxDestination, OutboxEvent, OutboxQueue, OutboxState, Settlement,
+    NewOutboxEvent, OutboxDeadLetter, OutboxDestination, OutboxEvent, OutboxQueue, OutboxState,
+    Settlement,
 };
 pub use record::{
     ApiKey, Append, Appended, ChainEnd, Created, EnvironmentRecord, History, HookTrace,

@@ -75,7 +75,9 @@ pub enum OutboxState {
     Pending,
     /// The receiver answered 2xx.
     Delivered,
-    /// Given up on (too old, or shed from a full outbox); `hookbox audit retry` revives it.
+    /// Given up on (refused by the receiver `[audit] dead_letter_after_attempts` times, too
+    /// old, or shed from a full outbox): a dead letter, skipped by its queue; `hookbox audit
+    /// retry` revives it.
     Dead,
 }
 
@@ -102,6 +104,9 @@ pub struct OutboxEvent {
     pub since: Timestamp,
     /// Attempts made so far.
     pub attempts: u32,
+    /// How many of them the receiver refused (see [`Settlement::Retry::refused`]) since its
+    /// current delivery window began.
+    pub refusals: u32,
     /// When the next attempt may be made.
     pub next_attempt: Timestamp,
     /// Why the last attempt failed, if it did.
@@ -121,12 +126,40 @@ pub enum Settlement {
         error: String,
         /// When to try again.
         at: Timestamp,
+        /// Whether the receiver refused it (a 4xx status other than 408 and 429: sending it
+        /// again is unlikely to help), which counts toward the event's `refusals`.
+        refused: bool,
     },
-    /// It failed for the last time.
+    /// It failed for the last time: the event is kept as dead.
     Dead {
         /// Why it failed.
         error: String,
+        /// Whether the receiver refused it (see [`Settlement::Retry::refused`]).
+        refused: bool,
     },
+}
+
+/// A dead event, for `hookbox audit status` (its body is not read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxDeadLetter {
+    /// Its `webhook-id`.
+    pub id: String,
+    /// The queue it was skipped in.
+    pub queue: OutboxQueue,
+    /// Its destination.
+    pub url: String,
+    /// Which handler produced it.
+    pub handler: String,
+    /// When it was stored.
+    pub created: Timestamp,
+    /// When it was given up on.
+    pub died: Timestamp,
+    /// Attempts made.
+    pub attempts: u32,
+    /// How many of them the receiver refused in its last delivery window.
+    pub refusals: u32,
+    /// Why it was given up on.
+    pub last_error: Option<String>,
 }
 
 /// The backlog of one destination URL, for `hookbox audit status`.

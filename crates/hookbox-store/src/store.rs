@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::decision::{DecisionQuery, DecisionRecord, NewDecision};
 use crate::error::Error;
-use crate::outbox::{NewOutboxEvent, OutboxDestination, OutboxEvent, Settlement};
+use crate::outbox::{NewOutboxEvent, OutboxDeadLetter, OutboxDestination, OutboxEvent, Settlement};
 use crate::record::{
     ApiKey, Append, Appended, Created, EnvironmentRecord, History, HookTrace, Interaction,
     InteractionWithSteps, NewApiKey, NewInteraction, NewStep, Page, PageRequest, Resource, Step,
@@ -150,8 +150,12 @@ pub trait Store: Send + Sync {
     /// The outbox backlog of each destination URL.
     fn outbox_destinations(&self) -> Result<Vec<OutboxDestination>, Error>;
 
-    /// Makes every dead outbox event pending again, due now, with a new delivery window;
-    /// returns how many.
+    /// The newest `limit` dead outbox events, oldest first.
+    fn dead_outbox(&self, limit: u64) -> Result<Vec<OutboxDeadLetter>, Error>;
+
+    /// Makes every dead outbox event pending again, due now, with a new delivery window and
+    /// no refusals counted; returns how many. Each goes back to its place in its queue: before
+    /// the events of the queue still pending, after those delivered meanwhile.
     fn retry_dead_outbox(&self) -> Result<u64, Error>;
 
     /// Marks the oldest pending outbox events dead (saying why) until at most `max_pending`

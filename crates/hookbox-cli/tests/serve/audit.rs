@@ -19,10 +19,15 @@ const HOST: &str = "telemetry.example.com";
 /// The Standard Webhooks specification's example secret.
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-/// The receiver: answers 503 (with `Retry-After: 1`) while down, 200 (after `delay`) while up,
-/// and keeps what it took.
+/// Events larger than this are refused (413) while the receiver is strict: the issue's 200 KB
+/// `write_file` is, the 64 KiB a `read_file` result is cut to is not.
+const STRICT_LIMIT: usize = 128 * 1024;
+
+/// The receiver: answers 503 (with `Retry-After: 1`) while down, 413 to an event larger than
+/// [`STRICT_LIMIT`] while strict, 200 (after `delay`) otherwise, and keeps what it took.
 struct Receiver {
     up: Arc<AtomicBool>,
+    strict: Arc<AtomicBool>,
     taken: Arc<Mutex<Vec<RecordedRequest>>>,
     _server: TestHttpServer,
     netns: TestNetns,
@@ -40,9 +45,10 @@ impl Receiver {
             .build()
             .expect("runtime");
         let up = Arc::new(AtomicBool::new(up));
+        let strict = Arc::new(AtomicBool::new(false));
         let taken = Arc::new(Mutex::new(Vec::new()));
         let listener = netns.bind_inside(443).expect("bind inside");
-        let (is_up, keep) = (Arc::clone(&up), Arc::clone(&taken));
+        let (is_up, is_strict, keep) = (Arc::clone(&up), Arc::clone(&strict), Arc::clone(&taken));
         let server = runtime
             .block_on(async {
                 TestHttpServer::start_https_on(listener, certificates, move |request| {
@@ -53,6 +59,9 @@ impl Receiver {
                             .push(("retry-after".to_owned(), "1".to_owned()));
                         return reply;
                     }
+                    if is_strict.load(Ordering::SeqCst) && request.body.len() > STRICT_LIMIT {
+                        return Reply::text(413, "payload too large");
+                    }
                     keep.lock().unwrap().push(request.clone());
                     Reply::json(200, &json!({})).after(delay)
                 })
@@ -60,6 +69,7 @@ impl Receiver {
             .expect("receiver");
         Ok(Self {
             up,
+            strict,
             taken,
             _server: server,
             netns,
@@ -113,25 +123,26 @@ fn script(numbers: std::ops::Range<u32>) -> String {
 }
 
 /// Writes hookbox.toml: the receiver reachable (as in the `network` tests), a scripted agent
-/// per `(name, numbers)` (see [`script`]), and `[audit]` signing with retries at most a second
-/// apart.
+/// per `(name, script)`, and `[audit]` signing with retries at most a second apart and an
+/// event refused twice given up on.
 fn configure(
     home: &Path,
     receiver: &Receiver,
     certificates: &TestCertificates,
-    agents: &[(&str, std::ops::Range<u32>)],
+    agents: &[(&str, String)],
 ) {
     std::fs::write(home.join("telemetry-ca.pem"), certificates.ca_pem()).expect("ca");
     let mut config = format!(
         "[network]\nallow_private_cidrs = [\"{}\"]\n\
          extra_ca_certs = [\"telemetry-ca.pem\"]\nresolve = {{ \"{HOST}\" = \"{}\" }}\n\
          [sandbox]\ndisk_bytes = 16777216\n\
-         [audit]\nsigning_secret = \"{SECRET}\"\nmax_backoff = 1\n",
+         [audit]\nsigning_secret = \"{SECRET}\"\nmax_backoff = 1\n\
+         dead_letter_after_attempts = 2\n",
         receiver.netns.cidr(),
         receiver.netns.inside_address()
     );
-    for (name, numbers) in agents {
-        std::fs::write(home.join(format!("{name}.json")), script(numbers.clone())).expect("script");
+    for (name, script) in agents {
+        std::fs::write(home.join(format!("{name}.json")), script).expect("script");
         config.push_str(&format!(
             "[agents.{name}]\nprovider = \"scripted\"\nscript = \"{name}.json\"\n"
         ));
@@ -204,7 +215,7 @@ fn a_receiver_down_for_the_first_20_calls_gets_every_event_once_in_order_and_sig
         home.path(),
         &receiver,
         &certificates,
-        &[("first", 0..10), ("second", 10..20)],
+        &[("first", script(0..10)), ("second", script(10..20))],
     );
     let key = api_key(home.path(), "ci");
     let served = serve(home.path(), &[]);
@@ -360,9 +371,9 @@ fn kill_9_of_serve_mid_calls_loses_no_event_whose_result_the_model_saw() {
     let agents: Vec<(String, std::ops::Range<u32>)> = (0..ROUNDS)
         .map(|round| (format!("round{round}"), round * 10..round * 10 + 10))
         .collect();
-    let named: Vec<(&str, std::ops::Range<u32>)> = agents
+    let named: Vec<(&str, String)> = agents
         .iter()
-        .map(|(name, numbers)| (name.as_str(), numbers.clone()))
+        .map(|(name, numbers)| (name.as_str(), script(numbers.clone())))
         .collect();
     configure(home.path(), &receiver, &certificates, &named);
     let key = api_key(home.path(), "ci");
@@ -446,4 +457,125 @@ fn kill_9_of_serve_mid_calls_loses_no_event_whose_result_the_model_saw() {
         }
     }
     served.terminate();
+}
+
+/// `(tool, path)` of each event the receiver took, in the order it took them.
+fn calls_taken(receiver: &Receiver) -> Vec<(String, String)> {
+    receiver
+        .taken()
+        .iter()
+        .map(|request| {
+            let call = request.json()["tool_call"].clone();
+            (
+                call["name"].as_str().unwrap().to_owned(),
+                call["args"]["path"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_event_the_receiver_refuses_is_dead_lettered_the_queue_moves_on_and_retry_delivers_it() {
+    const TEST: &str = "serve::audit::an_event_the_receiver_refuses_is_dead_lettered_the_queue_moves_on_and_retry_delivers_it";
+    let Some((receiver, certificates)) = receiver_for(TEST, true, Duration::ZERO) else {
+        return;
+    };
+    receiver.strict.store(true, Ordering::SeqCst);
+    let home = tempfile::tempdir().unwrap();
+    let write = |path: &str, content: String| json!({"name": "write_file", "args": {"path": path, "content": content}});
+    let calls = [
+        write("/workspace/e0.log", "event 0".to_owned()),
+        write("/workspace/big.log", "x".repeat(200 * 1024)),
+        write("/workspace/e1.log", "event 1".to_owned()),
+        json!({"name": "read_file", "args": {"path": "/workspace/e1.log"}}),
+    ];
+    let script = json!({"turns": [{"tool_calls": calls}, {"text": "done"}]}).to_string();
+    configure(home.path(), &receiver, &certificates, &[("big", script)]);
+    let key = api_key(home.path(), "ci");
+    let served = serve(home.path(), &[]);
+    let created = http::json(
+        &served.base_url,
+        &key,
+        "POST",
+        "/v1/interactions",
+        &json!({"agent": "big", "input": "log", "environment": durable_audit_spec(false)}),
+    );
+    assert_eq!(created.status, 200, "{created:?}");
+    assert_eq!(created.json()["status"], "completed", "{created:?}");
+
+    // Refused twice (413), the 200 KB write is given up on and the events after it go.
+    let call = |tool: &str, path: &str| (tool.to_owned(), path.to_owned());
+    wait_until(|| status(home.path())[0]["delivered"] == 3);
+    assert_eq!(
+        calls_taken(&receiver),
+        [
+            call("write_file", "/workspace/e0.log"),
+            call("write_file", "/workspace/e1.log"),
+            call("read_file", "/workspace/e1.log"),
+        ],
+        "the events after the refused one are not delivered in order"
+    );
+    let backlog = status(home.path());
+    assert_eq!(
+        (backlog[0]["pending"].clone(), backlog[0]["dead"].clone()),
+        (json!(0), json!(1)),
+        "{backlog}"
+    );
+    let dead = &backlog[0]["dead_events"];
+    assert_eq!(dead.as_array().map(Vec::len), Some(1), "{backlog}");
+    assert_eq!(
+        (dead[0]["attempts"].clone(), dead[0]["refusals"].clone()),
+        (json!(2), json!(2)),
+        "{backlog}"
+    );
+    let error = dead[0]["last_error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with(
+            "HTTP status 413 (refused 2 times; [audit] dead_letter_after_attempts is 2"
+        ),
+        "{backlog}"
+    );
+    let dead_id = dead[0]["id"].as_str().unwrap().to_owned();
+    let environment = created.json()["environment_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(dead[0]["queue"], environment.as_str(), "{backlog}");
+    let text = super::super::hookbox_in(home.path(), &["audit", "status"], b"");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!(
+            "dead {dead_id} of environment {environment}, stored "
+        )) && text.contains(": 2 attempts, 2 refused; HTTP status 413 (refused 2 times"),
+        "{text}"
+    );
+
+    // The receiver takes large events now: `audit retry` sends the dead letter, last.
+    receiver.strict.store(false, Ordering::SeqCst);
+    let retried = super::super::hookbox_in(home.path(), &["audit", "retry"], b"");
+    assert_eq!(super::super::code(&retried), 0, "{retried:?}");
+    assert!(
+        String::from_utf8_lossy(&retried.stdout).starts_with("1 dead audit event(s) pending again"),
+        "{retried:?}"
+    );
+    let taken = wait_for(&receiver, 4);
+    assert_eq!(taken.len(), 4);
+    assert_eq!(taken[3].header("webhook-id"), Some(dead_id.as_str()));
+    assert_eq!(
+        calls_taken(&receiver)[3],
+        call("write_file", "/workspace/big.log")
+    );
+    wait_until(|| status(home.path())[0]["delivered"] == 4);
+    let backlog = status(home.path());
+    assert_eq!(
+        (backlog[0]["pending"].clone(), backlog[0]["dead"].clone()),
+        (json!(0), json!(0)),
+        "{backlog}"
+    );
+    assert_eq!(backlog[0]["dead_events"], json!([]), "{backlog}");
+    let (_, log) = served.terminate();
+    assert!(
+        log.contains("audit event given up and kept as dead"),
+        "{log}"
+    );
 }

@@ -1,7 +1,8 @@
 //! The audit deliverer: sends the outbox's events, oldest first and one at a time per
 //! environment, through the same guarded client and egress policy as every other HTTP hook,
 //! retrying with exponential backoff and jitter (at least what `Retry-After` asks) until the
-//! receiver takes them or `[audit] max_age` has passed.
+//! receiver takes them, refuses one `[audit] dead_letter_after_attempts` times (a 4xx other
+//! than 408 and 429), or `[audit] max_age` has passed.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -290,6 +291,7 @@ impl AuditDeliverer {
                 ),
                 retry_after: None,
                 permanent: true,
+                refused: false,
             }),
             Ok(Err(error)) => Err(Failure::retry(format!("cannot open environment: {error}"))),
             Ok(Ok(environment)) => {
@@ -343,7 +345,7 @@ impl AuditDeliverer {
                     );
                 }
             }
-            Settlement::Retry { error, .. } | Settlement::Dead { error } => {
+            Settlement::Retry { error, .. } | Settlement::Dead { error, .. } => {
                 let failed = self.failing.entry(url.clone()).or_insert(0);
                 if *failed == 0 {
                     tracing::warn!(
@@ -403,6 +405,8 @@ struct Failure {
     retry_after: Option<Duration>,
     /// Whether trying again cannot help (the environment is gone).
     permanent: bool,
+    /// Whether the receiver refused the event (see [`refuses`]).
+    refused: bool,
 }
 
 impl Failure {
@@ -412,17 +416,40 @@ impl Failure {
             error,
             retry_after: None,
             permanent: false,
+            refused: false,
         }
     }
 }
 
+/// Whether an HTTP `status` refuses the event itself, so that sending it again is unlikely to
+/// help: a 4xx (413 for a body too large, 400, 401, 403, 404, 410, 422…) other than 408
+/// (request timeout) and 429 (too many requests), which say "later". Every other failure (5xx,
+/// 408, 429, any other status, no answer) is retried until `[audit] max_age`.
+fn refuses(status: u16) -> bool {
+    (400..500).contains(&status) && !matches!(status, 408 | 429)
+}
+
 /// What a failed attempt on `head` leads to: a retry after the backoff (at least what the
-/// receiver asked), or death once `[audit] max_age` would pass.
+/// receiver asked), or death once the receiver refused it `[audit] dead_letter_after_attempts`
+/// times or `[audit] max_age` would pass.
 fn settle_failure(settings: &AuditSettings, head: &OutboxEvent, failure: Failure) -> Settlement {
     let attempts = head.attempts.saturating_add(1);
+    let refused = failure.refused;
     if failure.permanent {
         return Settlement::Dead {
             error: failure.error,
+            refused,
+        };
+    }
+    let refusals = head.refusals.saturating_add(u32::from(refused));
+    if refused && refusals >= settings.dead_letter_after_attempts {
+        return Settlement::Dead {
+            error: format!(
+                "{} (refused {refusals} times; [audit] dead_letter_after_attempts is {}: the \
+                 receiver does not take this event, so its queue moves on without it)",
+                failure.error, settings.dead_letter_after_attempts
+            ),
+            refused,
         };
     }
     let wait = backoff(attempts, settings.max_backoff).max(failure.retry_after.unwrap_or_default());
@@ -442,11 +469,13 @@ fn settle_failure(settings: &AuditSettings, head: &OutboxEvent, failure: Failure
                 age.as_secs(),
                 settings.max_age.as_secs()
             ),
+            refused,
         };
     }
     Settlement::Retry {
         error: failure.error,
         at: Timestamp::from_unix_millis(at),
+        refused,
     }
 }
 
@@ -512,6 +541,7 @@ async fn send(
             error: format!("HTTP status {}", reply.status),
             retry_after: reply.retry_after,
             permanent: false,
+            refused: refuses(reply.status),
         }),
         Err(error) => Err(Failure::retry(error.to_string())),
     }
@@ -525,11 +555,11 @@ mod tests {
         NewOutboxEvent, OutboxEvent, OutboxQueue, OutboxState, Settlement, Timestamp,
     };
 
-    use super::{Failure, backoff, settle_failure, signer};
+    use super::{Failure, backoff, refuses, settle_failure, signer};
     use crate::audit::{AuditSettings, WebhookSigner};
     use crate::{Config, Runtime};
 
-    /// A pending event stored `age` ago after `attempts` attempts.
+    /// A pending event stored `age` ago after `attempts` attempts, none refused.
     fn head(age: Duration, attempts: u32) -> OutboxEvent {
         let since = Timestamp::from_unix_millis(
             Timestamp::now().unix_millis() - i64::try_from(age.as_millis()).unwrap(),
@@ -549,6 +579,7 @@ mod tests {
             created: since,
             since,
             attempts,
+            refusals: 0,
             next_attempt: since,
             last_error: None,
             state: OutboxState::Pending,
@@ -560,6 +591,7 @@ mod tests {
             max_age: Duration::from_secs(3600),
             max_backoff: Duration::from_secs(300),
             max_pending: 10,
+            dead_letter_after_attempts: 3,
             signer: None,
         }
     }
@@ -570,9 +602,10 @@ mod tests {
             error: "HTTP status 503".to_owned(),
             retry_after,
             permanent: false,
+            refused: false,
         };
         let now = Timestamp::now().unix_millis();
-        let Settlement::Retry { error, at } = settle_failure(
+        let Settlement::Retry { error, at, .. } = settle_failure(
             &settings(),
             &head(Duration::ZERO, 0),
             failure(Some(Duration::from_secs(30))),
@@ -587,7 +620,7 @@ mod tests {
             &head(Duration::from_secs(3599), 12),
             failure(None),
         );
-        let Settlement::Dead { error } = settled else {
+        let Settlement::Dead { error, .. } = settled else {
             panic!("{settled:?}");
         };
         assert!(
@@ -599,10 +632,76 @@ mod tests {
             error: "environment `env_1` no longer exists".to_owned(),
             retry_after: None,
             permanent: true,
+            refused: false,
         };
         assert!(matches!(
             settle_failure(&settings(), &head(Duration::ZERO, 0), gone),
             Settlement::Dead { .. }
+        ));
+    }
+
+    #[test]
+    fn a_4xx_other_than_408_and_429_refuses_the_event_and_every_other_status_is_retried() {
+        let refusing = [
+            400, 401, 403, 404, 405, 409, 410, 411, 413, 414, 415, 422, 451, 499,
+        ];
+        let retried = [
+            100, 204, 301, 302, 304, 399, 408, 429, 500, 502, 503, 504, 599, 600, 0,
+        ];
+        for status in refusing {
+            assert!(refuses(status), "{status}");
+        }
+        for status in retried {
+            assert!(!refuses(status), "{status}");
+        }
+    }
+
+    #[test]
+    fn a_refused_event_is_dead_at_the_bound_and_other_failures_do_not_count() {
+        let refused = Failure {
+            error: "HTTP status 413".to_owned(),
+            retry_after: Some(Duration::from_secs(2)),
+            permanent: false,
+            refused: true,
+        };
+        let transient = Failure {
+            refused: false,
+            ..refused.clone()
+        };
+        let after = |refusals, failure: &Failure| {
+            let mut head = head(Duration::ZERO, 7);
+            head.refusals = refusals;
+            settle_failure(&settings(), &head, failure.clone())
+        };
+        // The first two refusals (of 3) are retried like any failure, and counted.
+        let now = Timestamp::now().unix_millis();
+        for refusals in [0, 1] {
+            let settled = after(refusals, &refused);
+            let Settlement::Retry {
+                at, refused: true, ..
+            } = settled
+            else {
+                panic!("{refusals}: {settled:?}");
+            };
+            assert!(at.unix_millis() >= now + 2_000, "{at:?}");
+        }
+        let Settlement::Dead {
+            error,
+            refused: true,
+        } = after(2, &refused)
+        else {
+            panic!("not dead after the third refusal");
+        };
+        assert!(
+            error.starts_with(
+                "HTTP status 413 (refused 3 times; [audit] dead_letter_after_attempts is 3"
+            ),
+            "{error}"
+        );
+        // A failure that is not a refusal is retried whatever the refusals so far.
+        assert!(matches!(
+            after(2, &transient),
+            Settlement::Retry { refused: false, .. }
         ));
     }
 

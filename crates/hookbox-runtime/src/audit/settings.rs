@@ -1,5 +1,6 @@
-//! `[audit]` in `hookbox.toml`: how long and how hard the deliverer tries, how much the outbox
-//! holds, and the Standard Webhooks signing secret.
+//! `[audit]` in `hookbox.toml`: how long and how hard the deliverer tries (and how often a
+//! receiver may refuse an event), how much the outbox holds, and the Standard Webhooks signing
+//! secret.
 
 use std::time::Duration;
 
@@ -20,6 +21,9 @@ pub struct AuditSection {
     /// How many events may wait at once; past it the oldest are kept as `dead` (default
     /// 100,000).
     pub max_pending: Option<u64>,
+    /// How many attempts on one event the receiver may refuse (a 4xx status other than 408
+    /// and 429) before the event is kept as `dead` and its queue moves on (default 3).
+    pub dead_letter_after_attempts: Option<u32>,
     /// The Standard Webhooks secret (`whsec_<base64>`) that signs every delivery.
     pub signing_secret: Option<String>,
 }
@@ -44,6 +48,8 @@ pub struct AuditSettings {
     pub max_backoff: Duration,
     /// See [`AuditSection::max_pending`].
     pub max_pending: u64,
+    /// See [`AuditSection::dead_letter_after_attempts`].
+    pub dead_letter_after_attempts: u32,
     /// The signer of `signing_secret`, if set.
     pub signer: Option<WebhookSigner>,
 }
@@ -54,6 +60,9 @@ const DEFAULT_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(5 * 60);
 /// `[audit] max_pending` unless set.
 const DEFAULT_MAX_PENDING: u64 = 100_000;
+/// `[audit] dead_letter_after_attempts` unless set: a receiver may answer 404 or 401 for a
+/// moment while it is redeployed, but a refusal this many times over a few seconds is meant.
+const DEFAULT_DEAD_LETTER_AFTER_ATTEMPTS: u32 = 3;
 
 impl AuditSection {
     /// The checked settings; errors name `file`, the key and what a valid value looks like.
@@ -70,6 +79,16 @@ impl AuditSection {
                  at least 1 (the default is 100000)"
             );
         }
+        let dead_letter_after_attempts = self
+            .dead_letter_after_attempts
+            .unwrap_or(DEFAULT_DEAD_LETTER_AFTER_ATTEMPTS);
+        if dead_letter_after_attempts == 0 {
+            bail!(
+                "{file}: [audit] dead_letter_after_attempts: 0 would give up on an event before \
+                 sending it; write a whole number of at least 1 (the default is \
+                 {DEFAULT_DEAD_LETTER_AFTER_ATTEMPTS})"
+            );
+        }
         let signer = match &self.signing_secret {
             None => None,
             Some(secret) => Some(WebhookSigner::new(secret).ok_or_else(|| {
@@ -84,6 +103,7 @@ impl AuditSection {
             max_age: duration(&self.max_age, "max_age", DEFAULT_MAX_AGE)?,
             max_backoff: duration(&self.max_backoff, "max_backoff", DEFAULT_MAX_BACKOFF)?,
             max_pending,
+            dead_letter_after_attempts,
             signer,
         })
     }
@@ -150,9 +170,10 @@ mod tests {
         assert_eq!(settings.max_age, Duration::from_secs(86_400));
         assert_eq!(settings.max_backoff, Duration::from_secs(300));
         assert_eq!(settings.max_pending, 100_000);
+        assert_eq!(settings.dead_letter_after_attempts, 3);
         assert!(settings.signer.is_none());
         let settings = section(
-            "max_age = \"7d\"\nmax_backoff = 2\nmax_pending = 5\n\
+            "max_age = \"7d\"\nmax_backoff = 2\nmax_pending = 5\ndead_letter_after_attempts = 1\n\
              signing_secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"",
         )
         .settings("h.toml")
@@ -160,6 +181,7 @@ mod tests {
         assert_eq!(settings.max_age, Duration::from_secs(7 * 86_400));
         assert_eq!(settings.max_backoff, Duration::from_secs(2));
         assert_eq!(settings.max_pending, 5);
+        assert_eq!(settings.dead_letter_after_attempts, 1);
         assert!(settings.signer.is_some());
         for (text, seconds) in [("90s", 90), ("30m", 1800), ("24h", 86_400), ("15", 15)] {
             let section = AuditSection {
@@ -180,6 +202,10 @@ mod tests {
             ("max_age = 0", "[audit] max_age"),
             ("max_backoff = \"m\"", "[audit] max_backoff"),
             ("max_pending = 0", "[audit] max_pending"),
+            (
+                "dead_letter_after_attempts = 0",
+                "[audit] dead_letter_after_attempts",
+            ),
             ("signing_secret = \"hunter2\"", "[audit] signing_secret"),
         ] {
             let message = format!("{:#}", section(text).settings("/etc/h.toml").unwrap_err());

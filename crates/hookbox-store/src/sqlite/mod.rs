@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::decision::{DecisionQuery, DecisionRecord, NewDecision};
 use crate::error::Error;
-use crate::outbox::{NewOutboxEvent, OutboxDestination, OutboxEvent, Settlement};
+use crate::outbox::{NewOutboxEvent, OutboxDeadLetter, OutboxDestination, OutboxEvent, Settlement};
 use crate::record::{
     ApiKey, Append, Appended, Created, EnvironmentRecord, History, HookTrace, Interaction,
     InteractionWithSteps, NewApiKey, NewInteraction, Page, PageRequest, Resource, Step,
@@ -266,6 +266,10 @@ impl Store for SqliteStore {
 
     fn outbox_destinations(&self) -> Result<Vec<OutboxDestination>, Error> {
         self.read(|tx| outbox::destinations(tx))
+    }
+
+    fn dead_outbox(&self, limit: u64) -> Result<Vec<OutboxDeadLetter>, Error> {
+        self.read(|tx| outbox::dead(tx, limit))
     }
 
     fn retry_dead_outbox(&self) -> Result<u64, Error> {

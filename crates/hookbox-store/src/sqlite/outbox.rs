@@ -1,5 +1,5 @@
 //! The audit outbox table: enqueue, the head of each environment's queue, settling attempts,
-//! the per-destination backlog, retrying dead events, shedding and pruning.
+//! the per-destination backlog, dead events, retrying them, shedding and pruning.
 
 use rusqlite::{Connection, Row, params};
 
@@ -7,14 +7,15 @@ use super::json;
 use crate::error::Error;
 use crate::id;
 use crate::outbox::{
-    NewOutboxEvent, OutboxDestination, OutboxEvent, OutboxQueue, OutboxState, Settlement,
+    NewOutboxEvent, OutboxDeadLetter, OutboxDestination, OutboxEvent, OutboxQueue, OutboxState,
+    Settlement,
 };
 use crate::time::Timestamp;
 
 /// Columns read by [`read`], in order.
 const COLUMNS: &str = "id, environment, url, handler, headers, body, timeout_ms, model_writable, \
                        created, since, attempts, next_attempt, last_error, state, \
-                       signing_credential";
+                       signing_credential, refusals";
 
 /// An outbox row before its headers are parsed.
 struct Raw {
@@ -49,6 +50,7 @@ fn read(row: &Row<'_>) -> rusqlite::Result<Raw> {
             created: Timestamp::from_unix_millis(row.get(8)?),
             since: Timestamp::from_unix_millis(row.get(9)?),
             attempts: row.get(10)?,
+            refusals: row.get(15)?,
             next_attempt: Timestamp::from_unix_millis(row.get(11)?),
             last_error: row.get(12)?,
             state,
@@ -132,17 +134,19 @@ pub(super) fn settle(
     settlement: &Settlement,
 ) -> Result<(), Error> {
     let now = Timestamp::now().unix_millis();
-    let (state, error, next) = match settlement {
-        Settlement::Delivered => ("delivered", None, now),
-        Settlement::Retry { error, at } => ("pending", Some(error.as_str()), at.unix_millis()),
-        Settlement::Dead { error } => ("dead", Some(error.as_str()), now),
+    let (state, error, next, refused) = match settlement {
+        Settlement::Delivered => ("delivered", None, now, false),
+        Settlement::Retry { error, at, refused } => {
+            ("pending", Some(error.as_str()), at.unix_millis(), *refused)
+        }
+        Settlement::Dead { error, refused } => ("dead", Some(error.as_str()), now, *refused),
     };
     connection.execute(
         "UPDATE outbox SET state = ?2, last_error = coalesce(?3, last_error), next_attempt = ?4,
-                           attempts = attempts + 1, updated = ?5,
+                           attempts = attempts + 1, refusals = refusals + ?6, updated = ?5,
                            body = CASE WHEN ?2 = 'delivered' THEN X'' ELSE body END
          WHERE id = ?1 AND state = 'pending'",
-        params![id, state, error, next, now],
+        params![id, state, error, next, now, refused],
     )?;
     Ok(())
 }
@@ -178,11 +182,40 @@ pub(super) fn destinations(connection: &Connection) -> Result<Vec<OutboxDestinat
     Ok(destinations)
 }
 
-/// Makes every dead event pending again, due now, with a new delivery window; returns how many.
+/// The newest `limit` dead events, oldest first (the `outbox_by_state` index, newest first).
+pub(super) fn dead(connection: &Connection, limit: u64) -> Result<Vec<OutboxDeadLetter>, Error> {
+    let mut statement = connection.prepare(
+        "SELECT id, environment, url, handler, created, updated, attempts, refusals, last_error
+         FROM (SELECT seq, id, environment, url, handler, created, updated, attempts, refusals,
+                      last_error
+               FROM outbox WHERE state = 'dead' ORDER BY seq DESC LIMIT ?1)
+         ORDER BY seq",
+    )?;
+    let dead = statement
+        .query_map(params![stored(limit)], |row| {
+            Ok(OutboxDeadLetter {
+                id: row.get(0)?,
+                queue: OutboxQueue::from_key(row.get(1)?),
+                url: row.get(2)?,
+                handler: row.get(3)?,
+                created: Timestamp::from_unix_millis(row.get(4)?),
+                died: Timestamp::from_unix_millis(row.get(5)?),
+                attempts: row.get(6)?,
+                refusals: row.get(7)?,
+                last_error: row.get(8)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(dead)
+}
+
+/// Makes every dead event pending again, due now, with a new delivery window and no refusals
+/// counted; returns how many. Its `seq` is kept, so it goes back to its place in its queue.
 pub(super) fn retry_dead(connection: &Connection) -> Result<u64, Error> {
     let now = Timestamp::now().unix_millis();
     let revived = connection.execute(
-        "UPDATE outbox SET state = 'pending', since = ?1, next_attempt = ?1, updated = ?1
+        "UPDATE outbox SET state = 'pending', since = ?1, next_attempt = ?1, updated = ?1,
+                           refusals = 0
          WHERE state = 'dead'",
         params![now],
     )?;

@@ -169,6 +169,42 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX decisions_by_agent ON decisions (agent, seq);
     ",
+    // 6: how many attempts on an outbox event the receiver refused (a 4xx other than 408 and
+    // 429) in its current delivery window; past `[audit] dead_letter_after_attempts` it is
+    // dead and its queue moves on. The table is rebuilt so that `body` stays last.
+    "
+    CREATE TABLE outbox_6 (
+        seq                INTEGER PRIMARY KEY,
+        id                 TEXT NOT NULL UNIQUE,
+        environment        TEXT NOT NULL,
+        url                TEXT NOT NULL,
+        handler            TEXT NOT NULL,
+        headers            TEXT NOT NULL,
+        timeout_ms         INTEGER NOT NULL CHECK (timeout_ms >= 0),
+        model_writable     INTEGER NOT NULL CHECK (model_writable IN (0, 1)),
+        created            INTEGER NOT NULL,
+        since              INTEGER NOT NULL,
+        updated            INTEGER NOT NULL,
+        attempts           INTEGER NOT NULL CHECK (attempts >= 0),
+        refusals           INTEGER NOT NULL DEFAULT 0 CHECK (refusals >= 0),
+        next_attempt       INTEGER NOT NULL,
+        last_error         TEXT,
+        state              TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+        signing_credential TEXT,
+        body               BLOB NOT NULL
+    ) STRICT;
+    INSERT INTO outbox_6 (seq, id, environment, url, handler, headers, timeout_ms,
+                          model_writable, created, since, updated, attempts, next_attempt,
+                          last_error, state, signing_credential, body)
+        SELECT seq, id, environment, url, handler, headers, timeout_ms, model_writable,
+               created, since, updated, attempts, next_attempt, last_error, state,
+               signing_credential, body
+        FROM outbox;
+    DROP TABLE outbox;
+    ALTER TABLE outbox_6 RENAME TO outbox;
+    CREATE INDEX outbox_pending ON outbox (environment, seq) WHERE state = 'pending';
+    CREATE INDEX outbox_by_state ON outbox (state, seq);
+    ",
 ];
 
 /// Why a connection could not be prepared.

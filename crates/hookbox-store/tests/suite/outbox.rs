@@ -7,6 +7,21 @@ use pretty_assertions::assert_eq;
 
 use super::support::{db_path, memory};
 
+/// A failure of an attempt on `id`, refused by the receiver or not.
+fn failed(store: &dyn Store, id: &str, refused: bool) {
+    let error = if refused {
+        "HTTP status 413"
+    } else {
+        "HTTP status 503"
+    };
+    let settlement = Settlement::Retry {
+        error: error.to_owned(),
+        at: Timestamp::now(),
+        refused,
+    };
+    store.settle_outbox(id, &settlement).unwrap();
+}
+
 /// An event `id` of environment `environment` for `url`.
 fn event(id: &str, environment: &str, url: &str) -> NewOutboxEvent {
     NewOutboxEvent {
@@ -82,6 +97,7 @@ fn each_environment_sends_its_oldest_event_first() {
     let retry = Settlement::Retry {
         error: "HTTP status 503".to_owned(),
         at: later,
+        refused: false,
     };
     store.settle_outbox("msg_a1", &retry).unwrap();
     let heads = store.outbox_heads().unwrap();
@@ -89,7 +105,10 @@ fn each_environment_sends_its_oldest_event_first() {
         heads[0].event.id, "msg_a1",
         "a failed event keeps its place"
     );
-    assert_eq!((heads[0].attempts, heads[0].next_attempt), (1, later));
+    assert_eq!(
+        (heads[0].attempts, heads[0].refusals, heads[0].next_attempt),
+        (1, 0, later)
+    );
     assert_eq!(heads[0].last_error.as_deref(), Some("HTTP status 503"));
 
     store
@@ -102,6 +121,7 @@ fn each_environment_sends_its_oldest_event_first() {
             "msg_a1",
             &Settlement::Dead {
                 error: "late".to_owned(),
+                refused: false,
             },
         )
         .unwrap();
@@ -110,6 +130,7 @@ fn each_environment_sends_its_oldest_event_first() {
             "msg_a2",
             &Settlement::Dead {
                 error: "too old".to_owned(),
+                refused: false,
             },
         )
         .unwrap();
@@ -135,6 +156,7 @@ fn the_backlog_is_told_per_destination_and_dead_events_can_be_retried() {
             "msg_2",
             &Settlement::Dead {
                 error: "connection refused".to_owned(),
+                refused: false,
             },
         )
         .unwrap();
@@ -246,6 +268,7 @@ fn a_delivered_events_body_is_dropped_and_a_dead_ones_kept() {
             "msg_dead",
             &Settlement::Dead {
                 error: "refused".to_owned(),
+                refused: false,
             },
         )
         .unwrap();
@@ -269,4 +292,99 @@ fn a_delivered_events_body_is_dropped_and_a_dead_ones_kept() {
         store.outbox_heads().unwrap()[0].event.body,
         br#"{"n":"msg_dead"}"#
     );
+}
+
+#[test]
+fn a_refused_event_counts_its_refusals_and_once_dead_its_queue_moves_on() {
+    let store = memory();
+    for id in ["msg_1", "msg_2", "msg_3"] {
+        store
+            .enqueue_outbox(&event(id, "env_a", "https://t.example/e"))
+            .unwrap();
+    }
+    failed(&store, "msg_1", true);
+    failed(&store, "msg_1", false);
+    failed(&store, "msg_1", true);
+    let head = &store.outbox_heads().unwrap()[0];
+    assert_eq!(
+        (head.event.id.as_str(), head.attempts, head.refusals),
+        ("msg_1", 3, 2),
+        "a refused event waiting for its next attempt holds its queue"
+    );
+    store
+        .settle_outbox(
+            "msg_1",
+            &Settlement::Dead {
+                error: "HTTP status 413 (refused 3 times)".to_owned(),
+                refused: true,
+            },
+        )
+        .unwrap();
+    assert_eq!(head_ids(&store), ["msg_2"], "the dead letter is skipped");
+    let dead = store.dead_outbox(10).unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(
+        (
+            dead[0].id.as_str(),
+            dead[0].url.as_str(),
+            &dead[0].queue,
+            dead[0].attempts,
+            dead[0].refusals,
+            dead[0].last_error.as_deref()
+        ),
+        (
+            "msg_1",
+            "https://t.example/e",
+            &OutboxQueue::Environment("env_a".to_owned()),
+            4,
+            3,
+            Some("HTTP status 413 (refused 3 times)")
+        )
+    );
+    assert!(dead[0].died >= dead[0].created, "{dead:?}");
+    store
+        .settle_outbox("msg_2", &Settlement::Delivered)
+        .unwrap();
+
+    // Revived, it goes before the events still pending (msg_3), after those delivered
+    // meanwhile (msg_2), with its refusals forgotten and its attempts kept.
+    assert_eq!(store.retry_dead_outbox().unwrap(), 1);
+    let head = &store.outbox_heads().unwrap()[0];
+    assert_eq!(
+        (head.event.id.as_str(), head.attempts, head.refusals),
+        ("msg_1", 4, 0)
+    );
+    assert_eq!(head.state, OutboxState::Pending);
+    assert!(store.dead_outbox(10).unwrap().is_empty());
+    store
+        .settle_outbox("msg_1", &Settlement::Delivered)
+        .unwrap();
+    assert_eq!(head_ids(&store), ["msg_3"]);
+}
+
+#[test]
+fn the_newest_dead_events_are_listed_oldest_first() {
+    let store = memory();
+    for n in 0..4 {
+        let id = format!("msg_{n}");
+        store
+            .enqueue_outbox(&event(&id, &format!("env_{n}"), "https://t.example/e"))
+            .unwrap();
+        let settlement = Settlement::Dead {
+            error: format!("HTTP status 40{n}"),
+            refused: true,
+        };
+        store.settle_outbox(&id, &settlement).unwrap();
+    }
+    let ids = |limit| -> Vec<String> {
+        store
+            .dead_outbox(limit)
+            .unwrap()
+            .into_iter()
+            .map(|dead| dead.id)
+            .collect()
+    };
+    assert_eq!(ids(2), ["msg_2", "msg_3"]);
+    assert_eq!(ids(10), ["msg_0", "msg_1", "msg_2", "msg_3"]);
+    assert!(ids(0).is_empty());
 }

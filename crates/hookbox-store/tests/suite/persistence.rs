@@ -133,7 +133,7 @@ fn a_newer_schema_is_refused() {
             error,
             hookbox_store::Error::SchemaTooNew {
                 found: 99,
-                supported: 5
+                supported: 6
             }
         ),
         "{error}"
@@ -183,4 +183,55 @@ fn the_outbox_keeps_its_events_through_the_signing_credential_migration() {
         (2, Some("HTTP status 503"))
     );
     assert_eq!(head.event.body, b"{}");
+}
+
+/// Schema 6 rebuilds the outbox table with a refusal count: the events a version-5 database
+/// holds survive it, pending and dead, none counted as refused.
+#[test]
+fn the_outbox_keeps_its_events_through_the_refusals_migration() {
+    let (_dir, path) = db_path();
+    drop(SqliteStore::open(&path).unwrap());
+    {
+        // Back to schema 5, its outbox holding a pending and a dead event.
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute_batch(
+                "DROP TABLE outbox;
+                 CREATE TABLE outbox (
+                     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+                     environment TEXT NOT NULL, url TEXT NOT NULL, handler TEXT NOT NULL,
+                     headers TEXT NOT NULL, timeout_ms INTEGER NOT NULL,
+                     model_writable INTEGER NOT NULL, created INTEGER NOT NULL,
+                     since INTEGER NOT NULL, updated INTEGER NOT NULL,
+                     attempts INTEGER NOT NULL, next_attempt INTEGER NOT NULL,
+                     last_error TEXT, state TEXT NOT NULL, signing_credential TEXT,
+                     body BLOB NOT NULL) STRICT;
+                 INSERT INTO outbox VALUES (7, 'msg_old', 'env_a', 'https://t.example/e',
+                     'hooks.json $.a', '[]', 10000, 0, 1, 1, 1, 2, 1, 'HTTP status 503',
+                     'pending', 'audit-key', CAST('{}' AS BLOB));
+                 INSERT INTO outbox VALUES (8, 'msg_dead', 'env_b', 'https://t.example/e',
+                     'hooks.json $.a', '[]', 10000, 0, 1, 1, 5, 9, 1, 'HTTP status 500',
+                     'dead', NULL, CAST('{}' AS BLOB));
+                 PRAGMA user_version = 5;",
+            )
+            .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let heads = store.outbox_heads().unwrap();
+    assert_eq!(heads.len(), 1);
+    let head = &heads[0];
+    assert_eq!(head.event.id, "msg_old");
+    assert_eq!(head.event.signing_credential.as_deref(), Some("audit-key"));
+    assert_eq!(
+        (head.attempts, head.refusals, head.last_error.as_deref()),
+        (2, 0, Some("HTTP status 503"))
+    );
+    assert_eq!(head.event.body, b"{}");
+    let dead = store.dead_outbox(10).unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(
+        (dead[0].id.as_str(), dead[0].attempts, dead[0].refusals),
+        ("msg_dead", 9, 0)
+    );
+    assert_eq!(dead[0].died, hookbox_store::Timestamp::from_unix_millis(5));
 }
