@@ -18,6 +18,7 @@ use crate::hookset::HookSet;
 use crate::input::EventInput;
 use crate::outbox::{OutboxEvent, OutboxQueue, OutboxSink};
 use crate::outcome::HookOutcome;
+use crate::rewrite::settle;
 use crate::runner::{CommandRequest, HttpRequest, Runners};
 use crate::trace::Failure;
 
@@ -43,9 +44,22 @@ impl Dispatcher {
     ///
     /// Sandbox events run their handlers one after another in declared order, and a deny on
     /// `pre_tool_execution` skips the rest. SDK events run theirs concurrently and merge in
-    /// registration order. Never fails: handler failures are traced and fail open unless the
+    /// registration order. When they rewrite the tool input, they all run again on the
+    /// rewritten input until it settles, so every hook saw the input that will run (see
+    /// `rewrite.rs`). Never fails: handler failures are traced and fail open unless the
     /// handler fails closed.
     pub async fn dispatch(&self, input: &EventInput) -> HookOutcome {
+        settle(input.event(), input.tool_input(), |rewrite| async move {
+            match rewrite {
+                None => self.dispatch_round(input).await,
+                Some(rewrite) => self.dispatch_round(&input.with_tool_input(rewrite)).await,
+            }
+        })
+        .await
+    }
+
+    /// Runs every matching handler for `input` once and merges their replies.
+    async fn dispatch_round(&self, input: &EventInput) -> HookOutcome {
         let bindings = self.hooks.select(input.event(), input.match_value());
         let mut outcome = HookOutcome::default();
         if bindings.is_empty() {

@@ -187,6 +187,24 @@ impl EventInput {
         &self.payload
     }
 
+    /// This event with its tool input replaced by `input` (a hook's rewrite): `tool_input`, or
+    /// `tool_call.args` without the model's `raw_args`, which no longer describe it.
+    pub fn with_tool_input(&self, input: Value) -> Self {
+        let mut rewritten = self.clone();
+        match self.event.dialect() {
+            Dialect::Sandbox => {
+                if let Some(Value::Object(call)) = rewritten.payload.get_mut("tool_call") {
+                    call.insert("args".into(), input);
+                    call.remove("raw_args");
+                }
+            }
+            Dialect::Sdk => {
+                rewritten.payload.insert("tool_input".into(), input);
+            }
+        }
+        rewritten
+    }
+
     /// The tool input of a tool event (`tool_call.args` or `tool_input`), if any.
     pub fn tool_input(&self) -> Option<&Value> {
         match self.event.dialect() {

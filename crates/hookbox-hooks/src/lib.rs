@@ -69,6 +69,7 @@ mod matcher;
 mod outbox;
 mod outcome;
 mod policy_file;
+mod rewrite;
 mod runner;
 mod sdk_event;
 mod trace;
@@ -91,6 +92,7 @@ pub use matcher::{MatcherKind, MatcherSet};
 pub use outbox::{OutboxError, OutboxEvent, OutboxQueue, OutboxSink};
 pub use outcome::{Decision, HookOutcome};
 pub use policy_file::{Links, POLICY_FILE_MAX_BYTES, read_policy_file, read_policy_text};
+pub use rewrite::MAX_REWRITE_ROUNDS;
 pub use runner::{
     CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HookClients, HostCommandRunner,
     HttpRequest, HttpRunner, PolicyHttpRunner, ProjectCommandRunner, Runners, narrowed,

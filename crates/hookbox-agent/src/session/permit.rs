@@ -19,12 +19,15 @@ pub(super) enum Permit {
 }
 
 impl Core {
-    /// The permission system: rules, then `PermissionRequest` hooks, then the prompt.
+    /// The permission system: rules, then `PermissionRequest` hooks, then the prompt. An
+    /// `approved` input (the one the permission stage itself rewrote the call to) is not
+    /// asked about again: the rules and the hooks still judge it.
     pub(super) async fn permit(
         &self,
         runner: &Runner,
         call: &ToolCall,
         input: Value,
+        approved: bool,
         pre: &HookOutcome,
         out: &mut Emitter<'_>,
     ) -> Permit {
@@ -70,6 +73,9 @@ impl Core {
                 }
                 Decision::Ask => {}
             }
+        }
+        if approved {
+            return Permit::Run(input);
         }
         let Some(prompt) = &self.prompt else {
             return Permit::Deny(format!(

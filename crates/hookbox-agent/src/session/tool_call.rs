@@ -1,7 +1,7 @@
 //! One tool call of a session: `PreToolUse` hooks, the permission rules, the tool, then
 //! `PostToolUse` or `PostToolUseFailure` (with `updatedToolOutput`).
 
-use hookbox_hooks::{HookOutcome, SdkEvent, ToolUse};
+use hookbox_hooks::{HookOutcome, MAX_REWRITE_ROUNDS, SdkEvent, ToolUse};
 use hookbox_llm::ToolCall;
 use hookbox_store::json_kind;
 use serde_json::Value;
@@ -20,6 +20,16 @@ fn tool_use<'a>(call: &'a ToolCall, input: &'a Value) -> ToolUse<'a> {
         tool_input: input,
         tool_use_id: &call.id,
     }
+}
+
+/// What the gates make of one round of a tool call.
+enum Gate {
+    /// Run this input: every gate saw it as it is.
+    Run(Value),
+    /// The permission system rewrote the input to this: gate it again.
+    Again(Value),
+    /// The call ends here, with this result.
+    Refused(CallDone),
 }
 
 /// What a tool call gave back.
@@ -64,64 +74,114 @@ impl Core {
                 call.name, call.args
             ));
         }
-        let pre = SdkEvent::PreToolUse {
-            agent: runner.subagent_ref(),
-            tool: tool_use(call, &call.args),
+        let mut input = call.args.clone();
+        // The input the permission stage last rewrote the call to: allowed as it is, so its
+        // round asks nobody again (its hooks still run and may deny it).
+        let mut approved = None;
+        let mut context = None;
+        let mut gated = Err(CallDone::error(format!(
+            "{}'s input was rewritten {MAX_REWRITE_ROUNDS} times by its PreToolUse hooks and \
+             the permission system without settling on one; a rewritten input runs only once \
+             every gate has seen it",
+            call.name
+        )));
+        for _ in 0..MAX_REWRITE_ROUNDS {
+            let pre = SdkEvent::PreToolUse {
+                agent: runner.subagent_ref(),
+                tool: tool_use(call, &input),
+            };
+            let pre = self.fire(pre, out).await;
+            context.clone_from(&pre.additional_context);
+            match self
+                .gate(runner, call, &input, approved.as_ref(), &pre, out, stats)
+                .await
+            {
+                Gate::Run(allowed) => {
+                    gated = Ok(allowed);
+                    break;
+                }
+                Gate::Again(rewritten) => {
+                    approved = Some(rewritten.clone());
+                    input = rewritten;
+                }
+                Gate::Refused(done) => {
+                    gated = Err(done);
+                    break;
+                }
+            }
+        }
+        let mut done = match gated {
+            Ok(input) => self.run_gated(runner, call, input, out, stats).await,
+            Err(done) => done,
         };
-        let pre = self.fire(pre, out).await;
-        let mut done = self
-            .after_pre_tool_use(runner, call, &pre, out, stats)
-            .await;
         // A PreToolUse hook's context reaches the model with the call's result, whatever it
         // was (as PostToolUse context does).
-        if let Some(context) = &pre.additional_context {
+        if let Some(context) = &context {
             done.text.push_str(&format!("\n\n{context}"));
         }
         done
     }
 
-    /// The rest of a tool call once `PreToolUse` gave `pre`: its stop or deny, permissions,
-    /// the tool, `PostToolUse` / `PostToolUseFailure`.
-    async fn after_pre_tool_use(
+    /// What `PreToolUse`'s outcome `pre` on `input` and then the permission system make of
+    /// the call: run an input both saw as it is, gate the input the permission system rewrote
+    /// it to again (so `PreToolUse` gates see it too), or refuse. `approved` is the input the
+    /// permission stage rewrote the call to in an earlier round, if it did.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one round's state, each read once"
+    )]
+    async fn gate(
         &self,
         runner: &Runner,
         call: &ToolCall,
+        input: &Value,
+        approved: Option<&Value>,
         pre: &HookOutcome,
         out: &mut Emitter<'_>,
         stats: &mut Stats,
-    ) -> CallDone {
+    ) -> Gate {
         if !pre.continue_ {
             let reason = stop_reason(pre);
-            return CallDone {
+            return Gate::Refused(CallDone {
                 end: Some(End::Stopped(reason.clone())),
                 ..CallDone::error(format!("Stopped by a PreToolUse hook: {reason}"))
-            };
+            });
         }
-        let mut input = pre
-            .updated_input
-            .clone()
-            .unwrap_or_else(|| call.args.clone());
+        let gated = pre.updated_input.clone().unwrap_or_else(|| input.clone());
         if pre.decision.is_blocking() {
-            stats.denials.push(denial(call, &input));
-            return CallDone::error(
-                pre.reason
-                    .clone()
-                    .unwrap_or_else(|| format!("{} was blocked by a PreToolUse hook", call.name)),
-            );
+            stats.denials.push(denial(call, &gated));
+            return Gate::Refused(CallDone::error(pre.reason.clone().unwrap_or_else(|| {
+                format!("{} was blocked by a PreToolUse hook", call.name)
+            })));
         }
-        match self.permit(runner, call, input, pre, out).await {
-            Permit::Run(allowed) => input = allowed,
+        let approved = approved == Some(&gated);
+        match self
+            .permit(runner, call, gated.clone(), approved, pre, out)
+            .await
+        {
+            Permit::Run(allowed) if allowed == gated => Gate::Run(allowed),
+            Permit::Run(rewritten) => Gate::Again(rewritten),
             Permit::Deny(message) => {
                 stats.denials.push(denial(call, &call.args));
-                return CallDone::error(message);
+                Gate::Refused(CallDone::error(message))
             }
-            Permit::Stop(end, message) => {
-                return CallDone {
-                    end: Some(end),
-                    ..CallDone::error(message)
-                };
-            }
+            Permit::Stop(end, message) => Gate::Refused(CallDone {
+                end: Some(end),
+                ..CallDone::error(message)
+            }),
         }
+    }
+
+    /// The tool run on `input`, which every gate saw, then `PostToolUse` /
+    /// `PostToolUseFailure`.
+    async fn run_gated(
+        &self,
+        runner: &Runner,
+        call: &ToolCall,
+        input: Value,
+        out: &mut Emitter<'_>,
+        stats: &mut Stats,
+    ) -> CallDone {
         let ran = if call.name == TASK {
             Box::pin(self.subagent(call, &input, out, stats)).await
         } else if self.mcp.contains(&call.name) {

@@ -832,3 +832,66 @@ async fn mcp_tools_reach_sub_agents_that_name_their_server() {
         f.request_text(2)
     );
 }
+
+/// An input rewritten at the permission stage (a `PermissionRequest` hook's `updatedInput`,
+/// or `can_use_tool`'s) runs only once the `PreToolUse` gates have seen it: a gate that denies
+/// what it was rewritten to denies the call, and one that lets it through sees it.
+#[tokio::test]
+async fn a_rewrite_at_the_permission_stage_is_gated_by_pre_tool_use_again() {
+    let gate = || {
+        let seen: Seen = Arc::default();
+        let log = Arc::clone(&seen);
+        let matcher =
+            HookMatcher::new(Some("Bash")).hook(move |input: Value, _id: Option<String>| {
+                let command = input["tool_input"]["command"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                log.lock().expect("log").push(input);
+                async move {
+                    Ok::<_, CallbackError>(if command.contains("pwned") {
+                        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                        "permissionDecision": "deny", "permissionDecisionReason": "no pwned"}})
+                    } else {
+                        json!({})
+                    })
+                }
+            });
+        (seen, matcher)
+    };
+    for rewrite in ["echo pwned > out.txt", "echo fine > out.txt"] {
+        let f = fixture(vec![
+            bash("t1", "echo safe > out.txt"),
+            FakeTurn::text("done"),
+        ])
+        .await;
+        let (pre, gate) = gate();
+        let (_, request) = recorder(
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow", "updatedInput": {"command": rewrite}}}}),
+        );
+        let messages = run_once(
+            f.session()
+                .hook(HookEvent::PreToolUse, gate)
+                .hook(HookEvent::PermissionRequest, request),
+            "write",
+        )
+        .await;
+        let commands: Vec<Value> = seen(&pre)
+            .iter()
+            .map(|input| input["tool_input"]["command"].clone())
+            .collect();
+        assert_eq!(
+            commands,
+            [json!("echo safe > out.txt"), json!(rewrite)],
+            "{rewrite}"
+        );
+        let written = std::fs::read_to_string(f.dir.path().join("out.txt")).ok();
+        if rewrite.contains("pwned") {
+            assert_eq!(tool_results(&messages), [("no pwned".to_owned(), true)]);
+            assert_eq!(written, None, "the rewritten command ran");
+        } else {
+            assert_eq!(written.as_deref().map(str::trim), Some("fine"));
+        }
+    }
+}

@@ -33,6 +33,7 @@ pub(super) fn translate(agent: Agent, payload: Map<String, Value>) -> Result<Tra
         }
     }
     Ok(Translated {
+        agent,
         event: Some(event),
         native_event: name.to_owned(),
         native_tool: text(&payload, "tool_name").map(str::to_owned),

@@ -92,6 +92,7 @@ pub(super) fn translate(mut payload: Map<String, Value>) -> Result<Translated, S
     }
     payload.insert("hook_event_name".into(), event.name().into());
     Ok(Translated {
+        agent: super::Agent::GeminiCli,
         event: Some(event),
         native_event: name,
         native_tool,

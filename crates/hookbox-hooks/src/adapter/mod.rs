@@ -26,6 +26,7 @@ use crate::handler::{Handler, OnError};
 use crate::hookset::HookSet;
 use crate::input::EventInput;
 use crate::outcome::{Decision, HookOutcome};
+use crate::rewrite::settle;
 use crate::trace::{HandlerResult, TraceEntry};
 
 pub use policy::{Fingerprint, Loaded, PolicyFiles, trust};
@@ -52,6 +53,8 @@ type Renames = &'static [(&'static str, &'static str)];
 /// One agent hook event, as each policy dialect sees it.
 #[derive(Debug, Clone)]
 pub struct Translated {
+    /// The agent that sent the event.
+    agent: Agent,
     /// The hookbox event (for an agent event without a hookbox counterpart, its pass-through
     /// [`HookEvent::Agent`] as a Claude-style policy binds it), or `None` for an event the
     /// agent does not publish (answered with no decision).
@@ -98,6 +101,7 @@ impl Translated {
         let (Some(sdk), Some(sandbox)) = (published(Dialect::Sdk), published(Dialect::Sandbox))
         else {
             return Self {
+                agent,
                 event: None,
                 native_event,
                 native_tool: None,
@@ -116,6 +120,7 @@ impl Translated {
                 .or_insert_with(|| Value::String(cwd.clone()));
         }
         Self {
+            agent,
             event: Some(sdk),
             native_tool: text(&payload, "tool_name").map(str::to_owned),
             native_event,
@@ -123,6 +128,27 @@ impl Translated {
             sdk: Some(EventInput::sdk_payload(sdk, payload)),
             cwd,
             session: None,
+        }
+    }
+
+    /// This event with its Claude-shaped tool input replaced by `input` (a hook's rewrite),
+    /// translated anew for the sandbox dialect.
+    fn with_tool_input(&self, input: Value) -> Self {
+        let Some(sdk) = &self.sdk else {
+            return self.clone();
+        };
+        let sdk = sdk.with_tool_input(input);
+        // Of the events hooks can rewrite, only `PreToolUse` has a sandbox-dialect form.
+        let sandbox = match sdk.event() {
+            HookEvent::PreToolUse => {
+                vocabulary::sandbox_event(self.agent.name(), HookEvent::PreToolUse, sdk.payload())
+            }
+            _ => self.sandbox.clone(),
+        };
+        Self {
+            sandbox,
+            sdk: Some(sdk),
+            ..self.clone()
         }
     }
 
@@ -150,6 +176,7 @@ impl Translated {
                 .or_insert_with(|| Value::String(cwd.clone()));
         }
         Self {
+            agent,
             event: Some(event),
             native_event,
             native_tool,
@@ -389,8 +416,25 @@ impl Agent {
 /// Runs `translated` through the policy: the sandbox-dialect hooks first (only their deny, on
 /// an event that can be blocked, counts: a sandbox `allow` means "no objection", never an
 /// approval that would skip the agent's own permission prompt), then, unless they denied, the
-/// Claude-style hooks.
+/// Claude-style hooks. When those rewrite the tool input, both run again on the rewritten
+/// input (translated anew for the sandbox dialect) until it settles: the agent is only ever
+/// told to run an input every gate saw.
 pub async fn evaluate(dispatcher: &Dispatcher, translated: &Translated) -> HookOutcome {
+    let Some(event) = translated.event else {
+        return HookOutcome::default();
+    };
+    let original = translated.sdk.as_ref().and_then(EventInput::tool_input);
+    settle(event, original, |rewrite| async move {
+        match rewrite {
+            None => evaluate_round(dispatcher, translated).await,
+            Some(rewrite) => evaluate_round(dispatcher, &translated.with_tool_input(rewrite)).await,
+        }
+    })
+    .await
+}
+
+/// One round of [`evaluate`]: both dialects' hooks on `translated` as it is.
+async fn evaluate_round(dispatcher: &Dispatcher, translated: &Translated) -> HookOutcome {
     let mut outcome = HookOutcome::default();
     if let Some(sandbox) = &translated.sandbox {
         let gated = dispatcher.dispatch(sandbox).await;

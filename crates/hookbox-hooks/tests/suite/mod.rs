@@ -21,6 +21,8 @@ mod matchers;
 mod outbox;
 /// The policy the model cannot change (issue 10): precedence, cut answers, bounds, shadow.
 mod policy;
+/// A rewritten tool input runs only once every gate has seen it.
+mod rewrites;
 /// Floods, hangs, grandchildren, and 1,000 misbehaving dispatches without leaks.
 mod robustness;
 /// The seeds' own scripts and hooks.json files.
