@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use hookbox_env::Environments;
-use hookbox_runtime::{AuditDeliverer, Config, Runtime};
+use hookbox_runtime::{AuditDeliverer, Config, HomeLock, Runtime};
 use hookbox_server::{ApiKeys, Auth, Limits, ServeOptions};
 
 use crate::cli::ServeArgs;
@@ -20,6 +20,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let home = Environments::default_home()?;
     let file = Config::read(args.config.as_deref(), &home)?;
     config::warn_if_loopback_hooks(&file);
+    // Held until this process ends, before anything in the home is recovered or reset.
+    let _home_lock = HomeLock::acquire(&file.home)?;
     let runtime = Arc::new(Runtime::from_config(&file)?.for_serving()?);
     let listen = args
         .listen
