@@ -269,6 +269,16 @@ pub(crate) struct McpArgs {
     /// address; prints a warning.
     #[arg(long, requires = "listen")]
     pub(crate) no_auth: bool,
+    /// With `--listen`: the name of the API key the environment belongs to (given to it if it
+    /// belongs to no key yet, as one made by `hookbox env create` or `--spec`). Only the key
+    /// an environment belongs to may use it, here as through the REST API.
+    #[arg(
+        long,
+        value_name = "KEY_NAME",
+        requires = "listen",
+        conflicts_with = "no_auth"
+    )]
+    pub(crate) owner: Option<String>,
     /// The config file (default: `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
