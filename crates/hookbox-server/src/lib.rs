@@ -28,8 +28,10 @@
 //! Every request needs an API key ([`ApiKeys`]; `x-goog-api-key`, `Authorization: Bearer` or
 //! `?key=`) unless [`Auth::Disabled`]; what a key creates only that key sees (others get 404).
 //! POSTs to JSON endpoints must be JSON (415), `Host` must name this server (421), and
-//! [`serve`] caps connections and times out slow ones ([`Limits`]).
+//! [`serve`] caps connections, keeps a share of them for clients with a key and times out slow
+//! ones ([`Limits`]).
 
+mod admission;
 mod auth;
 mod connections;
 mod environments;

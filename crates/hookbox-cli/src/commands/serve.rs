@@ -125,11 +125,24 @@ pub(crate) fn serve_options(file: &Config) -> anyhow::Result<ServeOptions> {
         )
     };
     let mut limits = Limits::default();
-    if let Some(cap) = server.max_connections {
-        if cap == 0 {
-            return Err(at_least_one("max_connections", "connections"));
+    for (value, field, slot) in [
+        (
+            server.max_connections,
+            "max_connections",
+            &mut limits.max_connections,
+        ),
+        (
+            server.max_unauthenticated_per_peer,
+            "max_unauthenticated_per_peer",
+            &mut limits.max_unauthenticated_per_peer,
+        ),
+    ] {
+        if let Some(cap) = value {
+            if cap == 0 {
+                return Err(at_least_one(field, "connections"));
+            }
+            *slot = cap;
         }
-        limits.max_connections = cap;
     }
     for (value, field, slot) in [
         (
