@@ -156,9 +156,9 @@ pub(crate) enum Command {
     /// and in its sandbox, exactly as an interaction's tool call. A call a hook denies is a tool
     /// error whose text is "Blocked by a pre_tool_execution hook: REASON". Over stdio by
     /// default (the client starts `hookbox mcp --env ID`); with `--listen ADDR`, over
-    /// streamable HTTP at `http://ADDR/mcp`, where every request needs an API key from `hookbox
-    /// api-keys create` (`Authorization: Bearer KEY`), `Host` must name this server and no
-    /// browser `Origin` is answered. Logs go to stderr. See docs/agent-adapters.md.
+    /// streamable HTTP at `http://ADDR/mcp`, where every request needs the API key the
+    /// environment belongs to (`Authorization: Bearer KEY`; see `--owner`), `Host` must name
+    /// this server and no browser `Origin` is answered. Logs go to stderr. See docs/agent-adapters.md.
     Mcp(McpArgs),
     /// Manage the API keys `hookbox serve` accepts.
     ///
