@@ -156,9 +156,9 @@ pub(crate) enum Command {
     /// and in its sandbox, exactly as an interaction's tool call. A call a hook denies is a tool
     /// error whose text is "Blocked by a pre_tool_execution hook: REASON". Over stdio by
     /// default (the client starts `hookbox mcp --env ID`); with `--listen ADDR`, over
-    /// streamable HTTP at `http://ADDR/mcp`, where every request needs an API key from `hookbox
-    /// api-keys create` (`Authorization: Bearer KEY`), `Host` must name this server and no
-    /// browser `Origin` is answered. Logs go to stderr. See docs/agent-adapters.md.
+    /// streamable HTTP at `http://ADDR/mcp`, where every request needs the API key the
+    /// environment belongs to (`Authorization: Bearer KEY`; see `--owner`), `Host` must name
+    /// this server and no browser `Origin` is answered. Logs go to stderr. See docs/agent-adapters.md.
     Mcp(McpArgs),
     /// Manage the API keys `hookbox serve` accepts.
     ///
@@ -273,6 +273,16 @@ pub(crate) struct McpArgs {
     /// address; prints a warning.
     #[arg(long, requires = "listen")]
     pub(crate) no_auth: bool,
+    /// With `--listen`: the name of the API key the environment belongs to (given to it if it
+    /// belongs to no key yet, as one made by `hookbox env create` or `--spec`). Only the key
+    /// an environment belongs to may use it, here as through the REST API.
+    #[arg(
+        long,
+        value_name = "KEY_NAME",
+        requires = "listen",
+        conflicts_with = "no_auth"
+    )]
+    pub(crate) owner: Option<String>,
     /// The config file (default: `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,

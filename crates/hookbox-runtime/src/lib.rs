@@ -12,6 +12,7 @@
 mod agents;
 mod audit;
 mod config;
+mod home_lock;
 mod in_place;
 
 use std::path::Path;
@@ -32,6 +33,7 @@ pub use audit::{AuditDeliverer, AuditSection, AuditSettings, DurationValue, Webh
 pub use config::{
     Addresses, Config, NetworkSection, SandboxSection, SdkDomains, SdkSection, ServerSection,
 };
+pub use home_lock::HomeLock;
 pub use in_place::in_place;
 
 /// Everything an interface serves from, built once from a [`Config`].

@@ -22,6 +22,7 @@ use hookbox_env::{EnvironmentSpec, Isolation};
 use hookbox_runtime::{Config, Runtime};
 use hookbox_server::mcp::{MCP_PATH, McpTools};
 use hookbox_server::{ApiKeys, Auth, ServeOptions};
+use hookbox_store::Resource;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -83,9 +84,14 @@ fn mcp(c: &mut Criterion) {
     });
     let piped = rt.block_on(().serve(client_end)).expect("pipe handshake");
 
-    let (_, key) = ApiKeys::new(Arc::clone(runtime.store()))
+    let (record, key) = ApiKeys::new(Arc::clone(runtime.store()))
         .create("bench")
         .expect("key");
+    // Only the key an environment belongs to may use it over HTTP.
+    runtime
+        .store()
+        .claim(Resource::Environment, environment.id(), &record.id)
+        .expect("give the environment to the key");
     let app = hookbox_server::mcp::router(
         &runtime,
         McpTools::new(sandbox_tools(), environment.id()),

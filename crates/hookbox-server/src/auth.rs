@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use std::sync::Arc;
 
+use crate::admission::Ticket;
 use crate::error::ApiError;
 use crate::keys::ApiKeys;
 
@@ -54,7 +55,8 @@ pub(crate) struct KeyCheck {
     pub(crate) keys: ApiKeys,
 }
 
-/// Authenticates the request and hands its [`Caller`] to the handlers.
+/// Authenticates the request, promotes its connection ([`Ticket::promote`]) and hands its
+/// [`Caller`] to the handlers.
 pub(crate) async fn authenticate(
     State(check): State<Arc<KeyCheck>>,
     mut request: Request<Body>,
@@ -67,6 +69,10 @@ pub(crate) async fn authenticate(
             Err(error) => return error.into_response(),
         },
     };
+    // The connection has authenticated: it leaves the share of those that have not.
+    if let Some(ticket) = request.extensions().get::<Arc<Ticket>>() {
+        ticket.promote();
+    }
     request.extensions_mut().insert(caller);
     next.run(request).await
 }

@@ -1,5 +1,7 @@
-//! Connections: a cap on how many are open (503 and close above it), a header-read timeout and
-//! an idle timeout, so half-sent requests (slowloris) cannot hold the server.
+//! Connections: a cap on how many are open (503 and close above it), a share of them for
+//! clients that have not presented a key yet, per peer address and in all ([`Admission`]), a
+//! header-read timeout and an idle timeout, so half-sent requests (slowloris) cannot hold the
+//! server or keep clients with a key out.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,16 +20,24 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 use tokio::task::JoinSet;
+use tower_http::add_extension::AddExtension;
 
+use crate::admission::{Admission, Refusal, Ticket};
 use crate::error::ApiError;
 
 /// How many connections and how much patience the server has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Connections served at once; one more is answered 503 and closed (default 256).
+    /// Connections served at once (default 256). Those that have not presented a valid API key
+    /// yet may take all but a quarter of them; when they have, a new connection pushes out the
+    /// oldest of them; when every connection has presented a key, one more is answered 503 and
+    /// closed.
     pub max_connections: usize,
+    /// Connections from one address that have not presented a valid API key yet; one more is
+    /// answered 503 and closed (default 16).
+    pub max_unauthenticated_per_peer: usize,
     /// How long the server waits for a request's headers, from the moment it starts waiting
     /// (so also how long a kept-alive connection may sit between requests); then it closes the
     /// connection (default 10 s).
@@ -41,6 +51,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_connections: 256,
+            max_unauthenticated_per_peer: 16,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
         }
@@ -65,7 +76,7 @@ pub(crate) async fn run(
         limits.idle_timeout,
         idle_body,
     ));
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let admission = Admission::new(&limits);
     let rejecting = Arc::new(Semaphore::new(MAX_REJECTING));
     let (stop, stopped) = watch::channel(false);
     let mut tasks = JoinSet::new();
@@ -75,8 +86,8 @@ pub(crate) async fn run(
             () = &mut shutdown => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     Err(err) => {
                         // Out of file descriptors, most likely: back off instead of spinning.
                         tracing::warn!("cannot accept a connection: {err}");
@@ -84,10 +95,16 @@ pub(crate) async fn run(
                         continue;
                     }
                 };
-                if let Ok(slot) = Arc::clone(&slots).try_acquire_owned() {
-                    tasks.spawn(serve(stream, app.clone(), limits, stopped.clone(), slot));
-                } else if let Ok(slot) = Arc::clone(&rejecting).try_acquire_owned() {
-                    tasks.spawn(reject(stream, limits.max_connections, slot));
+                match admission.admit(peer.ip()) {
+                    Ok((ticket, evicted)) => {
+                        let app = AddExtension::new(app.clone(), ticket);
+                        tasks.spawn(serve(stream, app, limits, stopped.clone(), evicted));
+                    }
+                    Err(refusal) => {
+                        if let Ok(slot) = Arc::clone(&rejecting).try_acquire_owned() {
+                            tasks.spawn(reject(stream, refusal, slot));
+                        }
+                    }
                 }
             }
         }
@@ -97,13 +114,14 @@ pub(crate) async fn run(
     Ok(())
 }
 
-/// Serves one connection; the slot is given back when it ends.
+/// Serves one connection, whose [`Ticket`] every request carries (authentication promotes it),
+/// until it ends or `evicted` fires (a newer connection pushed it out before it authenticated).
 async fn serve(
     stream: TcpStream,
-    app: Router,
+    app: AddExtension<Router, Arc<Ticket>>,
     limits: Limits,
     mut stopped: watch::Receiver<bool>,
-    _slot: OwnedSemaphorePermit,
+    mut evicted: oneshot::Receiver<()>,
 ) {
     let mut builder = http1::Builder::new();
     builder
@@ -113,17 +131,19 @@ async fn serve(
     tokio::pin!(connection);
     tokio::select! {
         _ = connection.as_mut() => return,
+        // Once promoted the signal's sender is gone: `Err`, and this branch is disabled.
+        Ok(()) = &mut evicted => return,
         _ = stopped.wait_for(|stop| *stop) => connection.as_mut().graceful_shutdown(),
     }
     let _ = connection.await;
 }
 
-/// Answers an over-cap connection 503 (in the API's shape, with `Retry-After`) and closes it.
-async fn reject(mut stream: TcpStream, cap: usize, _slot: OwnedSemaphorePermit) {
+/// Answers a refused connection 503 (in the API's shape, with `Retry-After`) and closes it.
+async fn reject(mut stream: TcpStream, refusal: Refusal, _slot: OwnedSemaphorePermit) {
     let body = ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "unavailable",
-        format!("the server has {cap} connections open, its limit; retry shortly"),
+        refusal.message(),
     )
     .body()
     .to_string();

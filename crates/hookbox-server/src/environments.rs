@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 use crate::Shared;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::owners;
 use crate::page::Page;
 
 /// Members of the create body (`docs/wire/interactions-api.md` §9), `mode` (google-genai ≥ 3.6;
@@ -73,11 +72,14 @@ pub(crate) async fn create(
         refuse_host_sources(&spec)?;
     }
     if let Some(from) = &spec.from_environment {
-        owners::environment(&state, &caller, from).await?;
+        state.owners.environment(&caller, from).await?;
     }
     let environment = state.runtime.environments().create(&spec).await?;
     // The environment recorded its own record in the store; the owner is the server's.
-    if let Err(err) = owners::claim(&state, &caller, Resource::Environment, environment.id()).await
+    if let Err(err) = state
+        .owners
+        .claim(&caller, Resource::Environment, environment.id())
+        .await
     {
         let _ = state.runtime.environments().delete(environment.id());
         return Err(err);
@@ -92,7 +94,7 @@ pub(crate) async fn get(
     Extension(caller): Extension<Caller>,
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    owners::environment(&state, &caller, &id).await?;
+    state.owners.environment(&caller, &id).await?;
     Ok(Json(state.runtime.environments().get(&id)?.to_json()))
 }
 
@@ -108,7 +110,10 @@ pub(crate) async fn list(
         50,
         1000,
     )?;
-    let all = owners::environments(&state, &caller, state.runtime.environments().list()?).await?;
+    let all = state
+        .owners
+        .environments(&caller, state.runtime.environments().list()?)
+        .await?;
     let (environments, next) = page.take(all);
     let environments: Vec<Value> = environments
         .iter()
@@ -127,7 +132,7 @@ pub(crate) async fn delete(
     Extension(caller): Extension<Caller>,
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    owners::environment(&state, &caller, &id).await?;
+    state.owners.environment(&caller, &id).await?;
     // Its record and owner go with it; removing the directory (and unmounting its file
     // system) blocks.
     let runtime = Arc::clone(&state.runtime);

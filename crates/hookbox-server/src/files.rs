@@ -46,7 +46,7 @@ async fn respond(
     path: String,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    crate::owners::environment(&state, &caller, &id).await?;
+    state.owners.environment(&caller, &id).await?;
     let environment = state.runtime.environments().get(&id)?;
     match query.get("alt").map(String::as_str) {
         Some("media") => return download(environment, path).await,

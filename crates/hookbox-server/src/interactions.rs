@@ -21,7 +21,6 @@ use crate::Shared;
 use crate::auth::Caller;
 use crate::environments::json_body;
 use crate::error::ApiError;
-use crate::owners;
 use crate::service::Event;
 
 /// `POST /{v}/interactions`.
@@ -42,9 +41,15 @@ pub(crate) async fn create(
         .interactions
         .create(value, key, caller.owner())
         .await?;
-    owners::claim(&state, &caller, Resource::Interaction, &outcome.id).await?;
+    state
+        .owners
+        .claim(&caller, Resource::Interaction, &outcome.id)
+        .await?;
     if let Some(environment) = outcome.interaction["environment_id"].as_str() {
-        owners::claim(&state, &caller, Resource::Environment, environment).await?;
+        state
+            .owners
+            .claim(&caller, Resource::Environment, environment)
+            .await?;
     }
     tracing::info!(id = outcome.id, "interaction created");
     // The answer is being written: an identical body from now on is a new interaction.
@@ -62,7 +67,7 @@ pub(crate) async fn get(
     Path((_version, id)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    owners::interaction(&state, &caller, &id).await?;
+    state.owners.interaction(&caller, &id).await?;
     let stream = match query.get("stream").map(String::as_str) {
         None | Some("false") => false,
         Some("true") => true,
@@ -94,7 +99,7 @@ pub(crate) async fn cancel(
     Extension(caller): Extension<Caller>,
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    owners::interaction(&state, &caller, &id).await?;
+    state.owners.interaction(&caller, &id).await?;
     Ok(Json(state.interactions.cancel(&id).await?))
 }
 
@@ -104,7 +109,7 @@ pub(crate) async fn delete(
     Extension(caller): Extension<Caller>,
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    owners::interaction(&state, &caller, &id).await?;
+    state.owners.interaction(&caller, &id).await?;
     state.interactions.delete(&id).await?;
     tracing::info!(id, "interaction deleted");
     Ok(Json(json!({})))
@@ -115,7 +120,10 @@ pub(crate) async fn delete(
 /// `environment.environment_id` (an update).
 async fn check_references(state: &Shared, caller: &Caller, body: &Value) -> Result<(), ApiError> {
     if let Some(previous) = body["previous_interaction_id"].as_str()
-        && !owners::owns(state, caller, Resource::Interaction, previous).await?
+        && !state
+            .owners
+            .owns(caller, Resource::Interaction, previous)
+            .await?
     {
         return Err(ApiError::not_found(format!(
             "invalid request at `$.previous_interaction_id`: interaction `{previous}` not found"
@@ -130,7 +138,7 @@ async fn check_references(state: &Shared, caller: &Caller, body: &Value) -> Resu
         _ => return Ok(()),
     };
     let id = id.strip_prefix("environments/").unwrap_or(id);
-    if owners::owns(state, caller, Resource::Environment, id).await? {
+    if state.owners.owns(caller, Resource::Environment, id).await? {
         return Ok(());
     }
     Err(ApiError::not_found(format!(

@@ -28,8 +28,10 @@
 //! Every request needs an API key ([`ApiKeys`]; `x-goog-api-key`, `Authorization: Bearer` or
 //! `?key=`) unless [`Auth::Disabled`]; what a key creates only that key sees (others get 404).
 //! POSTs to JSON endpoints must be JSON (415), `Host` must name this server (421), and
-//! [`serve`] caps connections and times out slow ones ([`Limits`]).
+//! [`serve`] caps connections, keeps a share of them for clients with a key and times out slow
+//! ones ([`Limits`]).
 
+mod admission;
 mod auth;
 mod connections;
 mod environments;
@@ -79,8 +81,6 @@ const DEFAULT_MAX_UPLOAD_BYTES: u64 = 1024 * 1024 * 1024;
 /// What the HTTP layer itself enforces (`[server]` of hookbox.toml and the command line).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Settings {
-    /// How requests authenticate.
-    pub(crate) auth: Auth,
     /// Largest file a resumable upload may declare, in bytes. Larger uploads get 413.
     pub(crate) max_upload_bytes: u64,
     /// Whether create may use sources that read this host's filesystem (`local`, `gcs` with a
@@ -111,6 +111,8 @@ pub(crate) struct State {
     pub(crate) settings: Settings,
     /// The store (API keys and owners too), environments and agents.
     pub(crate) runtime: Arc<Runtime>,
+    /// Who may see and use which environments and interactions.
+    pub(crate) owners: owners::Owners,
     pub(crate) uploads: upload::Uploads,
     pub(crate) interactions: Arc<InteractionService>,
 }
@@ -125,7 +127,6 @@ pub fn router(runtime: Arc<Runtime>, auth: Auth) -> Result<Router, ServerError> 
     let server = &runtime.config().server;
     let limit = server.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
     let settings = Settings {
-        auth,
         max_upload_bytes: server.max_upload_bytes.unwrap_or(DEFAULT_MAX_UPLOAD_BYTES),
         allow_host_sources: server.allow_host_sources.unwrap_or(false),
     };
@@ -133,9 +134,11 @@ pub fn router(runtime: Arc<Runtime>, auth: Auth) -> Result<Router, ServerError> 
     let interactions = InteractionService::open(Arc::clone(&runtime))?;
     let keys = ApiKeys::new(Arc::clone(runtime.store()));
     let key_check = Arc::new(auth::KeyCheck { auth, keys });
+    let owners = owners::Owners::new(Arc::clone(runtime.store()), auth);
     let state: Shared = Arc::new(State {
         settings,
         runtime,
+        owners,
         uploads,
         interactions,
     });

@@ -15,7 +15,6 @@ use crate::Shared;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::files::blocking;
-use crate::owners;
 
 /// `GET /{v}/interactions/{id}/hook_traces` → `{"hook_traces": [...]}`.
 pub(crate) async fn list(
@@ -23,7 +22,7 @@ pub(crate) async fn list(
     Extension(caller): Extension<Caller>,
     UrlPath((_version, id)): UrlPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    owners::interaction(&state, &caller, &id).await?;
+    state.owners.interaction(&caller, &id).await?;
     let store = Arc::clone(state.runtime.store());
     let traces = blocking(move || {
         load(store.as_ref(), &id).map_err(|err| match err {

@@ -98,7 +98,7 @@ pub(crate) async fn start(
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    crate::owners::environment(&state, &caller, &id).await?;
+    state.owners.environment(&caller, &id).await?;
     let protocol = text_header(&headers, "x-goog-upload-protocol");
     if !protocol.eq_ignore_ascii_case("resumable") {
         return Err(ApiError::invalid(format!(
@@ -193,7 +193,7 @@ pub(crate) async fn chunk(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let owned = crate::owners::environment(&state, &caller, &id).await;
+    let owned = state.owners.environment(&caller, &id).await;
     let result = match owned {
         Ok(()) => chunk_inner(&state, &id, &path, &query, &headers, body).await,
         Err(error) => Err((error, "final")),

@@ -9,7 +9,8 @@ use anyhow::Context;
 use hookbox_env::{Environment, Environments, Isolation};
 use hookbox_runtime::{AuditDeliverer, Config, Runtime};
 use hookbox_server::mcp::{self, McpTools};
-use hookbox_server::{Auth, ServeOptions};
+use hookbox_server::{ApiKeys, Auth, ServeOptions};
+use hookbox_store::Resource;
 
 use super::serve;
 use crate::cli::McpArgs;
@@ -41,6 +42,9 @@ pub(crate) fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
     let runtime = Arc::new(Runtime::from_config(&file)?.for_serving()?);
     super::env::warn_without_disk_budget();
     let environment = environment(&runtime, &file, args)?;
+    if args.listen.is_some() && !args.no_auth {
+        give_to_owner(&runtime, environment.id(), args.owner.as_deref())?;
+    }
     let async_runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -91,6 +95,39 @@ fn environment(runtime: &Runtime, file: &Config, args: &McpArgs) -> anyhow::Resu
         created.id()
     ));
     Ok(runtime.environments().get(created.id())?)
+}
+
+/// Makes sure environment `id` belongs to an API key, giving it to key `owner` (a name) if it
+/// belongs to none; fails when it would then belong to no key or to another key than `owner`:
+/// the server would refuse every request of `owner`'s.
+fn give_to_owner(runtime: &Runtime, id: &str, owner: Option<&str>) -> anyhow::Result<()> {
+    let store = runtime.store();
+    let Some(name) = owner else {
+        if store.owner(Resource::Environment, id)?.is_none() {
+            anyhow::bail!(
+                "environment {id} belongs to no API key, so no client could use it (the REST \
+                 API hides it from every key too): pass --owner KEY_NAME to give it to the key \
+                 its client uses (`hookbox api-keys list` shows the keys)"
+            );
+        }
+        return Ok(());
+    };
+    let keys = ApiKeys::new(Arc::clone(store)).list()?;
+    let Some(key) = keys.iter().find(|key| key.name == name) else {
+        anyhow::bail!(
+            "--owner {name}: no API key has that name; `hookbox api-keys list` shows the keys, \
+             `hookbox api-keys create {name}` makes one"
+        );
+    };
+    store.claim(Resource::Environment, id, &key.id)?;
+    if store.owner(Resource::Environment, id)?.as_deref() != Some(key.id.as_str()) {
+        anyhow::bail!(
+            "--owner {name}: environment {id} belongs to another API key, the only one that may \
+             use it (here as through the REST API); serve it without --owner, or serve an \
+             environment of {name}'s"
+        );
+    }
+    Ok(())
 }
 
 /// Serves `tools` over streamable HTTP on `listen` until SIGINT or SIGTERM.

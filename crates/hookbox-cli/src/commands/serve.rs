@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use hookbox_env::Environments;
-use hookbox_runtime::{AuditDeliverer, Config, Runtime};
+use hookbox_runtime::{AuditDeliverer, Config, HomeLock, Runtime};
 use hookbox_server::{ApiKeys, Auth, Limits, ServeOptions};
 
 use crate::cli::ServeArgs;
@@ -20,6 +20,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let home = Environments::default_home()?;
     let file = Config::read(args.config.as_deref(), &home)?;
     config::warn_if_loopback_hooks(&file);
+    // Held until this process ends, before anything in the home is recovered or reset.
+    let _home_lock = HomeLock::acquire(&file.home)?;
     let runtime = Arc::new(Runtime::from_config(&file)?.for_serving()?);
     let listen = args
         .listen
@@ -123,11 +125,24 @@ pub(crate) fn serve_options(file: &Config) -> anyhow::Result<ServeOptions> {
         )
     };
     let mut limits = Limits::default();
-    if let Some(cap) = server.max_connections {
-        if cap == 0 {
-            return Err(at_least_one("max_connections", "connections"));
+    for (value, field, slot) in [
+        (
+            server.max_connections,
+            "max_connections",
+            &mut limits.max_connections,
+        ),
+        (
+            server.max_unauthenticated_per_peer,
+            "max_unauthenticated_per_peer",
+            &mut limits.max_unauthenticated_per_peer,
+        ),
+    ] {
+        if let Some(cap) = value {
+            if cap == 0 {
+                return Err(at_least_one(field, "connections"));
+            }
+            *slot = cap;
         }
-        limits.max_connections = cap;
     }
     for (value, field, slot) in [
         (

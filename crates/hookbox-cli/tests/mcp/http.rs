@@ -32,7 +32,15 @@ async fn http_serves_the_tools_to_a_client_with_a_key() {
     let secret = key.clone();
     let served = start(
         home.path(),
-        &["mcp", "--env", &id, "--listen", "127.0.0.1:0"],
+        &[
+            "mcp",
+            "--env",
+            &id,
+            "--listen",
+            "127.0.0.1:0",
+            "--owner",
+            "mcp-client",
+        ],
     );
     assert!(served.base_url.ends_with("/mcp"), "{}", served.base_url);
     // rmcp's client is reqwest's, built with the workspace's `rustls-no-provider`.
@@ -57,7 +65,15 @@ fn http_refuses_missing_and_wrong_keys_browsers_and_foreign_hosts() {
     let key = api_key(home.path(), "mcp-client");
     let served = start(
         home.path(),
-        &["mcp", "--env", &id, "--listen", "127.0.0.1:0"],
+        &[
+            "mcp",
+            "--env",
+            &id,
+            "--listen",
+            "127.0.0.1:0",
+            "--owner",
+            "mcp-client",
+        ],
     );
     let root = served.base_url.trim_end_matches("/mcp").to_owned();
     let post = |headers: &[(&str, &str)]| {
@@ -112,6 +128,20 @@ fn http_needs_a_key_to_exist_and_no_auth_only_on_loopback() {
     assert_eq!(code(&output), 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("hookbox api-keys create"), "{stderr}");
+
+    // An environment of no key's would be refused to every key: `--owner` gives it to one.
+    api_key(home.path(), "mcp-client");
+    for (owner, expected) in [
+        (None, "--owner KEY_NAME"),
+        (Some("nobody"), "no API key has that name"),
+    ] {
+        let mut args = vec!["mcp", "--env", &id, "--listen", "127.0.0.1:0"];
+        args.extend(owner.map(|name| ["--owner", name]).into_iter().flatten());
+        let output = hookbox_in(home.path(), &args, b"");
+        assert_eq!(code(&output), 1, "{owner:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{owner:?}: {stderr}");
+    }
 
     let output = hookbox_in(
         home.path(),

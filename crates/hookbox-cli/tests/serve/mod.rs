@@ -6,6 +6,8 @@ mod auth;
 mod browsers;
 /// `kill -9` of a server in the middle of a hook, and its restart.
 mod crash;
+/// One server per home.
+mod home;
 /// The raw HTTP client the attacks use.
 pub(crate) mod http;
 /// Half-sent requests and the connection cap.

@@ -9,6 +9,8 @@ mod interactions;
 /// `/{v}/interactions…` with agents on fake model servers: token streaming, the model form,
 /// media input, and the google-genai SDK streaming.
 mod models;
+/// One ownership rule on every interface, tried with a foreign key.
+mod owners;
 /// The client and server the suites share.
 mod support;
 /// The resumable upload protocol.

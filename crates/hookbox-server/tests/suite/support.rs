@@ -120,6 +120,11 @@ impl Api {
         self.shutdown = Some(shutdown);
     }
 
+    /// The hookbox.toml this server was built from.
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The hookbox home.
     pub(crate) fn home(&self) -> &Path {
         self.home.path()
@@ -144,38 +149,7 @@ impl Api {
         headers: &[(&str, &str)],
         body: impl Into<Bytes>,
     ) -> Reply {
-        let stream = TcpStream::connect(self.addr).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .unwrap();
-        tokio::spawn(connection);
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", self.addr.to_string())
-            .header("x-goog-api-key", self.key.as_str());
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        // As the google-genai SDK does on every request.
-        if !headers
-            .iter()
-            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
-        {
-            request = request.header("content-type", "application/json");
-        }
-        let response = sender
-            .send_request(request.body(Full::new(body.into())).unwrap())
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        send_to(self.addr, &self.key, method, path, headers, body).await
     }
 
     /// `GET path`.
@@ -207,5 +181,48 @@ impl Drop for Api {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
+    }
+}
+
+/// Sends one request to `addr` with API key `key` and reads the whole reply.
+pub(crate) async fn send_to(
+    addr: SocketAddr,
+    key: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Reply {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string())
+        .header("x-goog-api-key", key);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    // As the google-genai SDK does on every request.
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+    {
+        request = request.header("content-type", "application/json");
+    }
+    let response = sender
+        .send_request(request.body(Full::new(body.into())).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    Reply {
+        status,
+        headers,
+        body,
     }
 }
