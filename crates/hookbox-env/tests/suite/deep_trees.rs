@@ -339,3 +339,24 @@ fn brief(answer: &Answer) -> String {
     };
     text.chars().take(300).collect()
 }
+
+#[tokio::test]
+async fn a_path_longer_than_linux_takes_is_refused_naming_the_limit() {
+    let fixture = fixture(&SHAPES[0]).await;
+    let deep = format!("/workspace/t/{}leaf.txt", "d/".repeat(DEEP - 1));
+    let calls = [
+        ("read_file", json!({"path": deep})),
+        ("write_file", json!({"path": deep, "content": "x"})),
+        ("delete_file", json!({"path": deep})),
+        ("list_files", json!({"path": deep})),
+    ];
+    for (tool, args) in calls {
+        let f = Arc::clone(&fixture);
+        let answer = on_worker_stack(move || f.file_tool(tool, args));
+        let error = answer.expect_err(tool);
+        assert!(
+            error.contains("longer than the 4096 Linux takes"),
+            "{tool}: {error}"
+        );
+    }
+}
