@@ -41,7 +41,10 @@ pub(crate) enum NotEntered {
 /// gives each entry's name and path, [`Walk::dir`] the directory holding it, and
 /// [`Walk::enter`] descends into it.
 pub(crate) struct Walk {
-    stack: Vec<Level>,
+    /// The directory the walk starts at.
+    start: Level,
+    /// The directories entered below it, innermost last.
+    below: Vec<Level>,
 }
 
 /// A directory being walked: its descriptor, its path and the names still to visit.
@@ -56,40 +59,39 @@ impl Walk {
     pub(crate) fn new(dir: OwnedFd, path: SandboxPath) -> Result<Self, Errno> {
         let names = confined::sorted_names(&dir)?.into_iter();
         Ok(Self {
-            stack: vec![Level { dir, path, names }],
+            start: Level { dir, path, names },
+            below: Vec::new(),
         })
     }
 
     /// The next entry, as its name and path; `None` when the walk is done.
     pub(crate) fn next(&mut self) -> Option<(String, SandboxPath)> {
         loop {
-            let level = self.stack.last_mut()?;
+            let level = self.below.last_mut().unwrap_or(&mut self.start);
             if let Some(name) = level.names.next() {
                 let path = level.path.join(&name);
                 return Some((name, path));
             }
-            self.stack.pop();
+            self.below.pop()?;
         }
     }
 
     /// The directory holding the entry [`Walk::next`] gave last.
     pub(crate) fn dir(&self) -> BorrowedFd<'_> {
-        self.stack
-            .last()
-            .map_or_else(|| fs::CWD, |level| level.dir.as_fd())
+        self.below.last().unwrap_or(&self.start).dir.as_fd()
     }
 
     /// Descends into the directory `name` (at `path`) that [`Walk::next`] gave last, refusing a
     /// symlink put there since, and one past the limits.
     pub(crate) fn enter(&mut self, name: &str, path: SandboxPath) -> Result<(), NotEntered> {
-        if self.stack.len() > MAX_WALK_DEPTH || path.to_string().len() > MAX_WALK_PATH {
+        if self.below.len() >= MAX_WALK_DEPTH || path.to_string().len() > MAX_WALK_PATH {
             return Err(NotEntered::TooDeep);
         }
         let dir = open_subdir(&self.dir(), name).map_err(NotEntered::Failed)?;
         let names = confined::sorted_names(&dir)
             .map_err(NotEntered::Failed)?
             .into_iter();
-        self.stack.push(Level { dir, path, names });
+        self.below.push(Level { dir, path, names });
         Ok(())
     }
 }
