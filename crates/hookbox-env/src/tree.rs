@@ -20,6 +20,10 @@ pub(crate) const MAX_WALK_DEPTH: usize = 128;
 /// tool could name what is inside anyway.
 pub(crate) const MAX_WALK_PATH: usize = 4096;
 
+/// Most bytes of paths one walk gives (its entries' paths added up): past it the walk ends
+/// early ([`Walk::cut_short`]), so a tree of long paths cannot make one call hold gigabytes.
+pub(crate) const MAX_WALK_BYTES: usize = 32 << 20;
+
 /// What a walk says about the directories it did not enter.
 pub(crate) fn limits_note() -> String {
     format!(
@@ -45,6 +49,8 @@ pub(crate) struct Walk {
     start: Level,
     /// The directories entered below it, innermost last.
     below: Vec<Level>,
+    /// Bytes of the paths given so far.
+    given: usize,
 }
 
 /// A directory being walked: its descriptor, its path and the names still to visit.
@@ -61,19 +67,29 @@ impl Walk {
         Ok(Self {
             start: Level { dir, path, names },
             below: Vec::new(),
+            given: 0,
         })
     }
 
-    /// The next entry, as its name and path; `None` when the walk is done.
+    /// The next entry, as its name and path; `None` when the walk is done or cut short.
     pub(crate) fn next(&mut self) -> Option<(String, SandboxPath)> {
+        if self.cut_short() {
+            return None;
+        }
         loop {
             let level = self.below.last_mut().unwrap_or(&mut self.start);
             if let Some(name) = level.names.next() {
                 let path = level.path.join(&name);
-                return Some((name, path));
+                self.given += path.components().iter().map(|c| c.len() + 1).sum::<usize>();
+                return (!self.cut_short()).then_some((name, path));
             }
             self.below.pop()?;
         }
+    }
+
+    /// Whether the walk ended early, past [`MAX_WALK_BYTES`].
+    pub(crate) fn cut_short(&self) -> bool {
+        self.given > MAX_WALK_BYTES
     }
 
     /// The directory holding the entry [`Walk::next`] gave last.

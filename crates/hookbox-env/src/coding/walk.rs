@@ -6,7 +6,7 @@ use rustix::fs::FileType;
 
 use crate::confined;
 use crate::sandbox_path::SandboxPath;
-use crate::tree::{NotEntered, Walk, limits_note};
+use crate::tree::{MAX_WALK_BYTES, NotEntered, Walk, limits_note};
 
 /// Most entries visited in one walk; past it the walk stops and says it was cut.
 pub(crate) const MAX_VISITED: usize = 200_000;
@@ -25,7 +25,8 @@ pub(crate) struct Found {
 
 /// Every regular file below `dir` (symlinks are neither followed nor listed; unreadable
 /// directories are skipped), and why the walk is incomplete if it is: it stopped at
-/// [`MAX_VISITED`], or left directories past the walk limits ([`crate::tree`]) unentered.
+/// [`MAX_VISITED`] entries or [`MAX_WALK_BYTES`] of paths, or left directories past the walk
+/// limits ([`crate::tree`]) unentered.
 pub(crate) fn files(dir: OwnedFd) -> (Vec<Found>, Option<String>) {
     let mut found = Vec::new();
     let Ok(mut walk) = Walk::new(dir, SandboxPath::from_components(Vec::new())) else {
@@ -54,6 +55,13 @@ pub(crate) fn files(dir: OwnedFd) -> (Vec<Found>, Option<String>) {
             }
             _ => {}
         }
+    }
+    if walk.cut_short() {
+        let stopped = format!(
+            "the search stopped after {} MiB of paths",
+            MAX_WALK_BYTES >> 20
+        );
+        return (found, Some(stopped));
     }
     (found, cut)
 }

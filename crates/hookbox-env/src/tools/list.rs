@@ -108,6 +108,7 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
             }
         }
     }
+    truncated |= walk.cut_short();
     entries.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
     let mut result = json!({ "entries": entries });
     if truncated || too_deep {

@@ -27,7 +27,8 @@ use crate::tree::{NotEntered, Walk, limits_note};
 /// The operation name errors carry.
 const FILES: &str = "files";
 
-/// Most entries one listing walks; past it the listing is cut short (sorted, so stable).
+/// Most entries one listing walks; past it (or past 32 MiB of paths) the listing is cut short
+/// (sorted, so stable).
 pub const MAX_LISTED: usize = 100_000;
 
 /// One file or directory of an environment (the API's `EnvironmentFile`).

@@ -360,3 +360,47 @@ async fn a_path_longer_than_linux_takes_is_refused_naming_the_limit() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_search_through_long_paths_stops_at_its_byte_budget_and_says_so() {
+    // 10,000 files below 15 levels of 255-byte names: about 38 MB of paths.
+    let shape = Shape {
+        name: "10,000 files under long paths",
+        build: |dir| {
+            chain(dir, &"n".repeat(255), 15);
+            let mut at = open(dir);
+            for _ in 0..15 {
+                at = rustix::fs::openat(
+                    &at,
+                    "n".repeat(255),
+                    OFlags::DIRECTORY | OFlags::RDONLY,
+                    Mode::empty(),
+                )
+                .unwrap();
+            }
+            for i in 0..10_000 {
+                let name = format!("f{i:05}.txt");
+                rustix::fs::openat(
+                    &at,
+                    name,
+                    OFlags::CREATE | OFlags::WRONLY,
+                    Mode::from_raw_mode(0o644),
+                )
+                .unwrap();
+            }
+        },
+        too_deep: false,
+    };
+    let fixture = fixture(&shape).await;
+    for tool in ["Glob", "Grep"] {
+        let f = Arc::clone(&fixture);
+        let input = json!({"pattern": if tool == "Glob" { "**/*.txt" } else { "needle" }});
+        let answer = on_worker_stack(move || f.coding(tool, input)).unwrap();
+        let text = answer["text"].as_str().unwrap();
+        assert!(
+            text.contains("the search stopped after 32 MiB of paths"),
+            "{tool}: {}",
+            brief(&Ok(answer.clone()))
+        );
+    }
+}
