@@ -11,14 +11,10 @@ use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlag
 use rustix::io::Errno;
 
 use crate::confined;
-use crate::sandbox_path::SandboxPath;
+use crate::sandbox_path::{MAX_PATH_BYTES, SandboxPath};
 
 /// Most levels a walk descends below the directory it starts at.
 pub(crate) const MAX_WALK_DEPTH: usize = 128;
-
-/// Longest path (in bytes) of a directory a walk enters: Linux's `PATH_MAX`, past which no
-/// tool could name what is inside anyway.
-pub(crate) const MAX_WALK_PATH: usize = 4096;
 
 /// Most bytes of paths one walk gives (its entries' paths added up): past it the walk ends
 /// early ([`Walk::cut_short`]), so a tree of long paths cannot make one call hold gigabytes.
@@ -28,14 +24,14 @@ pub(crate) const MAX_WALK_BYTES: usize = 32 << 20;
 pub(crate) fn limits_note() -> String {
     format!(
         "directories more than {MAX_WALK_DEPTH} levels deep, or whose path is longer than \
-         {MAX_WALK_PATH} bytes, are not entered"
+         {MAX_PATH_BYTES} bytes, are not entered"
     )
 }
 
 /// Why [`Walk::enter`] did not enter a directory.
 #[derive(Debug)]
 pub(crate) enum NotEntered {
-    /// It is past [`MAX_WALK_DEPTH`] or [`MAX_WALK_PATH`].
+    /// It is past [`MAX_WALK_DEPTH`] or [`MAX_PATH_BYTES`].
     TooDeep,
     /// Opening or reading it failed.
     Failed(Errno),
@@ -100,7 +96,7 @@ impl Walk {
     /// Descends into the directory `name` (at `path`) that [`Walk::next`] gave last, refusing a
     /// symlink put there since, and one past the limits.
     pub(crate) fn enter(&mut self, name: &str, path: SandboxPath) -> Result<(), NotEntered> {
-        if self.below.len() >= MAX_WALK_DEPTH || path.to_string().len() > MAX_WALK_PATH {
+        if self.below.len() >= MAX_WALK_DEPTH || path.to_string().len() > MAX_PATH_BYTES {
             return Err(NotEntered::TooDeep);
         }
         let dir = open_subdir(&self.dir(), name).map_err(NotEntered::Failed)?;
