@@ -52,6 +52,7 @@ mod spec;
 mod store;
 mod target;
 mod tools;
+mod tree;
 mod warm;
 
 pub use coding::{CODING_TOOLS, CodingOutcome, CodingTools, PROTECTED_ENTRIES};

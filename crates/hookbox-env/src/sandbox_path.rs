@@ -17,7 +17,12 @@ pub(crate) enum PathProblem {
     Nul,
     /// A `..` that would climb above `/`.
     Escapes,
+    /// Longer than [`MAX_PATH_BYTES`].
+    TooLong,
 }
+
+/// Longest path text accepted: Linux's `PATH_MAX`, past which no file could be opened by it.
+pub(crate) const MAX_PATH_BYTES: usize = 4096;
 
 impl PathProblem {
     /// A sentence explaining the problem with `text` and what to do.
@@ -28,6 +33,11 @@ impl PathProblem {
             Self::Escapes => {
                 format!("path `{text}` climbs above `/` with `..`; use a path inside the sandbox")
             }
+            Self::TooLong => format!(
+                "the path is {} bytes, longer than the {MAX_PATH_BYTES} Linux takes; use a \
+                 shorter path",
+                text.len()
+            ),
         }
     }
 }
@@ -49,6 +59,9 @@ impl SandboxPath {
         }
         if text.contains('\0') {
             return Err(PathProblem::Nul);
+        }
+        if text.len() > MAX_PATH_BYTES {
+            return Err(PathProblem::TooLong);
         }
         let mut components: Vec<String> = Vec::new();
         if !text.starts_with('/') {

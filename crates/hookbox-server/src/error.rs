@@ -52,6 +52,25 @@ impl ApiError {
         )
     }
 
+    /// The reply to a request whose handler panicked (a bug in hookbox): a 500 for this
+    /// request alone, the panic logged in the request's span (its method and URI), while the
+    /// server goes on serving every other request.
+    pub(crate) fn panicked(panic: Box<dyn std::any::Any + Send>) -> Response {
+        let what = panic
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("no message");
+        tracing::error!(panic = what, "a request handler panicked");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the server failed on this request (a bug, logged with the request); other \
+             requests are unaffected: retry, and report it if it persists",
+        )
+        .into_response()
+    }
+
     /// The JSON body.
     pub fn body(&self) -> serde_json::Value {
         json!({"error": {"code": self.code, "message": self.message}})
@@ -96,5 +115,65 @@ impl From<ToolError> for ApiError {
             ToolError::Io { .. } => Self::internal("file operation failed", &err),
             _ => Self::invalid(err.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::Router;
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tower_http::catch_panic::CatchPanicLayer;
+
+    use super::*;
+
+    /// One `GET path` to `addr` on its own connection; the whole reply.
+    async fn fetch(addr: std::net::SocketAddr, path: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).await.unwrap();
+        reply
+    }
+
+    /// A handler with a bug.
+    async fn panics() -> &'static str {
+        panic!("secret detail of the bug")
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_fails_its_request_with_json_and_the_server_serves_on() {
+        let app = Router::new()
+            .route("/panics", get(panics))
+            .route("/works", get(|| async { "fine" }))
+            .layer(CatchPanicLayer::custom(ApiError::panicked));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(crate::serve(
+            listener,
+            app,
+            crate::ServeOptions::default(),
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        for _ in 0..3 {
+            let reply = fetch(addr, "/panics").await;
+            assert!(reply.starts_with("HTTP/1.1 500"), "{reply}");
+            assert!(reply.contains(r#"{"error":{"code":"internal","#), "{reply}");
+            assert!(
+                !reply.contains("secret detail"),
+                "the panic is logged, not shown: {reply}"
+            );
+            let reply = fetch(addr, "/works").await;
+            assert!(
+                reply.starts_with("HTTP/1.1 200") && reply.ends_with("fine"),
+                "{reply}"
+            );
+        }
+        stop.send(()).unwrap();
+        server.await.unwrap().unwrap();
     }
 }

@@ -62,6 +62,7 @@ use axum::routing::{get, post, put};
 use hookbox_runtime::Runtime;
 use service::InteractionService;
 use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
@@ -175,6 +176,7 @@ pub fn router(runtime: Arc<Runtime>, auth: Auth) -> Result<Router, ServerError> 
             auth::authenticate,
         ))
         .layer(middleware::from_fn(json_errors))
+        .layer(CatchPanicLayer::custom(ApiError::panicked))
         .layer(TraceLayer::new_for_http()))
 }
 

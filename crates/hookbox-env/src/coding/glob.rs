@@ -59,7 +59,7 @@ pub(crate) fn run(tools: &CodingTools, input: &Value) -> Result<CodingOutcome, F
     let (mut found, cut) = walk::files(open_dir(tools, &base)?);
     found.retain(|file| glob.matches_path(&file.rel));
     found.sort_by(|a, b| b.mtime.cmp(&a.mtime).then_with(|| a.rel.cmp(&b.rel)));
-    let truncated = cut || found.len() > MAX_FILES;
+    let truncated = cut.is_some() || found.len() > MAX_FILES;
     let filenames: Vec<String> = found
         .iter()
         .take(MAX_FILES)
@@ -72,6 +72,9 @@ pub(crate) fn run(tools: &CodingTools, input: &Value) -> Result<CodingOutcome, F
     };
     if truncated {
         text.push_str("\n(Results are truncated. Consider using a more specific path or pattern.)");
+    }
+    if let Some(cut) = cut {
+        text.push_str(&format!("\n(Not every directory was searched: {cut}.)"));
     }
     Ok(CodingOutcome::ok(
         json!({

@@ -119,7 +119,7 @@ pub(crate) fn run(tools: &CodingTools, input: &Value) -> Result<CodingOutcome, F
             .unwrap_or(&tools.cwd().display().to_string()),
     )?;
 
-    let (mut files, single) = candidates(tools, &base)?;
+    let (mut files, single, unsearched) = candidates(tools, &base)?;
     if let Some(filter) = &filter {
         files.retain(|file| {
             let rel = if single {
@@ -180,7 +180,13 @@ pub(crate) fn run(tools: &CodingTools, input: &Value) -> Result<CodingOutcome, F
             }
         }
     }
-    Ok(outcome(mode, &filenames, &lines, total))
+    let mut outcome = outcome(mode, &filenames, &lines, total);
+    if let Some(unsearched) = unsearched {
+        outcome.text.push_str(&format!(
+            "\n(Not every directory was searched: {unsearched}.)"
+        ));
+    }
+    Ok(outcome)
 }
 
 /// The outcome for what was found.
@@ -227,8 +233,12 @@ fn outcome(
     }
 }
 
-/// The files to search below `base` (or `base` itself, a file: then `true`).
-fn candidates(tools: &CodingTools, base: &Located) -> Result<(Vec<Found>, bool), Failure> {
+/// The files to search below `base` (or `base` itself, a file: then `true`), and why the
+/// search of a directory is incomplete if it is.
+fn candidates(
+    tools: &CodingTools,
+    base: &Located,
+) -> Result<(Vec<Found>, bool, Option<String>), Failure> {
     let fd = tools
         .root()
         .open(
@@ -243,13 +253,17 @@ fn candidates(tools: &CodingTools, base: &Located) -> Result<(Vec<Found>, bool),
     let stat =
         rustix::fs::fstat(&fd).map_err(|errno| tools.errno_message("inspect", base, errno))?;
     match FileType::from_raw_mode(stat.st_mode) {
-        FileType::Directory => Ok((walk::files(fd).0, false)),
+        FileType::Directory => {
+            let (found, cut) = walk::files(fd);
+            Ok((found, false, cut))
+        }
         FileType::RegularFile => Ok((
             vec![Found {
                 rel: String::new(),
                 mtime: nanos(&stat),
             }],
             true,
+            None,
         )),
         _ => Err(format!("{} is neither a file nor a directory", base.shown)),
     }

@@ -5,7 +5,8 @@ use std::os::fd::OwnedFd;
 use rustix::fs::FileType;
 
 use crate::confined;
-use crate::tools::list::open_subdir;
+use crate::sandbox_path::SandboxPath;
+use crate::tree::{MAX_WALK_BYTES, NotEntered, Walk, limits_note};
 
 /// Most entries visited in one walk; past it the walk stops and says it was cut.
 pub(crate) const MAX_VISITED: usize = 200_000;
@@ -23,39 +24,46 @@ pub(crate) struct Found {
 }
 
 /// Every regular file below `dir` (symlinks are neither followed nor listed; unreadable
-/// directories are skipped), and whether the walk stopped at [`MAX_VISITED`].
-pub(crate) fn files(dir: OwnedFd) -> (Vec<Found>, bool) {
+/// directories are skipped), and why the walk is incomplete if it is: it stopped at
+/// [`MAX_VISITED`] entries or [`MAX_WALK_BYTES`] of paths, or left directories past the walk
+/// limits ([`crate::tree`]) unentered.
+pub(crate) fn files(dir: OwnedFd) -> (Vec<Found>, Option<String>) {
     let mut found = Vec::new();
+    let Ok(mut walk) = Walk::new(dir, SandboxPath::from_components(Vec::new())) else {
+        return (found, None);
+    };
     let mut visited = 0_usize;
-    let mut stack = vec![(dir, String::new())];
-    while let Some((dir, prefix)) = stack.pop() {
-        let Ok(names) = confined::sorted_names(&dir) else {
+    let mut cut = None;
+    while let Some((name, path)) = walk.next() {
+        visited += 1;
+        if visited > MAX_VISITED {
+            let stopped = format!("the search stopped after {MAX_VISITED} entries");
+            return (found, Some(stopped));
+        }
+        let Ok(Some(stat)) = confined::entry(walk.dir(), &name) else {
             continue;
         };
-        for name in names {
-            visited += 1;
-            if visited > MAX_VISITED {
-                return (found, true);
-            }
-            let Ok(Some(stat)) = confined::entry(&dir, &name) else {
-                continue;
-            };
-            let rel = format!("{prefix}{name}");
-            match confined::kind(&stat) {
-                FileType::RegularFile => found.push(Found {
-                    rel,
-                    mtime: nanos(&stat),
-                }),
-                FileType::Directory if !SKIPPED_DIRS.contains(&name.as_str()) => {
-                    if let Ok(sub) = open_subdir(&dir, &name) {
-                        stack.push((sub, format!("{rel}/")));
-                    }
+        match confined::kind(&stat) {
+            FileType::RegularFile => found.push(Found {
+                rel: path.relative(),
+                mtime: nanos(&stat),
+            }),
+            FileType::Directory if !SKIPPED_DIRS.contains(&name.as_str()) => {
+                if let Err(NotEntered::TooDeep) = walk.enter(&name, path) {
+                    cut = Some(limits_note());
                 }
-                _ => {}
             }
+            _ => {}
         }
     }
-    (found, false)
+    if walk.cut_short() {
+        let stopped = format!(
+            "the search stopped after {} MiB of paths",
+            MAX_WALK_BYTES >> 20
+        );
+        return (found, Some(stopped));
+    }
+    (found, cut)
 }
 
 /// The modification time in `stat`, in nanoseconds since the epoch.

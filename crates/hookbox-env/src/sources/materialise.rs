@@ -14,6 +14,7 @@ use crate::progress::Progress;
 use crate::sources::Source;
 use crate::sources::gcs;
 use crate::sources::git;
+use crate::tree::MAX_WALK_DEPTH;
 
 /// Most files one environment's sources may produce.
 const MAX_FILES: usize = 100_000;
@@ -203,31 +204,44 @@ impl Writer<'_> {
             .map_err(|err| self.describe("create", dest, &err))
     }
 
-    /// Copies the directory `src` into `dest`.
+    /// Copies the directory `src` into `dest`, one directory at a time (no recursion), refusing
+    /// a tree more than [`MAX_WALK_DEPTH`] levels deep.
     fn tree(&mut self, src: &Path, dest: &Path) -> Result<(), String> {
-        let entries = fs::read_dir(src).map_err(|err| {
-            format!(
-                "cannot read directory `{}`: {err}; check that it exists",
-                src.display()
-            )
-        })?;
-        self.directory(dest)?;
-        for entry in entries {
-            let entry = entry.map_err(|err| format!("cannot read `{}`: {err}", src.display()))?;
-            let (from, to) = (entry.path(), dest.join(entry.file_name()));
-            let kind = entry
-                .file_type()
-                .map_err(|err| format!("cannot inspect `{}`: {err}", from.display()))?;
-            if kind.is_dir() {
-                self.tree(&from, &to)?;
-            } else if kind.is_file() {
-                self.claim(&to)?;
-                fs::copy(&from, &to).map_err(|err| self.describe("copy into", &to, &err))?;
-            } else if kind.is_symlink() {
-                self.claim(&to)?;
-                let link = fs::read_link(&from)
-                    .map_err(|err| format!("cannot read link `{}`: {err}", from.display()))?;
-                symlink(&link, &to).map_err(|err| self.describe("create link", &to, &err))?;
+        let mut pending = vec![(src.to_path_buf(), dest.to_path_buf(), 0_usize)];
+        while let Some((dir, dest, depth)) = pending.pop() {
+            if depth > MAX_WALK_DEPTH {
+                return Err(format!(
+                    "cannot copy `{}`: `{}` is more than {MAX_WALK_DEPTH} levels deep below it; \
+                     make the tree shallower",
+                    src.display(),
+                    dir.strip_prefix(src).unwrap_or(&dir).display()
+                ));
+            }
+            let entries = fs::read_dir(&dir).map_err(|err| {
+                format!(
+                    "cannot read directory `{}`: {err}; check that it exists",
+                    dir.display()
+                )
+            })?;
+            self.directory(&dest)?;
+            for entry in entries {
+                let entry =
+                    entry.map_err(|err| format!("cannot read `{}`: {err}", dir.display()))?;
+                let (from, to) = (entry.path(), dest.join(entry.file_name()));
+                let kind = entry
+                    .file_type()
+                    .map_err(|err| format!("cannot inspect `{}`: {err}", from.display()))?;
+                if kind.is_dir() {
+                    pending.push((from, to, depth + 1));
+                } else if kind.is_file() {
+                    self.claim(&to)?;
+                    fs::copy(&from, &to).map_err(|err| self.describe("copy into", &to, &err))?;
+                } else if kind.is_symlink() {
+                    self.claim(&to)?;
+                    let link = fs::read_link(&from)
+                        .map_err(|err| format!("cannot read link `{}`: {err}", from.display()))?;
+                    symlink(&link, &to).map_err(|err| self.describe("create link", &to, &err))?;
+                }
             }
         }
         Ok(())

@@ -13,6 +13,7 @@ use crate::disk::{self, IMAGE};
 use crate::environment::is_environment_id;
 use crate::sources::materialise::{self, Remote, SourceFailure};
 use crate::spec::EnvironmentSpec;
+use crate::tree;
 
 use super::records::{LEGACY_METADATA, Records, token};
 use super::{StoreError, io_error};
@@ -49,7 +50,7 @@ pub(super) fn remove_leftovers(dir: &Path) -> Result<(), StoreError> {
         if image.exists() {
             disk::unmount(&image)?;
         }
-        fs::remove_dir_all(&path).map_err(io_error("remove leftover", &path))?;
+        tree::remove(&path).map_err(io_error("remove leftover", &path))?;
     }
     Ok(())
 }
@@ -99,7 +100,7 @@ pub(super) fn settle_directories(dir: &Path, records: &Records) -> Result<(), St
 pub(super) fn remove_environment_dir(dir: &Path, env_dir: &Path) -> Result<(), StoreError> {
     let trash = dir.join(format!("{TRASH_PREFIX}{}", token()?));
     fs::rename(env_dir, &trash).map_err(io_error("move aside", env_dir))?;
-    fs::remove_dir_all(&trash).map_err(io_error("remove", &trash))
+    tree::remove(&trash).map_err(io_error("remove", &trash))
 }
 
 /// `problem` with a note that the disk budget is used up, when it says so (`ENOSPC`,
@@ -159,7 +160,7 @@ impl Staging {
                 index,
                 problem: with_budget_hint(problem, budget),
             })?;
-        fs::remove_dir_all(&scratch).map_err(io_error("remove", &scratch))
+        tree::remove(&scratch).map_err(io_error("remove", &scratch))
     }
 }
 
@@ -170,7 +171,7 @@ impl Drop for Staging {
             if let Some(image) = &self.image {
                 let _ = disk::unmount(image);
             }
-            let _ = fs::remove_dir_all(&self.path);
+            let _ = tree::remove(&self.path);
         }
     }
 }

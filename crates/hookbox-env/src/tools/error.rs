@@ -102,6 +102,19 @@ pub enum ToolError {
         /// The limit.
         limit: u64,
     },
+    /// A recursive listing reached a directory past the walk limits.
+    #[error(
+        "{tool}: cannot list `{path}` recursively: {limits}; list the deep part without \
+         `recursive`, starting from a directory nearer to it"
+    )]
+    TooDeep {
+        /// The tool called.
+        tool: &'static str,
+        /// The directory not entered.
+        path: String,
+        /// The limits, as a sentence.
+        limits: String,
+    },
     /// The path leaves its writable location through a symlink.
     #[error(
         "{tool}: `{path}` goes through a symbolic link that leads out of `/{area}`; file tools \
@@ -177,6 +190,13 @@ pub(crate) fn from_errno(
             expected: "reachable: it goes through too many (or disallowed) symbolic links",
         },
         Errno::NOSPC | Errno::DQUOT => ToolError::DiskFull { tool, action, path },
+        Errno::NAMETOOLONG => ToolError::InvalidPath {
+            tool,
+            problem: format!(
+                "cannot {action} `{path}`: the path is too long (Linux takes at most 4096 bytes \
+                 in all and 255 per name); use a shorter path"
+            ),
+        },
         source => ToolError::Io {
             tool,
             action,

@@ -1,19 +1,17 @@
 //! `list_files {path?="/workspace", recursive?=false}` → `{entries:[…]}`.
 
-use std::os::fd::{AsFd, OwnedFd};
-
 use crate::Vocabulary;
-use rustix::fs::{self, FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
 
 use crate::confined;
-use crate::sandbox_path::SandboxPath;
 use crate::tools::args::Args;
 use crate::tools::definition::{Effect, FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::{ToolError, from_errno};
 use crate::tools::files::{FileTools, exact_errno, sandbox_path};
 use crate::tools::resolve::Final;
+use crate::tree::{NotEntered, Walk, limits_note};
 
 /// The tool's name.
 pub(crate) const TOOL: &str = "list_files";
@@ -76,73 +74,52 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
             },
             errno => exact_errno(TOOL, "open", &path.to_string(), errno),
         })?;
-    let mut listing = Listing {
-        entries: Vec::new(),
-        truncated: false,
-        recursive,
-    };
-    listing
-        .walk(&dir, &path)
-        .map_err(|(at, errno)| from_errno(TOOL, "list", &at.to_string(), errno))?;
-    listing
-        .entries
-        .sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
-    let mut result = json!({ "entries": listing.entries });
-    if listing.truncated {
-        result["truncated"] = Value::Bool(true);
-    }
-    Ok(result)
-}
-
-/// Entries gathered so far.
-struct Listing {
-    entries: Vec<Value>,
-    truncated: bool,
-    recursive: bool,
-}
-
-impl Listing {
-    /// Adds the entries of `dir` (sandbox path `at`), descending into real directories only.
-    fn walk(&mut self, dir: &impl AsFd, at: &SandboxPath) -> Result<(), (SandboxPath, Errno)> {
-        let fail = |errno| (at.clone(), errno);
-        for name in confined::sorted_names(dir).map_err(fail)? {
-            if self.entries.len() >= MAX_ENTRIES {
-                self.truncated = true;
-                return Ok(());
-            }
-            // Gone since the directory was read: skip it.
-            let Some(stat) = confined::entry(dir, &name).map_err(fail)? else {
-                continue;
-            };
-            let kind = confined::kind(&stat);
-            let path = at.join(&name);
-            let type_name = match kind {
-                FileType::Directory => "directory",
-                FileType::Symlink => "symlink",
-                _ => "file",
-            };
-            self.entries.push(json!({
-                "path": path.to_string(),
-                "name": name,
-                "type": type_name,
-                "size_bytes": if kind == FileType::Directory { 0 } else { stat.st_size.max(0) },
-            }));
-            if self.recursive && kind == FileType::Directory {
-                let sub = open_subdir(dir, &name).map_err(|errno| (path.clone(), errno))?;
-                self.walk(&sub, &path)?;
+    let mut walk = Walk::new(dir, path.clone())
+        .map_err(|errno| from_errno(TOOL, "list", &path.to_string(), errno))?;
+    let mut entries = Vec::new();
+    let (mut truncated, mut too_deep) = (false, false);
+    while let Some((name, path)) = walk.next() {
+        if entries.len() >= MAX_ENTRIES {
+            truncated = true;
+            break;
+        }
+        let fail = |errno| from_errno(TOOL, "list", &path.to_string(), errno);
+        // Gone since the directory was read: skip it.
+        let Some(stat) = confined::entry(walk.dir(), &name).map_err(fail)? else {
+            continue;
+        };
+        let kind = confined::kind(&stat);
+        let type_name = match kind {
+            FileType::Directory => "directory",
+            FileType::Symlink => "symlink",
+            _ => "file",
+        };
+        entries.push(json!({
+            "path": path.to_string(),
+            "name": name,
+            "type": type_name,
+            "size_bytes": if kind == FileType::Directory { 0 } else { stat.st_size.max(0) },
+        }));
+        if recursive && kind == FileType::Directory {
+            match walk.enter(&name, path.clone()) {
+                Ok(()) => {}
+                Err(NotEntered::TooDeep) => too_deep = true,
+                Err(NotEntered::Failed(errno)) => return Err(fail(errno)),
             }
         }
-        Ok(())
     }
-}
-
-/// Opens the subdirectory `name` of `dir`, refusing a symlink put there since it was listed.
-pub(crate) fn open_subdir(dir: &impl AsFd, name: &str) -> Result<OwnedFd, Errno> {
-    fs::openat2(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
-    )
+    truncated |= walk.cut_short();
+    entries.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    let mut result = json!({ "entries": entries });
+    if truncated || too_deep {
+        result["truncated"] = Value::Bool(true);
+    }
+    if too_deep {
+        result["note"] = format!(
+            "the listing is cut: {}; list a deeper directory by its path to see below",
+            limits_note()
+        )
+        .into();
+    }
+    Ok(result)
 }

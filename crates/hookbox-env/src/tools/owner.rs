@@ -8,10 +8,10 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 use hookbox_store::Timestamp;
-use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
+use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, StatxFlags};
 use rustix::io::Errno;
 use serde::Serialize;
 
@@ -22,11 +22,13 @@ use crate::target;
 use crate::tools::error::{ToolError, from_errno};
 use crate::tools::files::Writable;
 use crate::tools::write;
+use crate::tree::{NotEntered, Walk, limits_note};
 
 /// The operation name errors carry.
 const FILES: &str = "files";
 
-/// Most entries one listing walks; past it the listing is cut short (sorted, so stable).
+/// Most entries one listing walks; past it (or past 32 MiB of paths) the listing is cut short
+/// (sorted, so stable).
 pub const MAX_LISTED: usize = 100_000;
 
 /// One file or directory of an environment (the API's `EnvironmentFile`).
@@ -84,9 +86,7 @@ impl EnvironmentFiles {
                 .map_err(|errno| from_errno(FILES, "inspect", &shown, errno))?;
             return Ok(vec![describe(&path, name, &meta)]);
         }
-        let mut entries = Vec::new();
-        walk(&fd, &path, recursive, &mut entries)
-            .map_err(|(at, errno)| from_errno(FILES, "list", &at.to_string(), errno))?;
+        let mut entries = walk(fd, &path, recursive)?;
         entries.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(entries)
     }
@@ -284,44 +284,49 @@ fn describe(path: &SandboxPath, name: String, meta: &fs::Statx) -> EnvironmentFi
     }
 }
 
-/// Adds the entries of `dir` (at `at`) to `out`, descending into real directories only.
+/// The entries below the directory `dir` (at `at`): its own, and with `recursive` every
+/// descendant's, descending into real directories only.
 fn walk(
-    dir: &impl AsFd,
+    dir: OwnedFd,
     at: &SandboxPath,
     recursive: bool,
-    out: &mut Vec<EnvironmentFile>,
-) -> Result<(), (SandboxPath, Errno)> {
-    let fail = |errno| (at.clone(), errno);
-    for name in confined::sorted_names(dir).map_err(fail)? {
+) -> Result<Vec<EnvironmentFile>, ToolError> {
+    let mut walk = Walk::new(dir, at.clone())
+        .map_err(|errno| from_errno(FILES, "list", &at.to_string(), errno))?;
+    let mut out = Vec::new();
+    while let Some((name, path)) = walk.next() {
         if out.len() >= MAX_LISTED {
-            return Ok(());
+            break;
         }
-        let meta = match fs::statx(dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW, stat_mask()) {
+        let fail = |errno| from_errno(FILES, "list", &path.to_string(), errno);
+        let meta = match fs::statx(
+            walk.dir(),
+            name.as_str(),
+            AtFlags::SYMLINK_NOFOLLOW,
+            stat_mask(),
+        ) {
             Ok(meta) => meta,
             // Gone since the directory was read: skip it.
             Err(Errno::NOENT) => continue,
             Err(errno) => return Err(fail(errno)),
         };
-        let path = at.join(&name);
         let directory = FileType::from_raw_mode(u32::from(meta.stx_mode)) == FileType::Directory;
         out.push(describe(&path, name.clone(), &meta));
         if recursive && directory {
-            let sub = open_subdir(dir, &name).map_err(|errno| (path.clone(), errno))?;
-            walk(&sub, &path, recursive, out)?;
+            match walk.enter(&name, path.clone()) {
+                Ok(()) => {}
+                Err(NotEntered::TooDeep) => {
+                    return Err(ToolError::TooDeep {
+                        tool: FILES,
+                        path: path.to_string(),
+                        limits: limits_note(),
+                    });
+                }
+                Err(NotEntered::Failed(errno)) => return Err(fail(errno)),
+            }
         }
     }
-    Ok(())
-}
-
-/// Opens the subdirectory `name` of `dir`, refusing a symlink put there since it was listed.
-fn open_subdir(dir: &impl AsFd, name: &str) -> Result<OwnedFd, Errno> {
-    fs::openat2(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
-    )
+    Ok(out)
 }
 
 /// The MIME type of a file named `name`, from its extension (`application/octet-stream` when

@@ -14,7 +14,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use rustix::fs::{self, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
-use crate::sandbox_path::SandboxPath;
+use crate::sandbox_path::{MAX_PATH_BYTES, SandboxPath};
 
 /// Links followed in one resolution before giving up (the kernel's limit).
 const MAX_LINKS: usize = 40;
@@ -36,9 +36,10 @@ pub(crate) fn resolve(
     last: Final,
 ) -> Result<SandboxPath, Errno> {
     let mut todo: Vec<String> = path.components().iter().rev().cloned().collect();
-    // The resolved components, each with its open descriptor while everything so far exists.
+    // The resolved components, and the last of them opened while everything so far exists
+    // (`None`: the root). One descriptor at a time, however long the path.
     let mut done: Vec<String> = Vec::new();
-    let mut dirs: Vec<OwnedFd> = Vec::new();
+    let mut current: Option<OwnedFd> = None;
     let mut missing_from: Option<usize> = None;
     let mut links = 0;
     while let Some(name) = todo.pop() {
@@ -49,7 +50,9 @@ pub(crate) fn resolve(
                 if missing_from.is_some_and(|depth| done.len() < depth) {
                     missing_from = None;
                 }
-                dirs.truncate(done.len());
+                if missing_from.is_none() {
+                    current = reopen(root, &done)?;
+                }
                 continue;
             }
             _ => {}
@@ -58,7 +61,7 @@ pub(crate) fn resolve(
             done.push(name);
             continue;
         }
-        let opened = match dirs.last() {
+        let opened = match &current {
             Some(parent) => lookup(parent, &name),
             None => lookup(root, &name),
         };
@@ -75,7 +78,7 @@ pub(crate) fn resolve(
         let is_link = FileType::from_raw_mode(fs::fstat(&fd)?.st_mode) == FileType::Symlink;
         if !is_link || (todo.is_empty() && last == Final::Keep) {
             done.push(name);
-            dirs.push(fd);
+            current = Some(fd);
             continue;
         }
         links += 1;
@@ -86,11 +89,32 @@ pub(crate) fn resolve(
         let target = target.to_str().map_err(|_| Errno::ILSEQ)?;
         if target.starts_with('/') {
             done.clear();
-            dirs.clear();
+            current = None;
         }
         todo.extend(target.split('/').rev().map(str::to_owned));
+        if todo.len() + done.len() > MAX_PATH_BYTES / 2 {
+            // Longer than any path the tool could then open: links lengthen it.
+            return Err(Errno::NAMETOOLONG);
+        }
     }
     Ok(SandboxPath::from_components(done))
+}
+
+/// The directory `done` names below `root` opened again, refusing every link on the way
+/// (`None` for the root itself): after a link's `..`, every component left was resolved to a
+/// real directory, so a link found now was swapped in since and fails the resolution.
+fn reopen(root: &impl AsFd, done: &[String]) -> Result<Option<OwnedFd>, Errno> {
+    if done.is_empty() {
+        return Ok(None);
+    }
+    fs::openat2(
+        root,
+        done.join("/"),
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+    )
+    .map(Some)
 }
 
 /// Opens `name` in `dir` without following anything: a symbolic link is opened itself.
@@ -131,6 +155,8 @@ mod tests {
         .unwrap();
         symlink("/etc/passwd", root.join("workspace/passwd")).unwrap();
         symlink("loop", root.join("workspace/loop")).unwrap();
+        symlink("../private/e.json", root.join("workspace/private/back")).unwrap();
+        symlink("missing/../private", root.join("workspace/via-missing")).unwrap();
         let f = Final::Follow;
         for (path, expected) in [
             ("private/e.json", "/workspace/private/e.json"),
@@ -138,6 +164,8 @@ mod tests {
             ("pub/e.json", "/workspace/private/e.json"),
             ("/workspace/abs/e.json", "/workspace/private/e.json"),
             ("up", "/workspace/private/e.json"),
+            ("private/back", "/workspace/private/e.json"),
+            ("via-missing/e.json", "/workspace/private/e.json"),
             ("pub/new/deeper.txt", "/workspace/private/new/deeper.txt"),
             ("passwd", "/etc/passwd"),
             ("pub", "/workspace/private"),

@@ -6,6 +6,8 @@ mod bad_specs;
 mod clones;
 /// The SDK coding tools in a session's working directory.
 mod coding;
+/// Every walk over a model's tree on deep, wide, long-named, looping and changing trees.
+mod deep_trees;
 /// The disk and inode budget of each environment (loop-mounted images; root only).
 mod disk_budget;
 /// File tools: normal use and the F1–F5 attacks.

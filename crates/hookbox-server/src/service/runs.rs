@@ -313,6 +313,9 @@ struct RunGuard {
 
 impl Drop for RunGuard {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            tracing::error!(interaction = %self.id, "the run panicked; the interaction is marked failed");
+        }
         let service = Arc::clone(&self.service);
         let id = std::mem::take(&mut self.id);
         let (replacement, _) = watch::channel(true);

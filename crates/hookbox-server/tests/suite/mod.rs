@@ -1,5 +1,7 @@
 //! The suites, one per API area.
 
+/// A tenant's 9,000-deep directory chain: bounded answers, and the server serves on.
+mod deep_trees;
 /// `/{v}/environments`: create, get, list, delete, and the error table.
 mod environments;
 /// `/{v}/environments/{id}/files/…`: listing and download.
