@@ -23,8 +23,9 @@ pub const MAX_REWRITE_ROUNDS: usize = 4;
 /// Runs `round` on the event's own input (`None`), then on each input a round rewrote it to,
 /// until a round rewrites nothing new or blocks; `original` is the event's tool input (`None`:
 /// the event has none, and one round is all). The outcome is the last round's, with every
-/// round's trace in order, the strongest decision of any round (a hook that asked about an
-/// earlier form still asks), and as `updated_input` the settled rewrite.
+/// round's trace in order, the strongest decision of any round with the reason of the first
+/// round that reached it (a hook that asked about an earlier form still asks), and as
+/// `updated_input` the settled rewrite.
 pub(crate) async fn settle<F, Fut>(
     event: HookEvent,
     original: Option<&Value>,
@@ -89,7 +90,9 @@ fn settled(
     seen: &Value,
     original: &Value,
 ) -> HookOutcome {
-    if earlier.decision.rank() > outcome.decision.rank() {
+    // As within a round, the first round to reach the winning rank gives the reason.
+    let (first, last) = (earlier.decision.rank(), outcome.decision.rank());
+    if first > last || (first == last && first > 0) {
         outcome.decision = earlier.decision;
         outcome.reason = earlier.reason;
         outcome.explicit = true;

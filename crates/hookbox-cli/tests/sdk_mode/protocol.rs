@@ -395,6 +395,21 @@ fn out_of_order_responses_reach_their_callbacks() {
     cli.respond(&hook_1, rewrite("from-hook-1"));
     std::thread::sleep(Duration::from_millis(100));
     cli.respond(&hook_0, rewrite("from-hook-0"));
+    // The rewritten input goes to both callbacks again (it runs only once every hook saw it);
+    // they rewrite as before, so it settles.
+    for _ in 0..2 {
+        let again = cli.control_request("hook_callback");
+        assert_eq!(
+            again["request"]["input"]["tool_input"]["command"],
+            "echo from-hook-1 > out.txt"
+        );
+        let text = if again["request"]["callback_id"] == "hook_0" {
+            "from-hook-0"
+        } else {
+            "from-hook-1"
+        };
+        cli.respond(&again, rewrite(text));
+    }
     cli.result();
     let out = std::fs::read_to_string(world.work().join("out.txt")).unwrap();
     assert_eq!(out.trim(), "from-hook-1");
