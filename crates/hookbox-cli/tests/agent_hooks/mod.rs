@@ -410,7 +410,8 @@ fn a_claude_style_policy_answers_in_claude_codes_format() {
 }
 
 /// A sandbox gate's `{}` (the trivial hook `cat > /dev/null; echo '{}'`) says nothing and is
-/// not reported; a gate whose answer cannot be read is, on every call.
+/// not reported; a gate whose answer cannot be read is, on every call, on stderr and in the
+/// `systemMessage` Claude Code shows its user.
 #[test]
 fn an_empty_sandbox_answer_is_silent_and_a_broken_one_is_reported() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -428,11 +429,16 @@ fn an_empty_sandbox_answer_is_silent_and_a_broken_one_is_reported() {
             &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
         );
         assert_eq!(code(&output), 0, "{}", stderr(&output));
-        assert!(output.stdout.is_empty());
         if report.is_empty() {
             assert_eq!(stderr(&output), "");
+            assert!(output.stdout.is_empty());
         } else {
             assert!(stderr(&output).contains(report), "{}", stderr(&output));
+            let message = &stdout_json(&output)["systemMessage"];
+            assert!(
+                message.as_str().is_some_and(|m| m.contains(report)),
+                "{message}"
+            );
         }
     }
 }
@@ -554,7 +560,7 @@ fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
 
     // The project layer adds: a group of its own name is evaluated.
     let gate = json!({"no-curl": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
-        {"type": "command", "command": "grep -q curl && echo '{\"decision\":\"deny\",\"reason\":\"project: no curl\"}' || true"}]}]}});
+        {"type": "command", "command": "grep -q curl && echo '{\"decision\":\"deny\",\"reason\":\"project: no curl\"}' || echo '{}'"}]}]}});
     std::fs::write(project.join(".agents/hooks.json"), gate.to_string()).expect("project policy");
     trust(&home, &project.join(".agents/hooks.json"));
     let curl = hook(
