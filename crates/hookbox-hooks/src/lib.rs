@@ -69,6 +69,7 @@ mod outbox;
 mod outcome;
 mod runner;
 mod sdk_event;
+pub mod startable;
 mod trace;
 
 pub use agent_event::AgentEvent;
