@@ -542,6 +542,10 @@ pub(crate) struct CheckArgs {
     /// Read every file as this dialect instead of detecting it.
     #[arg(long, value_enum)]
     pub(crate) dialect: Option<DialectArg>,
+    /// Report a command hook that cannot start here (its program or script is missing) as a
+    /// warning, not an error: for hooks that exist only where they run (in a sandbox).
+    #[arg(long)]
+    pub(crate) allow_missing: bool,
     /// Print one JSON object for machines instead of text.
     #[arg(long)]
     pub(crate) json: bool,
