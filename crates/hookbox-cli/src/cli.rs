@@ -450,6 +450,13 @@ pub(crate) struct InstallArgs {
     /// `hookbox hook` loads the managed, user and trusted project policies.
     #[arg(long, value_name = "FILE", conflicts_with = "uninstall")]
     pub(crate) policy: Option<PathBuf>,
+    /// Install even when a command hook of the policy cannot start here (its program or
+    /// script is missing): it is reported as a warning.
+    #[arg(long, conflicts_with = "uninstall")]
+    pub(crate) allow_missing: bool,
+    /// Install even when there is no policy, or it has no hooks (every call is let through).
+    #[arg(long, conflicts_with = "uninstall")]
+    pub(crate) allow_empty: bool,
     /// Undo `hookbox install` for this agent and place.
     #[arg(long)]
     pub(crate) uninstall: bool,

@@ -346,19 +346,24 @@ fn locate_policy(
         Some(path) => PolicyFiles::Explicit(path.clone()),
         None => {
             let Settings { home, config } = settings_of(settings)?;
-            PolicyFiles::Layered {
-                managed: config
-                    .policy
-                    .managed
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from(MANAGED_POLICY)),
-                user: home.join("policy.json"),
-                project: project.join(".agents").join("hooks.json"),
-                trust_store: home.join(TRUST_STORE),
-            }
+            layered_files(home, config, &project)
         }
     };
     Ok((files, project))
+}
+
+/// The managed, user and (when trusted) `project`'s policy files of `home` and its `config`.
+pub(crate) fn layered_files(home: &Path, config: &Config, project: &Path) -> PolicyFiles {
+    PolicyFiles::Layered {
+        managed: config
+            .policy
+            .managed
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(MANAGED_POLICY)),
+        user: home.join("policy.json"),
+        project: project.join(".agents").join("hooks.json"),
+        trust_store: home.join(TRUST_STORE),
+    }
 }
 
 /// Loads `files`. A file that cannot be read or has errors is an error (its broken handler
