@@ -412,6 +412,10 @@ pub(crate) struct HookArgs {
     /// `hookbox install copilot` writes it.
     #[arg(long, value_name = "NAME")]
     pub(crate) event: Option<String>,
+    /// A hook that fails (cannot start, crashes, times out, answers nonsense) denies, unless
+    /// it or its policy file's top-level `on_error` says `allow`.
+    #[arg(long)]
+    pub(crate) fail_closed: bool,
 }
 
 #[derive(Debug, Args)]
@@ -457,6 +461,10 @@ pub(crate) struct InstallArgs {
     /// Install even when there is no policy, or it has no hooks (every call is let through).
     #[arg(long, conflicts_with = "uninstall")]
     pub(crate) allow_empty: bool,
+    /// Install `hookbox hook AGENT --fail-closed`: a hook that fails denies the call, unless it
+    /// or its policy file says `"on_error": "allow"`.
+    #[arg(long, conflicts_with = "uninstall")]
+    pub(crate) fail_closed: bool,
     /// Undo `hookbox install` for this agent and place.
     #[arg(long)]
     pub(crate) uninstall: bool,

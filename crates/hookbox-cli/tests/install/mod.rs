@@ -898,3 +898,44 @@ fn install_refuses_a_policy_that_would_not_gate() {
         }
     }
 }
+
+/// `hookbox install --fail-closed` installs `hookbox hook AGENT --fail-closed`: once the gate's
+/// script is gone, the installed command, run as Claude Code runs it, denies.
+#[test]
+fn an_install_with_fail_closed_denies_when_the_gate_cannot_start() {
+    let places = places();
+    let script = places.project.join("gate.py");
+    std::fs::write(&script, "print('{}')\n").expect("gate");
+    let policy = places.project.join("gate.json");
+    let gate = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": format!("python3 {}", script.display())}]}]}});
+    std::fs::write(&policy, gate.to_string()).expect("policy");
+    let output = places.hookbox(&[
+        "install",
+        "claude-code",
+        "--project",
+        places.project_arg(),
+        "--policy",
+        policy.to_str().expect("utf-8"),
+        "--fail-closed",
+    ]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let command = hookbox_command(
+        &read_json(&places.project.join(".claude/settings.json")),
+        "PreToolUse",
+    );
+    assert!(command.contains(" --fail-closed"), "{command}");
+    std::fs::remove_file(&script).expect("the gate goes missing");
+    let payload = json!({
+        "session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": places.project,
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf victim"}, "tool_use_id": "toolu_01",
+    });
+    let denied = run_hook(&places, "sh", &command, &payload);
+    assert_eq!(code(&denied), 0, "{}", stderr(&denied));
+    let answer: Value = serde_json::from_slice(&denied.stdout).expect("JSON");
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+}

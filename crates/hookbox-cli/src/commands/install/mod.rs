@@ -51,7 +51,7 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
                 uninstall(&file, &mut records)?
             } else {
                 let warnings = vet_policy(&file, args, &home)?;
-                warnings + &install(&file, args.policy.as_deref(), &mut records)?
+                warnings + &install(&file, args, &mut records)?
             }
         }
     };
@@ -109,12 +109,13 @@ fn vet_policy(file: &Target, args: &InstallArgs, home: &Path) -> anyhow::Result<
             crate::commands::hook::layered_files(home, &config, &project)
         }
     };
-    let policy = crate::commands::hook::load_policy_files(&files).map_err(|err| {
-        anyhow!(
-            "{err:#}\nthe policy does not load, so `hookbox hook` would block every event; fix \
+    let policy =
+        crate::commands::hook::load_policy_files(&files, args.fail_closed).map_err(|err| {
+            anyhow!(
+                "{err:#}\nthe policy does not load, so `hookbox hook` would block every event; fix \
              it (`hookbox check FILE`), then run `hookbox install` again; nothing was written"
-        )
-    })?;
+            )
+        })?;
     if policy.hooks.bindings().next().is_none() && !args.allow_empty {
         let (paths, _) = files.paths();
         let paths: Vec<String> = paths
@@ -161,11 +162,14 @@ fn vet_policy(file: &Target, args: &InstallArgs, home: &Path) -> anyhow::Result<
 
 /// Adds hookbox's entries for every event `hookbox hook` answers to the agent's hook file
 /// (those already there are left as they are), backing the original up the first time.
-fn install(file: &Target, policy: Option<&Path>, records: &mut Records) -> anyhow::Result<String> {
+fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::Result<String> {
     let agent = file.agent;
     let exe = std::env::current_exe().context("cannot find the path of this hookbox binary")?;
     let mut arguments = agent.name().to_owned();
-    if let Some(policy) = policy {
+    if args.fail_closed {
+        arguments.push_str(" --fail-closed");
+    }
+    if let Some(policy) = args.policy.as_deref() {
         let policy = std::fs::canonicalize(policy)
             .with_context(|| format!("--policy {}", policy.display()))?;
         arguments.push_str(&format!(
