@@ -9,7 +9,6 @@
 //! path when the working directory is not known, and an interpreter option other than the few
 //! that take no argument. Only what certainly cannot start is reported.
 
-use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -179,12 +178,13 @@ fn missing_program(program: &str, context: &StartContext) -> Option<String> {
         } else {
             dir
         };
-        executable(&dir.join(program))
+        std::fs::metadata(dir.join(program))
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
     });
     (!found).then(|| {
         format!(
             "`{program}` is not on the PATH the hook gets ({})",
-            display_path(search)
+            search.to_string_lossy()
         )
     })
 }
@@ -214,17 +214,6 @@ fn missing_script(interpreter: &str, script: &Path) -> Option<String> {
     std::fs::File::open(&found)
         .err()
         .map(|err| format!("the script {} cannot be read: {err}", found.display()))
-}
-
-/// Whether `path` is a file some execute bit is set on.
-fn executable(path: &Path) -> bool {
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-}
-
-/// `PATH` for a message.
-fn display_path(path: &OsStr) -> String {
-    path.to_string_lossy().into_owned()
 }
 
 #[cfg(test)]

@@ -83,17 +83,6 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
 /// directory (the project the agent runs in, `$CLAUDE_PROJECT_DIR` and `$GEMINI_PROJECT_DIR`
 /// when they are not set) with this `PATH`. Errors, or warnings with `allow_missing`.
 fn start_problems(hooks: &HookSet, allow_missing: bool) -> Vec<Diagnostic> {
-    let mut problems = hookbox_hooks::startable::start_problems(hooks, &here());
-    if allow_missing {
-        for problem in &mut problems {
-            problem.severity = Severity::Warning;
-        }
-    }
-    problems
-}
-
-/// Where a hook started by an agent in the current directory runs.
-pub(crate) fn here() -> StartContext {
     let cwd = std::env::current_dir().ok();
     let project = cwd.as_ref().map(|cwd| cwd.display().to_string());
     let variables = ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "HOME"]
@@ -105,11 +94,18 @@ pub(crate) fn here() -> StartContext {
             Some((name.to_owned(), value))
         })
         .collect();
-    StartContext {
+    let here = StartContext {
         cwd,
         path: std::env::var_os("PATH"),
         variables,
+    };
+    let mut problems = hookbox_hooks::startable::start_problems(hooks, &here);
+    if allow_missing {
+        for problem in &mut problems {
+            problem.severity = Severity::Warning;
+        }
     }
+    problems
 }
 
 /// Adds to each sandbox-dialect file's report what loading the files together, in the order
