@@ -1,11 +1,14 @@
 //! A gate that cannot start (a typo in its script's path), through the real agent: `hookbox
 //! install` refuses it unless `--allow-missing`; installed anyway, the call it should have
 //! gated goes on (fail open) and the agent's user is told, in the agent's own output; with
-//! `--fail-closed` the call is denied instead.
+//! `--fail-closed` the call is denied instead. (Codex 0.171 reads a hook's `systemMessage` but
+//! `codex exec` does not print it, so Codex is not driven here.)
 
 use serde_json::{Value, json};
 
-use super::{Agent, CLAUDE_CODE, FINAL, FakeModel, Scene, agent_bins, code, run, write_file};
+use super::{
+    Agent, CLAUDE_CODE, FINAL, FakeModel, GEMINI_CLI, Scene, agent_bins, code, run, write_file,
+};
 
 /// What the agent printed, and whether `victim` survived, after a run of `agent` whose model
 /// asks to `rm -rf victim` under a policy whose gate's script does not exist, installed with
@@ -41,7 +44,12 @@ fn broken_gate_run(test: &str, agent: &Agent, flags: &[&str]) -> Option<(String,
         String::from_utf8_lossy(&output.stderr)
     );
 
-    let call = json!({"name": agent.shell.model, "args": {agent.shell.argument: "rm -rf victim"}});
+    let shell = if agent.name == "codex" {
+        "rm victim"
+    } else {
+        "rm -rf victim"
+    };
+    let call = json!({"name": agent.shell.model, "args": {agent.shell.argument: shell}});
     let model = FakeModel::start(&scene, agent.wire, &[call]);
     let mut command = agent.command(&bins, &scene, &model, agent.unattended);
     if agent.name == CLAUDE_CODE.name {
@@ -59,6 +67,23 @@ fn broken_gate_run(test: &str, agent: &Agent, flags: &[&str]) -> Option<(String,
     let decisions: Value = serde_json::from_slice(&log.stdout).expect("log JSON");
     let survived = scene.project.join("victim").exists();
     Some((printed, survived, decisions))
+}
+
+/// The logged decision about `agent`'s shell tool in `decisions` was the broken gate's fail-open.
+fn assert_logged_fail_open(decisions: &Value, agent: &Agent) {
+    let logged = decisions
+        .as_array()
+        .expect("decisions")
+        .iter()
+        .find(|d| d["tool"] == agent.shell.hooked)
+        .unwrap_or_else(|| panic!("no {} decision: {decisions:#}", agent.shell.hooked));
+    assert_eq!(logged["decision"], "fail-open", "{logged:#}");
+    assert!(
+        logged["handler"]
+            .as_str()
+            .is_some_and(|h| h.contains("gaet.py")),
+        "{logged:#}"
+    );
 }
 
 #[test]
@@ -81,19 +106,7 @@ fn claude_code_shows_its_user_a_gate_that_failed_open_and_a_fail_closed_one_deni
         shown.contains("gaet.py") && shown.contains("failed open"),
         "{shown}"
     );
-    let logged = decisions
-        .as_array()
-        .expect("decisions")
-        .iter()
-        .find(|d| d["tool"] == "Bash")
-        .unwrap_or_else(|| panic!("no Bash decision: {decisions:#}"));
-    assert_eq!(logged["decision"], "fail-open", "{logged:#}");
-    assert!(
-        logged["handler"]
-            .as_str()
-            .is_some_and(|h| h.contains("gaet.py")),
-        "{logged:#}"
-    );
+    assert_logged_fail_open(&decisions, &CLAUDE_CODE);
 
     let Some((printed, survived, _)) = broken_gate_run(test, &CLAUDE_CODE, &["--fail-closed"])
     else {
@@ -101,4 +114,30 @@ fn claude_code_shows_its_user_a_gate_that_failed_open_and_a_fail_closed_one_deni
     };
     assert!(survived, "{printed}");
     assert!(printed.contains("is set to fail closed"), "{printed}");
+}
+
+/// Gemini CLI prints a hook's `systemMessage` as "Hook system message: …" on stderr in a `-p`
+/// run (and as an info line in its interactive UI).
+#[test]
+fn gemini_cli_shows_its_user_a_gate_that_failed_open_and_a_fail_closed_one_denies() {
+    let test = "gemini_cli_shows_its_user_a_gate_that_failed_open_and_a_fail_closed_one_denies";
+    let Some((printed, survived, decisions)) = broken_gate_run(test, &GEMINI_CLI, &[]) else {
+        return;
+    };
+    assert!(!survived, "{printed}");
+    let shown = printed
+        .lines()
+        .find(|line| line.starts_with("Hook system message: hookbox: a policy hook could not"))
+        .unwrap_or_else(|| panic!("no hookbox notice in Gemini CLI's output: {printed}"));
+    assert!(
+        shown.contains("gaet.py") && shown.contains("failed open"),
+        "{shown}"
+    );
+    assert_logged_fail_open(&decisions, &GEMINI_CLI);
+
+    let Some((printed, survived, _)) = broken_gate_run(test, &GEMINI_CLI, &["--fail-closed"])
+    else {
+        return;
+    };
+    assert!(survived, "{printed}");
 }
