@@ -257,3 +257,40 @@ fn a_gate_that_fails_open_is_logged_with_its_cause_and_handler_and_shown_to_the_
     let text = String::from_utf8(text.stdout).expect("utf-8");
     assert!(text.contains("→ fail-open"), "{text}");
 }
+
+/// A gate that fails open beside one that denies: the call is denied, and both the log's
+/// reason and the agent's user still hear of the broken one.
+#[test]
+fn a_gate_that_fails_open_beside_a_deny_is_still_logged_and_shown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let broken = json!({"type": "command",
+        "command": format!("python3 {}", dir.path().join("gaet.py").display())});
+    let deny = json!({"type": "command",
+        "command": "cat > /dev/null; echo '{\"decision\": \"deny\", \"reason\": \"no\"}'"});
+    let policy = write(
+        dir.path(),
+        "policy.json",
+        &json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [broken, deny]}]}}),
+    );
+    let output = gate_rm_rf(&home, dir.path(), &policy);
+    let answer = stdout_json(&output);
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+    assert!(
+        answer["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("gaet.py")),
+        "{answer}"
+    );
+    let logged = log_json(&home, &[]);
+    let last = logged.last().expect("logged");
+    assert_eq!(last["decision"], "deny", "{last:#}");
+    let reason = last["reason"].as_str().expect("reason");
+    assert!(
+        reason.starts_with("no (and command hook") && reason.contains("failed open"),
+        "{reason}"
+    );
+}

@@ -325,7 +325,10 @@ impl Agent {
         let outcome = match fail_open_message(outcome) {
             Some(message) if matches!(self, Self::ClaudeCode | Self::Codex | Self::GeminiCli) => {
                 shown = outcome.clone();
-                append_line(&mut shown.system_message, message);
+                shown.system_message = Some(match shown.system_message.take() {
+                    Some(theirs) => format!("{theirs}\n{message}"),
+                    None => message,
+                });
                 &shown
             }
             _ => outcome,
@@ -527,21 +530,11 @@ fn fail_open_message(outcome: &HookOutcome) -> Option<String> {
         return None;
     }
     Some(format!(
-        "hookbox: a policy hook could not decide, so this call went on without it: {}. Fix the \
-         hook (`hookbox check`), or set `\"on_error\": \"deny\"` to block when it fails.",
+        "hookbox: a policy hook could not decide, so it was left out of this call's decision: \
+         {}. Fix the hook (`hookbox check`), or set `\"on_error\": \"deny\"` to block when it \
+         fails.",
         joined(&failed)
     ))
-}
-
-/// Appends `line` to `text` on a line of its own.
-fn append_line(text: &mut Option<String>, line: String) {
-    match text {
-        Some(text) => {
-            text.push('\n');
-            text.push_str(&line);
-        }
-        None => *text = Some(line),
-    }
 }
 
 /// An ask turned into a deny, for agent hooks (`hooks`, e.g. "Codex hooks") that cannot ask a
