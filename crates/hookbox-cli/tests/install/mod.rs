@@ -820,12 +820,22 @@ fn an_install_by_an_older_hookbox_is_listed_upgraded_once_and_uninstalled() {
 /// load (every event blocked), none at all (every call let through) and one with a gate that
 /// cannot start (it fails open on every call); `--allow-empty` and `--allow-missing` install
 /// the last two anyway, saying so. Each row: policy files to write (name under the hookbox
-/// home, or `--policy`'s `gate.json`), the flag that allows it (if any) and what the refusal says.
+/// home, the project's untrusted `.agents/hooks.json`, or `--policy`'s `gate.json`), the flag
+/// that allows it (if any) and what the refusal says.
 #[test]
 fn install_refuses_a_policy_that_would_not_gate() {
     let typo = |places: &Places| places.project.join("gaet.py").display().to_string();
     type Policy = fn(&Places, &str) -> Option<(&'static str, String)>;
-    let cases: [(Policy, Option<&str>, &str); 5] = [
+    let cases: [(Policy, Option<&str>, &str); 6] = [
+        (
+            |_, _| {
+                let gate = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+                    {"type": "command", "command": "cat"}]}]}});
+                Some((".agents/hooks.json", gate.to_string()))
+            },
+            Some("--allow-empty"),
+            ".agents/hooks.json is not trusted yet",
+        ),
         (
             |_, _| Some(("policy.json", "{\"hooks\": ".to_owned())),
             None,
@@ -863,11 +873,12 @@ fn install_refuses_a_policy_that_would_not_gate() {
         let written = policy(&places, &typo(&places));
         let gate = places.project.join("gate.json");
         if let Some((name, text)) = &written {
-            let path = if *name == "gate.json" {
-                gate.clone()
-            } else {
-                places.hookbox_home.join(name)
+            let path = match *name {
+                "gate.json" => gate.clone(),
+                ".agents/hooks.json" => places.project.join(name),
+                _ => places.hookbox_home.join(name),
             };
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
             std::fs::write(path, text).expect("policy");
         }
         if written

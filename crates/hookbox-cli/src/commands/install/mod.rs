@@ -122,10 +122,17 @@ fn vet_policy(file: &Target, args: &InstallArgs, home: &Path) -> anyhow::Result<
             .iter()
             .map(|path| path.display().to_string())
             .collect();
+        let untrusted = policy.untrusted.map_or_else(String::new, |file| {
+            format!(
+                " ({} is not trusted yet: review it, then `hookbox trust {}`)",
+                file.display(),
+                file.display()
+            )
+        });
         bail!(
-            "no policy hooks in {}: `hookbox hook` would let every call through; write a policy \
-             (or name one with --policy FILE), or pass --allow-empty if that is what you want; \
-             nothing was written",
+            "no policy hooks in {}{untrusted}: `hookbox hook` would let every call through; write \
+             a policy (or name one with --policy FILE), or pass --allow-empty if that is what you \
+             want; nothing was written",
             paths.join(", ")
         );
     }
