@@ -64,6 +64,10 @@ pub struct StartContext {
     /// Variables whose values it will have (`CLAUDE_PROJECT_DIR`…): `$NAME` or `${NAME}` at
     /// the start of a word is replaced by its value.
     pub variables: Vec<(String, String)>,
+    /// Only programs looked up on `PATH` are judged, not files named by path: for hooks that
+    /// run where paths name another filesystem (an environment's sandbox, whose `PATH`
+    /// directories are this host's system directories).
+    pub programs_only: bool,
 }
 
 /// One error per command hook of `hooks` that cannot start, at its handler's JSON path.
@@ -101,8 +105,14 @@ pub fn cannot_start(command: &str, context: &StartContext) -> Option<String> {
         return None;
     }
     let program = expand(program, context)?;
+    if context.programs_only && program.contains('/') {
+        return None;
+    }
     if let Some(problem) = missing_program(&program, context) {
         return Some(problem);
+    }
+    if context.programs_only {
+        return None;
     }
     let name = Path::new(&program).file_name()?.to_str()?;
     let name = if name.starts_with("python3.") {
@@ -325,6 +335,7 @@ mod tests {
             cwd: Some(dir.path().to_path_buf()),
             path: Some(bin.into_os_string()),
             variables: vec![("CLAUDE_PROJECT_DIR".to_owned(), root.to_owned())],
+            programs_only: false,
         };
         let mut wrong = Vec::new();
         for &(command, expected) in CASES {
@@ -341,6 +352,33 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// In a sandbox (`programs_only`), only a program looked up on `PATH` is judged.
+    #[test]
+    fn programs_only_judges_names_on_path_and_leaves_paths_alone() {
+        let context = StartContext {
+            cwd: Some(PathBuf::from("/")),
+            path: Some("/nonexistent-bin".into()),
+            variables: Vec::new(),
+            programs_only: true,
+        };
+        for (command, problem) in [
+            (
+                "python3 /.agents/gaet.py",
+                Some("`python3` is not on the PATH"),
+            ),
+            ("/.agents/gaet.sh", None),
+            ("./gaet.sh", None),
+        ] {
+            let got = cannot_start(command, &context);
+            assert_eq!(
+                got.as_deref()
+                    .map(|got| problem.is_some_and(|p| got.starts_with(p))),
+                problem.map(|_| true),
+                "{command}: {got:?}"
+            );
+        }
     }
 
     #[test]

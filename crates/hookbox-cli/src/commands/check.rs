@@ -98,6 +98,7 @@ fn start_problems(hooks: &HookSet, allow_missing: bool) -> Vec<Diagnostic> {
         cwd,
         path: std::env::var_os("PATH"),
         variables,
+        programs_only: false,
     };
     let mut problems = hookbox_hooks::startable::start_problems(hooks, &here);
     if allow_missing {

@@ -146,6 +146,7 @@ fn vet_policy(file: &Target, args: &InstallArgs, home: &Path) -> anyhow::Result<
                     .to_vec()
             })
             .unwrap_or_default(),
+        programs_only: false,
     };
     let problems: Vec<String> = start_problems(&policy.hooks, &context)
         .iter()
