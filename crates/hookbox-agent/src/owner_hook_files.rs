@@ -1,8 +1,10 @@
 //! The real [`HookFileCheck`] for environments: an owner's hook file must load as the sandbox
-//! dialect with no error diagnostic. hookbox-env takes it from its caller, so it never depends
+//! dialect with no error diagnostic, and each command hook's program must be on the sandbox's
+//! `PATH`. hookbox-env takes it from its caller, so it never depends
 //! on hookbox-hooks.
 
 use hookbox_env::{HookCommand, HookFileCheck};
+use hookbox_hooks::startable::{StartContext, start_problems};
 use hookbox_hooks::{Diagnostic, Dialect, Handler, LoadError, Severity};
 
 use crate::sandbox_hooks_builder;
@@ -30,6 +32,28 @@ impl HookFileCheck for OwnerHookFiles {
             .collect();
         if !errors.is_empty() {
             return Err(errors.join("; "));
+        }
+        // Hooks run in the sandbox, whose `PATH` directories are this host's system
+        // directories: a program looked up there can be judged here (scripts under the owner's
+        // directories are checked by hookbox-env against the environment's files).
+        let sandbox = StartContext {
+            cwd: None,
+            path: Some(hookbox_exec::SANDBOX_PATH.into()),
+            variables: Vec::new(),
+            programs_only: true,
+        };
+        let cannot_start: Vec<String> = start_problems(&hooks, &sandbox)
+            .iter()
+            .map(|problem| {
+                format!(
+                    "at `{}.command`: {}; a gate that cannot start lets every call through: \
+                     name a program the sandbox has, or fix the command",
+                    problem.json_path, problem.message
+                )
+            })
+            .collect();
+        if !cannot_start.is_empty() {
+            return Err(cannot_start.join("; "));
         }
         Ok(hooks
             .bindings()

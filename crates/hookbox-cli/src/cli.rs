@@ -426,6 +426,10 @@ pub(crate) struct HookArgs {
     /// `hookbox install copilot` writes it.
     #[arg(long, value_name = "NAME")]
     pub(crate) event: Option<String>,
+    /// A hook that fails (cannot start, crashes, times out, answers nonsense) denies, unless
+    /// it or its policy file's top-level `on_error` says `allow`.
+    #[arg(long)]
+    pub(crate) fail_closed: bool,
 }
 
 #[derive(Debug, Args)]
@@ -464,6 +468,17 @@ pub(crate) struct InstallArgs {
     /// `hookbox hook` loads the managed, user and trusted project policies.
     #[arg(long, value_name = "FILE", conflicts_with = "uninstall")]
     pub(crate) policy: Option<PathBuf>,
+    /// Install even when a command hook of the policy cannot start here (its program or
+    /// script is missing): it is reported as a warning.
+    #[arg(long, conflicts_with = "uninstall")]
+    pub(crate) allow_missing: bool,
+    /// Install even when there is no policy, or it has no hooks (every call is let through).
+    #[arg(long, conflicts_with = "uninstall")]
+    pub(crate) allow_empty: bool,
+    /// Install `hookbox hook AGENT --fail-closed`: a hook that fails denies the call, unless it
+    /// or its policy file says `"on_error": "allow"`.
+    #[arg(long, conflicts_with = "uninstall")]
+    pub(crate) fail_closed: bool,
     /// Undo `hookbox install` for this agent and place.
     #[arg(long)]
     pub(crate) uninstall: bool,
@@ -556,6 +571,10 @@ pub(crate) struct CheckArgs {
     /// Read every file as this dialect instead of detecting it.
     #[arg(long, value_enum)]
     pub(crate) dialect: Option<DialectArg>,
+    /// Report a command hook that cannot start here (its program or script is missing) as a
+    /// warning, not an error: for hooks that exist only where they run (in a sandbox).
+    #[arg(long)]
+    pub(crate) allow_missing: bool,
     /// Print one JSON object for machines instead of text.
     #[arg(long)]
     pub(crate) json: bool,

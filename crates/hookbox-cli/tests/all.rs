@@ -135,15 +135,32 @@ fn write(dir: &Path, name: &str, value: &Value) -> String {
     path.display().to_string()
 }
 
+/// The seeds with their scripts where they are (as in the sandbox, where `/.agents/` holds
+/// them) are valid; as shipped, checked on this host, their scripts are not there.
 #[test]
 fn check_accepts_the_seed_configs() {
-    for name in [
-        "security-gate.hooks.json",
-        "privacy-gate.hooks.json",
-        "audit-logging.hooks.json",
+    let dir = tempfile::tempdir().expect("tempdir");
+    // (name, whether it has command hooks)
+    for (name, commands) in [
+        ("security-gate.hooks.json", true),
+        ("privacy-gate.hooks.json", true),
+        ("audit-logging.hooks.json", false),
     ] {
-        let path = seeds().join(name);
-        let output = hookbox(&["check", path.to_str().expect("utf-8")]);
+        let shipped = seeds().join(name);
+        let shipped = shipped.to_str().expect("utf-8");
+        let output = hookbox(&["check", shipped]);
+        assert_eq!(code(&output), i32::from(commands), "{name}");
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            !commands
+                || (text.contains("cannot start: the script /.agents/hooks-scripts/")
+                    && text.contains("--allow-missing")),
+            "{text}"
+        );
+        let output = hookbox(&["check", "--allow-missing", shipped]);
+        assert_eq!(code(&output), 0, "{name}");
+        let path = seed_config(dir.path(), name);
+        let output = hookbox(&["check", &path]);
         assert_eq!(
             code(&output),
             0,
@@ -151,6 +168,44 @@ fn check_accepts_the_seed_configs() {
             String::from_utf8_lossy(&output.stdout)
         );
         assert!(String::from_utf8_lossy(&output.stdout).contains("valid (0 errors, 0 warnings)"));
+    }
+}
+
+/// A gate that cannot start is an error at its JSON path, naming what is missing; with
+/// `--allow-missing` a warning. Each row is a handler's command; a new case is one line.
+#[test]
+fn check_reports_a_command_hook_that_cannot_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let typo = dir.path().join("gaet.py");
+    let typo = typo.display();
+    for (command, problem) in [
+        (
+            format!("python3 {typo}"),
+            format!("the script {typo} does not exist"),
+        ),
+        (format!("{typo}"), format!("{typo} does not exist")),
+        (
+            "no-such-gate-program".to_owned(),
+            "`no-such-gate-program` is not on the PATH".to_owned(),
+        ),
+    ] {
+        let policy = write(
+            dir.path(),
+            "policy.json",
+            &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": command}]}]}}),
+        );
+        let output = hookbox(&["check", &policy]);
+        assert_eq!(code(&output), 1, "{command}");
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            text.contains("$.hooks.PreToolUse[0].hooks[0]") && text.contains(&problem),
+            "{text}"
+        );
+        let output = hookbox(&["check", "--allow-missing", &policy]);
+        assert_eq!(code(&output), 0, "{command}");
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.contains("valid (0 errors, 1 warnings)"), "{text}");
     }
 }
 

@@ -146,7 +146,7 @@ pub use sandbox::{
     Bind, Enforcement, IsolationError, LimitMode, Limits, ListenInside, ListenerSink,
     SYSTEM_TRUST_BUNDLES, Sandbox, check_isolation,
 };
-pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, run};
+pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, SANDBOX_PATH, run};
 pub use warm::{
     SUPERVISOR_ARG, SUPERVISOR_PROGRAM, WarmSandbox, supervise_if_asked, supervise_only,
     supervisor_program,

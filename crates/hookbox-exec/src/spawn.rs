@@ -18,8 +18,7 @@ use crate::keeper::{self, KeeperPlan};
 use crate::sandbox::{self, IsolationError, Prepared, Sandbox};
 
 /// `PATH` inside a sandbox.
-pub(crate) const SANDBOX_PATH: &str =
-    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Longest wait honoured; longer timeouts are clamped to it.
 pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);

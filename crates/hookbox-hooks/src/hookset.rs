@@ -7,7 +7,7 @@ use crate::binding::{Binding, Origin, Trust};
 use crate::config::{self, GroupInfo};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::event::{Dialect, HookEvent};
-use crate::handler::{CallbackHandler, Handler};
+use crate::handler::{CallbackHandler, Handler, OnError};
 use crate::matcher::{MatcherKind, MatcherSet};
 
 /// Largest hook file the model can write that is still read (256 KiB).
@@ -163,6 +163,8 @@ pub struct HookSetBuilder {
     /// Whether the hooks answer agents' own events (`hookbox hook`); otherwise binding one is
     /// warned about, since hookbox's own agent never fires them.
     answers_agents: bool,
+    /// What a failing handler means when neither it nor its document says.
+    on_error: OnError,
 }
 
 impl HookSetBuilder {
@@ -183,6 +185,14 @@ impl HookSetBuilder {
     /// Without it, each such binding gets a warning: hookbox's own agent never fires them.
     pub fn answers_agents(&mut self) -> &mut Self {
         self.answers_agents = true;
+        self
+    }
+
+    /// Makes a failing handler (one that cannot start, crashes, times out or answers
+    /// nonsense) deny when neither it nor its document's top-level `on_error` says otherwise
+    /// (`hookbox hook --fail-closed`), for the documents loaded afterwards.
+    pub fn fails_closed(&mut self) -> &mut Self {
+        self.on_error = OnError::Deny;
         self
     }
 
@@ -253,8 +263,9 @@ impl HookSetBuilder {
         dialect: Option<Dialect>,
         trust: Trust,
     ) -> Result<&mut Self, LoadError> {
-        let mut parsed = config::parse(source, text, dialect, &self.sandbox_tools)
-            .map_err(|d| LoadError::Invalid(Box::new(d)))?;
+        let mut parsed =
+            config::parse_failing(source, text, dialect, &self.sandbox_tools, self.on_error)
+                .map_err(|d| LoadError::Invalid(Box::new(d)))?;
         if trust == Trust::ModelWritable && parsed.bindings.len() > MODEL_FILE_MAX_HANDLERS {
             self.diagnostics.push(over_bound(
                 source,

@@ -72,6 +72,7 @@ mod policy_file;
 mod rewrite;
 mod runner;
 mod sdk_event;
+pub mod startable;
 mod trace;
 
 pub use agent_event::AgentEvent;

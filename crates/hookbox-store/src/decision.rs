@@ -16,7 +16,8 @@ pub struct NewDecision {
     pub event: String,
     /// The tool in the agent's own vocabulary, on tool events.
     pub tool: Option<String>,
-    /// `allow`, `ask`, `deny`, `block`, or `none` (no handler decided anything).
+    /// `allow`, `ask`, `deny`, `block`, `stop`, `fail-open` (no handler decided and one failed)
+    /// or `none` (no handler decided anything).
     pub decision: String,
     /// The reason given to the agent, if any.
     pub reason: Option<String>,

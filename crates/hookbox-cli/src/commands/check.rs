@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use hookbox_agent::sandbox_hooks_builder;
+use hookbox_hooks::startable::StartContext;
 use hookbox_hooks::{Diagnostic, Dialect, HookSet, LoadError, Severity};
 use serde_json::{Value, json};
 
@@ -39,7 +40,8 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             match loaded {
                 Ok(()) => {
                     let hooks = builder.build();
-                    let diagnostics = hooks.diagnostics().to_vec();
+                    let mut diagnostics = hooks.diagnostics().to_vec();
+                    diagnostics.extend(start_problems(&hooks, args.allow_missing));
                     FileReport {
                         path,
                         hooks: Some(hooks),
@@ -75,6 +77,36 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         render::print_text(&reports.iter().map(report_text).collect::<String>())?;
     }
     Ok(ExitCode::from(if valid { 0 } else { 1 }))
+}
+
+/// The command hooks of `hooks` that cannot start as they would run from here: in this
+/// directory (the project the agent runs in, `$CLAUDE_PROJECT_DIR` and `$GEMINI_PROJECT_DIR`
+/// when they are not set) with this `PATH`. Errors, or warnings with `allow_missing`.
+fn start_problems(hooks: &HookSet, allow_missing: bool) -> Vec<Diagnostic> {
+    let cwd = std::env::current_dir().ok();
+    let project = cwd.as_ref().map(|cwd| cwd.display().to_string());
+    let variables = ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "HOME"]
+        .into_iter()
+        .filter_map(|name| {
+            let value = std::env::var(name)
+                .ok()
+                .or_else(|| (name != "HOME").then(|| project.clone()).flatten())?;
+            Some((name.to_owned(), value))
+        })
+        .collect();
+    let here = StartContext {
+        cwd,
+        path: std::env::var_os("PATH"),
+        variables,
+        programs_only: false,
+    };
+    let mut problems = hookbox_hooks::startable::start_problems(hooks, &here);
+    if allow_missing {
+        for problem in &mut problems {
+            problem.severity = Severity::Warning;
+        }
+    }
+    problems
 }
 
 /// Adds to each sandbox-dialect file's report what loading the files together, in the order

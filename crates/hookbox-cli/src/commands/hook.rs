@@ -103,8 +103,8 @@ pub(crate) struct LoadedPolicy {
 /// What a call's policy is loaded and run with: built for the one call in-process
 /// ([`InProcess`]), kept warm across calls by `hookbox daemon`.
 pub(crate) trait Engine {
-    /// The policy in `files`, as they are now.
-    fn policy(&self, files: &PolicyFiles) -> anyhow::Result<LoadedPolicy>;
+    /// The policy in `files`, as they are now (`fail_closed`: see [`load_policy_files`]).
+    fn policy(&self, files: &PolicyFiles, fail_closed: bool) -> anyhow::Result<LoadedPolicy>;
     /// Runs `hooks` for `translated`, command hooks as `command` runs them (or faster, with
     /// the same outcome).
     fn evaluate(
@@ -120,8 +120,8 @@ pub(crate) trait Engine {
 pub(crate) struct InProcess;
 
 impl Engine for InProcess {
-    fn policy(&self, files: &PolicyFiles) -> anyhow::Result<LoadedPolicy> {
-        load_policy_files(files)
+    fn policy(&self, files: &PolicyFiles, fail_closed: bool) -> anyhow::Result<LoadedPolicy> {
+        load_policy_files(files, fail_closed)
     }
 
     fn evaluate(
@@ -214,7 +214,7 @@ fn respond_failed(call: &Call, message: &str) -> Reply {
         .and_then(|stdin| agent.translate(stdin, call.args.event.as_deref()).ok());
     let cwd = working_dir(call, translated.as_ref());
     let deny = locate_policy(call, settings.as_ref(), &cwd)
-        .and_then(|(files, _)| load_policy_files(&files))
+        .and_then(|(files, _)| load_policy_files(&files, call.args.fail_closed))
         .map_or(true, |policy| adapter::fails_closed(&policy.hooks));
     let decision = translated.map(|translated| translated.failed(agent, message, deny));
     let reply = agent.failure(message, deny);
@@ -261,7 +261,7 @@ fn answer(
     let cwd = working_dir(call, input.as_ref().ok());
     // Without its policy nothing can be let through that the policy would deny: block.
     let loaded = locate_policy(call, settings, &cwd)
-        .and_then(|(files, project)| Ok((engine.policy(&files)?, project)));
+        .and_then(|(files, project)| Ok((engine.policy(&files, call.args.fail_closed)?, project)));
     let (LoadedPolicy { hooks, untrusted }, project) = match loaded {
         Ok(loaded) => loaded,
         Err(err) => {
@@ -346,26 +346,38 @@ fn locate_policy(
         Some(path) => PolicyFiles::Explicit(path.clone()),
         None => {
             let Settings { home, config } = settings_of(settings)?;
-            PolicyFiles::Layered {
-                managed: config
-                    .policy
-                    .managed
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from(MANAGED_POLICY)),
-                user: home.join("policy.json"),
-                project: project.join(".agents").join("hooks.json"),
-                trust_store: home.join(TRUST_STORE),
-            }
+            layered_files(home, config, &project)
         }
     };
     Ok((files, project))
 }
 
+/// The managed, user and (when trusted) `project`'s policy files of `home` and its `config`.
+pub(crate) fn layered_files(home: &Path, config: &Config, project: &Path) -> PolicyFiles {
+    PolicyFiles::Layered {
+        managed: config
+            .policy
+            .managed
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(MANAGED_POLICY)),
+        user: home.join("policy.json"),
+        project: project.join(".agents").join("hooks.json"),
+        trust_store: home.join(TRUST_STORE),
+    }
+}
+
 /// Loads `files`. A file that cannot be read or has errors is an error (its broken handler
-/// might have been a gate).
-pub(crate) fn load_policy_files(files: &PolicyFiles) -> anyhow::Result<LoadedPolicy> {
+/// might have been a gate). `fail_closed` (`--fail-closed`): a failing handler denies unless
+/// it or its file says `"on_error": "allow"`.
+pub(crate) fn load_policy_files(
+    files: &PolicyFiles,
+    fail_closed: bool,
+) -> anyhow::Result<LoadedPolicy> {
     let mut builder = sandbox_hooks_builder();
     builder.answers_agents();
+    if fail_closed {
+        builder.fails_closed();
+    }
     let loaded = files.load(&mut builder)?;
     let hooks = builder.build();
     if hooks.has_errors() {

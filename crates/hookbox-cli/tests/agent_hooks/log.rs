@@ -6,7 +6,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 
 use super::{Answerer, hook_once, pre_tool_use, stderr};
-use crate::{code, hookbox_in, seed_config, stdout_json};
+use crate::{code, hookbox_in, seed_config, stdout_json, write};
 
 /// Claude Code's `event` through `hookbox hook claude-code EXTRA…`, answered by the daemon of
 /// `home` (each call is logged once: these tests count them).
@@ -197,4 +197,100 @@ fn cursor_and_copilot_decisions_are_logged_under_their_own_names_and_sessions() 
     assert_eq!(copilot[0]["event"], "preToolUse");
     assert_eq!(copilot[0]["tool"], "bash");
     assert_eq!(copilot[0]["decision"], "deny");
+}
+
+/// A gate that cannot start (a typo in its script's path) fails open: the call goes on, and
+/// neither the log nor the agent's user is left with a bare "no decision". Each row is a
+/// policy dialect and the handler's command; a new broken gate is one line.
+#[test]
+fn a_gate_that_fails_open_is_logged_with_its_cause_and_handler_and_shown_to_the_user() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let typo = dir.path().join("gaet.py");
+    let typo = typo.display();
+    let sandbox = |command: String| {
+        json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": command}]}]}})
+    };
+    let claude = |command: String| {
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": command}]}]}})
+    };
+    let cases = [
+        (sandbox(format!("python3 {typo}")), "exited with status 2"),
+        (sandbox(format!("{typo}")), "exited with status 127"),
+        (claude(format!("{typo}")), "exited with status 127"),
+        (
+            claude("no-such-gate-program --check".to_owned()),
+            "exited with status 127",
+        ),
+    ];
+    for (index, (policy, cause)) in cases.iter().enumerate() {
+        let policy = write(dir.path(), &format!("policy{index}.json"), policy);
+        let output = gate_rm_rf(&home, dir.path(), &policy);
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        let message = stdout_json(&output)["systemMessage"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no systemMessage for {policy}: {output:?}"))
+            .to_owned();
+        assert!(
+            message.contains("failed open") && message.contains(cause),
+            "{message}"
+        );
+        let logged = log_json(&home, &[]);
+        let last = logged.last().expect("logged");
+        assert_eq!(last["decision"], "fail-open", "{last:#}");
+        assert!(
+            last["reason"].as_str().expect("reason").contains(cause),
+            "{last:#}"
+        );
+        assert!(
+            last["handler"]
+                .as_str()
+                .expect("handler")
+                .contains("command"),
+            "{last:#}"
+        );
+        assert_eq!(last["policy"], json!(policy), "{last:#}");
+    }
+    let text = hookbox_in(&home, &["log"], b"");
+    let text = String::from_utf8(text.stdout).expect("utf-8");
+    assert!(text.contains("→ fail-open"), "{text}");
+}
+
+/// A gate that fails open beside one that denies: the call is denied, and both the log's
+/// reason and the agent's user still hear of the broken one.
+#[test]
+fn a_gate_that_fails_open_beside_a_deny_is_still_logged_and_shown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let broken = json!({"type": "command",
+        "command": format!("python3 {}", dir.path().join("gaet.py").display())});
+    let deny = json!({"type": "command",
+        "command": "cat > /dev/null; echo '{\"decision\": \"deny\", \"reason\": \"no\"}'"});
+    let policy = write(
+        dir.path(),
+        "policy.json",
+        &json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [broken, deny]}]}}),
+    );
+    let output = gate_rm_rf(&home, dir.path(), &policy);
+    let answer = stdout_json(&output);
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+    assert!(
+        answer["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("gaet.py")),
+        "{answer}"
+    );
+    let logged = log_json(&home, &[]);
+    let last = logged.last().expect("logged");
+    assert_eq!(last["decision"], "deny", "{last:#}");
+    let reason = last["reason"].as_str().expect("reason");
+    assert!(
+        reason.starts_with("no (and command hook") && reason.contains("failed open"),
+        "{reason}"
+    );
 }

@@ -410,7 +410,8 @@ fn a_claude_style_policy_answers_in_claude_codes_format() {
 }
 
 /// A sandbox gate's `{}` (the trivial hook `cat > /dev/null; echo '{}'`) says nothing and is
-/// not reported; a gate whose answer cannot be read is, on every call.
+/// not reported; a gate whose answer cannot be read is, on every call, on stderr and in the
+/// `systemMessage` Claude Code shows its user.
 #[test]
 fn an_empty_sandbox_answer_is_silent_and_a_broken_one_is_reported() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -428,11 +429,16 @@ fn an_empty_sandbox_answer_is_silent_and_a_broken_one_is_reported() {
             &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
         );
         assert_eq!(code(&output), 0, "{}", stderr(&output));
-        assert!(output.stdout.is_empty());
         if report.is_empty() {
             assert_eq!(stderr(&output), "");
+            assert!(output.stdout.is_empty());
         } else {
             assert!(stderr(&output).contains(report), "{}", stderr(&output));
+            let message = &stdout_json(&output)["systemMessage"];
+            assert!(
+                message.as_str().is_some_and(|m| m.contains(report)),
+                "{message}"
+            );
         }
     }
 }
@@ -554,7 +560,7 @@ fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
 
     // The project layer adds: a group of its own name is evaluated.
     let gate = json!({"no-curl": {"pre_tool_execution": [{"matcher": "code_execution", "hooks": [
-        {"type": "command", "command": "grep -q curl && echo '{\"decision\":\"deny\",\"reason\":\"project: no curl\"}' || true"}]}]}});
+        {"type": "command", "command": "grep -q curl && echo '{\"decision\":\"deny\",\"reason\":\"project: no curl\"}' || echo '{}'"}]}]}});
     std::fs::write(project.join(".agents/hooks.json"), gate.to_string()).expect("project policy");
     trust(&home, &project.join(".agents/hooks.json"));
     let curl = hook(
@@ -824,4 +830,64 @@ fn codex_gets_claude_codes_answers_and_an_ask_becomes_a_deny() {
         stdout_json(&output)["hookSpecificOutput"]["permissionDecision"],
         "ask"
     );
+}
+
+/// A gate that cannot start denies when its policy asks for it (top-level `"on_error":
+/// "deny"`) or the hook is installed `--fail-closed`; a handler's own `on_error` wins over
+/// both. Each row: the policy's top-level `on_error`, the handler's own, `--fail-closed`, and
+/// whether the call is denied.
+#[test]
+fn a_failing_gate_denies_when_the_policy_or_the_hook_fails_closed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let typo = dir.path().join("gaet.py");
+    for (top, own, fail_closed, denied) in [
+        (None, None, false, false),
+        (Some("deny"), None, false, true),
+        (None, None, true, true),
+        (Some("allow"), None, true, false),
+        (Some("deny"), Some("allow"), false, false),
+        (None, Some("allow"), true, false),
+    ] {
+        let mut gate = json!({"type": "command", "command": format!("python3 {}", typo.display())});
+        if let Some(own) = own {
+            gate["on_error"] = json!(own);
+        }
+        let mut policy = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [gate]}]}});
+        if let Some(top) = top {
+            policy["on_error"] = json!(top);
+        }
+        let policy = write(dir.path(), "policy.json", &policy);
+        let mut extra = vec!["--policy", policy.as_str()];
+        if fail_closed {
+            extra.push("--fail-closed");
+        }
+        let output = hook(
+            dir.path(),
+            dir.path(),
+            &extra,
+            &pre_tool_use(dir.path(), "Bash", json!({"command": "rm -rf victim"})),
+        );
+        let case = format!("top {top:?}, own {own:?}, --fail-closed {fail_closed}");
+        assert_eq!(code(&output), 0, "{case}: {}", stderr(&output));
+        let answer = stdout_json(&output);
+        if denied {
+            assert_eq!(
+                answer["hookSpecificOutput"]["permissionDecision"], "deny",
+                "{case}: {answer}"
+            );
+            assert!(stderr(&output).contains("failed closed"), "{case}");
+        } else {
+            assert_eq!(
+                answer["hookSpecificOutput"],
+                Value::Null,
+                "{case}: {answer}"
+            );
+            assert!(
+                answer["systemMessage"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("failed open")),
+                "{case}: {answer}"
+            );
+        }
+    }
 }

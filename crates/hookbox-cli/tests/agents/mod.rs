@@ -7,6 +7,8 @@
 //! installs the pinned versions). Without it the tests skip with a printed reason, unless
 //! `HOOKBOX_REQUIRE_AGENTS=1` (set by `.ci/run`): then a missing agent fails the test.
 
+/// A gate that cannot start: refused by install, shown to the agent's user, or failing closed.
+mod fail_open;
 /// Claude Code, Gemini CLI and Codex calling an environment's tools through `hookbox mcp`.
 mod mcp;
 /// Agents' own events, installed by `hookbox install`, reaching the policy through the agent.

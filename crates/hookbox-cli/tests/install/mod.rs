@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 
 use super::{code, seed_config};
 
-/// A scratch home (`HOME`), hookbox home and project.
+/// A scratch home (`HOME`), hookbox home (with a user policy, which `hookbox install` requires)
+/// and project.
 struct Places {
     _dir: tempfile::TempDir,
     home: PathBuf,
@@ -23,6 +24,7 @@ fn places() -> Places {
     for path in [&home, &hookbox_home, &project] {
         std::fs::create_dir(path).expect("mkdir");
     }
+    std::fs::write(hookbox_home.join("policy.json"), USER_POLICY).expect("user policy");
     Places {
         _dir: dir,
         home,
@@ -70,6 +72,10 @@ fn stderr(output: &Output) -> String {
 fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).expect("read")).expect("JSON")
 }
+
+/// A user policy that says nothing: a hook on an event the tests never send.
+const USER_POLICY: &str =
+    r#"{"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
 
 /// The user's own settings: a hook of theirs, keys hookbox does not know, odd formatting.
 const USER_SETTINGS: &str = "{\"permissions\": {\"allow\": [\"Bash(ls)\"]},\n   \"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"./my-own-hook.sh\"}]}]},\n\"theme\": \"dark\"}";
@@ -807,5 +813,140 @@ fn an_install_by_an_older_hookbox_is_listed_upgraded_once_and_uninstalled() {
     assert_eq!(
         std::fs::read_to_string(&settings).expect("read"),
         USER_SETTINGS
+    );
+}
+
+/// `hookbox install` refuses, writing nothing, a policy that would not gate: one that does not
+/// load (every event blocked), none at all (every call let through) and one with a gate that
+/// cannot start (it fails open on every call); `--allow-empty` and `--allow-missing` install
+/// the last two anyway, saying so. Each row: policy files to write (name under the hookbox
+/// home, the project's untrusted `.agents/hooks.json`, or `--policy`'s `gate.json`), the flag
+/// that allows it (if any) and what the refusal says.
+#[test]
+fn install_refuses_a_policy_that_would_not_gate() {
+    let typo = |places: &Places| places.project.join("gaet.py").display().to_string();
+    type Policy = fn(&Places, &str) -> Option<(&'static str, String)>;
+    let cases: [(Policy, Option<&str>, &str); 6] = [
+        (
+            |_, _| {
+                let gate = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+                    {"type": "command", "command": "cat"}]}]}});
+                Some((".agents/hooks.json", gate.to_string()))
+            },
+            Some("--allow-empty"),
+            ".agents/hooks.json is not trusted yet",
+        ),
+        (
+            |_, _| Some(("policy.json", "{\"hooks\": ".to_owned())),
+            None,
+            "the policy does not load",
+        ),
+        (|_, _| None, Some("--allow-empty"), "no policy hooks in"),
+        (
+            |_, _| Some(("policy.json", "{}".to_owned())),
+            Some("--allow-empty"),
+            "no policy hooks in",
+        ),
+        (
+            |_, typo| {
+                let gate = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                    {"type": "command", "command": format!("python3 {typo}")}]}]}});
+                Some(("gate.json", gate.to_string()))
+            },
+            Some("--allow-missing"),
+            "does not exist",
+        ),
+        (
+            |_, _| {
+                let gate = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+                    {"type": "command", "command": "$CLAUDE_PROJECT_DIR/.agents/gaet.sh"}]}]}});
+                Some(("policy.json", gate.to_string()))
+            },
+            Some("--allow-missing"),
+            "/.agents/gaet.sh does not exist",
+        ),
+    ];
+    for (policy, allow, refusal) in cases {
+        let places = places();
+        std::fs::remove_file(places.hookbox_home.join("policy.json")).expect("no user policy");
+        let mut args = vec!["install", "claude-code", "--project", places.project_arg()];
+        let written = policy(&places, &typo(&places));
+        let gate = places.project.join("gate.json");
+        if let Some((name, text)) = &written {
+            let path = match *name {
+                "gate.json" => gate.clone(),
+                ".agents/hooks.json" => places.project.join(name),
+                _ => places.hookbox_home.join(name),
+            };
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("policy");
+        }
+        if written
+            .as_ref()
+            .is_some_and(|(name, _)| *name == "gate.json")
+        {
+            args.extend(["--policy", gate.to_str().expect("utf-8")]);
+        }
+        let refused = places.hookbox(&args);
+        assert_eq!(code(&refused), 1, "{refusal}: {}", stdout(&refused));
+        assert!(
+            stderr(&refused).contains(refusal) && stderr(&refused).contains("nothing was written"),
+            "{}",
+            stderr(&refused)
+        );
+        assert!(!places.project.join(".claude").exists(), "{refusal}");
+        let Some(allow) = allow else { continue };
+        args.push(allow);
+        let installed = places.hookbox(&args);
+        assert_eq!(code(&installed), 0, "{allow}: {}", stderr(&installed));
+        assert!(places.project.join(".claude/settings.json").exists());
+        if allow == "--allow-missing" {
+            assert!(
+                stdout(&installed).contains("warning:") && stdout(&installed).contains(refusal),
+                "{}",
+                stdout(&installed)
+            );
+        }
+    }
+}
+
+/// `hookbox install --fail-closed` installs `hookbox hook AGENT --fail-closed`: once the gate's
+/// script is gone, the installed command, run as Claude Code runs it, denies.
+#[test]
+fn an_install_with_fail_closed_denies_when_the_gate_cannot_start() {
+    let places = places();
+    let script = places.project.join("gate.py");
+    std::fs::write(&script, "print('{}')\n").expect("gate");
+    let policy = places.project.join("gate.json");
+    let gate = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": format!("python3 {}", script.display())}]}]}});
+    std::fs::write(&policy, gate.to_string()).expect("policy");
+    let output = places.hookbox(&[
+        "install",
+        "claude-code",
+        "--project",
+        places.project_arg(),
+        "--policy",
+        policy.to_str().expect("utf-8"),
+        "--fail-closed",
+    ]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let command = hookbox_command(
+        &read_json(&places.project.join(".claude/settings.json")),
+        "PreToolUse",
+    );
+    assert!(command.contains(" --fail-closed"), "{command}");
+    std::fs::remove_file(&script).expect("the gate goes missing");
+    let payload = json!({
+        "session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": places.project,
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf victim"}, "tool_use_id": "toolu_01",
+    });
+    let denied = run_hook(&places, "sh", &command, &payload);
+    assert_eq!(code(&denied), 0, "{}", stderr(&denied));
+    let answer: Value = serde_json::from_slice(&denied.stdout).expect("JSON");
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
     );
 }

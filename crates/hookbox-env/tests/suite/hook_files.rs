@@ -67,6 +67,13 @@ async fn hook_files_that_would_fail_silently_are_refused_at_create() {
             ],
         ),
         (
+            json!({"sources": [hooks_source(".agents/hooks.json", &gate(json!({"type": "command", "command": "no-such-gate-program --check"})))]}),
+            &[
+                "`$.gate.pre_tool_execution[0].hooks[0].command`",
+                "`no-such-gate-program` is not on the PATH the hook gets",
+            ],
+        ),
+        (
             json!({"sources": [hooks_source(".agents/hooks.json", &gate(json!({"type": "command", "command": "true", "on_eror": "deny"})))]}),
             &["on_eror", "did you mean `on_error`"],
         ),

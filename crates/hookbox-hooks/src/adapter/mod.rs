@@ -217,6 +217,23 @@ impl Translated {
                 None => ("none", None, None),
             }
         };
+        // A handler that failed open is never hidden behind `none`: with nothing else decided
+        // it is the decision (its cause the reason, it the handler); otherwise its cause is
+        // added to the reason of what was decided.
+        let failed_open: Vec<&TraceEntry> =
+            outcome.trace.iter().filter(|e| fails_open(e)).collect();
+        let (decision, reason, decider) = match (decision, failed_open.first()) {
+            ("none", Some(&first)) => ("fail-open", Some(joined(&failed_open)), Some(first)),
+            (_, Some(_)) => {
+                let failures = joined(&failed_open);
+                let reason = match reason {
+                    Some(reason) => format!("{reason} (and {failures})"),
+                    None => failures,
+                };
+                (decision, Some(reason), decider)
+            }
+            (_, None) => (decision, reason, decider),
+        };
         NewDecision {
             agent: agent.name().to_owned(),
             session: self.session.clone(),
@@ -243,7 +260,7 @@ impl Translated {
             session: self.session.clone(),
             event: self.native_event.clone(),
             tool: self.native_tool.clone(),
-            decision: if deny { "deny" } else { "none" }.to_owned(),
+            decision: if deny { "deny" } else { "fail-open" }.to_owned(),
             reason: Some(message.to_owned()),
             latency: Duration::ZERO,
             policy: None,
@@ -329,6 +346,20 @@ impl Agent {
 
     /// The agent's answer to `translated`, given what the policy decided.
     pub fn answer(self, translated: &Translated, outcome: &HookOutcome) -> Reply {
+        // A gate that failed open is said where the agent's user sees it: the `systemMessage`
+        // of the agents that show one (Claude Code, Codex and Gemini CLI); stderr for all.
+        let mut shown;
+        let outcome = match fail_open_message(outcome) {
+            Some(message) if matches!(self, Self::ClaudeCode | Self::Codex | Self::GeminiCli) => {
+                shown = outcome.clone();
+                shown.system_message = Some(match shown.system_message.take() {
+                    Some(theirs) => format!("{theirs}\n{message}"),
+                    None => message,
+                });
+                &shown
+            }
+            _ => outcome,
+        };
         let stdout = match self {
             Self::ClaudeCode => claude_code::answer(translated.event, outcome),
             Self::GeminiCli => gemini_cli::answer(translated, outcome),
@@ -497,22 +528,57 @@ fn failures(agent: Agent, trace: &[TraceEntry]) -> String {
     trace
         .iter()
         .filter_map(|entry| {
-            let failure = entry.failure.as_ref()?;
-            let effect = if entry.failed_closed {
-                "failed closed"
-            } else {
-                "failed open"
-            };
             Some(format!(
-                "hookbox hook {}: {} hook `{}` ({} {}): {failure}; {effect}\n",
+                "hookbox hook {}: {}\n",
                 agent.name(),
-                entry.handler,
-                entry.label,
-                entry.origin.source,
-                entry.origin.json_path,
+                failure(entry)?
             ))
         })
         .collect()
+}
+
+/// What went wrong with `entry`'s handler and what it meant, if it failed: "command hook
+/// `LABEL` (FILE $.PATH): CAUSE; failed open".
+fn failure(entry: &TraceEntry) -> Option<String> {
+    let cause = entry.failure.as_ref()?;
+    let effect = if entry.failed_closed {
+        "failed closed"
+    } else {
+        "failed open"
+    };
+    Some(format!(
+        "{} hook `{}` ({} {}): {cause}; {effect}",
+        entry.handler, entry.label, entry.origin.source, entry.origin.json_path,
+    ))
+}
+
+/// Whether `entry`'s handler failed and the call went on as if it had not run.
+fn fails_open(entry: &TraceEntry) -> bool {
+    entry.failure.is_some() && !entry.failed_closed
+}
+
+/// The failures of `entries`, joined for one line.
+fn joined(entries: &[&TraceEntry]) -> String {
+    entries
+        .iter()
+        .filter_map(|entry| failure(entry))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The message shown to the agent's user when handlers of `outcome` failed open (the call went
+/// on without their decision), if any did.
+fn fail_open_message(outcome: &HookOutcome) -> Option<String> {
+    let failed: Vec<&TraceEntry> = outcome.trace.iter().filter(|e| fails_open(e)).collect();
+    if failed.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "hookbox: a policy hook could not decide, so it was left out of this call's decision: \
+         {}. Fix the hook (`hookbox check`), or set `\"on_error\": \"deny\"` to block when it \
+         fails.",
+        joined(&failed)
+    ))
 }
 
 /// An ask turned into a deny, for agent hooks (`hooks`, e.g. "Codex hooks") that cannot ask a

@@ -32,6 +32,8 @@ pub(super) struct Context {
     pub(super) event: HookEvent,
     /// The timeout when the handler sets none.
     pub(super) default_timeout: Duration,
+    /// What a failure means when the handler does not say.
+    pub(super) default_on_error: OnError,
 }
 
 /// The handler at `path`, or `None` (with errors reported) when it cannot run as written.
@@ -317,10 +319,10 @@ fn read_on_error(
             );
         }
         warn_if_cannot_block(report, &at, on_error.is_some(), event);
-        return on_error.unwrap_or_default();
+        return on_error.unwrap_or(context.default_on_error);
     }
     let Some(value) = handler.get("on_error") else {
-        return OnError::default();
+        return context.default_on_error;
     };
     let at = path.key("on_error");
     let on_error = match report.string(value, &at) {
@@ -341,7 +343,35 @@ fn read_on_error(
         None => None,
     };
     warn_if_cannot_block(report, &at, on_error.is_some(), event);
-    on_error.unwrap_or_default()
+    on_error.unwrap_or(context.default_on_error)
+}
+
+/// A document's top-level `on_error` (`value`, at `$.on_error`): its handlers' default,
+/// `default` when it is not `allow` or `deny` (reported).
+pub(super) fn read_default_on_error(
+    report: &mut Report,
+    value: &Value,
+    default: OnError,
+) -> OnError {
+    let at = JsonPath::root().key("on_error");
+    match report.string(value, &at) {
+        Some("allow") => OnError::Allow,
+        Some("deny") => OnError::Deny,
+        Some(other) => {
+            report.error(
+                &at,
+                format!("unknown top-level `on_error` value `{other}`"),
+                Some(
+                    "`on_error` here is every handler's default: `allow` (fail open) or `deny` \
+                     (fail closed: a hook that cannot start, crashes, times out or answers \
+                     nonsense blocks)"
+                        .to_owned(),
+                ),
+            );
+            default
+        }
+        None => default,
+    }
 }
 
 /// Warns that the failure policy at `path` (when `set`) has no effect on `event`.
@@ -447,6 +477,7 @@ mod tests {
             dialect,
             event,
             default_timeout: Duration::from_secs(30),
+            default_on_error: OnError::Allow,
         }
     }
 

@@ -38,6 +38,10 @@ use self::report::Report;
 use crate::binding::Binding;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::event::Dialect;
+use crate::handler::OnError;
+
+/// The top-level key that sets the document's handlers' default `on_error`.
+const ON_ERROR: &str = "on_error";
 
 /// The hint given when a document is not a hook configuration at all.
 const SHAPES_HINT: &str = "hookbox reads two shapes of hook configuration: sandbox hooks \
@@ -82,6 +86,18 @@ pub fn parse(
     dialect: Option<Dialect>,
     sandbox_tools: &[String],
 ) -> Result<ParsedConfig, Diagnostic> {
+    parse_failing(source, text, dialect, sandbox_tools, OnError::Allow)
+}
+
+/// [`parse`], with `on_error` what a failing handler means when neither it nor the document's
+/// top-level `on_error` says (`hookbox hook --fail-closed`: deny).
+pub fn parse_failing(
+    source: &str,
+    text: &str,
+    dialect: Option<Dialect>,
+    sandbox_tools: &[String],
+    on_error: OnError,
+) -> Result<ParsedConfig, Diagnostic> {
     let unusable = |message: String| Diagnostic {
         severity: Severity::Error,
         source: source.to_owned(),
@@ -110,9 +126,15 @@ pub fn parse(
             Some("remove or rename one of them".to_owned()),
         );
     }
+    // The document's own failure answer: its handlers' default.
+    let mut map = map.clone();
+    let on_error = match map.shift_remove(ON_ERROR) {
+        Some(value) => handlers::read_default_on_error(&mut report, &value, on_error),
+        None => on_error,
+    };
     let (groups, bindings) = match dialect {
-        Dialect::Sandbox => sandbox::read(map, &mut report, sandbox_tools),
-        Dialect::Sdk => (Vec::new(), sdk::read(map, &mut report)),
+        Dialect::Sandbox => sandbox::read(&map, &mut report, sandbox_tools, on_error),
+        Dialect::Sdk => (Vec::new(), sdk::read(&map, &mut report, on_error)),
     };
     Ok(ParsedConfig {
         dialect,
@@ -136,6 +158,8 @@ fn json_error_message(err: &serde_json::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::event::HookEvent;
 
@@ -206,6 +230,55 @@ mod tests {
                 .unwrap()
                 .contains("sandbox dialect")
         );
+    }
+
+    /// A document's top-level `on_error` is its handlers' default, in both dialects; a
+    /// handler's own wins; the caller's default (`--fail-closed`) applies when neither says.
+    /// Each row: the top-level value (if any), the caller's default, the handler's own (if
+    /// any), and the handler's resulting `on_error`.
+    #[test]
+    fn a_top_level_on_error_is_the_default_of_the_documents_handlers() {
+        use crate::handler::{Handler, OnError};
+        let (allow, deny) = (OnError::Allow, OnError::Deny);
+        let cases = [
+            (None, allow, None, allow),
+            (None, deny, None, deny),
+            (Some("deny"), allow, None, deny),
+            (Some("allow"), deny, None, allow),
+            (Some("deny"), allow, Some("allow"), allow),
+            (None, deny, Some("allow"), allow),
+            (Some("allow"), allow, Some("deny"), deny),
+        ];
+        for (top, default, own, expected) in cases {
+            let mut handler = json!({"type": "command", "command": "x"});
+            if let Some(own) = own {
+                handler["on_error"] = json!(own);
+            }
+            let sandbox = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [handler.clone()]}]}});
+            let sdk = json!({"hooks": {"PreToolUse": [{"hooks": [handler]}]}});
+            for mut document in [sandbox, sdk] {
+                if let Some(top) = top {
+                    document["on_error"] = json!(top);
+                }
+                let parsed =
+                    parse_failing("p.json", &document.to_string(), None, &[], default).unwrap();
+                assert!(parsed.diagnostics.is_empty(), "{:#?}", parsed.diagnostics);
+                let Handler::Command(command) = &parsed.bindings[0].handler else {
+                    panic!("not a command");
+                };
+                assert_eq!(command.on_error, expected, "{document} with {default:?}");
+            }
+        }
+        let parsed = parse(
+            "p.json",
+            r#"{"on_error": "DENY", "g": {"enabled": true}}"#,
+            None,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(parsed.diagnostics.len(), 1);
+        assert_eq!(parsed.diagnostics[0].json_path, "$.on_error");
+        assert_eq!(parsed.diagnostics[0].severity, Severity::Error);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::report::Report;
 use super::timeout;
 use crate::binding::{Binding, Origin, Trust};
 use crate::event::{Dialect, HookEvent};
-use crate::handler::Handler;
+use crate::handler::{Handler, OnError};
 use crate::matcher::{MatcherKind, MatcherSet, compile};
 
 /// The sandbox tools hooks can fire on.
@@ -36,6 +36,8 @@ pub(super) struct Scope<'a> {
     pub(super) group: Option<&'a str>,
     /// The tools a sandbox-dialect matcher can match (empty: not known, nothing is checked).
     pub(super) tools: &'a [String],
+    /// What a failing handler means when it does not say.
+    pub(super) on_error: OnError,
 }
 
 /// The bindings of the list of rules at `path`, in order.
@@ -84,6 +86,7 @@ fn read(report: &mut Report, value: &Value, path: &JsonPath, scope: Scope<'_>) -
         dialect: scope.dialect,
         event: scope.event,
         default_timeout: default_timeout.unwrap_or_default(),
+        default_on_error: scope.on_error,
     };
     let handlers = read_handlers(report, rule, path, context);
     let shadow = match (rule.get("mode"), scope.dialect) {

@@ -18,6 +18,7 @@ use super::suggest::did_you_mean;
 use crate::agent_event::AgentEvent;
 use crate::binding::Binding;
 use crate::event::{Dialect, HookEvent};
+use crate::handler::OnError;
 
 /// The keys of a group.
 pub(super) const GROUP_KEYS: [&str; 4] = [
@@ -38,6 +39,7 @@ pub(super) fn read(
     document: &Map<String, Value>,
     report: &mut Report,
     tools: &[String],
+    on_error: OnError,
 ) -> (Vec<GroupInfo>, Vec<Binding>) {
     let mut groups = Vec::new();
     let mut bindings = Vec::new();
@@ -46,7 +48,7 @@ pub(super) fn read(
         let Some(group) = report.object(value, &path) else {
             continue;
         };
-        let (enabled, group_bindings) = read_group(report, name, group, &path, tools);
+        let (enabled, group_bindings) = read_group(report, name, group, &path, tools, on_error);
         groups.push(GroupInfo {
             name: name.clone(),
             enabled,
@@ -65,6 +67,7 @@ fn read_group(
     group: &Map<String, Value>,
     path: &JsonPath,
     tools: &[String],
+    on_error: OnError,
 ) -> (bool, Vec<Binding>) {
     let mut enabled = true;
     let mut shadow = false;
@@ -100,6 +103,7 @@ fn read_group(
             event,
             group: Some(name),
             tools,
+            on_error,
         };
         bindings.extend(rule::read_list(report, value, &at, scope));
     }
@@ -140,7 +144,12 @@ mod tests {
             "on": {"post_tool_execution": [{"hooks": [{"type": "command", "command": "x"}]}]},
         });
         let mut report = Report::new("hooks.json");
-        let (groups, bindings) = read(document.as_object().unwrap(), &mut report, &[]);
+        let (groups, bindings) = read(
+            document.as_object().unwrap(),
+            &mut report,
+            &[],
+            OnError::Allow,
+        );
         assert_eq!(
             groups,
             [
@@ -172,7 +181,12 @@ mod tests {
             "BeforeModle": [],
         }});
         let mut report = Report::new("hooks.json");
-        let (_, bindings) = read(document.as_object().unwrap(), &mut report, &[]);
+        let (_, bindings) = read(
+            document.as_object().unwrap(),
+            &mut report,
+            &[],
+            OnError::Allow,
+        );
         let events: Vec<_> = bindings.iter().map(|b| b.event).collect();
         assert_eq!(
             events,
@@ -193,7 +207,12 @@ mod tests {
     fn claude_event_in_a_group_points_at_the_sandbox_names() {
         let document = json!({"gate": {"PreToolUse": []}});
         let mut report = Report::new("hooks.json");
-        read(document.as_object().unwrap(), &mut report, &[]);
+        read(
+            document.as_object().unwrap(),
+            &mut report,
+            &[],
+            OnError::Allow,
+        );
         let diagnostics = report.into_diagnostics();
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].severity, Severity::Error);

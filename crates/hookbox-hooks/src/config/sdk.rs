@@ -15,6 +15,7 @@ use super::suggest::did_you_mean;
 use crate::agent_event::AgentEvent;
 use crate::binding::Binding;
 use crate::event::{Dialect, HookEvent};
+use crate::handler::OnError;
 
 /// The Claude Code event hookbox cannot pass through: its hook must answer the worktree's
 /// path, which no policy decision gives.
@@ -27,7 +28,11 @@ pub(super) fn is_event_name(name: &str) -> bool {
 }
 
 /// The bindings of an SDK-dialect document.
-pub(super) fn read(document: &Map<String, Value>, report: &mut Report) -> Vec<Binding> {
+pub(super) fn read(
+    document: &Map<String, Value>,
+    report: &mut Report,
+    on_error: OnError,
+) -> Vec<Binding> {
     let Some((events, path)) = events(document, report) else {
         return Vec::new();
     };
@@ -43,6 +48,7 @@ pub(super) fn read(document: &Map<String, Value>, report: &mut Report) -> Vec<Bi
             event,
             group: None,
             tools: &[],
+            on_error,
         };
         bindings.extend(rule::read_list(report, value, &at, scope));
     }
@@ -154,7 +160,7 @@ mod tests {
 
     fn read_value(document: Value) -> (Vec<Binding>, Vec<Diagnostic>) {
         let mut report = Report::new("settings.json");
-        let bindings = read(document.as_object().unwrap(), &mut report);
+        let bindings = read(document.as_object().unwrap(), &mut report, OnError::Allow);
         (bindings, report.into_diagnostics())
     }
 

@@ -1,6 +1,6 @@
 //! The forwarded `hookbox hook` command line read without building the whole command-line
 //! parser: the daemon answers only the plain forms (`hook AGENT` with `--policy`, `--config`
-//! and `--event`, each once, `--NAME VALUE` or `--NAME=VALUE`); anything else (help, a usage
+//! and `--event`, each once, `--NAME VALUE` or `--NAME=VALUE`, and `--fail-closed` once); anything else (help, a usage
 //! error, an unusual spelling) is the client's to parse with clap, so its messages stay clap's.
 
 use std::path::PathBuf;
@@ -18,8 +18,13 @@ pub(super) fn hook_args(argv: &[String]) -> Option<HookArgs> {
     }
     let mut agent = None;
     let (mut policy, mut config, mut event) = (None, None, None);
+    let mut fail_closed = false;
     let mut words = rest.iter();
     while let Some(word) = words.next() {
+        if word == "--fail-closed" && !fail_closed {
+            fail_closed = true;
+            continue;
+        }
         let Some(option) = word.strip_prefix("--") else {
             if word.starts_with('-') || agent.is_some() {
                 return None;
@@ -49,6 +54,7 @@ pub(super) fn hook_args(argv: &[String]) -> Option<HookArgs> {
         policy: policy.map(PathBuf::from),
         config: config.map(PathBuf::from),
         event,
+        fail_closed,
     })
 }
 
@@ -71,6 +77,7 @@ mod tests {
             &["hook", "--policy=/p q.json", "codex", "--config", "c.toml"],
             &["hook", "copilot", "--event", "preToolUse", "--policy", "p"],
             &["hook", "cursor", "--event=beforeShellExecution"],
+            &["hook", "claude-code", "--fail-closed", "--policy", "p"],
         ] {
             let ours = hook_args(&argv(words)).unwrap_or_else(|| panic!("{words:?}"));
             let Ok(Cli {

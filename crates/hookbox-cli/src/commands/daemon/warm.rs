@@ -25,7 +25,8 @@ pub(super) struct Warm {
     runtime: tokio::runtime::Runtime,
     http: Arc<dyn HttpRunner>,
     zygotes: Arc<PythonZygotes>,
-    policies: Mutex<HashMap<PolicyFiles, Kept>>,
+    /// Keyed by the files and whether their hooks fail closed by default.
+    policies: Mutex<HashMap<(PolicyFiles, bool), Kept>>,
 }
 
 /// A policy kept parsed, with what its files were when it was read.
@@ -58,18 +59,19 @@ impl Warm {
 }
 
 impl Engine for Warm {
-    fn policy(&self, files: &PolicyFiles) -> anyhow::Result<LoadedPolicy> {
+    fn policy(&self, files: &PolicyFiles, fail_closed: bool) -> anyhow::Result<LoadedPolicy> {
         // Taken before anything is read: a write after this moment changes them.
         let stamps = Stamps::of(files);
+        let key = (files.clone(), fail_closed);
         let lock = || self.policies.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(kept) = lock().get_mut(files)
+        if let Some(kept) = lock().get_mut(&key)
             && let Some(stamps) = &stamps
             && stamps.unchanged_since(&kept.stamps)
         {
             return Ok(kept.policy.clone());
         }
         let fingerprint = files.fingerprint()?;
-        if let Some(kept) = lock().get_mut(files)
+        if let Some(kept) = lock().get_mut(&key)
             && kept.fingerprint == fingerprint
         {
             if let Some(stamps) = stamps {
@@ -77,7 +79,7 @@ impl Engine for Warm {
             }
             return Ok(kept.policy.clone());
         }
-        let policy = load_policy_files(files)?;
+        let policy = load_policy_files(files, fail_closed)?;
         // The files changed while they were loaded: serve what was loaded, keep nothing.
         if let Some(stamps) = stamps
             && files.fingerprint()? == fingerprint
@@ -87,7 +89,7 @@ impl Engine for Warm {
                 policies.clear();
             }
             policies.insert(
-                files.clone(),
+                key,
                 Kept {
                     stamps,
                     fingerprint,

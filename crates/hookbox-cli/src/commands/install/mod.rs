@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, anyhow, bail};
-use hookbox_hooks::adapter::Agent;
+use hookbox_hooks::adapter::{Agent, PolicyFiles};
+use hookbox_hooks::startable::{StartContext, start_problems};
 
 use self::document::Document;
 use self::files::{Record, Records};
@@ -49,7 +50,8 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
             if args.uninstall {
                 uninstall(&file, &mut records)?
             } else {
-                install(&file, args.policy.as_deref(), &mut records)?
+                let warnings = vet_policy(&file, args, &home)?;
+                warnings + &install(&file, args, &mut records)?
             }
         }
     };
@@ -89,13 +91,93 @@ impl Target {
     }
 }
 
+/// Refuses to install hooks whose policy would not gate: one that does not load (every event
+/// would be blocked), one with no hooks (every call let through; `--allow-empty`), or one with
+/// a command hook that cannot start (it fails open on every call; `--allow-missing` makes it
+/// a warning, returned). Nothing is written when it refuses.
+fn vet_policy(file: &Target, args: &InstallArgs, home: &Path) -> anyhow::Result<String> {
+    let project = (file.scope == Scope::Project).then_some(file.base.as_path());
+    let files = match &args.policy {
+        Some(policy) => PolicyFiles::Explicit(
+            std::fs::canonicalize(policy)
+                .with_context(|| format!("--policy {}", policy.display()))?,
+        ),
+        None => {
+            let config = hookbox_runtime::Config::read(None, home)?;
+            // A user-wide install has no one project: only the managed and user files.
+            let project = project.map_or_else(|| home.join("no-project"), Path::to_path_buf);
+            crate::commands::hook::layered_files(home, &config, &project)
+        }
+    };
+    let policy =
+        crate::commands::hook::load_policy_files(&files, args.fail_closed).map_err(|err| {
+            anyhow!(
+                "{err:#}\nthe policy does not load, so `hookbox hook` would block every event; fix \
+             it (`hookbox check FILE`), then run `hookbox install` again; nothing was written"
+            )
+        })?;
+    if policy.hooks.bindings().next().is_none() && !args.allow_empty {
+        let (paths, _) = files.paths();
+        let paths: Vec<String> = paths
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect();
+        let untrusted = policy.untrusted.map_or_else(String::new, |file| {
+            format!(
+                " ({} is not trusted yet: review it, then `hookbox trust {}`)",
+                file.display(),
+                file.display()
+            )
+        });
+        bail!(
+            "no policy hooks in {}{untrusted}: `hookbox hook` would let every call through; write \
+             a policy (or name one with --policy FILE), or pass --allow-empty if that is what you \
+             want; nothing was written",
+            paths.join(", ")
+        );
+    }
+    let context = StartContext {
+        cwd: project.map(Path::to_path_buf),
+        path: std::env::var_os("PATH"),
+        variables: project
+            .map(|project| {
+                ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"]
+                    .map(|name| (name.to_owned(), project.display().to_string()))
+                    .to_vec()
+            })
+            .unwrap_or_default(),
+        programs_only: false,
+    };
+    let problems: Vec<String> = start_problems(&policy.hooks, &context)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if problems.is_empty() {
+        return Ok(String::new());
+    }
+    if !args.allow_missing {
+        bail!(
+            "{}\na gate that cannot start lets every call through; fix it, or pass \
+             --allow-missing if it exists only where the hook runs; nothing was written",
+            problems.join("\n")
+        );
+    }
+    Ok(problems
+        .iter()
+        .map(|problem| format!("warning: {problem}\n"))
+        .collect())
+}
+
 /// Adds hookbox's entries for every event `hookbox hook` answers to the agent's hook file
 /// (those already there are left as they are), backing the original up the first time.
-fn install(file: &Target, policy: Option<&Path>, records: &mut Records) -> anyhow::Result<String> {
+fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::Result<String> {
     let agent = file.agent;
     let exe = std::env::current_exe().context("cannot find the path of this hookbox binary")?;
     let mut arguments = agent.name().to_owned();
-    if let Some(policy) = policy {
+    if args.fail_closed {
+        arguments.push_str(" --fail-closed");
+    }
+    if let Some(policy) = args.policy.as_deref() {
         let policy = std::fs::canonicalize(policy)
             .with_context(|| format!("--policy {}", policy.display()))?;
         arguments.push_str(&format!(
