@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use hookbox_exec::{ExitKind, ProcessSpec, Sandbox, WarmSandbox};
 
-use super::support::{SUPERVISOR, shared};
+use super::support::{SUPERVISOR, assert_dead, shared};
+use super::warm::none_left;
 
 /// A sandbox root with a `workspace`.
 fn root() -> (tempfile::TempDir, Sandbox) {
@@ -94,4 +95,84 @@ fn calls_longer_than_the_runtimes_thread_keep_alive_complete_alone_and_in_a_burs
         }
         assert_eq!(warm.supervisor_pid(), Some(first));
     });
+}
+
+/// Where [`keeps_a_warm_sandbox_until_killed`] writes, when it is run by
+/// [`a_killed_parent_leaves_no_process_of_its_warm_sandbox`].
+const WARM_DIR: &str = "HOOKBOX_EXEC_TEST_WARM_DIR";
+
+/// Not a test on its own: run in a process of its own by
+/// [`a_killed_parent_leaves_no_process_of_its_warm_sandbox`], which then kills it with SIGKILL.
+/// Starts a warm sandbox over the directory named by `HOOKBOX_EXEC_TEST_WARM_DIR` from a
+/// blocking thread, writes its supervisor's pid there, and runs a long call in it.
+#[test]
+#[ignore = "started by a_killed_parent_leaves_no_process_of_its_warm_sandbox"]
+fn keeps_a_warm_sandbox_until_killed() {
+    let Some(dir) = std::env::var_os(WARM_DIR).map(std::path::PathBuf::from) else {
+        return;
+    };
+    let runtime = runtime_with_keep_alive(Duration::from_millis(300));
+    let handle = runtime.handle().clone();
+    runtime.block_on(async {
+        let sandbox = Sandbox::new(&dir);
+        let warm = tokio::task::spawn_blocking(move || {
+            handle.block_on(WarmSandbox::start(sandbox, SUPERVISOR))
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        let pid = warm.supervisor_pid().unwrap();
+        std::fs::write(dir.join("supervisor.tmp"), pid.to_string()).unwrap();
+        std::fs::rename(dir.join("supervisor.tmp"), dir.join("supervisor")).unwrap();
+        let out = warm
+            .run(&ProcessSpec::shell(
+                "touch /workspace/running; sleep 7654398",
+                Duration::from_secs(100),
+            ))
+            .await;
+        panic!("the call ended before this process was killed: {out:?}");
+    });
+}
+
+#[tokio::test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "runs this test binary as the process to kill"
+)]
+async fn a_killed_parent_leaves_no_process_of_its_warm_sandbox() {
+    let _guard = shared().await;
+    let (dir, _sandbox) = root();
+    let mut parent = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "suite::warm_lifetime::keeps_a_warm_sandbox_until_killed",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(WARM_DIR, dir.path())
+        .spawn()
+        .unwrap();
+    let running = dir.path().join("workspace/running");
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !running.exists() {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "the warm call never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let supervisor: i32 = std::fs::read_to_string(dir.path().join("supervisor"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Past the keep-alive of the thread that started the sandbox: the sandbox still runs.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        std::path::Path::new(&format!("/proc/{supervisor}")).exists(),
+        "the supervisor died with the thread that started it"
+    );
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    assert_dead(supervisor).await;
+    none_left("sleep 7654398").await;
 }
