@@ -516,46 +516,51 @@ fn an_environment_with_network_runs_warm_through_the_proxy() {
     assert!(steps[0] < steps[1] && steps[1] < steps[2], "{traces}");
 }
 
-/// `POST /v1/interactions` of agent `tool` (one `code_execution`) in `environment`.
-fn interaction(served: &Served, key: &str, environment: &serde_json::Value) -> http::Reply {
+/// `POST /v1/interactions` of agent `tool` (one `code_execution`) in `environment`, with
+/// `input` (the same request made twice at once is one interaction).
+fn interaction(
+    served: &Served,
+    key: &str,
+    input: &str,
+    environment: &serde_json::Value,
+) -> http::Reply {
     http::json(
         &served.base_url,
         key,
         "POST",
         "/v1/interactions",
-        &json!({"agent": "tool", "input": "run", "tools": [{"type": "code_execution"}],
+        &json!({"agent": "tool", "input": input, "tools": [{"type": "code_execution"}],
             "environment": environment}),
     )
 }
 
-/// Tokio ends a blocking thread idle for 10 s; a warm sandbox started from one used to die
-/// with it, and its calls with it.
+/// Tokio ends a blocking thread idle for 10 s; a warm sandbox started from one (a thread that
+/// blocked in place to store a step becomes one) used to die with it, and its calls with it.
 #[test]
 fn calls_longer_than_the_runtimes_thread_keep_alive_complete_alone_and_in_a_burst() {
     let home = one_call_home("sleep 11; echo S''LEPT");
     let key = api_key(home.path(), "alice");
     let served = serve(home.path(), &[]);
-    let completed = |reply: &http::Reply| {
+    let fresh = json!({"type": "remote", "network": "disabled", "sources": []});
+    let completed = |input: &str, environment: &serde_json::Value| {
+        let reply = interaction(&served, &key, input, environment);
         assert_eq!(reply.status, 200, "{reply:?}");
         assert_eq!(reply.json()["status"], "completed", "{reply:?}");
         assert!(reply.body.contains("SLEPT"), "{reply:?}");
+        reply.json()["environment_id"].clone()
     };
-    let first = interaction(
-        &served,
-        &key,
-        &json!({"type": "remote", "network": "disabled", "sources": []}),
-    );
-    completed(&first);
-    let environment = first.json()["environment_id"].clone();
+    let environment = completed("alone", &fresh);
+    // A burst: calls in that sandbox, and in new ones started by whichever thread runs them.
     std::thread::scope(|scope| {
-        for _ in 0..4 {
-            let (served, key, environment) = (&served, &key, &environment);
-            scope.spawn(move || completed(&interaction(served, key, environment)));
+        for n in 0..8 {
+            let (completed, environment, fresh) = (&completed, &environment, &fresh);
+            let input = format!("burst {n}");
+            scope.spawn(move || completed(&input, if n % 2 == 0 { environment } else { fresh }));
         }
     });
-    // One sandbox served them all.
+    // One sandbox per environment served its calls.
     let log = served.stderr.lock().unwrap().clone();
-    assert_eq!(started_pids(&log).len(), 1, "{log}");
+    assert_eq!(started_pids(&log).len(), 5, "{log}");
     assert!(!log.contains("warm sandbox lost"), "{log}");
     let (status, log) = served.terminate();
     assert!(status.success(), "{status:?}: {log}");
@@ -572,6 +577,7 @@ fn a_call_whose_sandbox_dies_under_it_fails_the_interaction_and_is_logged() {
             interaction(
                 &served,
                 &key,
+                "run",
                 &json!({"type": "remote", "network": "disabled", "sources": []}),
             )
         });

@@ -10,12 +10,13 @@
 
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, PoisonError};
+use std::thread::JoinHandle;
 
 /// One fork, run on the thread.
 type Job = Box<dyn FnOnce() + Send>;
 
-/// The thread's queue; `None` before its first use.
-static SPAWNER: Mutex<Option<Sender<Job>>> = Mutex::new(None);
+/// The thread's queue and the thread; `None` before its first use.
+static SPAWNER: Mutex<Option<(Sender<Job>, JoinHandle<()>)>> = Mutex::new(None);
 
 /// Spawns `command` from the spawner thread, registered with the caller's runtime as if
 /// spawned here.
@@ -32,14 +33,17 @@ pub(super) async fn spawn(
     spawned.await.map_err(|_| gone())?
 }
 
-/// The spawner thread's queue, the thread started when there is none (or it is gone).
+/// The spawner thread's queue, the thread started when there is none (or it ended, which
+/// only a panic would make it do).
 fn queue() -> std::io::Result<Sender<Job>> {
     let mut spawner = SPAWNER.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(queue) = spawner.as_ref() {
+    if let Some((queue, thread)) = spawner.as_ref()
+        && !thread.is_finished()
+    {
         return Ok(queue.clone());
     }
     let (queue, jobs) = mpsc::channel::<Job>();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("hookbox-warm-spawner".into())
         .spawn(move || {
             // The queue is never closed: this thread lives as long as the process.
@@ -47,11 +51,11 @@ fn queue() -> std::io::Result<Sender<Job>> {
                 job();
             }
         })?;
-    *spawner = Some(queue.clone());
+    *spawner = Some((queue.clone(), thread));
     Ok(queue)
 }
 
-/// The error when the spawner thread did not spawn (it ended: it never does).
+/// The error when the spawner thread did not spawn (it ended while asked).
 fn gone() -> std::io::Error {
     std::io::Error::other("the thread that starts warm sandboxes is gone")
 }
