@@ -41,6 +41,9 @@ pub struct ToolCallReport {
     pub network: Vec<NetworkDecision>,
     /// Problems with the environment's hook files.
     pub diagnostics: Vec<Diagnostic>,
+    /// Whether the tool failed because its sandbox died under it (see
+    /// [`ToolOutcome::sandbox_lost`]).
+    pub sandbox_lost: bool,
 }
 
 impl ToolCallReport {
@@ -229,6 +232,7 @@ impl SandboxTools {
                 trace: Vec::new(),
                 network: Vec::new(),
                 diagnostics: discovered.problems,
+                sandbox_lost: false,
             });
         }
         let (hooks, diagnostics) = (discovered.hooks, discovered.problems);
@@ -282,6 +286,7 @@ impl SandboxTools {
                 trace,
                 diagnostics,
                 network: drain(),
+                sandbox_lost: false,
             });
         }
         // The pre hooks' requests, then the tool's, then the post hooks'.
@@ -310,6 +315,7 @@ impl SandboxTools {
             trace,
             diagnostics,
             network,
+            sandbox_lost: outcome.sandbox_lost,
         })
     }
 }

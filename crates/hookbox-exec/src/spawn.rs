@@ -358,8 +358,10 @@ impl Drop for StopListening {
 ///
 /// With `die_with_parent`, the child becomes the program's keeper (see [`crate::keeper`]),
 /// which dies with the thread that spawned it, killing everything the program started. That
-/// thread is a tokio worker (or the thread blocking on the runtime), which lives as long as
-/// the runtime. In a sandbox, the pre-exec step builds the sandbox instead (see
+/// thread is the caller's, and a runtime may end it before the run ends (tokio ends a
+/// blocking thread idle for 10 s, and a worker that blocked in place becomes one): a known
+/// limit of cold runs, which warm sandboxes avoid by forking from a thread that never ends
+/// (`warm::spawner`). In a sandbox, the pre-exec step builds the sandbox instead (see
 /// [`crate::sandbox`]), bound to that thread the same way. Fails only on a NUL byte in the
 /// program, an argument or the environment of a kept run.
 #[expect(

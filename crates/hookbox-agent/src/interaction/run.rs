@@ -39,7 +39,8 @@ pub enum RunStatus {
     RequiresAction,
     /// The turn limit was reached before the model answered.
     Incomplete,
-    /// The model could not be reached or answered badly.
+    /// The model could not be reached or answered badly, or a tool call's sandbox died under
+    /// it.
     Failed,
 }
 
@@ -108,15 +109,20 @@ pub enum RunErrorCode {
     ModelError,
     /// The token budget was used up before the model's next tool calls.
     BudgetExceeded,
+    /// A tool call's sandbox died under it (its warm sandbox's supervisor was killed): the
+    /// call's result is an error, and the interaction ends `failed` rather than go on as if
+    /// the call had only failed.
+    SandboxLost,
 }
 
 impl RunErrorCode {
-    /// The code's name: `max_turns`, `model_error`, `budget_exceeded`.
+    /// The code's name: `max_turns`, `model_error`, `budget_exceeded`, `sandbox_lost`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::MaxTurns => "max_turns",
             Self::ModelError => "model_error",
             Self::BudgetExceeded => "budget_exceeded",
+            Self::SandboxLost => "sandbox_lost",
         }
     }
 }
@@ -214,14 +220,15 @@ impl Agent {
         run.outcome
     }
 
-    /// Runs one built-in tool call through the hooks; returns what the model gets back. What
-    /// the hooks and the egress proxy did goes to `record`.
+    /// Runs one built-in tool call through the hooks; returns what the model gets back and
+    /// whether the call's sandbox died under it. What the hooks and the egress proxy did goes
+    /// to `record`.
     async fn call_tool(
         &self,
         call: &ToolCall,
         interaction_id: Option<&str>,
         record: &mut CallRecord,
-    ) -> (Value, bool) {
+    ) -> (Value, bool, bool) {
         let Some(tools) = &self.tools else {
             return (
                 json!(format!(
@@ -229,6 +236,7 @@ impl Agent {
                     call.name
                 )),
                 true,
+                false,
             );
         };
         let mut report = match tools
@@ -236,7 +244,7 @@ impl Agent {
             .await
         {
             Ok(report) => report,
-            Err(err) => return (json!(err.to_string()), true),
+            Err(err) => return (json!(err.to_string()), true, false),
         };
         // Never silent: hooks that failed open and problems with the hook files are logged
         // (and kept in the call's record).
@@ -248,7 +256,8 @@ impl Agent {
             diagnostics: std::mem::take(&mut report.diagnostics),
             network: std::mem::take(&mut report.network),
         };
-        report.model_result()
+        let (content, is_error) = report.model_result();
+        (content, is_error, report.sandbox_lost)
     }
 }
 
@@ -368,7 +377,7 @@ impl LoopPoints for InteractionRun<'_> {
             return Called::ByClient(RunStatus::RequiresAction);
         }
         let mut record = CallRecord::default();
-        let (content, is_error) = self
+        let (content, is_error, sandbox_lost) = self
             .agent
             .call_tool(call, self.interaction_id, &mut record)
             .await;
@@ -382,10 +391,25 @@ impl LoopPoints for InteractionRun<'_> {
             content: content.clone(),
             is_error,
         }));
+        // A call whose sandbox died under it ends the interaction `failed`: it did not fail
+        // for anything the model did, and an answer written after it would read `completed`.
+        let end = sandbox_lost.then(|| {
+            self.outcome.error = Some(RunError {
+                code: RunErrorCode::SandboxLost,
+                message: format!(
+                    "the sandbox of tool call `{}` ({}) died during the call; the next call \
+                     builds a new one: {}",
+                    call.name,
+                    call.id,
+                    content.as_str().unwrap_or("no output")
+                ),
+            });
+            RunStatus::Failed
+        });
         Called::Done {
             content,
             is_error,
-            end: None,
+            end,
         }
     }
 }

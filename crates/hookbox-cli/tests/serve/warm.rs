@@ -515,3 +515,119 @@ fn an_environment_with_network_runs_warm_through_the_proxy() {
     let steps: Vec<u64> = network.iter().map(|(step, _, _)| *step).collect();
     assert!(steps[0] < steps[1] && steps[1] < steps[2], "{traces}");
 }
+
+/// `POST /v1/interactions` of agent `tool` (one `code_execution`) in `environment`, with
+/// `input` (the same request made twice at once is one interaction).
+fn interaction(
+    served: &Served,
+    key: &str,
+    input: &str,
+    environment: &serde_json::Value,
+) -> http::Reply {
+    http::json(
+        &served.base_url,
+        key,
+        "POST",
+        "/v1/interactions",
+        &json!({"agent": "tool", "input": input, "tools": [{"type": "code_execution"}],
+            "environment": environment}),
+    )
+}
+
+/// Tokio ends a blocking thread idle for 10 s; a warm sandbox started from one (a thread that
+/// blocked in place to store a step becomes one) used to die with it, and its calls with it.
+#[test]
+fn calls_longer_than_the_runtimes_thread_keep_alive_complete_alone_and_in_a_burst() {
+    let home = one_call_home("sleep 11; echo S''LEPT");
+    let key = api_key(home.path(), "alice");
+    let served = serve(home.path(), &[]);
+    let fresh = json!({"type": "remote", "network": "disabled", "sources": []});
+    let completed = |input: &str, environment: &serde_json::Value| {
+        let reply = interaction(&served, &key, input, environment);
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.json()["status"], "completed", "{reply:?}");
+        assert!(reply.body.contains("SLEPT"), "{reply:?}");
+        reply.json()["environment_id"].clone()
+    };
+    let environment = completed("alone", &fresh);
+    // A burst: calls in that sandbox, and in new ones started by whichever thread runs them.
+    std::thread::scope(|scope| {
+        for n in 0..8 {
+            let (completed, environment, fresh) = (&completed, &environment, &fresh);
+            let input = format!("burst {n}");
+            scope.spawn(move || completed(&input, if n % 2 == 0 { environment } else { fresh }));
+        }
+    });
+    // One sandbox per environment served its calls.
+    let log = served.stderr.lock().unwrap().clone();
+    assert_eq!(started_pids(&log).len(), 5, "{log}");
+    assert!(!log.contains("warm sandbox lost"), "{log}");
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+}
+
+#[test]
+fn a_call_whose_sandbox_dies_under_it_fails_the_interaction_and_is_logged() {
+    let marker = "sleep 7654397";
+    let home = one_call_home(marker);
+    let key = api_key(home.path(), "alice");
+    let served = serve(home.path(), &[]);
+    let reply = std::thread::scope(|scope| {
+        let running = scope.spawn(|| {
+            interaction(
+                &served,
+                &key,
+                "run",
+                &json!({"type": "remote", "network": "disabled", "sources": []}),
+            )
+        });
+        let log = wait_for_log(&served, "the sandbox's start", |log| {
+            log.contains("warm sandbox started")
+        });
+        let supervisor = started_pids(&log)[0];
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !host_process_with(marker) {
+            assert!(Instant::now() < deadline, "the call never started: {log}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(supervisor.try_into().unwrap()).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+        running.join().unwrap()
+    });
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let interaction = reply.json();
+    // Failed, never completed, though the model would have answered after the call.
+    assert_eq!(interaction["status"], "failed", "{interaction}");
+    assert_eq!(
+        interaction["errors"][0]["code"], "sandbox_lost",
+        "{interaction}"
+    );
+    let steps = interaction["steps"].as_array().unwrap();
+    assert!(
+        steps.iter().all(|step| step["type"] != "model_output"),
+        "the model went on after the call: {interaction}"
+    );
+    let environment = interaction["environment_id"].as_str().unwrap().to_owned();
+    let log = wait_for_log(&served, "the loss", |log| {
+        log.lines().any(|line| {
+            line.contains("WARN")
+                && line.contains("warm sandbox lost during a call")
+                && line.contains(&environment)
+        })
+    });
+    assert!(!host_process_with(marker), "{log}");
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+}
+
+/// Whether a process whose command line is `command` runs on the host.
+fn host_process_with(command: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+            String::from_utf8_lossy(&cmdline).replace('\0', " ").trim() == command
+        })
+    })
+}

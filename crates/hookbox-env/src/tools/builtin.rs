@@ -34,6 +34,10 @@ pub struct ToolOutcome {
     /// values).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<NetworkDecision>,
+    /// Whether the call failed because its sandbox died under it (a warm sandbox's supervisor
+    /// killed from outside): a fault of the runtime, not of the call's code.
+    #[serde(skip)]
+    pub sandbox_lost: bool,
 }
 
 impl ToolOutcome {
@@ -43,6 +47,7 @@ impl ToolOutcome {
             result: None,
             error: Some(error),
             network: Vec::new(),
+            sandbox_lost: false,
         }
     }
 }
@@ -136,6 +141,7 @@ impl BuiltinTools {
                 result: Some(result),
                 error: None,
                 network: Vec::new(),
+                sandbox_lost: false,
             },
             Err(err) => ToolOutcome::failed(err.to_string()),
         }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::Vocabulary;
-use hookbox_exec::{ExitKind, ProcessSpec};
+use hookbox_exec::{ExecError, ExitKind, ProcessSpec};
 use serde_json::{Value, json};
 
 use crate::egress::SandboxEgress;
@@ -173,7 +173,12 @@ pub(crate) async fn run(
     };
     let output = match output {
         Ok(output) => output,
-        Err(err) => return ToolOutcome::failed(format!("code_execution: {err}")),
+        Err(err) => {
+            return ToolOutcome {
+                sandbox_lost: matches!(err, ExecError::SandboxLost { .. }),
+                ..ToolOutcome::failed(format!("code_execution: {err}"))
+            };
+        }
     };
     let stdout = output.stdout.to_text();
     let stderr = output.stderr.to_text();
@@ -200,6 +205,7 @@ pub(crate) async fn run(
         result: Some(result),
         error,
         network,
+        sandbox_lost: false,
     }
 }
 

@@ -26,7 +26,8 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// running when it dies fails with [`ExecError::SandboxLost`]. A sandbox unused for the idle
 /// timeout is stopped by a task started with the first call (so the registry must be used
 /// inside a Tokio runtime); [`stop`](Self::stop) and [`stop_all`](Self::stop_all) stop them
-/// explicitly. Every start and stop is logged (`tracing` info).
+/// explicitly. Every start and stop is logged (`tracing` info); a sandbox lost (its supervisor
+/// died: a call failed with it, or the next call found it dead) is logged as a warning.
 #[derive(Clone)]
 pub struct WarmSandboxes {
     shared: Arc<Shared>,
@@ -128,6 +129,14 @@ impl WarmSandboxes {
                 })?;
         let output = warm.sandbox.run(spec).await;
         warm.touch();
+        if let Err(ExecError::SandboxLost { program }) = &output {
+            tracing::warn!(
+                environment = environment_id,
+                program,
+                "warm sandbox lost during a call: its supervisor died; the call failed, \
+                 and the next call builds a new sandbox"
+            );
+        }
         output
     }
 
@@ -170,17 +179,22 @@ impl WarmSandboxes {
         self.shared.publish(&sandboxes);
         drop(sandboxes);
         if let Some(old) = replaced {
-            let reason = if old.sandbox.sandbox() != sandbox {
-                "the environment's sandbox changed"
+            if old.sandbox.sandbox() != sandbox {
+                tracing::info!(
+                    environment = environment_id,
+                    "warm sandbox replaced: the environment's sandbox changed"
+                );
             } else if old.entries != warm.entries {
-                "the environment's top-level entries changed"
+                tracing::info!(
+                    environment = environment_id,
+                    "warm sandbox replaced: the environment's top-level entries changed"
+                );
             } else {
-                "its supervisor died"
-            };
-            tracing::info!(
-                environment = environment_id,
-                "warm sandbox replaced: {reason}"
-            );
+                tracing::warn!(
+                    environment = environment_id,
+                    "warm sandbox replaced: its supervisor died"
+                );
+            }
         }
         Ok(warm)
     }

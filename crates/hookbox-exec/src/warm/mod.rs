@@ -6,6 +6,7 @@ mod launch;
 mod pool;
 pub(crate) mod request;
 mod spare;
+mod spawner;
 mod supervisor;
 
 use std::collections::BTreeMap;
@@ -131,9 +132,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// error, never hangs). CPU time, file size and open files are per-process rlimits as in a
 /// cold run.
 ///
-/// **Lifetime.** The supervisor dies with its parent (like a cold sandbox, it is bound to the
-/// thread that started it: start it from a runtime worker, not a blocking thread that may end).
-/// Dropping the `WarmSandbox` kills the whole sandbox. A supervisor killed from outside is
+/// **Lifetime.** The sandbox's first process is forked from a thread of this process that never
+/// ends (a parent-death signal binds it to the thread that forked it, and a runtime ends its
+/// threads when it likes), so the sandbox lives until the `WarmSandbox` is dropped or this
+/// process dies, even by `kill -9`; it may be started from any thread of a runtime. Dropping the `WarmSandbox` kills the whole sandbox. A supervisor killed from outside is
 /// noticed: the calls in progress fail with [`ExecError::SandboxLost`], and the next call
 /// builds a new sandbox first.
 pub struct WarmSandbox {
@@ -302,7 +304,7 @@ impl Live {
         report_ends: bool,
     ) -> Result<Self, IsolationError> {
         let (prepared, child_end) = sandbox::prepare(sandbox, None, Some(supervisor))?;
-        let spawned = command(&prepared, supervisor).spawn();
+        let spawned = spawner::spawn(command(&prepared, supervisor)).await;
         // The children hold their own copies; ours would keep the status socket from ending.
         drop(child_end);
         let intermediate = spawned.map_err(|source| {

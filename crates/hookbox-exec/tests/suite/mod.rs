@@ -17,4 +17,5 @@ mod sockets;
 mod support;
 mod timeout;
 mod warm;
+mod warm_lifetime;
 mod zygote;

@@ -84,7 +84,7 @@ fn process_with(marker: &str) -> bool {
 }
 
 /// Waits (up to 5 s) until no process whose command line contains `marker` is left.
-async fn none_left(marker: &str) {
+pub(super) async fn none_left(marker: &str) {
     let give_up = tokio::time::Instant::now() + Duration::from_secs(5);
     while process_with(marker) {
         assert!(
