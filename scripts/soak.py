@@ -21,6 +21,12 @@ eight `code_execution` calls, one per hook behaviour, under an environment whose
     deny     answers {"decision": "deny"}                  -> denied
     allow    answers {"decision": "allow"}                 -> allowed
 
+Every call the gate lets run also pollutes its warm sandbox before it answers: a SysV shared
+memory segment of 64 MiB left attached and filled, a file in `/dev/shm`, a `setsid` background
+process, a lowered `ulimit -n` and `umask`; so the gated calls after it (and their gates, which
+run in the same warm sandbox) show that a call starts clean: with residue shared, a later gate
+short of its memory would fail open and a denied call would run.
+
 Clients (`--clients`, 4 to 8) each work in their own environment. The calls run in rounds of
 about `--sample-every` calls; between rounds, with nothing running, it records serve's RSS, open
 fds and threads, the processes left (serve's descendants and any grandchild the hooks started),
@@ -93,6 +99,15 @@ def environment(tag):
     }
 
 
+# What a call that runs leaves behind in its warm sandbox (see the module's doc).
+POLLUTE = (
+    "python3 -c 'import ctypes as c; l = c.CDLL(None); l.shmat.restype = c.c_void_p; "
+    "i = l.shmget(0, 64 << 20, 0o1600); a = l.shmat(i, None, 0); c.memset(a, 1, 64 << 20)' "
+    "2>/dev/null; head -c 1048576 /dev/zero > /dev/shm/residue-$$ 2>/dev/null; "
+    "(setsid sleep 30 &); ulimit -n 64; umask 077"
+)
+
+
 def agent_script():
     """One call per case, in order, then a text turn."""
     turns = [
@@ -100,7 +115,10 @@ def agent_script():
             "tool_calls": [
                 {
                     "name": "code_execution",
-                    "args": {"code": f"echo soak-case-{name}; echo ran-$((6*7))", "language": "bash"},
+                    "args": {
+                        "code": f"echo soak-case-{name}; {POLLUTE}; echo ran-$((6*7))",
+                        "language": "bash",
+                    },
                 }
             ]
         }

@@ -13,6 +13,8 @@ mod fail_open;
 mod mcp;
 /// Agents' own events, installed by `hookbox install`, reaching the policy through the agent.
 mod passthrough;
+/// A rewritten input runs only once every gate has seen it, through the real Claude Code.
+mod rewrite;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
