@@ -236,8 +236,8 @@ fn no_host_secret_reaches_a_server_the_model_could_change() {
         );
         if let Expect::Connects { .. } = expect {
             assert_eq!(
-                std::fs::read_to_string(&real).unwrap(),
-                SCRIPT,
+                std::fs::read_to_string(&real).ok().as_deref(),
+                Some(SCRIPT),
                 "{name}: the model rewrote the server's script"
             );
             assert!(

@@ -99,7 +99,12 @@ fn writable(setup: &Setup) -> Writable {
 /// builds must keep read-only to the model; a server whose files cannot be is refused (it
 /// fails to connect, saying why).
 pub(crate) fn protect(servers: &mut [ServerConfig], setup: &Setup) -> Vec<PathBuf> {
-    trust::secure(servers, &writable(setup), &setup.cwd)
+    // Where the servers start: the working directory as the sandbox binds it.
+    let cwd = setup
+        .cwd
+        .canonicalize()
+        .unwrap_or_else(|_| setup.cwd.clone());
+    trust::secure(servers, &writable(setup), &cwd)
 }
 
 /// Whether hookbox connects `server` itself, once the session is built ([`connect_to`]).
