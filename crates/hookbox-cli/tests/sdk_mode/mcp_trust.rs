@@ -88,6 +88,9 @@ enum Expect {
     ConfigRefused,
     /// The server is refused with words saying why; it never runs.
     ServerRefused(&'static str),
+    /// The script does not exist: the server fails to start, and the model cannot create
+    /// the script for a later session.
+    Missing,
 }
 
 /// Where a case's `--mcp-config` comes from, given where its script lies.
@@ -191,6 +194,16 @@ fn no_host_secret_reaches_a_server_the_model_could_change() {
             Expect::Connects { greeting: LITERAL },
         ),
         (
+            "missing in a project subdirectory",
+            |places| places.project.join("mcp/s/server.py"),
+            Expect::Missing,
+        ),
+        (
+            "missing directly in the project",
+            |places| places.project.join("server.py"),
+            Expect::Missing,
+        ),
+        (
             "directly in the project",
             |places| put(places.project, "server.py", SCRIPT),
             Expect::ServerRefused("directly in a directory the model writes in"),
@@ -219,11 +232,11 @@ fn no_host_secret_reaches_a_server_the_model_could_change() {
             added: added.path(),
         };
         let script = script(&places);
-        let real = script.canonicalize().unwrap();
+        let real = script.canonicalize().unwrap_or_else(|_| script.clone());
         let dir = real.parent().unwrap();
         let attack = format!(
-            "printf evil > {script}; printf evil > {dir}/planted.py; mv {dir} {dir}-moved; \
-             rm -rf {dir}; echo attempted",
+            "mkdir -p {dir}; rmdir {script}; printf evil > {script}; printf evil > \
+             {dir}/planted.py; mv {dir} {dir}-moved; rm -rf {dir}; echo attempted",
             script = real.display(),
             dir = dir.display()
         );
@@ -243,6 +256,12 @@ fn no_host_secret_reaches_a_server_the_model_could_change() {
             assert!(
                 !dir.join("planted.py").exists(),
                 "{name}: the model planted a file beside the server's script"
+            );
+        }
+        if let Expect::Missing = expect {
+            assert!(
+                std::fs::read_to_string(&real).is_err(),
+                "{name}: the model created the server's script"
             );
         }
     }
@@ -274,6 +293,11 @@ fn check(name: &str, expect: &Expect, result: &Value, status: &Value, results: &
         Expect::ConfigRefused => {
             assert_eq!(result["is_error"], true, "{name}: {result}");
             assert!(results.is_empty(), "{name}: the session ran: {results:?}");
+        }
+        Expect::Missing => {
+            assert_eq!(server["status"], "failed", "{name}: {status}");
+            let error = server["error"].as_str().unwrap_or_default();
+            assert!(error.contains("did not connect"), "{name}: {error}");
         }
         Expect::ServerRefused(words) => {
             assert_eq!(server["status"], "failed", "{name}: {status}");

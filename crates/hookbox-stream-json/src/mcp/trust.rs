@@ -1,21 +1,23 @@
 //! The code of a stdio server, kept out of the model's hands. A server gets its configured
 //! `env` (often a secret) and runs for the whole session, so its program and script must not be
 //! the model's to rewrite: each file its command names (the program when it is a path, every
-//! argument that names an existing file, as a hook script is found in a hook's command) that
+//! argument with a `/` or an extension, as a hook script is found in a hook's command) that
 //! lies where the model writes is kept read-only to the model with its whole directory (what
 //! the script imports beside it), as hook scripts are: bound read-only in the sandbox, and
-//! `Write` / `Edit` of it ask in every mode but `bypassPermissions`. A server is refused
-//! instead when that cannot hold: its file lies directly in the working directory or an added
-//! one (making that read-only would stop the session's work), or is reached through a link or
-//! directory there that the model could point elsewhere.
+//! `Write` / `Edit` of it ask in every mode but `bypassPermissions`; a missing one is protected
+//! too (a missing script is masked, as a hook script is), so the model cannot create it for a
+//! later session. A server is refused instead when that cannot hold: its existing file lies
+//! directly in the working directory or an added one (making that read-only would stop the
+//! session's work), or is reached through a link or directory there that the model could point
+//! elsewhere. Directories named as arguments (a filesystem server's root) are data, left as
+//! they are.
 
 use std::path::{Path, PathBuf};
 
 use super::config::{ServerConfig, Transport};
 use super::writable::{Place, Writable};
 
-/// Keeps the stdio `servers`' files read-only to the model: returns the directories to
-/// protect, and turns a server whose files cannot be protected into [`Transport::Refused`],
+/// Keeps the stdio `servers`' files read-only to the model: returns the paths to protect, and turns a server whose files cannot be protected into [`Transport::Refused`],
 /// saying why and what to do. Relative paths are relative to `cwd`, where servers start.
 pub(crate) fn secure(
     servers: &mut [ServerConfig],
@@ -33,8 +35,8 @@ pub(crate) fn secure(
         let mut dirs = Vec::new();
         let mut refusal = None;
         for word in named {
-            match directory_of(word, writable, cwd) {
-                Ok(dir) => dirs.extend(dir),
+            match to_protect(word, writable, cwd) {
+                Ok(paths) => dirs.extend(paths),
                 Err(why) => {
                     refusal = Some(format!(
                         "refused: {why}; hookbox keeps an MCP server's program and script, and \
@@ -60,26 +62,39 @@ fn names_a_file(word: &str) -> bool {
     word.contains('/') || Path::new(word).extension().is_some()
 }
 
-/// The directory to protect for file `word`: `None` when it is no file the model can change
-/// (out of its reach, or not an existing regular file); an error saying why when it cannot be
-/// protected.
-fn directory_of(word: &str, writable: &Writable, cwd: &Path) -> Result<Option<PathBuf>, String> {
-    match writable.place(&cwd.join(word)) {
-        Place::Safe => Ok(None),
-        Place::Through(entry) => Err(format!(
-            "`{word}` is reached through {}, which the model can change (a link, or a \
-             directory it could replace by one); name the file by its real path",
-            entry.display()
+/// The paths to protect for file `word`: none when the model cannot change it (out of its
+/// reach) or it is a directory; an existing file's directory; for a missing file, the nearest
+/// existing directory above it, or the file itself (masked) when that is the working or an
+/// added directory. An error saying why when an existing file cannot be protected.
+fn to_protect(word: &str, writable: &Writable, cwd: &Path) -> Result<Vec<PathBuf>, String> {
+    let file = match writable.place(&cwd.join(word)) {
+        Place::Safe => return Ok(Vec::new()),
+        Place::Through(entry) => {
+            return Err(format!(
+                "`{word}` is reached through {}, which the model can change (a link, or a \
+                 directory it could replace by one); name the file by its real path",
+                entry.display()
+            ));
+        }
+        Place::Inside(file) => file,
+    };
+    let exists = match std::fs::symlink_metadata(&file) {
+        Ok(meta) if meta.is_file() => true,
+        Ok(_) => return Ok(Vec::new()),
+        Err(_) => false,
+    };
+    let mut dir = file.parent();
+    while let Some(here) = dir.filter(|here| !exists && !here.exists()) {
+        dir = here.parent();
+    }
+    match dir.filter(|dir| !writable.is_root(dir)) {
+        Some(dir) => Ok(vec![dir.to_path_buf()]),
+        None if !exists => Ok(vec![file]),
+        None => Err(format!(
+            "`{word}` is {}, directly in a directory the model writes in (the session's \
+             working directory or an --add-dir), which cannot be made read-only",
+            file.display()
         )),
-        Place::Inside(file) if !file.is_file() => Ok(None),
-        Place::Inside(file) => match file.parent() {
-            Some(dir) if !writable.is_root(dir) => Ok(Some(dir.to_path_buf())),
-            _ => Err(format!(
-                "`{word}` is {}, directly in a directory the model writes in (the session's \
-                 working directory or an --add-dir), which cannot be made read-only",
-                file.display()
-            )),
-        },
     }
 }
 
@@ -127,7 +142,18 @@ mod tests {
             ("python3", vec![&into], protected("project/mcp/s")),
             ("python3", vec![&outside], Ok(vec![])),
             ("python3", vec!["-m", "pkg"], Ok(vec![])),
-            ("python3", vec!["mcp/s/missing.py"], Ok(vec![])),
+            (
+                "python3",
+                vec!["mcp/s/missing.py"],
+                protected("project/mcp/s"),
+            ),
+            ("python3", vec!["new.py"], protected("project/new.py")),
+            (
+                "python3",
+                vec!["new/dir/s.py"],
+                protected("project/new/dir/s.py"),
+            ),
+            ("python3", vec!["mcp/new/s.py"], protected("project/mcp")),
             ("python3", vec!["mcp/s"], Ok(vec![])),
             (
                 "python3",
