@@ -175,7 +175,7 @@ impl Setup {
     /// Builds the session: the command line's tools, limits and prompts, `init`'s hooks (as
     /// callbacks through `client`), sub-agents and settings sources, the settings files, and
     /// `model` in permission `mode`, the MCP servers `mcp` (the SDK-hosted ones, and the
-    /// stdio ones' directories kept read-only to the model), and the conversation it resumes.
+    /// stdio ones' directories, kept read-only to the model), and the conversation it resumes.
     /// This is the one place a session is assembled. `keep` receives temporary files that must
     /// outlive it.
     pub(crate) fn build(

@@ -189,6 +189,11 @@ fn no_host_secret_reaches_a_server_the_model_could_change() {
             Expect::Connects { greeting: LITERAL },
         ),
         (
+            "in the project's .claude",
+            |places| put(places.project, ".claude/mcp/s/server.py", SCRIPT),
+            Expect::Connects { greeting: LITERAL },
+        ),
+        (
             "in an added directory's subdirectory",
             |places| put(places.added, "tools/server.py", SCRIPT),
             Expect::Connects { greeting: LITERAL },

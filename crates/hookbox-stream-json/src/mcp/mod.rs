@@ -16,7 +16,6 @@ mod trust;
 mod writable;
 
 use std::path::PathBuf;
-
 use std::sync::Arc;
 
 use hookbox_agent::session::{McpServer, McpServerStatus, McpTool, Session, SessionBuilder};
@@ -32,11 +31,11 @@ use crate::init::InitOptions;
 use crate::setup::Setup;
 
 /// What the session being built gets of its MCP servers: the SDK-hosted ones, connected, and
-/// the directories of the stdio ones' files to keep read-only to the model ([`protect`]).
+/// the paths of the stdio ones' files to keep read-only to the model ([`protect`]).
 pub(crate) struct ForSession {
     /// The SDK-hosted servers.
     pub(crate) hosted: Vec<Connected>,
-    /// The directories.
+    /// The paths (directories, and masks of missing scripts).
     pub(crate) protected: Vec<PathBuf>,
 }
 
@@ -95,8 +94,8 @@ fn writable(setup: &Setup) -> Writable {
     Writable::new(std::iter::once(setup.cwd.clone()).chain(added))
 }
 
-/// The directories of the stdio `servers`' programs and scripts that the session `setup`
-/// builds must keep read-only to the model; a server whose files cannot be is refused (it
+/// The paths of the stdio `servers`' programs and scripts (their directories) that the session
+/// `setup` builds must keep read-only to the model; a server whose files cannot be is refused (it
 /// fails to connect, saying why).
 pub(crate) fn protect(servers: &mut [ServerConfig], setup: &Setup) -> Vec<PathBuf> {
     // Where the servers start: the working directory as the sandbox binds it.

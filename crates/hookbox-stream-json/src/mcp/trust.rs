@@ -42,8 +42,8 @@ pub(crate) fn secure(
                         "refused: {why}; hookbox keeps an MCP server's program and script, and \
                          the directory holding them, read-only to the model, since the server \
                          runs with its configured env; keep the server in a directory of its \
-                         own (say mcp/{}/) or outside the project",
-                        server.name
+                         own: .claude/mcp/{name}/ (read-only in every session) or mcp/{name}/",
+                        name = server.name
                     ));
                     break;
                 }
