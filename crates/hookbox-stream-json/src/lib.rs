@@ -500,7 +500,7 @@ impl Driver {
             "mcp_status" => match &self.session {
                 Some(session) => Ok(mcp::status(Some(session.mcp_servers()), &[])),
                 None => {
-                    let configured = mcp::configured(&self.setup.args, &self.init)
+                    let configured = mcp::configured(&self.setup, &self.init)
                         .map_err(|err| error_message(&err))?;
                     Ok(mcp::status(None, &configured))
                 }
@@ -563,9 +563,10 @@ impl Driver {
             Some(model) => model,
             None => self.setup.model(&self.setup.agent_name()?)?,
         };
-        let (external, hosted): (Vec<_>, Vec<_>) = mcp::configured(&self.setup.args, &self.init)?
+        let (mut external, hosted): (Vec<_>, Vec<_>) = mcp::configured(&self.setup, &self.init)?
             .into_iter()
             .partition(mcp::connected_by_hookbox);
+        let protected = mcp::protect(&mut external, &self.setup);
         self.sdk_mcp = hosted.iter().any(|server| server.kind == "sdk");
         let hosted = mcp::connect(hosted, &self.init, &self.client, &self.client.direct()).await;
         let mut built = self.setup.build(
@@ -573,7 +574,7 @@ impl Driver {
             &self.client,
             mode,
             model,
-            hosted,
+            mcp::ForSession { hosted, protected },
             &mut self.keep,
         )?;
         mcp::connect_to(&mut built.session, external, &self.setup.mcp_http()?).await;

@@ -20,7 +20,7 @@ use crate::argv::SdkArgs;
 use crate::bridge::{RemoteHookCallback, RemotePermissionPrompt};
 use crate::control::ControlClient;
 use crate::init::InitOptions;
-use crate::mcp::Connected;
+use crate::mcp::ForSession;
 use crate::output_styles::{self, OutputStyle};
 use crate::transcript::{self, TranscriptWriter};
 use crate::{settings, warn};
@@ -174,7 +174,8 @@ impl Setup {
 
     /// Builds the session: the command line's tools, limits and prompts, `init`'s hooks (as
     /// callbacks through `client`), sub-agents and settings sources, the settings files, and
-    /// `model` in permission `mode`, the MCP servers `mcp`, and the conversation it resumes.
+    /// `model` in permission `mode`, the MCP servers `mcp` (the SDK-hosted ones, and the
+    /// stdio ones' directories, kept read-only to the model), and the conversation it resumes.
     /// This is the one place a session is assembled. `keep` receives temporary files that must
     /// outlive it.
     pub(crate) fn build(
@@ -183,7 +184,7 @@ impl Setup {
         client: &ControlClient,
         mode: PermissionMode,
         model: Arc<dyn Model>,
-        mcp: Vec<Connected>,
+        mcp: ForSession,
         keep: &mut Vec<tempfile::NamedTempFile>,
     ) -> anyhow::Result<Built> {
         let args = &self.args;
@@ -192,8 +193,11 @@ impl Setup {
             .permission_mode(mode)
             .allowed_tools(args.allowed_tools.iter().cloned())
             .disallowed_tools(args.disallowed_tools.iter().cloned());
-        for server in mcp {
+        for server in mcp.hosted {
             builder = server.add_to(builder);
+        }
+        for path in &mcp.protected {
+            builder = builder.protect_path(path);
         }
         let project = self
             .config_dir

@@ -46,6 +46,7 @@ pub struct SessionBuilder {
     hooks: HookSetBuilder,
     hook_errors: Vec<String>,
     settings_files: Vec<PathBuf>,
+    protected: Vec<PathBuf>,
     runners: Option<Runners>,
     http_hooks: Option<Arc<dyn HttpRunner>>,
     outbox: Option<Arc<dyn OutboxSink>>,
@@ -80,6 +81,7 @@ impl SessionBuilder {
             hooks: hookbox_hooks::HookSet::builder(),
             hook_errors: Vec::new(),
             settings_files: Vec::new(),
+            protected: Vec::new(),
             runners: None,
             http_hooks: None,
             outbox: None,
@@ -267,6 +269,14 @@ impl SessionBuilder {
         self
     }
 
+    /// Keeps `path` (a file or a directory, absolute) read-only to the session's tools, as the
+    /// hook scripts of its settings are, when it lies in `cwd` or an added directory: for
+    /// what the host runs later with what it trusts, such as a stdio MCP server's script.
+    pub fn protect_path(mut self, path: &Path) -> Self {
+        self.protected.push(path.to_path_buf());
+        self
+    }
+
     /// The runners for command and HTTP hooks (default: commands on the host in `cwd` with
     /// `CLAUDE_PROJECT_DIR` set to it, HTTP through the strict guarded client).
     pub fn runners(mut self, runners: Runners) -> Self {
@@ -372,6 +382,7 @@ impl SessionBuilder {
         let cwd = tools.cwd().to_path_buf();
         tools.protect_files(self.settings_files);
         tools.protect_files(protect::hook_scripts(&hooks, &cwd));
+        tools.protect_files(self.protected);
         let session_id = match self.session_id {
             Some(id) if valid_session_id(&id) => id,
             Some(id) => return Err(SessionError::SessionId(id)),

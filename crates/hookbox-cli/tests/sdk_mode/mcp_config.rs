@@ -15,9 +15,12 @@ use super::python::python;
 use super::{World, call, tool_results_in};
 use hookbox_test_support::{FakeTurn, RecordedRequest, Reply, TestHttpServer};
 
-/// The standard-library MCP server, written into the world's workspace; its path.
+/// The standard-library MCP server, written into a directory of its own in the world's
+/// workspace (hookbox keeps it read-only to the model, and refuses a server script that lies
+/// directly in the workspace); its path.
 pub(super) fn server_script(world: &World) -> PathBuf {
-    let script = world.work().join("stdio_mcp_server.py");
+    let script = world.work().join("mcp/stdio_mcp_server.py");
+    std::fs::create_dir_all(script.parent().unwrap()).unwrap();
     std::fs::write(&script, include_str!("stdio_mcp_server.py")).unwrap();
     script
 }

@@ -5,6 +5,7 @@
 mod agents;
 mod mcp;
 mod mcp_config;
+mod mcp_trust;
 mod network;
 mod output_styles;
 mod protocol;

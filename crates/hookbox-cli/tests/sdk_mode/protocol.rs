@@ -14,7 +14,7 @@ use super::{AGENT, KEY, KEY_ENV, World, bin, call};
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A running `hookbox` in SDK mode and what it wrote.
-struct Cli {
+pub(super) struct Cli {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<Result<Value, String>>,
@@ -24,7 +24,7 @@ struct Cli {
 
 impl Cli {
     /// Starts hookbox in SDK mode with `--model AGENT` and `extra` arguments.
-    fn start(world: &World, extra: &[&str]) -> Self {
+    pub(super) fn start(world: &World, extra: &[&str]) -> Self {
         Self::start_with(world, &[&["--model", AGENT], extra].concat())
     }
 
@@ -100,7 +100,7 @@ impl Cli {
         self.stderr.lock().unwrap().clone()
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(super) fn send(&mut self, message: &Value) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(format!("{message}\n").as_bytes()).unwrap();
         stdin.flush().unwrap();
@@ -111,7 +111,7 @@ impl Cli {
     }
 
     /// The next message matching `wanted`, within `PATIENCE`.
-    fn until(&mut self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    pub(super) fn until(&mut self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -138,19 +138,19 @@ impl Cli {
         })
     }
 
-    fn response_to(&mut self, request_id: &str) -> Value {
+    pub(super) fn response_to(&mut self, request_id: &str) -> Value {
         self.until("control_response", |message| {
             message["type"] == "control_response" && message["response"]["request_id"] == request_id
         })["response"]
             .clone()
     }
 
-    fn result(&mut self) -> Value {
+    pub(super) fn result(&mut self) -> Value {
         self.until("result", |message| message["type"] == "result")
     }
 
     /// Sends `initialize` with `hooks` (and `extra` keys) and checks the success response.
-    fn initialize(&mut self, hooks: Value, extra: Value) {
+    pub(super) fn initialize(&mut self, hooks: Value, extra: Value) {
         let mut request = json!({"subtype": "initialize", "hooks": hooks});
         if let (Value::Object(request), Value::Object(extra)) = (&mut request, extra) {
             request.extend(extra);
@@ -163,7 +163,7 @@ impl Cli {
         assert_eq!(response["response"]["hook_on_failure_supported"], true);
     }
 
-    fn prompt(&mut self, text: &str) {
+    pub(super) fn prompt(&mut self, text: &str) {
         self.send(&json!({"type": "user", "session_id": "default", "message": {"role": "user", "content": [{"type": "text", "text": text}]}, "parent_tool_use_id": null}));
     }
 
@@ -173,7 +173,10 @@ impl Cli {
     }
 
     /// Waits for the exit, at most `limit`.
-    fn exit_within(mut self, limit: Duration) -> (std::process::ExitStatus, Vec<Value>, String) {
+    pub(super) fn exit_within(
+        mut self,
+        limit: Duration,
+    ) -> (std::process::ExitStatus, Vec<Value>, String) {
         self.stdin = None;
         let deadline = Instant::now() + limit;
         loop {

@@ -157,6 +157,19 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&note).unwrap(), "hi");
         let settings = other.path().join(".claude/settings.json");
         assert!(tools.protected(&settings.display().to_string()).is_some());
+        // A file protected there is protected in its directory, with what lies beneath it.
+        let server = other.path().join("mcp/server");
+        assert!(
+            tools
+                .protected(&server.join("s.py").display().to_string())
+                .is_none()
+        );
+        tools.protect_files([server.clone()]);
+        assert!(
+            tools
+                .protected(&server.join("s.py").display().to_string())
+                .is_some()
+        );
         // Relative paths stay in the working directory.
         assert_eq!(
             tools.outside("Read", &json!({"file_path": "note.txt"})),

@@ -35,9 +35,10 @@ const MAX_GITFILE: u64 = 64 * 1024;
 type Relative = Vec<String>;
 
 impl CodingTools {
-    /// Protects `files` too (hook scripts and settings files, absolute or relative to the
-    /// working directory); those outside the working directory are not the sandbox's to change
-    /// and are skipped.
+    /// Protects `files` too (hook scripts, settings files, MCP server scripts and their
+    /// directories; absolute or relative to the working directory), in the working directory
+    /// or the added directory that holds each; those outside all of them are not the
+    /// sandbox's to change and are skipped.
     pub fn protect_files(&mut self, files: impl IntoIterator<Item = PathBuf>) {
         for file in files {
             let absolute = if file.is_absolute() {
@@ -49,6 +50,13 @@ impl CodingTools {
                 .or_else(|| beneath(&self.named, &absolute))
                 .filter(|relative| !relative.is_empty())
             else {
+                if let Some(added) = self.added.iter_mut().find(|added| {
+                    beneath(&added.cwd, &absolute)
+                        .or_else(|| beneath(&added.named, &absolute))
+                        .is_some()
+                }) {
+                    added.protect_files([absolute]);
+                }
                 continue;
             };
             if !self.protected_files.contains(&relative) {

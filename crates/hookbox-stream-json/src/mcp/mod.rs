@@ -5,11 +5,17 @@
 //! ([`sdk`]) and connected before the session is built; `stdio` and `http` servers are
 //! connected by hookbox itself through rmcp's client ([`remote`]) once the session exists,
 //! since a stdio server runs in its sandbox; other kinds (`sse`) are reported `failed`.
+//! Nothing the model can write is trusted: a configuration file where it writes expands no
+//! `${VAR}` ([`config`]), and a stdio server's files there are kept read-only to it, or the
+//! server refused ([`trust`]).
 
 mod config;
 mod remote;
 mod sdk;
+mod trust;
+mod writable;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use hookbox_agent::session::{McpServer, McpServerStatus, McpTool, Session, SessionBuilder};
@@ -18,10 +24,20 @@ use serde_json::{Value, json};
 
 pub(crate) use config::ServerConfig;
 use config::Transport;
+use writable::Writable;
 
-use crate::argv::SdkArgs;
 use crate::control::ControlClient;
 use crate::init::InitOptions;
+use crate::setup::Setup;
+
+/// What the session being built gets of its MCP servers: the SDK-hosted ones, connected, and
+/// the paths of the stdio ones' files to keep read-only to the model ([`protect`]).
+pub(crate) struct ForSession {
+    /// The SDK-hosted servers.
+    pub(crate) hosted: Vec<Connected>,
+    /// The paths (directories, and masks of missing scripts).
+    pub(crate) protected: Vec<PathBuf>,
+}
 
 /// A configured server, connected or not.
 pub(crate) enum Connected {
@@ -51,12 +67,13 @@ impl Connected {
 
 /// The configured servers: `--mcp-config`'s, then the cortex SDK's
 /// `sdkMcpServers` not among them; none under `--no-mcp` (its `--mcp-config` not even read).
-/// An unusable `--mcp-config` is an error.
-pub(crate) fn configured(args: &SdkArgs, init: &InitOptions) -> anyhow::Result<Vec<ServerConfig>> {
+/// An unusable `--mcp-config` is an error, and so is a `${VAR}` in one the model can write.
+pub(crate) fn configured(setup: &Setup, init: &InitOptions) -> anyhow::Result<Vec<ServerConfig>> {
+    let args = &setup.args;
     if args.no_mcp {
         return Ok(Vec::new());
     }
-    let mut servers = config::parse(&args.mcp_configs)?;
+    let mut servers = config::parse(&args.mcp_configs, &writable(setup))?;
     for name in &init.sdk_mcp_servers {
         if !servers.iter().any(|known| known.name == *name) {
             servers.push(ServerConfig {
@@ -68,6 +85,25 @@ pub(crate) fn configured(args: &SdkArgs, init: &InitOptions) -> anyhow::Result<V
         }
     }
     Ok(servers)
+}
+
+/// Where the model writes in the session `setup` builds: its working directory and added
+/// directories.
+fn writable(setup: &Setup) -> Writable {
+    let added = setup.args.add_dirs.iter().map(|dir| setup.cwd.join(dir));
+    Writable::new(std::iter::once(setup.cwd.clone()).chain(added))
+}
+
+/// The paths of the stdio `servers`' programs and scripts (their directories) that the session
+/// `setup` builds must keep read-only to the model; a server whose files cannot be is refused (it
+/// fails to connect, saying why).
+pub(crate) fn protect(servers: &mut [ServerConfig], setup: &Setup) -> Vec<PathBuf> {
+    // Where the servers start: the working directory as the sandbox binds it.
+    let cwd = setup
+        .cwd
+        .canonicalize()
+        .unwrap_or_else(|_| setup.cwd.clone());
+    trust::secure(servers, &writable(setup), &cwd)
 }
 
 /// Whether hookbox connects `server` itself, once the session is built ([`connect_to`]).
@@ -139,6 +175,7 @@ pub(crate) async fn connect_to(
                     remote::stdio(session, &command, &args, &env).await
                 }
                 Transport::Http { url, headers } => remote::http(http, &url, &headers).await,
+                Transport::Refused(why) => Err(why),
                 Transport::Other => Err("not a server hookbox connects".to_owned()),
             };
             (server.name, outcome)
