@@ -44,22 +44,31 @@ impl Dispatcher {
     ///
     /// Sandbox events run their handlers one after another in declared order, and a deny on
     /// `pre_tool_execution` skips the rest. SDK events run theirs concurrently and merge in
-    /// registration order. When they rewrite the tool input, they all run again on the
-    /// rewritten input until it settles, so every hook saw the input that will run (see
+    /// registration order. When they rewrite the tool input, they all run once more on the
+    /// rewritten input and judge it, so every hook saw the input that will run (see
     /// `rewrite.rs`). Never fails: handler failures are traced and fail open unless the
     /// handler fails closed.
     pub async fn dispatch(&self, input: &EventInput) -> HookOutcome {
-        settle(input.event(), input.tool_input(), |rewrite| async move {
+        settle(input.tool_input(), |rewrite| async move {
             match rewrite {
-                None => self.dispatch_round(input).await,
-                Some(rewrite) => self.dispatch_round(&input.with_tool_input(rewrite)).await,
+                None => self.dispatch_once(input).await,
+                Some(rewrite) => self.dispatch_once(&input.with_tool_input(rewrite)).await,
             }
         })
         .await
     }
 
+    /// Runs every matching handler for `input` once, as it is, and merges their decisions:
+    /// for an input that runs as it is (one an earlier stage already rewrote), so what the
+    /// handlers would rewrite it to is dropped.
+    pub async fn judge(&self, input: &EventInput) -> HookOutcome {
+        let mut outcome = self.dispatch_once(input).await;
+        outcome.updated_input = None;
+        outcome
+    }
+
     /// Runs every matching handler for `input` once and merges their replies.
-    async fn dispatch_round(&self, input: &EventInput) -> HookOutcome {
+    pub(crate) async fn dispatch_once(&self, input: &EventInput) -> HookOutcome {
         let bindings = self.hooks.select(input.event(), input.match_value());
         let mut outcome = HookOutcome::default();
         if bindings.is_empty() {

@@ -93,7 +93,6 @@ pub use matcher::{MatcherKind, MatcherSet};
 pub use outbox::{OutboxError, OutboxEvent, OutboxQueue, OutboxSink};
 pub use outcome::{Decision, HookOutcome};
 pub use policy_file::{Links, POLICY_FILE_MAX_BYTES, read_policy_file, read_policy_text};
-pub use rewrite::MAX_REWRITE_ROUNDS;
 pub use runner::{
     CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HookClients, HostCommandRunner,
     HttpRequest, HttpRunner, PolicyHttpRunner, ProjectCommandRunner, Runners, narrowed,

@@ -1,7 +1,7 @@
 //! One tool call of a session: `PreToolUse` hooks, the permission rules, the tool, then
 //! `PostToolUse` or `PostToolUseFailure` (with `updatedToolOutput`).
 
-use hookbox_hooks::{HookOutcome, MAX_REWRITE_ROUNDS, SdkEvent, ToolUse};
+use hookbox_hooks::{HookOutcome, SdkEvent, ToolUse};
 use hookbox_llm::ToolCall;
 use hookbox_store::json_kind;
 use serde_json::Value;
@@ -26,8 +26,9 @@ fn tool_use<'a>(call: &'a ToolCall, input: &'a Value) -> ToolUse<'a> {
 enum Gate {
     /// Run this input: every gate saw it as it is.
     Run(Value),
-    /// The permission system rewrote the input to this: gate it again.
-    Again(Value),
+    /// The permission system rewrote `gated`, the input `PreToolUse` let through, to
+    /// `rewritten`.
+    Again { gated: Value, rewritten: Value },
     /// The call ends here, with this result.
     Refused(CallDone),
 }
@@ -74,42 +75,37 @@ impl Core {
                 call.name, call.args
             ));
         }
-        let mut input = call.args.clone();
-        // The input the permission stage last rewrote the call to: allowed as it is, so its
-        // round asks nobody again (its hooks still run and may deny it).
-        let mut approved = None;
-        let mut context = None;
-        let mut gated = Err(CallDone::error(format!(
-            "{}'s input was rewritten {MAX_REWRITE_ROUNDS} times by its PreToolUse hooks and \
-             the permission system without settling on one; a rewritten input runs only once \
-             every gate has seen it",
-            call.name
-        )));
-        for _ in 0..MAX_REWRITE_ROUNDS {
-            let pre = SdkEvent::PreToolUse {
-                agent: runner.subagent_ref(),
-                tool: tool_use(call, &input),
-            };
-            let pre = self.fire(pre, out).await;
-            context.clone_from(&pre.additional_context);
-            match self
-                .gate(runner, call, &input, approved.as_ref(), &pre, out, stats)
-                .await
-            {
-                Gate::Run(allowed) => {
-                    gated = Ok(allowed);
-                    break;
-                }
-                Gate::Again(rewritten) => {
-                    approved = Some(rewritten.clone());
-                    input = rewritten;
-                }
-                Gate::Refused(done) => {
-                    gated = Err(done);
-                    break;
+        let pre = SdkEvent::PreToolUse {
+            agent: runner.subagent_ref(),
+            tool: tool_use(call, &call.args),
+        };
+        let pre = self.fire(pre, out).await;
+        let mut context = pre.additional_context.clone();
+        let gated = match self
+            .gate(runner, call, &call.args, None, &pre, out, stats)
+            .await
+        {
+            Gate::Run(input) => Ok(input),
+            Gate::Refused(done) => Err(done),
+            // The permission stage rewrote the call: the rewrite goes through `PreToolUse` and
+            // the permission system once more (nobody is asked again about it as it is), and
+            // what they would rewrite it to then is dropped: what runs is what both judged.
+            Gate::Again { rewritten, .. } => {
+                let pre = SdkEvent::PreToolUse {
+                    agent: runner.subagent_ref(),
+                    tool: tool_use(call, &rewritten),
+                };
+                let pre = self.fire(pre, out).await;
+                context.clone_from(&pre.additional_context);
+                match self
+                    .gate(runner, call, &rewritten, Some(&rewritten), &pre, out, stats)
+                    .await
+                {
+                    Gate::Run(input) | Gate::Again { gated: input, .. } => Ok(input),
+                    Gate::Refused(done) => Err(done),
                 }
             }
-        }
+        };
         let mut done = match gated {
             Ok(input) => self.run_gated(runner, call, input, out, stats).await,
             Err(done) => done,
@@ -125,7 +121,7 @@ impl Core {
     /// What `PreToolUse`'s outcome `pre` on `input` and then the permission system make of
     /// the call: run an input both saw as it is, gate the input the permission system rewrote
     /// it to again (so `PreToolUse` gates see it too), or refuse. `approved` is the input the
-    /// permission stage rewrote the call to in an earlier round, if it did.
+    /// permission stage rewrote the call to in the round before, if it did.
     #[expect(
         clippy::too_many_arguments,
         reason = "one round's state, each read once"
@@ -160,7 +156,7 @@ impl Core {
             .await
         {
             Permit::Run(allowed) if allowed == gated => Gate::Run(allowed),
-            Permit::Run(rewritten) => Gate::Again(rewritten),
+            Permit::Run(rewritten) => Gate::Again { gated, rewritten },
             Permit::Deny(message) => {
                 stats.denials.push(denial(call, &call.args));
                 Gate::Refused(CallDone::error(message))

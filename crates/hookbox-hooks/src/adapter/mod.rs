@@ -447,15 +447,12 @@ impl Agent {
 /// Runs `translated` through the policy: the sandbox-dialect hooks first (only their deny, on
 /// an event that can be blocked, counts: a sandbox `allow` means "no objection", never an
 /// approval that would skip the agent's own permission prompt), then, unless they denied, the
-/// Claude-style hooks. When those rewrite the tool input, both run again on the rewritten
-/// input (translated anew for the sandbox dialect) until it settles: the agent is only ever
-/// told to run an input every gate saw.
+/// Claude-style hooks. When those rewrite the tool input, both run once more on the rewritten
+/// input (translated anew for the sandbox dialect) and judge it: the agent is only ever told
+/// to run an input every gate saw.
 pub async fn evaluate(dispatcher: &Dispatcher, translated: &Translated) -> HookOutcome {
-    let Some(event) = translated.event else {
-        return HookOutcome::default();
-    };
     let original = translated.sdk.as_ref().and_then(EventInput::tool_input);
-    settle(event, original, |rewrite| async move {
+    settle(original, |rewrite| async move {
         match rewrite {
             None => evaluate_round(dispatcher, translated).await,
             Some(rewrite) => evaluate_round(dispatcher, &translated.with_tool_input(rewrite)).await,
@@ -468,7 +465,7 @@ pub async fn evaluate(dispatcher: &Dispatcher, translated: &Translated) -> HookO
 async fn evaluate_round(dispatcher: &Dispatcher, translated: &Translated) -> HookOutcome {
     let mut outcome = HookOutcome::default();
     if let Some(sandbox) = &translated.sandbox {
-        let gated = dispatcher.dispatch(sandbox).await;
+        let gated = dispatcher.dispatch_once(sandbox).await;
         if sandbox.event().can_block() && gated.decision.is_blocking() {
             outcome.decision = gated.decision;
             outcome.explicit = true;
@@ -480,7 +477,7 @@ async fn evaluate_round(dispatcher: &Dispatcher, translated: &Translated) -> Hoo
     }
     if let Some(sdk) = &translated.sdk {
         let mut trace = std::mem::take(&mut outcome.trace);
-        outcome = dispatcher.dispatch(sdk).await;
+        outcome = dispatcher.dispatch_once(sdk).await;
         trace.append(&mut outcome.trace);
         outcome.trace = trace;
     }

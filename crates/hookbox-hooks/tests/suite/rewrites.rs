@@ -209,9 +209,10 @@ async fn a_gate_beside_a_rewriting_hook_denies_what_it_rewrites_to() {
     assert_eq!(outcome.reason.as_deref(), Some("gate 1"));
 }
 
-/// Hooks that never agree on an input are blocked after a bounded number of rounds.
+/// Hooks that rewrite whatever they are given (a cycle here) are judged once on the first
+/// rewrite, which runs: their second round's rewrites are dropped.
 #[tokio::test]
-async fn hooks_that_keep_rewriting_are_blocked() {
+async fn hooks_that_keep_rewriting_are_judged_on_the_first_rewrite() {
     let (dispatcher, records) = dispatcher(&[
         (Source::Callback, Behaviour::Rewrite(0, 1)),
         (Source::Callback, Behaviour::Rewrite(1, 2)),
@@ -219,17 +220,50 @@ async fn hooks_that_keep_rewriting_are_blocked() {
         (Source::Callback, Behaviour::Rewrite(3, 0)),
     ]);
     let outcome = dispatcher.dispatch(&c0_call()).await;
-    assert_eq!(outcome.decision, Decision::Deny, "{outcome:#?}");
-    assert!(
-        outcome
-            .reason
-            .as_deref()
-            .unwrap_or_default()
-            .contains("without settling"),
-        "{outcome:#?}"
+    assert_eq!(outcome.decision, Decision::Allow, "{outcome:#?}");
+    assert_eq!(outcome.updated_input, Some(json!({"command": "c1"})));
+    for seen in &records {
+        assert_eq!(*seen.lock().expect("lock"), ["c0", "c1"]);
+    }
+}
+
+/// The seeds' `add_timeout` hook (`timeout 30 {command}`) rewrites every input it is given;
+/// its rewrite applies once, and a gate beside it judges the rewritten command.
+#[tokio::test]
+async fn the_seeds_add_timeout_applies_once_and_a_gate_judges_its_result() {
+    let add_timeout = CallbackHandler {
+        name: "add_timeout".into(),
+        timeout: Duration::from_secs(10),
+        callback: Arc::new(|input: Value, _id: Option<String>| {
+            let command = input["tool_input"]["command"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            async move {
+                Ok(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                    "updatedInput": {"command": format!("timeout 30 {command}")}}}))
+            }
+        }),
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut builder = HookSet::builder();
+    builder
+        .add_callback(HookEvent::PreToolUse, Some("Bash"), add_timeout)
+        .expect("callback")
+        .add_callback(
+            HookEvent::PreToolUse,
+            Some("Bash"),
+            callback(Behaviour::Allow, Arc::clone(&seen)),
+        )
+        .expect("callback");
+    let dispatcher = Dispatcher::new(Arc::new(builder.build()), runners());
+    let outcome = dispatcher.dispatch(&c0_call()).await;
+    assert_eq!(outcome.decision, Decision::Allow, "{outcome:#?}");
+    assert_eq!(
+        outcome.updated_input,
+        Some(json!({"command": "timeout 30 c0"}))
     );
-    assert_eq!(outcome.updated_input, None);
-    assert_eq!(records[0].lock().expect("lock").len(), 4, "four rounds");
+    assert_eq!(*seen.lock().expect("lock"), ["c0", "timeout 30 c0"]);
 }
 
 /// A host agent's call: the sandbox-dialect gate runs on the input rewritten by a
