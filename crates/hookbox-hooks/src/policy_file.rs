@@ -18,8 +18,8 @@ pub const POLICY_FILE_MAX_BYTES: u64 = 4 * 1024 * 1024;
 pub enum Links {
     /// Followed: a file of the user's or the administrator's, which the model cannot replace.
     Follow,
-    /// Refused: a file the model can write (a project's), where a link would point hookbox at
-    /// a file its owner never reviewed there.
+    /// Refused, at the file and at its directory: a file the model can write (a project's),
+    /// where a link would point hookbox at a file its owner never reviewed there.
     Refuse,
 }
 
@@ -30,6 +30,20 @@ pub fn read_policy_file(path: &Path, links: Links) -> io::Result<Option<Vec<u8>>
     let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     if links == Links::Refuse {
         flags |= OFlags::NOFOLLOW;
+        // The directory holding it (a project's `.agents`) is the agent's to replace too.
+        if let Some(parent) = path.parent()
+            && std::fs::symlink_metadata(parent).is_ok_and(|meta| meta.file_type().is_symlink())
+        {
+            return Err(io::Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "its directory {} is a symbolic link; a file the agent can write must be \
+                     reached without one (a link never carries trust): replace the link with \
+                     the directory itself",
+                    parent.display()
+                ),
+            ));
+        }
     }
     let fd = match rustix::fs::open(path, flags, Mode::empty()) {
         Ok(fd) => fd,

@@ -217,9 +217,20 @@ fn missing_script(interpreter: &str, script: &Path) -> Option<String> {
             script.display()
         ));
     };
-    // A directory may be a package (`python3 DIR` runs its `__main__.py`): not judged.
+    // Only Python runs a directory (its `__main__.py`); a shell reads one as an empty script
+    // and exits 0, so such a gate would be silently absent.
     if found.is_dir() {
-        return None;
+        return match interpreter.starts_with("python") {
+            true if found.join("__main__.py").is_file() => None,
+            true => Some(format!(
+                "{} is a directory without a __main__.py ({interpreter} exits with an error)",
+                found.display()
+            )),
+            false => Some(format!(
+                "{} is a directory, not a script ({interpreter} would run nothing)",
+                found.display()
+            )),
+        };
     }
     std::fs::File::open(&found)
         .err()
@@ -276,7 +287,12 @@ mod tests {
             Some("the script %/gaet.py does not exist"),
         ),
         ("python3 $CLAUDE_PROJECT_DIR/gate.py --strict", None),
-        ("python3 %/sub", None),
+        (
+            "python3 %/sub",
+            Some("%/sub is a directory without a __main__.py"),
+        ),
+        ("sh %/sub", Some("%/sub is a directory, not a script")),
+        ("bash %/sub/", Some("%/sub/ is a directory, not a script")),
         ("node %/gate.js", None),
         ("node %/gate", None),
         (

@@ -597,7 +597,8 @@ fn managed_user_and_project_policies_stack_and_a_later_one_only_adds() {
 }
 
 /// `hookbox trust FILE` with `HOOKBOX_HOME` = `home`.
-/// Whatever sits at a policy file's path (the explicit `--policy`, the user's, a project's)
+/// Whatever sits at a policy file's path (the explicit `--policy`, the user's, a project's,
+/// and hookbox's own `hookbox.toml`)
 /// is answered at once: a FIFO, socket, directory, device or oversized file, or a link at the
 /// project's path (which the agent can write), blocks with a message naming the file and what
 /// it is, in process and through the daemon, instead of hanging until the agent's own timeout.
@@ -634,7 +635,7 @@ fn anything_but_a_regular_file_at_a_policy_path_blocks_at_once() {
         ),
     ];
     for (kind, make, words) in kinds {
-        for place in ["explicit", "user", "project"] {
+        for place in ["explicit", "user", "project", "config"] {
             let dir = tempfile::tempdir().expect("tempdir");
             let (home, project) = (dir.path().join("home"), dir.path().join("project"));
             std::fs::create_dir_all(project.join(".agents")).expect("mkdir");
@@ -642,6 +643,7 @@ fn anything_but_a_regular_file_at_a_policy_path_blocks_at_once() {
             let path = match place {
                 "explicit" => dir.path().join("policy.json"),
                 "user" => home.join("policy.json"),
+                "config" => home.join("hookbox.toml"),
                 _ => project.join(".agents/hooks.json"),
             };
             make(&path);
@@ -677,6 +679,21 @@ fn anything_but_a_regular_file_at_a_policy_path_blocks_at_once() {
     assert_eq!(code(&output), 2, "{}", stderr(&output));
     assert!(
         stderr(&output).contains("symbolic link"),
+        "{}",
+        stderr(&output)
+    );
+    // Nor does a link at its directory: another project's trusted `.agents`.
+    std::fs::remove_file(project.join(".agents/hooks.json")).expect("unlink");
+    std::fs::remove_dir(project.join(".agents")).expect("rmdir");
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(other.join(".agents")).expect("mkdir");
+    let trusted = write(&other.join(".agents"), "hooks.json", &json!({}));
+    trust(&home, Path::new(&trusted));
+    std::os::unix::fs::symlink(other.join(".agents"), project.join(".agents")).expect("link");
+    let output = answered_within_a_minute(&home, &project, Vec::new());
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("its directory"),
         "{}",
         stderr(&output)
     );

@@ -152,6 +152,26 @@ impl Translated {
         }
     }
 
+    /// A `PermissionRequest` as the `PreToolUse` of the call it asks about (same tool and
+    /// input), in both dialects; `None` for any other event.
+    fn as_pre_tool_use(&self) -> Option<Self> {
+        let sdk = self.sdk.as_ref()?;
+        if sdk.event() != HookEvent::PermissionRequest {
+            return None;
+        }
+        let mut payload = sdk.payload().clone();
+        payload.insert(
+            "hook_event_name".into(),
+            HookEvent::PreToolUse.name().into(),
+        );
+        Some(Self {
+            event: Some(HookEvent::PreToolUse),
+            sandbox: vocabulary::sandbox_event(self.agent.name(), HookEvent::PreToolUse, &payload),
+            sdk: Some(EventInput::sdk_payload(HookEvent::PreToolUse, payload)),
+            ..self.clone()
+        })
+    }
+
     /// The working directory the agent reported (command hooks run there).
     pub fn cwd(&self) -> Option<&str> {
         self.cwd.as_deref()
@@ -453,10 +473,22 @@ impl Agent {
 pub async fn evaluate(dispatcher: &Dispatcher, translated: &Translated) -> HookOutcome {
     let original = translated.sdk.as_ref().and_then(EventInput::tool_input);
     settle(original, |rewrite| async move {
-        match rewrite {
-            None => evaluate_round(dispatcher, translated).await,
-            Some(rewrite) => evaluate_round(dispatcher, &translated.with_tool_input(rewrite)).await,
+        let Some(rewrite) = rewrite else {
+            return evaluate_round(dispatcher, translated).await;
+        };
+        let rewritten = translated.with_tool_input(rewrite);
+        let mut outcome = evaluate_round(dispatcher, &rewritten).await;
+        // A permission hook's rewrite is judged by the gates of the call it rewrites too.
+        if let Some(call) = rewritten.as_pre_tool_use() {
+            let mut gates = evaluate_round(dispatcher, &call).await;
+            if gates.decision.rank() > outcome.decision.rank() {
+                outcome.decision = gates.decision;
+                outcome.reason = gates.reason;
+                outcome.explicit = true;
+            }
+            outcome.trace.append(&mut gates.trace);
         }
+        outcome
     })
     .await
 }

@@ -92,10 +92,22 @@ fn sandbox_call<'a>(tool: &'a str, input: &Map<String, Value>, cwd: &Path) -> (&
 /// removed, and symbolic links followed as far as the path exists (so `/public/../private/x`
 /// or a link into `/private/` is seen as the `/private/` path it is).
 fn resolve(cwd: &Path, raw: &str) -> String {
+    // The agents' file tools read `~` as the home directory.
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let raw = match (raw.strip_prefix('~'), &home) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+            home.join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(raw),
+    };
     let mut lexical = PathBuf::from("/");
     for component in cwd.join(raw).components() {
         match component {
             Component::ParentDir => {
+                // As the kernel does: `..` after the links so far are followed.
+                if let Ok(real) = std::fs::canonicalize(&lexical) {
+                    lexical = real;
+                }
                 lexical.pop();
             }
             Component::Normal(part) => lexical.push(part),
@@ -121,6 +133,37 @@ fn resolve(cwd: &Path, raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `..` after a link goes up from where the link points, as the kernel resolves it, and
+    /// `~` is the home directory, as the agents' file tools read it.
+    #[test]
+    fn paths_resolve_as_the_agent_will_open_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical");
+        std::fs::create_dir_all(root.join("private/sub")).expect("mkdir");
+        std::fs::create_dir_all(root.join("proj")).expect("mkdir");
+        std::os::unix::fs::symlink(root.join("private/sub"), root.join("proj/lnk")).expect("link");
+        let proj = root.join("proj");
+        assert_eq!(
+            resolve(&proj, "lnk/../records.csv"),
+            root.join("private/records.csv").display().to_string()
+        );
+        assert_eq!(
+            resolve(&proj, "lnk/x/../../y"),
+            root.join("private/y").display().to_string()
+        );
+        let home =
+            std::fs::canonicalize(std::env::var_os("HOME").expect("HOME")).expect("home exists");
+        assert_eq!(
+            resolve(&proj, "~/.ssh/id_rsa"),
+            home.join(".ssh/id_rsa").display().to_string()
+        );
+        assert_eq!(resolve(&proj, "~"), home.display().to_string());
+        assert_eq!(
+            resolve(&proj, "~user/x"),
+            proj.join("~user/x").display().to_string()
+        );
+    }
 
     fn call(tool: &str, input: Value) -> (String, Value) {
         let Value::Object(input) = input else {

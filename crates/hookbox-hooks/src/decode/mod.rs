@@ -103,14 +103,17 @@ fn decode_by_dialect(event: HookEvent, binding: &Binding, raw: RawReply) -> Verd
     }
 }
 
-/// What a command hook printed in full before its timeout or a signal ended it: an answer it
-/// completed is not taken back by how the process ended afterwards. An exit status the hook
-/// chose itself keeps its meaning in the dialect, and a cut reply is handled apart.
+/// What a command hook printed in full before its timeout or a signal ended it (the signal
+/// seen directly, or as the shell reports a child's death by one: exit status 128 + N): an
+/// answer it completed is not taken back by how the process ended afterwards. An exit status
+/// the hook chose itself keeps its meaning in the dialect, and a cut reply is handled apart.
 fn answer_before_its_end(raw: &RawReply) -> Option<Vec<u8>> {
     match raw {
         RawReply::Process(output)
-            if matches!(output.exit, ExitKind::TimedOut | ExitKind::Signaled(_))
-                && !output.stdout.truncated() =>
+            if matches!(
+                output.exit,
+                ExitKind::TimedOut | ExitKind::Signaled(_) | ExitKind::Exited(129..=192)
+            ) && !output.stdout.truncated() =>
         {
             Some(output.stdout.bytes.clone())
         }

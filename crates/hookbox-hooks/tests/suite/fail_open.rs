@@ -161,12 +161,23 @@ type EndingFailure = fn(u64) -> Failure;
 
 /// How a gate's process can end after it printed its answer without choosing an exit status:
 /// its timeout, or a signal. A new way to end is one line.
-const ENDINGS: [(&str, EndingFailure); 3] = [
+const ENDINGS: [(&str, EndingFailure); 5] = [
     ("sleep 30", |timeout| Failure::Timeout {
         after_ms: timeout * 1000,
     }),
     ("kill -9 $$", |_| Failure::Signaled { signal: 9 }),
     ("kill -TERM $$", |_| Failure::Signaled { signal: 15 }),
+    // A child killed by a signal, as the shell running the hook reports it.
+    ("sh -c 'kill -9 $$' 2>/dev/null", |_| Failure::NonZeroExit {
+        code: 137,
+        stderr: String::new(),
+    }),
+    ("sh -c 'kill -SEGV $$' 2>/dev/null", |_| {
+        Failure::NonZeroExit {
+            code: 139,
+            stderr: String::new(),
+        }
+    }),
 ];
 
 /// A complete deny is a deny however the gate's process ends afterwards; what it printed but

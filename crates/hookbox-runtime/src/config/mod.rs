@@ -199,7 +199,10 @@ impl Config {
                 path
             }
         };
-        let text = std::fs::read_to_string(&path)
+        // Only a regular file, at once and bounded: a FIFO or device here must not hang every
+        // `hookbox hook` call.
+        let text = hookbox_hooks::read_policy_text(&path, hookbox_hooks::Links::Follow)
+            .and_then(|text| text.ok_or_else(|| std::io::ErrorKind::NotFound.into()))
             .with_context(|| format!("cannot read the config file {}", path.display()))?;
         Self::parse(&text, &path, home)
     }
