@@ -48,6 +48,14 @@ const TOOLS: [(&str, &str, Renames); 4] = [
     ),
 ];
 
+/// The argument renames of the agent's tool `tool` (none for a tool it keeps as it is).
+pub(super) fn renames(tool: &str) -> Renames {
+    TOOLS
+        .iter()
+        .find(|(copilot, ..)| *copilot == tool)
+        .map_or(&[], |&(_, _, renames)| renames)
+}
+
 /// Reads one Copilot hook event (named `event`, else by its `hookEventName`) as its Claude
 /// Code counterpart.
 pub(super) fn translate(

@@ -69,6 +69,14 @@ const TOOLS: [(&str, &str, Renames); 3] = [
     ("Write", "Write", &[("path", "file_path")]),
 ];
 
+/// The argument renames of the agent's tool `tool` (none for a tool it keeps as it is).
+pub(super) fn renames(tool: &str) -> Renames {
+    TOOLS
+        .iter()
+        .find(|(cursor, ..)| *cursor == tool)
+        .map_or(&[], |&(_, _, renames)| renames)
+}
+
 /// The permission events: Cursor reads `permission` from their answer.
 const PERMISSION_EVENTS: [&str; 5] = [
     "preToolUse",

@@ -40,6 +40,14 @@ const TOOLS: [(&str, &str, Renames); 8] = [
     ("google_web_search", "WebSearch", &[]),
 ];
 
+/// The argument renames of the agent's tool `tool` (none for a tool it keeps as it is).
+pub(super) fn renames(tool: &str) -> Renames {
+    TOOLS
+        .iter()
+        .find(|(gemini, ..)| *gemini == tool)
+        .map_or(&[], |&(_, _, renames)| renames)
+}
+
 /// Reads one Gemini CLI hook event as its Claude Code counterpart.
 pub(super) fn translate(mut payload: Map<String, Value>) -> Result<Translated, String> {
     let name = text(&payload, "hook_event_name")

@@ -152,6 +152,32 @@ impl Translated {
         }
     }
 
+    /// `rewrite`, a hook's Claude-shaped `updatedInput`, as the agent will run it, read back
+    /// into Claude's shape: an argument the hook named by the agent's own name (Gemini CLI's
+    /// `dir_path`, Cursor's `path`) is judged as the argument the agent reads it as, and
+    /// Gemini CLI, which merges a rewrite into the call's input, gets the merged input.
+    fn as_the_agent_runs(&self, rewrite: Value) -> Value {
+        let (Some(tool), Value::Object(mut fields)) = (&self.native_tool, rewrite.clone()) else {
+            return rewrite;
+        };
+        let renames = match self.agent {
+            Agent::ClaudeCode | Agent::Codex => return rewrite,
+            Agent::GeminiCli => gemini_cli::renames(tool),
+            Agent::Cursor => cursor::renames(tool),
+            Agent::Copilot => copilot::renames(tool),
+        };
+        rename(&mut fields, renames, true);
+        rename(&mut fields, renames, false);
+        if self.agent == Agent::GeminiCli
+            && let Some(Value::Object(input)) = self.sdk.as_ref().and_then(EventInput::tool_input)
+        {
+            for (key, value) in input {
+                fields.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+        Value::Object(fields)
+    }
+
     /// A `PermissionRequest` as the `PreToolUse` of the call it asks about (same tool and
     /// input), in both dialects; `None` for any other event.
     fn as_pre_tool_use(&self) -> Option<Self> {
@@ -474,7 +500,11 @@ pub async fn evaluate(dispatcher: &Dispatcher, translated: &Translated) -> HookO
     let original = translated.sdk.as_ref().and_then(EventInput::tool_input);
     settle(original, |rewrite| async move {
         let Some(rewrite) = rewrite else {
-            return evaluate_round(dispatcher, translated).await;
+            let mut outcome = evaluate_round(dispatcher, translated).await;
+            outcome.updated_input = outcome
+                .updated_input
+                .map(|rewrite| translated.as_the_agent_runs(rewrite));
+            return outcome;
         };
         let rewritten = translated.with_tool_input(rewrite);
         let mut outcome = evaluate_round(dispatcher, &rewritten).await;

@@ -330,3 +330,74 @@ async fn a_permission_requests_rewrite_is_judged_by_the_calls_gates() {
         assert!(!reply.stdout.contains("rm -rf"), "{}", reply.stdout);
     }
 }
+
+/// A rewrite that names an argument by the agent's own name (Gemini CLI's `dir_path`, Cursor's
+/// and Copilot's `path`) instead of Claude Code's is judged as the argument the agent reads
+/// it as: a gate that knows only the seeds' `path` denies it. One line per agent and tool.
+#[tokio::test]
+async fn a_rewrite_in_the_agents_own_argument_names_is_judged_as_the_agent_reads_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = std::fs::canonicalize(dir.path()).expect("canonical");
+    let private = root.join("private/records.csv");
+    let public = root.join("public/a.csv");
+    let (private, public, root) = (private.display(), public.display(), root.display());
+    let cases: [(Agent, &str, Value, &str, Option<&str>); 3] = [
+        (
+            Agent::GeminiCli,
+            "LS",
+            json!({"hook_event_name": "BeforeTool", "session_id": "s",
+            "cwd": root.to_string(), "timestamp": "2026-12-07T00:00:00Z",
+            "tool_name": "list_directory", "tool_input": {"dir_path": public.to_string()}}),
+            "dir_path",
+            None,
+        ),
+        (
+            Agent::Cursor,
+            "Read",
+            json!({"hook_event_name": "preToolUse", "conversation_id": "c",
+            "generation_id": "g", "cwd": root.to_string(), "workspace_roots": [root.to_string()],
+            "tool_name": "Read", "tool_input": {"path": public.to_string()}}),
+            "path",
+            None,
+        ),
+        (
+            Agent::Copilot,
+            "Read",
+            json!({"timestamp": 1, "cwd": root.to_string(),
+            "toolName": "view", "toolArgs": json!({"path": public.to_string()}).to_string()}),
+            "path",
+            Some("preToolUse"),
+        ),
+    ];
+    // The seeds' privacy gate's rule: it reads the seeds' `path` argument only.
+    let gate = json!({"privacy-gate": {"pre_tool_execution": [{"matcher": "read_file|list_files",
+        "hooks": [{"type": "command", "timeout": 10, "command": "python3 -c 'import json, sys; \
+            path = json.load(sys.stdin)[\"tool_call\"][\"args\"].get(\"path\", \"\"); \
+            print(json.dumps({\"decision\": \"deny\", \"reason\": \"private\"} if \"/private/\" in path else {}))'"}]}]}});
+    for (agent, claude_tool, event, native_key, event_name) in cases {
+        let rewrite = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "updatedInput": {native_key: private.to_string()}}});
+        let rewriter = json!({"hooks": {"PreToolUse": [{"matcher": claude_tool, "hooks": [{"type": "command",
+            "timeout": 10, "command": format!("cat > /dev/null; echo '{rewrite}'")}]}]}});
+        let mut builder = HookSet::builder();
+        builder.answers_agents();
+        builder
+            .load_str("gate.json", &gate.to_string(), None)
+            .expect("gate");
+        builder
+            .load_str("rewriter.json", &rewriter.to_string(), None)
+            .expect("rewriter");
+        let dispatcher = Dispatcher::new(Arc::new(builder.build()), runners());
+        let translated = agent
+            .translate(event.to_string().as_bytes(), event_name)
+            .expect("translated");
+        let outcome = adapter::evaluate(&dispatcher, &translated).await;
+        assert_eq!(outcome.decision, Decision::Deny, "{agent:?}: {outcome:#?}");
+        let reply = agent.answer(&translated, &outcome);
+        assert!(
+            !reply.stdout.contains(&private.to_string()),
+            "{agent:?}: {}",
+            reply.stdout
+        );
+    }
+}
