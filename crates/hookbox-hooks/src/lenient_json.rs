@@ -27,7 +27,10 @@ fn without_lone_surrogates(text: &str) -> Option<String> {
     let mut repaired = String::new();
     let mut copied = 0;
     let mut at = 0;
-    while let Some(offset) = bytes[at..].iter().position(|byte| *byte == b'\\') {
+    while let Some(offset) = bytes
+        .get(at..)
+        .and_then(|rest| rest.iter().position(|byte| *byte == b'\\'))
+    {
         let slash = at + offset;
         at = slash + 2;
         match escaped_unit(bytes, slash) {
@@ -93,6 +96,10 @@ mod tests {
         for text in [
             r#"{"reason":"\udcff"#,
             r#"\udcff"#,
+            // A backslash at the very end, after a lone surrogate or alone.
+            r#"{"a":"\udcff\"#,
+            "\\",
+            r#"{"a":"x\"#,
             r#"{"a":\udcff}"#,
             "\u{0}",
         ] {
