@@ -58,7 +58,7 @@ pub(crate) use error::{ErrorKind, ServiceError};
 pub(crate) use events::Event;
 use idempotency::{OpenCreate, OpenCreates};
 use request::{CreateRequest, EnvironmentChoice};
-use runs::{LiveRun, RunHandle, lock, settle, wait};
+use runs::{LiveRun, RunGuard, RunHandle, lock, settle, wait};
 pub(crate) use view::view;
 
 /// What a create produced.
@@ -208,15 +208,29 @@ impl InteractionService {
             return self.replay(created.interaction.id, &request).await;
         }
         let id = created.interaction.id;
-        let tools = match &environment {
-            Some(environment) => Some(Arc::new(
+        // From here on, whatever happens ends the interaction: its run, or this guard.
+        let guard = RunGuard::new(self, &id);
+        let tools = match environment
+            .as_ref()
+            .map(|environment| {
                 self.runtime
                     .sandbox_tools(environment, Isolation::Sandboxed)
-                    .map_err(|err| {
-                        ServiceError::internal("cannot open the environment's tools", &err)
-                    })?,
-            )),
-            None => None,
+            })
+            .transpose()
+        {
+            Ok(tools) => tools.map(Arc::new),
+            Err(err) => {
+                let message = format!("cannot open the environment's tools: {err}");
+                tracing::error!(interaction = %id, "{message}");
+                self.fail(&id, message).await?;
+                drop(guard);
+                return Ok(CreateOutcome {
+                    interaction: self.get(&id).await?,
+                    id,
+                    stream: request.stream,
+                    open,
+                });
+            }
         };
         let agent = Agent {
             model,
@@ -227,7 +241,7 @@ impl InteractionService {
             max_tokens: self.runtime.max_tokens(),
         };
         let history = history.iter().filter_map(steps::parse).collect();
-        let done = self.spawn_run(&id, agent, stream_text, history, input);
+        let done = self.spawn_run(guard, agent, stream_text, history, input);
         if !request.background && !request.stream {
             wait(done).await;
         }
@@ -305,6 +319,20 @@ impl InteractionService {
             }
         }
         self.get(id).await
+    }
+
+    /// Ends running interaction `id` `failed` with an `internal` error saying `message`, in one
+    /// write.
+    async fn fail(&self, id: &str, message: String) -> Result<(), ServiceError> {
+        let store = Arc::clone(self.runtime.store());
+        let live = Arc::clone(&self.live);
+        let owned = id.to_owned();
+        let update = Update {
+            status: Some(Status::Failed),
+            error: Some(serde_json::json!({"code": "internal", "message": message})),
+            ..Update::default()
+        };
+        blocking(move || settle(store.as_ref(), &live, &owned, update).map(drop)).await
     }
 
     /// Deletes `id` (cancelling it first when it runs), with its steps and traces.

@@ -62,26 +62,23 @@ impl InteractionService {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Starts the run of `id` on a task; the receiver turns `true` when it is over.
+    /// Starts the run of `guard`'s interaction on a task; the receiver turns `true` when it is
+    /// over.
     pub(super) fn spawn_run(
         self: &Arc<Self>,
-        id: &str,
+        guard: RunGuard,
         agent: Agent,
         stream_text: bool,
         history: Vec<Step>,
         input: Vec<Value>,
     ) -> watch::Receiver<bool> {
-        let (done_tx, done_rx) = watch::channel(false);
+        let done_rx = guard.done.subscribe();
         let service = Arc::clone(self);
-        let run_id = id.to_owned();
-        let guard = RunGuard {
-            service: Arc::clone(self),
-            id: id.to_owned(),
-            done: done_tx,
-        };
+        let run_id = guard.id.clone();
+        let id = run_id.clone();
         // Only `interaction.created` (id 0) precedes the run's first step.
         lock(&self.live).insert(
-            id.to_owned(),
+            id.clone(),
             LiveRun {
                 partial: None,
                 next_event: 1,
@@ -97,7 +94,7 @@ impl InteractionService {
                 .await;
         });
         runs.insert(
-            id.to_owned(),
+            id,
             RunHandle {
                 abort: task.abort_handle(),
                 done: done_rx.clone(),
@@ -302,13 +299,25 @@ pub(super) fn settle(
     Ok(store.append(id, append)?.interaction)
 }
 
-/// Cleans up after a run however it ends (finished, aborted, panicked), off the async threads:
-/// an interaction still marked running is marked failed, its channel is closed, the run is
-/// unregistered and waiters are woken.
-struct RunGuard {
+/// Held from the moment an interaction is stored as running until its run ends, and cleans
+/// up however that happens (the run finished, was aborted or panicked, or never started), off
+/// the async threads: an interaction still marked running is marked failed, its channel is
+/// closed, the run is unregistered and waiters are woken.
+pub(super) struct RunGuard {
     service: Arc<InteractionService>,
     id: String,
     done: watch::Sender<bool>,
+}
+
+impl RunGuard {
+    /// The guard of interaction `id` of `service`, just stored as running.
+    pub(super) fn new(service: &Arc<InteractionService>, id: &str) -> Self {
+        Self {
+            service: Arc::clone(service),
+            id: id.to_owned(),
+            done: watch::channel(false).0,
+        }
+    }
 }
 
 impl Drop for RunGuard {

@@ -13,6 +13,8 @@ mod interactions;
 mod models;
 /// One ownership rule on every interface, tried with a foreign key.
 mod owners;
+/// Interactions whose tools cannot be opened end `failed`.
+mod start_failures;
 /// The client and server the suites share.
 mod support;
 /// The resumable upload protocol.
