@@ -3,18 +3,17 @@
 //! header-read timeout and an idle timeout, so half-sent requests (slowloris) cannot hold the
 //! server or keep clients with a key out.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderValue, Request, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
+use axum::{Extension, Router};
+use futures_util::{Stream, StreamExt};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -25,6 +24,7 @@ use tokio::task::JoinSet;
 use tower_http::add_extension::AddExtension;
 
 use crate::admission::{Admission, Refusal, Ticket};
+use crate::drain::{self, Drain};
 use crate::error::ApiError;
 
 /// How many connections and how much patience the server has.
@@ -64,26 +64,31 @@ const MAX_REJECTING: usize = 64;
 /// How long an over-cap connection gets to take its 503.
 const REJECT_TIME: Duration = Duration::from_secs(2);
 
-/// Accepts connections on `listener` and serves `app` on them under `limits` until `shutdown`
-/// resolves; then lets each connection finish its request in flight.
+/// Accepts connections on `listener` and serves `app` on them under `limits` until the first
+/// of `signals`; then closes the listener and stops as [`drain::wind_down`] says, for at most
+/// `shutdown_timeout` unless a second signal comes.
 pub(crate) async fn run(
     listener: TcpListener,
     app: Router,
     limits: Limits,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+    shutdown_timeout: Duration,
+    signals: impl Stream<Item = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = app.layer(axum::middleware::from_fn_with_state(
-        limits.idle_timeout,
-        idle_body,
-    ));
+    let runs = Drain::default();
+    let app = app
+        .layer(axum::middleware::from_fn_with_state(
+            limits.idle_timeout,
+            idle_body,
+        ))
+        .layer(Extension(runs.clone()));
     let admission = Admission::new(&limits);
     let rejecting = Arc::new(Semaphore::new(MAX_REJECTING));
     let (stop, stopped) = watch::channel(false);
     let mut tasks = JoinSet::new();
-    tokio::pin!(shutdown);
+    let mut signals = std::pin::pin!(signals);
     loop {
         tokio::select! {
-            () = &mut shutdown => break,
+            Some(()) = signals.next() => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
@@ -109,8 +114,10 @@ pub(crate) async fn run(
             }
         }
     }
+    // Refused from now on: connections not accepted yet are reset, none is left unanswered.
+    drop(listener);
     let _ = stop.send(true);
-    while tasks.join_next().await.is_some() {}
+    drain::wind_down(tasks, &runs, signals, shutdown_timeout).await;
     Ok(())
 }
 

@@ -19,6 +19,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::Shared;
 use crate::auth::Caller;
+use crate::drain::Drain;
 use crate::environments::json_body;
 use crate::error::ApiError;
 use crate::service::Event;
@@ -27,6 +28,7 @@ use crate::service::Event;
 pub(crate) async fn create(
     State(state): State<Shared>,
     Extension(caller): Extension<Caller>,
+    drain: Option<Extension<Drain>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -39,7 +41,12 @@ pub(crate) async fn create(
         .map(str::to_owned);
     let outcome = state
         .interactions
-        .create(value, key, caller.owner())
+        .create(
+            value,
+            key,
+            caller.owner(),
+            drain.map(|Extension(drain)| drain),
+        )
         .await?;
     state
         .owners

@@ -34,6 +34,7 @@
 mod admission;
 mod auth;
 mod connections;
+mod drain;
 mod environments;
 mod error;
 mod files;
@@ -51,6 +52,7 @@ mod upload;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -59,6 +61,7 @@ use axum::http::{HeaderValue, Request, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
+use futures_util::Stream;
 use hookbox_runtime::Runtime;
 use service::InteractionService;
 use tokio::net::TcpListener;
@@ -180,30 +183,70 @@ pub fn router(runtime: Arc<Runtime>, auth: Auth) -> Result<Router, ServerError> 
         .layer(TraceLayer::new_for_http()))
 }
 
-/// How [`serve`] listens: its connection limits and the extra host names it answers to.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// How long [`serve`] lets requests and runs in flight finish once told to stop, unless
+/// `[server] shutdown_timeout_secs` says otherwise: 30 s.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How [`serve`] listens: its connection limits, the extra host names it answers to and how
+/// long it drains.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServeOptions {
     /// Connection cap and timeouts.
     pub limits: Limits,
     /// Host names (`[server] allowed_hosts`) answered besides the listen address and, on
     /// loopback, `localhost`; for a server behind a reverse proxy or a DNS name.
     pub allowed_hosts: Vec<String>,
+    /// How long requests and runs in flight may go on once the server is told to stop
+    /// (`[server] shutdown_timeout_secs`); then they are cut short.
+    pub shutdown_timeout: Duration,
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight finish.
-/// Requests whose `Host` is not the listen address (or an allowed host) get 421.
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            allowed_hosts: Vec::new(),
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+        }
+    }
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then stops as
+/// [`serve_until_signals`] does after its first signal.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_until_signals(listener, app, options, futures_util::stream::once(shutdown)).await
+}
+
+/// Serves `app` on `listener` until the first of `signals`; requests whose `Host` is not the
+/// listen address (or an allowed host) get 421. Then it stops: the listener is closed at once
+/// (new connections are refused), the requests and interaction runs in flight may finish for
+/// `options.shutdown_timeout`, and the runs still going then, or at the next of `signals`,
+/// end `failed` with the error `server_stopped` (their in-flight tool calls killed) and their
+/// requests are answered. What it waits for and what it cuts short are logged.
+pub async fn serve_until_signals(
+    listener: TcpListener,
+    app: Router,
+    options: ServeOptions,
+    signals: impl Stream<Item = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let allowed = hosts::AllowedHosts::new(listener.local_addr()?, &options.allowed_hosts);
     let app = app.layer(middleware::from_fn_with_state(
         Arc::new(allowed),
         hosts::check,
     ));
-    connections::run(listener, app, options.limits, shutdown).await
+    connections::run(
+        listener,
+        app,
+        options.limits,
+        options.shutdown_timeout,
+        signals,
+    )
+    .await
 }
 
 /// The answer to a path no route serves.

@@ -154,13 +154,13 @@ async fn serve_http(
     } else {
         Auth::ApiKeys
     };
-    let shutdown = serve::shutdown_signal()?;
+    let signals = serve::stop_signals()?;
     let app = mcp::router(runtime, tools, auth);
     render::print_error(&format!(
         "hookbox mcp serving on http://{address}{}\n",
         mcp::MCP_PATH
     ));
-    hookbox_server::serve(listener, app, options, shutdown)
+    hookbox_server::serve_until_signals(listener, app, options, signals)
         .await
         .context("the MCP server stopped with an error")
 }

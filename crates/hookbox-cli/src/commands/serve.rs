@@ -15,6 +15,9 @@ use crate::render;
 /// Where `hookbox serve` listens unless told otherwise.
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
+/// The longest `[server] shutdown_timeout_secs` accepted: one day.
+const MAX_SHUTDOWN_TIMEOUT_SECS: u64 = 24 * 60 * 60;
+
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
     let home = Environments::default_home()?;
@@ -65,7 +68,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
                  local process can create environments, read their files and run agents\n",
             );
         }
-        let shutdown = shutdown_signal()?;
+        let signals = stop_signals()?;
         // Events a previous process left pending are picked up first.
         tokio::spawn(AuditDeliverer::new(Arc::clone(&runtime)).run());
         for (name, agent) in runtime.agents().iter() {
@@ -75,7 +78,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             "hookbox serving on http://{address} (home {})\n",
             home.display()
         ));
-        let served = hookbox_server::serve(listener, app, options, shutdown)
+        let served = hookbox_server::serve_until_signals(listener, app, options, signals)
             .await
             .context("the server stopped with an error");
         if let Some(warm) = runtime.environments().warm_sandboxes() {
@@ -163,10 +166,23 @@ pub(crate) fn serve_options(file: &Config) -> anyhow::Result<ServeOptions> {
             *slot = std::time::Duration::from_secs(secs);
         }
     }
-    Ok(ServeOptions {
+    let mut options = ServeOptions {
         limits,
         allowed_hosts: server.allowed_hosts.clone(),
-    })
+        ..ServeOptions::default()
+    };
+    if let Some(secs) = server.shutdown_timeout_secs {
+        if secs > MAX_SHUTDOWN_TIMEOUT_SECS {
+            anyhow::bail!(
+                "{}: [server] shutdown_timeout_secs: {secs} is out of range; write a whole \
+                 number of seconds from 0 (cut short at once) to {MAX_SHUTDOWN_TIMEOUT_SECS} \
+                 (one day)",
+                file.name()
+            );
+        }
+        options.shutdown_timeout = std::time::Duration::from_secs(secs);
+    }
+    Ok(options)
 }
 
 /// Logs (`tracing`) to stderr, `info` and up unless `RUST_LOG` says otherwise.
@@ -181,17 +197,26 @@ pub(crate) fn init_logging() {
 }
 
 /// Installs the SIGINT and SIGTERM handlers now (so a signal sent as soon as the address is
-/// printed is not lost) and returns a future that resolves on the first of them.
-pub(crate) fn shutdown_signal()
--> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+/// printed is not lost) and returns the stream of them: the first starts the server's drain,
+/// the next cuts it short.
+pub(crate) fn stop_signals() -> anyhow::Result<impl futures_util::Stream<Item = ()> + Send + 'static>
+{
     use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
-    let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
-    Ok(async move {
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
-        render::print_error("hookbox: shutting down\n");
-    })
+    let interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    let terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    Ok(futures_util::stream::unfold(
+        (interrupt, terminate, true),
+        |(mut interrupt, mut terminate, first)| async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            render::print_error(if first {
+                "hookbox: shutting down\n"
+            } else {
+                "hookbox: stopping now\n"
+            });
+            Some(((), (interrupt, terminate, false)))
+        },
+    ))
 }

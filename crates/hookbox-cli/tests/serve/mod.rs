@@ -12,6 +12,8 @@ mod home;
 pub(crate) mod http;
 /// Half-sent requests and the connection cap.
 mod slowloris;
+/// SIGTERM: no new connections, a bounded drain, a second signal.
+mod stopping;
 /// Hook traces and fail-open reports.
 mod traces;
 /// Warm sandboxes: one per environment, their start, stops and rebuilds.
@@ -235,6 +237,11 @@ fn serve_names_the_file_and_the_key_of_a_bad_value_once() {
         (
             "[server]\nlisten = \"nowhere\"\n",
             "[server] listen: cannot listen on nowhere",
+        ),
+        (
+            "[server]\nshutdown_timeout_secs = 86401\n",
+            "[server] shutdown_timeout_secs: 86401 is out of range; write a whole number of \
+             seconds from 0 (cut short at once) to 86400 (one day)",
         ),
     ] {
         std::fs::write(&config, text).unwrap();

@@ -10,7 +10,7 @@ use super::http;
 use super::{Served, api_key, serve};
 
 /// The supervisor pids of every "warm sandbox started" line of `log`, in order.
-fn started_pids(log: &str) -> Vec<u32> {
+pub(super) fn started_pids(log: &str) -> Vec<u32> {
     log.lines()
         .filter(|line| line.contains("warm sandbox started"))
         .map(|line| {
@@ -28,7 +28,7 @@ fn started_pids(log: &str) -> Vec<u32> {
 }
 
 /// Waits (at most a minute) until `served`'s log satisfies `done`; returns the log.
-fn wait_for_log(served: &Served, what: &str, done: impl Fn(&str) -> bool) -> String {
+pub(super) fn wait_for_log(served: &Served, what: &str, done: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let log = served.stderr.lock().unwrap().clone();
@@ -41,7 +41,7 @@ fn wait_for_log(served: &Served, what: &str, done: impl Fn(&str) -> bool) -> Str
 }
 
 /// Waits (at most a minute) until process `pid` is gone.
-fn wait_gone(pid: u32) {
+pub(super) fn wait_gone(pid: u32) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::path::Path::new(&format!("/proc/{pid}")).exists() {
         assert!(Instant::now() < deadline, "supervisor {pid} still runs");

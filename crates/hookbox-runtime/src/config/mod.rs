@@ -137,6 +137,8 @@ pub struct ServerSection {
     pub header_read_timeout_secs: Option<u64>,
     /// Seconds a request body may pause.
     pub idle_timeout_secs: Option<u64>,
+    /// Seconds `serve` lets requests and runs in flight finish after SIGTERM (default 30).
+    pub shutdown_timeout_secs: Option<u64>,
 }
 
 /// `[network]`: address rules, extra trust roots and static name overrides for the client that

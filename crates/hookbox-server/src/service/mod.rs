@@ -54,6 +54,8 @@ use tokio::sync::broadcast;
 use hookbox_agent::interaction::Agent;
 use hookbox_llm::Model;
 
+use crate::drain::Drain;
+
 pub(crate) use error::{ErrorKind, ServiceError};
 pub(crate) use events::Event;
 use idempotency::{OpenCreate, OpenCreates};
@@ -104,12 +106,14 @@ impl InteractionService {
     /// Creates an interaction from the create body `body`; `idempotency_key` is the client's
     /// `Idempotency-Key` header, if any. Without `background` (and without `stream`) it returns
     /// once the run has finished. Retries are deduplicated only within `scope` (the caller's API
-    /// key): one caller's key or body never replays another caller's interaction.
+    /// key): one caller's key or body never replays another caller's interaction. The run is
+    /// tracked on `drain`, the server's, when given: it ends `failed` when the server stops it.
     pub(crate) async fn create(
         self: &Arc<Self>,
         body: Value,
         idempotency_key: Option<String>,
         scope: &str,
+        drain: Option<Drain>,
     ) -> Result<CreateOutcome, ServiceError> {
         let scope = if scope.is_empty() {
             String::new()
@@ -222,7 +226,7 @@ impl InteractionService {
             Err(err) => {
                 let message = format!("cannot open the environment's tools: {err}");
                 tracing::error!(interaction = %id, "{message}");
-                self.fail(&id, message).await?;
+                self.fail(&id, "internal", message).await?;
                 drop(guard);
                 return Ok(CreateOutcome {
                     interaction: self.get(&id).await?,
@@ -241,7 +245,7 @@ impl InteractionService {
             max_tokens: self.runtime.max_tokens(),
         };
         let history = history.iter().filter_map(steps::parse).collect();
-        let done = self.spawn_run(guard, agent, stream_text, history, input);
+        let done = self.spawn_run(guard, drain, agent, stream_text, history, input);
         if !request.background && !request.stream {
             wait(done).await;
         }
@@ -321,15 +325,15 @@ impl InteractionService {
         self.get(id).await
     }
 
-    /// Ends running interaction `id` `failed` with an `internal` error saying `message`, in one
+    /// Ends running interaction `id` `failed` with the error `code` saying `message`, in one
     /// write.
-    async fn fail(&self, id: &str, message: String) -> Result<(), ServiceError> {
+    async fn fail(&self, id: &str, code: &str, message: String) -> Result<(), ServiceError> {
         let store = Arc::clone(self.runtime.store());
         let live = Arc::clone(&self.live);
         let owned = id.to_owned();
         let update = Update {
             status: Some(Status::Failed),
-            error: Some(serde_json::json!({"code": "internal", "message": message})),
+            error: Some(serde_json::json!({"code": code, "message": message})),
             ..Update::default()
         };
         blocking(move || settle(store.as_ref(), &live, &owned, update).map(drop)).await

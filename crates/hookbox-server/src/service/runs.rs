@@ -14,6 +14,7 @@ use super::call_records::trace_entries;
 use super::events::{Event, Partial, step_events, streamed_delta, streamed_start};
 use super::steps::{parse, render};
 use super::{InteractionService, blocking};
+use crate::drain::Drain;
 
 /// Events a run's channel holds for a stream that has not read them yet; one that falls
 /// further behind catches up from the store.
@@ -62,11 +63,13 @@ impl InteractionService {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Starts the run of `guard`'s interaction on a task; the receiver turns `true` when it is
-    /// over.
+    /// Starts the run of `guard`'s interaction on a task, tracked on `drain` when given (the
+    /// run ends `failed`, its tool call in flight killed, when the server stops it); the
+    /// receiver turns `true` when it is over.
     pub(super) fn spawn_run(
         self: &Arc<Self>,
         guard: RunGuard,
+        drain: Option<Drain>,
         agent: Agent,
         stream_text: bool,
         history: Vec<Step>,
@@ -89,9 +92,20 @@ impl InteractionService {
         let mut runs = self.runs_lock();
         let task = tokio::spawn(async move {
             let _guard = guard;
-            service
-                .run(&run_id, agent, stream_text, history, input)
-                .await;
+            let _tracked = drain.as_ref().map(|drain| drain.track(&run_id));
+            let stopped = async {
+                match &drain {
+                    Some(drain) => drain.stopped().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = service.run(&run_id, agent, stream_text, history, input) => {}
+                // The run, and with it its tool call in flight, is dropped first.
+                reason = stopped => {
+                    let _ = service.fail(&run_id, "server_stopped", reason).await;
+                }
+            }
         });
         runs.insert(
             id,
