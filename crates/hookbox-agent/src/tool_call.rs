@@ -159,8 +159,11 @@ impl SandboxTools {
     /// listening on `127.0.0.1:3128` inside each sandbox (see [`SandboxEgress`]), under the
     /// environment's `network` policy with its `credential`s resolved through `credentials`.
     /// The environment's CA is generated here and kept in memory for as long as these tools
-    /// live. Nothing changes for `network: "disabled"` or unsandboxed tools (the sandbox
-    /// keeps no network at all; unsandboxed code has the host's).
+    /// live; with warm sandboxes (call [`with_warm_sandboxes`](Self::with_warm_sandboxes)
+    /// first), the environment's egress and CA are those its other tools use while its policy
+    /// is the same ([`SandboxEgress::for_warm`]), so that they share its warm sandbox. Nothing
+    /// changes for `network: "disabled"` or unsandboxed tools (the sandbox keeps no network at
+    /// all; unsandboxed code has the host's).
     pub fn with_egress(
         mut self,
         proxy: hookbox_net::EgressProxy,
@@ -169,10 +172,13 @@ impl SandboxTools {
         if self.isolation != Isolation::Sandboxed {
             return Ok(self);
         }
-        let Some(egress) = SandboxEgress::new(&self.environment, proxy, credentials)? else {
+        let egress = match &self.warm {
+            Some(warm) => SandboxEgress::for_warm(&self.environment, proxy, credentials, warm)?,
+            None => SandboxEgress::new(&self.environment, proxy, credentials)?.map(Arc::new),
+        };
+        let Some(egress) = egress else {
             return Ok(self);
         };
-        let egress = Arc::new(egress);
         self.tools = self.tools.with_egress(Some(Arc::clone(&egress)));
         self.egress = Some(egress);
         Ok(self)

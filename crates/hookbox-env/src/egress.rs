@@ -220,18 +220,45 @@ impl SandboxEgress {
         proxy: EgressProxy,
         credentials: Option<&dyn CredentialSource>,
     ) -> Result<Option<Self>, EgressError> {
-        let parsed = EgressPolicy::from_network(environment.network())?;
-        if parsed == EgressPolicy::DISABLED {
+        let Some(policy) = policy_of(environment, credentials)? else {
             return Ok(None);
-        }
-        let policy = match credentials {
-            Some(source) => parsed.clone().resolve_credentials(source).unwrap_or(parsed),
-            None => parsed,
         };
+        Self::intercepting(environment, proxy, policy).map(Some)
+    }
+
+    /// The egress of `environment` for its calls in its warm sandbox in `warm`, like
+    /// [`new`](Self::new), but one per environment: the egress its calls already use while
+    /// its policy (credentials resolved) is the same, so that every interaction's calls share
+    /// one warm sandbox (built with the egress's listener and CA bundle); else a new one, which
+    /// replaces it (the sandbox is rebuilt with it by the next call).
+    pub fn for_warm(
+        environment: &Environment,
+        proxy: EgressProxy,
+        credentials: Option<&dyn CredentialSource>,
+        warm: &WarmSandboxes,
+    ) -> Result<Option<Arc<Self>>, EgressError> {
+        let Some(policy) = policy_of(environment, credentials)? else {
+            return Ok(None);
+        };
+        warm.egress(
+            environment.id(),
+            |current| *current.policy == policy,
+            || Self::intercepting(environment, proxy, policy.clone()).map(Arc::new),
+        )
+        .map(Some)
+    }
+
+    /// The egress of `environment` through `proxy` under `policy`, intercepting with a new CA
+    /// of the environment whose bundle is written in this process's directory.
+    fn intercepting(
+        environment: &Environment,
+        proxy: EgressProxy,
+        policy: EgressPolicy,
+    ) -> Result<Self, EgressError> {
         let ca = Arc::new(ProxyCa::generate(environment.id())?);
         let bundle = write_bundle(environment.run_dir(), ca.certificate_pem().as_bytes())?;
         let interception = Interception { ca, bundle };
-        Ok(Some(Self::assemble(proxy, policy, Some(interception))))
+        Ok(Self::assemble(proxy, policy, Some(interception)))
     }
 
     /// The egress through `proxy` under `policy`, intercepting with `interception` when given.
@@ -380,7 +407,8 @@ impl SandboxEgress {
     /// requests the proxy decided for it. The run names itself to the proxy with a fresh
     /// random user in its proxy URL, so that concurrent calls get their own decisions (a
     /// request whose client drops that user is recorded for every call running then). The
-    /// sandbox is this egress's own: a new egress (another interaction) builds a new one.
+    /// sandbox is this egress's: another egress of the environment builds a new one, so its
+    /// calls share one through [`for_warm`](Self::for_warm).
     pub async fn run_warm(
         &self,
         mut spec: ProcessSpec,
@@ -426,6 +454,23 @@ impl SandboxEgress {
             proxy_variables(proxy_url, self.interception.is_some()),
         );
     }
+}
+
+/// The policy of `environment`'s `network`, its `credential`s resolved through `credentials`
+/// (hosts whose credential cannot be are refused by the proxy); `None` when it is
+/// `"disabled"`.
+fn policy_of(
+    environment: &Environment,
+    credentials: Option<&dyn CredentialSource>,
+) -> Result<Option<EgressPolicy>, EgressError> {
+    let parsed = EgressPolicy::from_network(environment.network())?;
+    if parsed == EgressPolicy::DISABLED {
+        return Ok(None);
+    }
+    Ok(Some(match credentials {
+        Some(source) => parsed.clone().resolve_credentials(source).unwrap_or(parsed),
+        None => parsed,
+    }))
 }
 
 /// Serves the proxy on a warm sandbox's (or an interactive child's) `listener` (on this Tokio

@@ -366,39 +366,51 @@ fn a_warm_call_cannot_see_or_signal_a_supervisor_of_its_own_or_another_environme
     assert!(status.success(), "{status:?}: {log}");
 }
 
+/// The networks an environment may have: its warm sandbox is one whatever it is. A new kind
+/// is one line.
+const NETWORKS: &[(&str, Option<&str>)] = &[
+    ("none", Some(r#""disabled""#)),
+    ("public (omitted)", None),
+    (
+        "an allowlist",
+        Some(r#"{"allowlist": [{"domain": "example.com"}]}"#),
+    ),
+];
+
 #[test]
-fn concurrent_first_calls_of_an_environment_build_one_sandbox() {
+fn concurrent_interactions_of_an_environment_share_one_sandbox_whatever_its_network() {
     let home = one_call_home("echo r''an");
     let key = api_key(home.path(), "alice");
     let served = serve(home.path(), &[]);
-    let created = http::json(
-        &served.base_url,
-        &key,
-        "POST",
-        "/v1/environments",
-        &json!({"network": "disabled", "sources": []}),
-    );
-    assert_eq!(created.status, 200, "{created:?}");
-    let environment = created.json()["id"].as_str().unwrap().to_owned();
-    std::thread::scope(|scope| {
-        for n in 0..4 {
-            let (served, key, environment) = (&served, &key, &environment);
-            scope.spawn(move || {
-                let reply = http::json(
-                    &served.base_url,
-                    key,
-                    "POST",
-                    "/v1/interactions",
-                    &json!({"agent": "tool", "input": format!("run {n}"),
-                        "tools": [{"type": "code_execution"}], "environment": environment}),
-                );
-                assert_eq!(reply.status, 200, "{reply:?}");
-                assert!(reply.body.contains("ran"), "{reply:?}");
-            });
+    for (name, network) in NETWORKS {
+        let mut body = json!({"sources": []});
+        if let Some(network) = network {
+            body["network"] = serde_json::from_str(network).unwrap();
         }
-    });
-    let log = served.stderr.lock().unwrap().clone();
-    assert_eq!(started_pids(&log).len(), 1, "{log}");
+        let created = http::json(&served.base_url, &key, "POST", "/v1/environments", &body);
+        assert_eq!(created.status, 200, "{name}: {created:?}");
+        let environment = json!(created.json()["id"].as_str().unwrap());
+        // Concurrent first calls, then one more interaction once they are done.
+        std::thread::scope(|scope| {
+            for n in 0..4 {
+                let (served, key, environment) = (&served, &key, &environment);
+                scope.spawn(move || {
+                    let reply = interaction(served, key, &format!("run {n}"), environment);
+                    assert_eq!(reply.status, 200, "{name}: {reply:?}");
+                    assert!(reply.body.contains("ran"), "{name}: {reply:?}");
+                });
+            }
+        });
+        let reply = interaction(&served, &key, "once more", &environment);
+        assert!(reply.body.contains("ran"), "{name}: {reply:?}");
+        let log = served.stderr.lock().unwrap().clone();
+        let own: String = log
+            .lines()
+            .filter(|line| line.contains(environment.as_str().unwrap()))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert_eq!(started_pids(&own).len(), 1, "{name}: {log}");
+    }
     let (status, log) = served.terminate();
     assert!(status.success(), "{status:?}: {log}");
 }

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec, WarmSandbox};
 
+use crate::egress::SandboxEgress;
+
 pub(crate) mod status;
 
 /// How long an unused warm sandbox lives by default (`[sandbox] idle_timeout_secs`).
@@ -41,6 +43,10 @@ struct Shared {
     /// Per environment, held while its sandbox is built, so that its concurrent first calls
     /// build one (other environments' builds go on meanwhile).
     building: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Per environment with network, the egress its calls share (see
+    /// [`SandboxEgress::for_warm`]); dropped with its sandbox, or by the reaper once neither a
+    /// sandbox nor a caller uses it.
+    egresses: Mutex<HashMap<String, Arc<SandboxEgress>>>,
     /// Whether the idle reaper runs.
     reaping: AtomicBool,
     /// Where the list of warm sandboxes is published for other processes (`hookbox env
@@ -97,6 +103,7 @@ impl WarmSandboxes {
                 idle_timeout,
                 sandboxes: Mutex::default(),
                 building: Mutex::default(),
+                egresses: Mutex::default(),
                 reaping: AtomicBool::new(false),
                 status_file: OnceLock::new(),
             }),
@@ -214,16 +221,38 @@ impl WarmSandboxes {
         Some(Arc::clone(warm))
     }
 
+    /// The egress environment `environment_id`'s calls share: the current one when `fits`
+    /// says it still does, else the one `make` returns, which takes its place.
+    pub(crate) fn egress<E>(
+        &self,
+        environment_id: &str,
+        fits: impl FnOnce(&SandboxEgress) -> bool,
+        make: impl FnOnce() -> Result<Arc<SandboxEgress>, E>,
+    ) -> Result<Arc<SandboxEgress>, E> {
+        let mut egresses = self.shared.egresses();
+        if let Some(current) = egresses.get(environment_id)
+            && fits(current)
+        {
+            return Ok(Arc::clone(current));
+        }
+        let made = make()?;
+        egresses.insert(environment_id.to_owned(), Arc::clone(&made));
+        Ok(made)
+    }
+
     /// Stops the warm sandbox of `environment_id`, if any (calls running in it keep it until
-    /// they end).
+    /// they end), and lets its egress go.
     pub fn stop(&self, environment_id: &str) {
+        self.shared.egresses().remove(environment_id);
         if self.shared.lock().remove(environment_id).is_some() {
             tracing::info!(environment = environment_id, "warm sandbox stopped");
         }
     }
 
-    /// Stops every warm sandbox (calls running keep theirs until they end).
+    /// Stops every warm sandbox (calls running keep theirs until they end) and lets their
+    /// egresses go.
     pub fn stop_all(&self) {
+        self.shared.egresses().clear();
         let mut sandboxes = self.shared.lock();
         let stopped = std::mem::take(&mut *sandboxes);
         self.shared.publish(&sandboxes);
@@ -277,6 +306,10 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn egresses(&self) -> MutexGuard<'_, HashMap<String, Arc<SandboxEgress>>> {
+        self.egresses.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Rewrites the status file (when there is one) with `sandboxes`; a failure is logged.
     fn publish(&self, sandboxes: &HashMap<String, Arc<Warm>>) {
         let Some(file) = self.status_file.get() else {
@@ -300,8 +333,10 @@ impl Shared {
         }
     }
 
-    /// Stops the sandboxes idle for the timeout with no call running.
+    /// Stops the sandboxes idle for the timeout with no call running, and lets go the
+    /// egresses that neither a sandbox nor a caller uses.
     fn reap(&self) {
+        let mut egresses = self.egresses();
         let mut sandboxes = self.lock();
         let before = sandboxes.len();
         sandboxes.retain(|environment_id, warm| {
@@ -315,5 +350,9 @@ impl Shared {
         if sandboxes.len() != before {
             self.publish(&sandboxes);
         }
+        // Only the registry holds it: no tools use it.
+        egresses.retain(|environment_id, egress| {
+            sandboxes.contains_key(environment_id) || Arc::strong_count(egress) > 1
+        });
     }
 }

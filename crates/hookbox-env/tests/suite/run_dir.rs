@@ -1,6 +1,8 @@
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
-use hookbox_env::{Environments, SandboxEgress};
+use hookbox_env::{Environment, EnvironmentSpec, Environments, SandboxEgress, WarmSandboxes};
 use hookbox_net::{EgressProxy, ProxyOptions};
 use serde_json::json;
 
@@ -77,4 +79,53 @@ async fn sandbox_ca_bundles_are_written_under_the_home_and_removed_with_their_eg
     assert!(bundle.is_file());
     drop(egress);
     assert!(!bundle.exists());
+}
+
+#[tokio::test]
+async fn an_environments_warm_calls_share_one_egress_until_its_policy_changes_or_it_stops() {
+    let home = Home::new();
+    let env = home
+        .create(json!({
+            "sources": [],
+            "network": {"allowlist": [{"domain": "example.com"}]},
+        }))
+        .await;
+    let proxy = EgressProxy::new(ProxyOptions::default()).unwrap();
+    let warm = WarmSandboxes::new("/nonexistent/supervisor", Duration::from_secs(300));
+    let egress = |env: &Environment| {
+        SandboxEgress::for_warm(env, proxy.clone(), None, &warm)
+            .unwrap()
+            .unwrap()
+    };
+    // Two interactions' tools of one environment: one egress, one CA bundle.
+    let first = egress(&env);
+    let second = egress(&env);
+    assert!(Arc::ptr_eq(&first, &second));
+    let bundle = first.bundle_path().unwrap().to_path_buf();
+    // Its network changed: a new egress replaces it (the sandbox is rebuilt with it).
+    let spec = json!({"environment_id": env.id(), "sources": [],
+                      "network": {"allowlist": [{"domain": "example.org"}]}});
+    let updated = home
+        .envs
+        .apply(&EnvironmentSpec::from_json(&spec).unwrap())
+        .await
+        .unwrap();
+    let replaced = egress(&updated);
+    assert!(!Arc::ptr_eq(&first, &replaced));
+    assert!(Arc::ptr_eq(&replaced, &egress(&updated)));
+    // Stopped (deleted, or the server stops): let go, its bundle removed with the last user.
+    warm.stop(env.id());
+    let after_stop = egress(&updated);
+    assert!(!Arc::ptr_eq(&replaced, &after_stop));
+    drop((first, second));
+    assert!(!bundle.exists());
+    // No network: no egress.
+    let isolated = home
+        .create(json!({"sources": [], "network": "disabled"}))
+        .await;
+    assert!(
+        SandboxEgress::for_warm(&isolated, proxy.clone(), None, &warm)
+            .unwrap()
+            .is_none()
+    );
 }
