@@ -140,13 +140,15 @@ pub(crate) enum Command {
     /// `genai.Client(api_key=KEY, http_options={"base_url": "http://ADDR"})`. Settings come from
     /// `--config FILE`, else `$HOOKBOX_HOME/hookbox.toml` when it exists (`[server] listen =
     /// "127.0.0.1:8080"`, `allowed_hosts`, `max_connections`, `header_read_timeout_secs`,
-    /// `idle_timeout_secs`, `max_body_bytes`,
+    /// `idle_timeout_secs`, `shutdown_timeout_secs`, `max_body_bytes`,
     /// `max_upload_bytes`, `allow_host_sources`, `max_turns`, `max_tokens`; `[network]` for HTTP hooks:
     /// `permit_loopback_hooks`, `allow_private_cidrs`, `extra_ca_certs`, `resolve`; `[audit]`
     /// for `at_least_once` HTTP hooks, see `hookbox audit`). HTTP hooks inject the credentials
     /// of `hookbox credentials`; the events of `at_least_once` ones are delivered from the
     /// outbox in the background, and the log says when a destination starts and stops failing. Logs go to stderr (`RUST_LOG` filters
-    /// them); SIGINT or SIGTERM stops it after the requests in flight.
+    /// them). SIGINT or SIGTERM closes the listener, then lets the requests and runs in flight
+    /// finish for `shutdown_timeout_secs` (default 30); those left then, or at a second signal,
+    /// end `failed` and are answered.
     Serve(ServeArgs),
     /// Serve one environment's tools to an MCP client (Claude Code, Codex, Gemini CLI, Cursor).
     ///
