@@ -12,6 +12,8 @@ mod home;
 pub(crate) mod http;
 /// Half-sent requests and the connection cap.
 mod slowloris;
+/// The taint check of owner hooks in the sandbox: they open nothing the model wrote.
+mod taint;
 /// Hook traces and fail-open reports.
 mod traces;
 /// Warm sandboxes: one per environment, their start, stops and rebuilds.
