@@ -262,12 +262,23 @@ impl Environment {
     }
 
     /// The sandbox that code and command hooks of this environment run in: its root's
-    /// top-level entries at `/`, `/.agents` read-only unless the environment allows writes.
+    /// top-level entries at `/`, `/.agents` read-only unless the environment allows writes,
+    /// and the owner's `/workspace/.agents` also at `/.hookbox/workspace/.agents`, where hooks
+    /// run it from (see [`hook_command`](Self::hook_command)).
     pub fn sandbox(&self) -> hookbox_exec::Sandbox {
         hookbox_exec::Sandbox {
             read_only: self.read_only_entries(),
+            binds: crate::hook_view::binds(self.root(), &self.protected_agents_dirs()),
             ..hookbox_exec::Sandbox::new(self.root())
         }
+    }
+
+    /// A command hook's `command` as it runs in the sandbox: its literal paths into the
+    /// owner's `/workspace/.agents` lead through `/.hookbox` instead, so that no directory
+    /// the model can write is an ancestor of the hook's script and nothing the model put there
+    /// (`package.json`, `node_modules`, `pyvenv.cfg`…) is read as the hook starts.
+    pub fn hook_command(&self, command: &str) -> String {
+        crate::hook_view::map_command(command, &self.protected_agents_dirs())
     }
 
     /// Variables with literal values, as `(name, value)`, for a process in this environment.

@@ -114,17 +114,22 @@ pub(crate) fn check_text(
 }
 
 /// The owner-directory paths (`/.agents/…`, `/workspace/.agents/…`) a command line names
-/// literally (words with shell expansions are left alone).
+/// literally.
 fn scripts(command: &str) -> impl Iterator<Item = &str> {
+    literal_words(command).filter(|word| {
+        AGENTS_DIRS.iter().any(|dir| {
+            word.strip_prefix('/')
+                .is_some_and(|rest| rest.starts_with(&format!("{dir}/")))
+        })
+    })
+}
+
+/// The words of a command line (split at blanks, quotes and shell operators) that hold no
+/// shell expansion, as slices of it.
+pub(crate) fn literal_words(command: &str) -> impl Iterator<Item = &str> {
     command
         .split(|c: char| c.is_whitespace() || "'\";|&()<>`".contains(c))
-        .filter(|word| {
-            AGENTS_DIRS.iter().any(|dir| {
-                word.strip_prefix('/')
-                    .is_some_and(|rest| rest.starts_with(&format!("{dir}/")))
-            })
-        })
-        .filter(|word| !word.contains(['$', '*', '?', '[', '{']))
+        .filter(|word| !word.is_empty() && !word.contains(['$', '*', '?', '[', '{']))
 }
 
 /// Whether the sandbox path `script` exists below `root` (not following a final link).

@@ -99,9 +99,8 @@ impl FileOpens {
             let end = usize::try_from(read).unwrap_or(0);
             while offset + size <= end {
                 // SAFETY: the kernel wrote whole events; the read is unaligned-safe.
-                let event: libc::fanotify_event_metadata = unsafe {
-                    std::ptr::read_unaligned(buffer[offset..].as_ptr().cast())
-                };
+                let event: libc::fanotify_event_metadata =
+                    unsafe { std::ptr::read_unaligned(buffer[offset..].as_ptr().cast()) };
                 offset += (event.event_len as usize).max(size);
                 if event.mask & libc::FAN_Q_OVERFLOW != 0 {
                     return Err(std::io::Error::other("the fanotify queue overflowed"));

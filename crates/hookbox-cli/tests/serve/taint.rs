@@ -255,7 +255,6 @@ fn environment_root(home: &Path, id: &str) -> Option<PathBuf> {
 }
 
 #[test]
-#[expect(clippy::print_stdout, reason = "an interpreter not tried says why")]
 fn owner_hooks_in_the_sandbox_open_nothing_the_model_wrote() {
     if !hookbox_test_support::require_root(
         "owner_hooks_in_the_sandbox_open_nothing_the_model_wrote",
@@ -321,12 +320,16 @@ fn owner_hooks_in_the_sandbox_open_nothing_the_model_wrote() {
         .collect();
     let hooks = json!({"gates": {"pre_tool_execution": [
         {"matcher": "read_file", "hooks": handlers}]}});
-    let mut sources = vec![json!({"type": "inline", "target": "workspace/.agents/hooks.json",
-        "content": hooks.to_string()})];
+    let mut sources = vec![
+        json!({"type": "inline", "target": "workspace/.agents/hooks.json",
+        "content": hooks.to_string()}),
+    ];
     for (gate, script) in gates.iter().zip(&scripts) {
         sources.push(json!({"type": "inline", "target": script, "content": gate.gate}));
-        sources.push(json!({"type": "inline", "target": format!("workspace/{}.txt", gate.name),
-            "content": "owner's"}));
+        sources.push(
+            json!({"type": "inline", "target": format!("workspace/{}.txt", gate.name),
+            "content": "owner's"}),
+        );
     }
     let created = http::json(
         url,
@@ -419,7 +422,11 @@ fn owner_hooks_in_the_sandbox_open_nothing_the_model_wrote() {
             })
         })
         .collect();
-    assert_eq!(tainted, Vec::<String>::new(), "hooks read what the model wrote");
+    assert_eq!(
+        tainted,
+        Vec::<String>::new(),
+        "hooks read what the model wrote"
+    );
     for gate in &gates {
         assert!(
             gated.body.contains(&format!("blocked-by-{}", gate.name)),
