@@ -1,8 +1,9 @@
 //! The taint check of owner hooks inside the sandbox: nothing the model wrote is opened,
 //! executed or mapped by a hook process.
 //!
-//! The owner's gates, one per interpreter of [`INTERPRETERS`], live in `/workspace/.agents`
-//! (read-only to the model, inside the model-writable `/workspace`). The model first plants a
+//! The owner's gates, one per interpreter of [`INTERPRETERS`], live in `/.agents` and in
+//! `/workspace/.agents` (read-only to the model, inside the model-writable `/workspace`),
+//! where the sandbox dialect discovers hook files and scripts. The model first plants a
 //! marker at every path of a generated list: every start-up file of every interpreter (and of
 //! [`COMMON`] tools) in every directory a hook could look in (each ancestor of each hook
 //! script and of the hooks' working directory, the model's `$HOME`, where hooks see the owner's
@@ -31,7 +32,8 @@ struct Interpreter {
     script: &'static str,
     /// The command, `{}` standing for the script's path.
     command: &'static str,
-    /// The gate: denies with reason `blocked-by-NAME` a call whose path ends in `/NAME.txt`.
+    /// The gate: denies with reason `blocked-by-GATE` a call whose path ends in `/GATE.txt`
+    /// (`GATE` standing for the hook's label).
     gate: &'static str,
     /// Start-up files, relative to each directory the model can write.
     startup: &'static [&'static str],
@@ -44,8 +46,8 @@ const INTERPRETERS: &[Interpreter] = &[
         script: "gate.py",
         command: "python3 {}",
         gate: "import json, sys\nevent = json.load(sys.stdin)\n\
-               deny = event['tool_call']['args']['path'].endswith('/python.txt')\n\
-               print(json.dumps({'decision': 'deny', 'reason': 'blocked-by-python'} if deny else {}))\n",
+               deny = event['tool_call']['args']['path'].endswith('/GATE.txt')\n\
+               print(json.dumps({'decision': 'deny', 'reason': 'blocked-by-GATE'} if deny else {}))\n",
         startup: &[
             "pyvenv.cfg",
             ".python-version",
@@ -67,8 +69,8 @@ const INTERPRETERS: &[Interpreter] = &[
         script: "gate.js",
         command: "node {}",
         gate: "const event = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n\
-               const deny = event.tool_call.args.path.endsWith('/node.txt');\n\
-               console.log(JSON.stringify(deny ? {decision: 'deny', reason: 'blocked-by-node'} : {}));\n",
+               const deny = event.tool_call.args.path.endsWith('/GATE.txt');\n\
+               console.log(JSON.stringify(deny ? {decision: 'deny', reason: 'blocked-by-GATE'} : {}));\n",
         startup: &[
             "package.json",
             "node_modules/taint/index.js",
@@ -86,8 +88,8 @@ const INTERPRETERS: &[Interpreter] = &[
         script: "gate.pl",
         command: "perl {}",
         gate: "use strict; use JSON::PP;\nlocal $/;\nmy $event = decode_json(<STDIN>);\n\
-               my $deny = $event->{tool_call}{args}{path} =~ m{/perl\\.txt$};\n\
-               print $deny ? encode_json({decision => 'deny', reason => 'blocked-by-perl'}) : '{}', \"\\n\";\n",
+               my $deny = $event->{tool_call}{args}{path} =~ m{/GATE\\.txt$};\n\
+               print $deny ? encode_json({decision => 'deny', reason => 'blocked-by-GATE'}) : '{}', \"\\n\";\n",
         startup: &[
             ".perldb",
             "perl5db.pl",
@@ -106,7 +108,7 @@ const INTERPRETERS: &[Interpreter] = &[
         script: "gate.sh",
         command: "bash {}",
         gate: "event=$(cat)\ncase \"$event\" in\n\
-               *'/bash.txt\"'*) echo '{\"decision\":\"deny\",\"reason\":\"blocked-by-bash\"}' ;;\n\
+               *'/GATE.txt\"'*) echo '{\"decision\":\"deny\",\"reason\":\"blocked-by-GATE\"}' ;;\n\
                *) echo '{}' ;;\nesac\n",
         startup: &[
             ".bashrc",
@@ -123,8 +125,8 @@ const INTERPRETERS: &[Interpreter] = &[
         program: "jq",
         script: "gate.jq",
         command: "jq -c -f {}",
-        gate: "if (.tool_call.args.path | endswith(\"/jq.txt\"))\n\
-               then {decision: \"deny\", reason: \"blocked-by-jq\"} else {} end\n",
+        gate: "if (.tool_call.args.path | endswith(\"/GATE.txt\"))\n\
+               then {decision: \"deny\", reason: \"blocked-by-GATE\"} else {} end\n",
         startup: &[".jq", "jq/taint.jq", "lib/jq/taint.jq"],
     },
     Interpreter {
@@ -133,8 +135,8 @@ const INTERPRETERS: &[Interpreter] = &[
         script: "gate.rb",
         command: "ruby {}",
         gate: "require 'json'\nevent = JSON.parse($stdin.read)\n\
-               deny = event['tool_call']['args']['path'].end_with?('/ruby.txt')\n\
-               puts JSON.generate(deny ? {decision: 'deny', reason: 'blocked-by-ruby'} : {})\n",
+               deny = event['tool_call']['args']['path'].end_with?('/GATE.txt')\n\
+               puts JSON.generate(deny ? {decision: 'deny', reason: 'blocked-by-GATE'} : {})\n",
         startup: &[
             "Gemfile",
             "Gemfile.lock",
@@ -172,8 +174,18 @@ fn marker(file: &str) -> &'static str {
     }
 }
 
-/// Where the owner's scripts are, inside the sandbox.
-const SCRIPTS: &str = "/workspace/.agents";
+/// The owner's hook directories, by label: each interpreter's gate runs from each.
+const PLACES: &[(&str, &str)] = &[("root", "/.agents"), ("workspace", "/workspace/.agents")];
+
+/// One owner hook: an interpreter's gate in one of the [`PLACES`].
+struct Hook {
+    /// `INTERPRETER-PLACE`: its gate denies reading `/workspace/LABEL.txt`.
+    label: String,
+    /// The script's sandbox path.
+    script: String,
+    command: String,
+    gate: String,
+}
 
 /// Where hookbox shows an owner's `.agents` directory to its hooks (its own read-only tree).
 const HOOK_VIEW: &str = "/.hookbox";
@@ -265,24 +277,33 @@ fn owner_hooks_in_the_sandbox_open_nothing_the_model_wrote() {
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
             .any(|dir| dir.join(program).is_file())
     };
-    let gates: Vec<&Interpreter> = INTERPRETERS
+    let hooks: Vec<Hook> = INTERPRETERS
         .iter()
         .filter(|interpreter| {
             let here = installed(interpreter.program);
             if !here {
                 println!(
-                    "`{}` is not installed: its gate is not tried (its start-up files are still \
-                     planted)",
+                    "`{}` is not installed: its gates are not tried (its start-up files are \
+                     still planted)",
                     interpreter.program
                 );
             }
             here
         })
+        .flat_map(|interpreter| {
+            PLACES.iter().map(|(place, dir)| {
+                let label = format!("{}-{place}", interpreter.name);
+                let script = format!("{dir}/{}", interpreter.script);
+                Hook {
+                    command: interpreter.command.replace("{}", &script),
+                    gate: interpreter.gate.replace("GATE", &label),
+                    label,
+                    script,
+                }
+            })
+        })
         .collect();
-    let scripts: Vec<String> = gates
-        .iter()
-        .map(|gate| format!("{SCRIPTS}/{}", gate.script))
-        .collect();
+    let scripts: Vec<String> = hooks.iter().map(|hook| hook.script.clone()).collect();
     let dirs = candidate_dirs(&scripts);
 
     let home = tempfile::tempdir().unwrap();
@@ -290,11 +311,11 @@ fn owner_hooks_in_the_sandbox_open_nothing_the_model_wrote() {
         {"tool_calls": [{"name": "code_execution",
             "args": {"code": plant_code(&dirs), "language": "bash"}}]},
         {"text": "planted"}]});
-    let mut reads: Vec<Value> = gates
+    let mut reads: Vec<Value> = hooks
         .iter()
-        .map(|gate| {
+        .map(|hook| {
             json!({"tool_calls": [{"name": "read_file",
-                "args": {"path": format!("/workspace/{}.txt", gate.name)}}]})
+                "args": {"path": format!("/workspace/{}.txt", hook.label)}}]})
         })
         .collect();
     reads.push(json!({"text": "done"}));
@@ -311,23 +332,20 @@ fn owner_hooks_in_the_sandbox_open_nothing_the_model_wrote() {
     let served = serve(home.path(), &[]);
     let url = &served.base_url;
 
-    let handlers: Vec<Value> = gates
+    let handlers: Vec<Value> = hooks
         .iter()
-        .zip(&scripts)
-        .map(|(gate, script)| {
-            json!({"type": "command", "command": gate.command.replace("{}", script), "timeout": 60})
-        })
+        .map(|hook| json!({"type": "command", "command": hook.command, "timeout": 60}))
         .collect();
-    let hooks = json!({"gates": {"pre_tool_execution": [
+    let policy = json!({"gates": {"pre_tool_execution": [
         {"matcher": "read_file", "hooks": handlers}]}});
     let mut sources = vec![
         json!({"type": "inline", "target": "workspace/.agents/hooks.json",
-        "content": hooks.to_string()}),
+        "content": policy.to_string()}),
     ];
-    for (gate, script) in gates.iter().zip(&scripts) {
-        sources.push(json!({"type": "inline", "target": script, "content": gate.gate}));
+    for hook in &hooks {
+        sources.push(json!({"type": "inline", "target": hook.script, "content": hook.gate}));
         sources.push(
-            json!({"type": "inline", "target": format!("workspace/{}.txt", gate.name),
+            json!({"type": "inline", "target": format!("workspace/{}.txt", hook.label),
             "content": "owner's"}),
         );
     }
@@ -390,22 +408,22 @@ fn owner_hooks_in_the_sandbox_open_nothing_the_model_wrote() {
     let hook_opens: Vec<_> = opens.iter().filter(|open| open.pid != server).collect();
 
     // Not vacuous either: every gate's script was opened by a hook process, which was traced.
-    let owner_inodes: HashMap<u64, &str> = gates
+    let owner_inodes: HashMap<u64, &str> = hooks
         .iter()
-        .map(|gate| {
-            let meta = std::fs::metadata(root.join("workspace/.agents").join(gate.script)).unwrap();
-            (meta.ino(), gate.name)
+        .map(|hook| {
+            let meta = std::fs::metadata(root.join(hook.script.trim_start_matches('/'))).unwrap();
+            (meta.ino(), hook.label.as_str())
         })
         .collect();
     let traced: HashSet<&str> = hook_opens
         .iter()
         .filter_map(|open| owner_inodes.get(&open.inode).copied())
         .collect();
-    for gate in &gates {
+    for hook in &hooks {
         assert!(
-            traced.contains(gate.name),
+            traced.contains(hook.label.as_str()),
             "no hook process opened the {} gate: {hook_opens:#?}",
-            gate.name
+            hook.label
         );
     }
 
@@ -427,11 +445,11 @@ fn owner_hooks_in_the_sandbox_open_nothing_the_model_wrote() {
         Vec::<String>::new(),
         "hooks read what the model wrote"
     );
-    for gate in &gates {
+    for hook in &hooks {
         assert!(
-            gated.body.contains(&format!("blocked-by-{}", gate.name)),
+            gated.body.contains(&format!("blocked-by-{}", hook.label)),
             "the {} gate no longer denies: {gated:?}",
-            gate.name
+            hook.label
         );
     }
     let (status, log) = served.terminate();
