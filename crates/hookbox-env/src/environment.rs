@@ -234,6 +234,16 @@ impl Environment {
         &self.meta.owner_agents
     }
 
+    /// The `.agents` directories hooks are discovered in that the owner has not supplied
+    /// (sandbox paths): the model's, whether or not they exist.
+    pub(crate) fn not_owners_agents(&self) -> Vec<String> {
+        crate::agents::AGENTS_DIRS
+            .iter()
+            .map(|dir| format!("/{dir}"))
+            .filter(|dir| !self.meta.owner_agents.contains(dir))
+            .collect()
+    }
+
     /// The `.agents` directories read-only to the model (sandbox paths): none when the
     /// environment sets `agents_writable`; otherwise `/.agents` (which only the owner can
     /// create) and `/workspace/.agents` when the owner supplied it.

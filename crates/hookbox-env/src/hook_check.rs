@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::agents::AGENTS_DIRS;
+use crate::agents::{self, AGENTS_DIRS};
 
 /// The command of one command hook in a hook file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,11 +49,12 @@ impl std::fmt::Display for Refused {
 
 /// Checks the hook files present in `root` (an environment root, or the staged files of an
 /// update); scripts are looked up in `root`, then in `fallback` (the current root of an
-/// environment being updated).
+/// environment being updated) outside its `.agents` directories `not_owners` (the owner did
+/// not supply them: what the model put there never counts).
 pub(crate) fn check_root(
     check: &dyn HookFileCheck,
     root: &Path,
-    fallback: Option<&Path>,
+    fallback: Option<(&Path, &[String])>,
 ) -> Result<(), Refused> {
     for dir in AGENTS_DIRS {
         let file = root.join(dir).join("hooks.json");
@@ -80,7 +81,10 @@ pub(crate) fn check_root(
         }
         let text = std::fs::read(&file).map_err(|err| refuse(format!("cannot be read: {err}")))?;
         check_text(check, &shown, &text, |script| {
-            exists(root, script) || fallback.is_some_and(|fallback| exists(fallback, script))
+            exists(root, script)
+                || fallback.is_some_and(|(fallback, not_owners)| {
+                    !agents::lies_in(script, not_owners) && exists(fallback, script)
+                })
         })?;
     }
     Ok(())

@@ -162,8 +162,21 @@ impl Environments {
         staging
             .materialise(spec, &staged_root, &self.remote(), budget)
             .await?;
-        self.check_hook_files(&staged_root, Some(current.root()))
+        // The `.agents` directories this update supplies first: what the model put there is
+        // removed before the owner's files arrive, and never counts as the owner's scripts.
+        let not_owners = current.not_owners_agents();
+        let adopted: Vec<&String> = not_owners
+            .iter()
+            .filter(|dir| agents::present_in(&staged_root).contains(dir))
+            .collect();
+        self.check_hook_files(&staged_root, Some((current.root(), &not_owners)))
             .map_err(|refused| refused_in(spec, &refused))?;
+        for dir in adopted {
+            agents::take_over(current.root(), dir).map_err(|err| StoreError::Update {
+                id: id.to_owned(),
+                problem: format!("cannot remove what the model put in `{dir}`: {err}"),
+            })?;
+        }
         place::place(&staged_root, current.root()).map_err(|problem| StoreError::Update {
             id: id.to_owned(),
             problem,
@@ -230,8 +243,12 @@ impl Environments {
         let Some(check) = self.hook_files.as_deref().filter(|_| is_hook_file) else {
             return Ok(());
         };
+        let not_owners = environment.not_owners_agents();
         hook_check::check_text(check, &shown, content, |script| {
-            std::fs::symlink_metadata(environment.root().join(script.trim_start_matches('/')))
+            !agents::lies_in(script, &not_owners)
+                && std::fs::symlink_metadata(
+                    environment.root().join(script.trim_start_matches('/')),
+                )
                 .is_ok()
         })
         .map_err(|refused| StoreError::Misplaced {
@@ -244,7 +261,7 @@ impl Environments {
     fn check_hook_files(
         &self,
         root: &Path,
-        fallback: Option<&Path>,
+        fallback: Option<(&Path, &[String])>,
     ) -> Result<(), hook_check::Refused> {
         match &self.hook_files {
             Some(check) => hook_check::check_root(check.as_ref(), root, fallback),
