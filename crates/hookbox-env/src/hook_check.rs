@@ -48,12 +48,14 @@ impl std::fmt::Display for Refused {
 }
 
 /// Checks the hook files present in `root` (an environment root, or the staged files of an
-/// update); scripts are looked up in `root`, then in `fallback` (the current root of an
-/// environment being updated) outside its `.agents` directories `not_owners` (the owner did
-/// not supply them: what the model put there never counts).
+/// update); scripts are looked up in `root` outside its `.agents` directories `not_owners`,
+/// then in `fallback` (the current root of an environment being updated) outside its own
+/// such directories: the owner did not supply them, and what the model put there never
+/// counts.
 pub(crate) fn check_root(
     check: &dyn HookFileCheck,
     root: &Path,
+    not_owners: &[String],
     fallback: Option<(&Path, &[String])>,
 ) -> Result<(), Refused> {
     for dir in AGENTS_DIRS {
@@ -81,7 +83,7 @@ pub(crate) fn check_root(
         }
         let text = std::fs::read(&file).map_err(|err| refuse(format!("cannot be read: {err}")))?;
         check_text(check, &shown, &text, |script| {
-            exists(root, script)
+            (!agents::lies_in(script, not_owners) && exists(root, script))
                 || fallback.is_some_and(|(fallback, not_owners)| {
                     !agents::lies_in(script, not_owners) && exists(fallback, script)
                 })

@@ -246,3 +246,44 @@ async fn the_owners_first_write_into_the_models_agents_directory_removes_the_mod
         );
     }
 }
+
+/// A copy (`from_environment`) keeps a `.agents` directory the model made in the base as the
+/// model's (its files, not read-only, never scripts the owner supplied), unless the copy's own
+/// sources write there: then the owner takes it over, emptied of the model's files first.
+#[tokio::test]
+async fn a_copy_keeps_the_models_agents_directory_the_models_unless_its_sources_take_it_over() {
+    let home = Home::new();
+    let base = home.create(json!({})).await;
+    let agents = base.root().join("workspace/.agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(agents.join("package.json"), r#"{"type": "module"}"#).unwrap();
+    std::fs::write(agents.join("gate.js"), "the model's").unwrap();
+    let hooks = gate(json!({"type": "command", "command": "node /workspace/.agents/gate.js"}));
+
+    let copy = home.create(json!({"from_environment": base.id()})).await;
+    assert!(copy.owner_agents().is_empty(), "{:?}", copy.owner_agents());
+    assert!(copy.root().join("workspace/.agents/package.json").exists());
+
+    let refused = refused(
+        &home,
+        json!({"from_environment": base.id(),
+            "sources": [hooks_source(".agents/hooks.json", &hooks)]}),
+    )
+    .await;
+    assert!(
+        refused.contains("`/workspace/.agents/gate.js`, which does not exist"),
+        "{refused}"
+    );
+
+    let taken = home
+        .create(json!({"from_environment": base.id(), "sources": [
+            {"type": "inline", "target": "workspace/.agents/gate.js", "content": "the owner's"},
+            hooks_source("workspace/.agents/hooks.json", &hooks)]}))
+        .await;
+    assert_eq!(taken.owner_agents(), ["/workspace/.agents"]);
+    let left: Vec<String> = snapshot(&taken.root().join("workspace/.agents"))
+        .keys()
+        .map(|path| path.display().to_string())
+        .collect();
+    assert_eq!(left, ["gate.js", "hooks.json"]);
+}
