@@ -228,13 +228,8 @@ fn plant_code(dirs: &[String]) -> String {
     );
     for file in files {
         for dir in dirs {
-            let trimmed = dir.trim_end_matches(['\'', '/']).to_owned();
-            let joined = if trimmed == "'" {
-                format!("'/{file}'")
-            } else {
-                format!("{dir}'/{file}'")
-            };
-            code.push_str(&format!("plant {joined} '{}'\n", marker(file)));
+            // `'/''/x'` is `//x`, which is `/x`.
+            code.push_str(&format!("plant {dir}'/{file}' '{}'\n", marker(file)));
         }
     }
     code
