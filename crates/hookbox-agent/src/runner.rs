@@ -10,7 +10,12 @@
 //! model-writable `/workspace` (`PYTHONPATH`, `NODE_OPTIONS`, `BASH_ENV`…), which would put
 //! the model's files on the gate's start-up path. So no `.pth` file, `sitecustomize`, module
 //! next to the working directory, shell start-up file, `~/.jq`, git or npm configuration the
-//! model planted is read by a hook. `/workspace` stays writable for hooks.
+//! model planted is read by a hook. Nor is anything an interpreter finds around a script or
+//! working directory (`package.json`, `node_modules`, `pyvenv.cfg`…): the working directory is
+//! `/`, and a command's literal paths into the owner's `/workspace/.agents` lead through its
+//! read-only view at `/.hookbox/workspace/.agents` instead ([`Environment::hook_command`]),
+//! so no directory the model can write is an ancestor of either. `/workspace` stays writable
+//! for hooks.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -81,7 +86,12 @@ impl EnvironmentCommandRunner {
 
 impl CommandRunner for EnvironmentCommandRunner {
     fn run(&self, request: CommandRequest) -> BoxFuture<'_, Result<ProcessOutput, ExecError>> {
-        let mut spec = ProcessSpec::shell(&request.command, request.timeout);
+        let isolation = self.isolation;
+        let command = match isolation {
+            Isolation::Sandboxed => self.environment.hook_command(&request.command),
+            Isolation::Unsandboxed => request.command,
+        };
+        let mut spec = ProcessSpec::shell(&command, request.timeout);
         spec.stdin = request.stdin;
         spec.output_limit = HANDLER_OUTPUT_LIMIT;
         spec.env_clear = true;
@@ -93,7 +103,6 @@ impl CommandRunner for EnvironmentCommandRunner {
             "HOOKBOX_ENVIRONMENT_ID".into(),
             self.environment.id().into(),
         ));
-        let isolation = self.isolation;
         match isolation {
             Isolation::Sandboxed => {
                 spec.sandbox = Some(self.environment.sandbox());

@@ -33,6 +33,27 @@ pub(crate) fn present_in(root: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Removes what lies at the `.agents` directory `dir` (a sandbox path, one of [`AGENTS_DIRS`])
+/// of the environment root `root`, following no link. Done before the owner first writes
+/// into a `.agents` directory the owner did not supply: it becomes the owner's holding only
+/// what the owner wrote, so the owner's hooks never start beside files the model put there
+/// (a `package.json`, `node_modules`, a script a hook file names…).
+pub(crate) fn take_over(root: &Path, dir: &str) -> std::io::Result<()> {
+    let path = root.join(dir.trim_start_matches('/'));
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.is_dir() => crate::tree::remove(&path),
+        Ok(_) => std::fs::remove_file(&path),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+/// Whether the sandbox path `path` lies in one of the `.agents` directories `dirs`.
+pub(crate) fn lies_in(path: &str, dirs: &[String]) -> bool {
+    let path = format!("/{}", path.trim_start_matches('/'));
+    dirs.iter().any(|dir| path.starts_with(&format!("{dir}/")))
+}
+
 /// The identity of a directory: device and inode.
 type Identity = (u64, u64);
 

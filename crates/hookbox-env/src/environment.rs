@@ -234,6 +234,16 @@ impl Environment {
         &self.meta.owner_agents
     }
 
+    /// The `.agents` directories hooks are discovered in that the owner has not supplied
+    /// (sandbox paths): the model's, whether or not they exist.
+    pub(crate) fn not_owners_agents(&self) -> Vec<String> {
+        crate::agents::AGENTS_DIRS
+            .iter()
+            .map(|dir| format!("/{dir}"))
+            .filter(|dir| !self.meta.owner_agents.contains(dir))
+            .collect()
+    }
+
     /// The `.agents` directories read-only to the model (sandbox paths): none when the
     /// environment sets `agents_writable`; otherwise `/.agents` (which only the owner can
     /// create) and `/workspace/.agents` when the owner supplied it.
@@ -262,12 +272,23 @@ impl Environment {
     }
 
     /// The sandbox that code and command hooks of this environment run in: its root's
-    /// top-level entries at `/`, `/.agents` read-only unless the environment allows writes.
+    /// top-level entries at `/`, `/.agents` read-only unless the environment allows writes,
+    /// and the owner's `/workspace/.agents` also at `/.hookbox/workspace/.agents`, where hooks
+    /// run it from (see [`hook_command`](Self::hook_command)).
     pub fn sandbox(&self) -> hookbox_exec::Sandbox {
         hookbox_exec::Sandbox {
             read_only: self.read_only_entries(),
+            binds: crate::hook_view::binds(self.root(), &self.protected_agents_dirs()),
             ..hookbox_exec::Sandbox::new(self.root())
         }
+    }
+
+    /// A command hook's `command` as it runs in the sandbox: its literal paths into the
+    /// owner's `/workspace/.agents` lead through `/.hookbox` instead, so that no directory
+    /// the model can write is an ancestor of the hook's script and nothing the model put there
+    /// (`package.json`, `node_modules`, `pyvenv.cfg`…) is read as the hook starts.
+    pub fn hook_command(&self, command: &str) -> String {
+        crate::hook_view::map_command(command, &self.protected_agents_dirs())
     }
 
     /// Variables with literal values, as `(name, value)`, for a process in this environment.

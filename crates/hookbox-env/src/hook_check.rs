@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::agents::AGENTS_DIRS;
+use crate::agents::{self, AGENTS_DIRS};
 
 /// The command of one command hook in a hook file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,12 +48,15 @@ impl std::fmt::Display for Refused {
 }
 
 /// Checks the hook files present in `root` (an environment root, or the staged files of an
-/// update); scripts are looked up in `root`, then in `fallback` (the current root of an
-/// environment being updated).
+/// update); scripts are looked up in `root` outside its `.agents` directories `not_owners`,
+/// then in `fallback` (the current root of an environment being updated) outside its own
+/// such directories: the owner did not supply them, and what the model put there never
+/// counts.
 pub(crate) fn check_root(
     check: &dyn HookFileCheck,
     root: &Path,
-    fallback: Option<&Path>,
+    not_owners: &[String],
+    fallback: Option<(&Path, &[String])>,
 ) -> Result<(), Refused> {
     for dir in AGENTS_DIRS {
         let file = root.join(dir).join("hooks.json");
@@ -80,7 +83,10 @@ pub(crate) fn check_root(
         }
         let text = std::fs::read(&file).map_err(|err| refuse(format!("cannot be read: {err}")))?;
         check_text(check, &shown, &text, |script| {
-            exists(root, script) || fallback.is_some_and(|fallback| exists(fallback, script))
+            (!agents::lies_in(script, not_owners) && exists(root, script))
+                || fallback.is_some_and(|(fallback, not_owners)| {
+                    !agents::lies_in(script, not_owners) && exists(fallback, script)
+                })
         })?;
     }
     Ok(())
@@ -114,17 +120,22 @@ pub(crate) fn check_text(
 }
 
 /// The owner-directory paths (`/.agents/…`, `/workspace/.agents/…`) a command line names
-/// literally (words with shell expansions are left alone).
+/// literally.
 fn scripts(command: &str) -> impl Iterator<Item = &str> {
+    literal_words(command).filter(|word| {
+        AGENTS_DIRS.iter().any(|dir| {
+            word.strip_prefix('/')
+                .is_some_and(|rest| rest.starts_with(&format!("{dir}/")))
+        })
+    })
+}
+
+/// The words of a command line (split at blanks, quotes and shell operators) that hold no
+/// shell expansion, as slices of it.
+pub(crate) fn literal_words(command: &str) -> impl Iterator<Item = &str> {
     command
         .split(|c: char| c.is_whitespace() || "'\";|&()<>`".contains(c))
-        .filter(|word| {
-            AGENTS_DIRS.iter().any(|dir| {
-                word.strip_prefix('/')
-                    .is_some_and(|rest| rest.starts_with(&format!("{dir}/")))
-            })
-        })
-        .filter(|word| !word.contains(['$', '*', '?', '[', '{']))
+        .filter(|word| !word.is_empty() && !word.contains(['$', '*', '?', '[', '{']))
 }
 
 /// Whether the sandbox path `script` exists below `root` (not following a final link).

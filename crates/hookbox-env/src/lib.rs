@@ -41,6 +41,7 @@ mod egress;
 mod env_vars;
 mod environment;
 mod hook_check;
+mod hook_view;
 mod json;
 mod limits;
 mod network;

@@ -5,7 +5,8 @@ use std::fmt;
 use crate::json::SpecError;
 use crate::sandbox_path::SandboxPath;
 
-/// Top-level names the sandbox takes from the host or owns itself; no source may write there.
+/// Top-level names the sandbox takes from the host or owns itself (besides `lib*` and the hooks'
+/// view of the owner's directories); no source may write there.
 const SYSTEM_DIRS: &[&str] = &[
     "usr", "bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "run", "var", "boot", "root", "home",
     "opt", "srv", "mnt", "media",
@@ -63,7 +64,9 @@ impl fmt::Display for Target {
 
 /// Whether `top` (a top-level name) is a system directory.
 pub(crate) fn is_system(top: &str) -> bool {
-    SYSTEM_DIRS.contains(&top) || top.starts_with("lib")
+    SYSTEM_DIRS.contains(&top)
+        || top.starts_with("lib")
+        || Some(top) == crate::hook_view::HOOK_VIEW.strip_prefix('/')
 }
 
 #[cfg(test)]
@@ -94,6 +97,7 @@ mod tests {
             "/",
             "a\0",
             "w/../..",
+            ".hookbox/workspace/.agents/gate.js",
         ] {
             let err = target(bad).unwrap_err();
             assert_eq!(err.path, "$.t", "{bad}");

@@ -10,12 +10,16 @@
 //! [`FakeModelServer`] builds on it: fake Gemini, OpenAI-compatible and Anthropic APIs that check
 //! each request's wire format and answer scripted [`FakeTurn`]s, streamed when asked.
 //!
+//! [`FileOpens`] sees every open of any file on one file system, by pid (`fanotify`), for taint
+//! checks.
+//!
 //! A test that needs what the machine may lack (root, user namespaces, a loop device…) calls
 //! [`skip()`] or [`require_root`] and returns: it is reported as skipped, except under `CI=true`,
 //! where it fails.
 
 mod connection;
 mod fake_models;
+mod file_opens;
 mod netns;
 mod reply;
 mod request;
@@ -26,6 +30,7 @@ mod tls;
 pub use fake_models::{
     FAKE_INPUT_TOKENS, FAKE_OUTPUT_TOKENS, FakeModelServer, FakeToolCall, FakeTurn,
 };
+pub use file_opens::{FileOpen, FileOpens};
 pub use netns::TestNetns;
 pub use reply::Reply;
 pub use request::RecordedRequest;

@@ -14,6 +14,8 @@ pub(crate) mod http;
 mod slowloris;
 /// SIGTERM: no new connections, a bounded drain, a second signal.
 mod stopping;
+/// The taint check of owner hooks in the sandbox: they open nothing the model wrote.
+mod taint;
 /// Hook traces and fail-open reports.
 mod traces;
 /// Warm sandboxes: one per environment, their start, stops and rebuilds.

@@ -53,6 +53,9 @@ impl Environments {
             None => staging.path.join("root"),
         };
         create_dir(&root.join(WORKSPACE))?;
+        // The base's `.agents` directories its owner did not supply stay the model's, unless
+        // this spec's sources write there: then the owner takes them over (emptied first).
+        let mut models_agents = Vec::new();
         if let Some(base) = &base {
             materialise::copy_tree(base.root(), &root).map_err(|problem| {
                 StoreError::Misplaced {
@@ -60,12 +63,22 @@ impl Environments {
                     problem: with_budget_hint(problem, budget),
                 }
             })?;
+            for dir in base.not_owners_agents() {
+                if writes_into(spec, &dir) {
+                    agents::take_over(&root, &dir).map_err(io_error(
+                        "remove what the model put in",
+                        &root.join(dir.trim_start_matches('/')),
+                    ))?;
+                } else {
+                    models_agents.push(dir);
+                }
+            }
         }
         staging
             .materialise(spec, &root, &self.remote(), budget)
             .await?;
         create_dir(&root.join(WORKSPACE))?;
-        self.check_hook_files(&root, None)
+        self.check_hook_files(&root, &models_agents, None)
             .map_err(|refused| refused_in(spec, &refused))?;
         let now = Timestamp::now().to_string();
         let meta = Metadata {
@@ -74,7 +87,10 @@ impl Environments {
             updated: now,
             from_environment: spec.from_environment.clone(),
             agents_writable: spec.agents_writable.unwrap_or(false),
-            owner_agents: agents::present_in(&root),
+            owner_agents: agents::present_in(&root)
+                .into_iter()
+                .filter(|dir| !models_agents.contains(dir))
+                .collect(),
             sources: spec.sources.iter().map(SourceSummary::of).collect(),
             network: spec.network.clone(),
             env: spec.env.clone().unwrap_or_default(),
@@ -162,8 +178,21 @@ impl Environments {
         staging
             .materialise(spec, &staged_root, &self.remote(), budget)
             .await?;
-        self.check_hook_files(&staged_root, Some(current.root()))
+        // The `.agents` directories this update supplies first: what the model put there is
+        // removed before the owner's files arrive, and never counts as the owner's scripts.
+        let not_owners = current.not_owners_agents();
+        let adopted: Vec<&String> = not_owners
+            .iter()
+            .filter(|dir| agents::present_in(&staged_root).contains(dir))
+            .collect();
+        self.check_hook_files(&staged_root, &[], Some((current.root(), &not_owners)))
             .map_err(|refused| refused_in(spec, &refused))?;
+        for dir in adopted {
+            agents::take_over(current.root(), dir).map_err(|err| StoreError::Update {
+                id: id.to_owned(),
+                problem: format!("cannot remove what the model put in `{dir}`: {err}"),
+            })?;
+        }
         place::place(&staged_root, current.root()).map_err(|problem| StoreError::Update {
             id: id.to_owned(),
             problem,
@@ -230,8 +259,12 @@ impl Environments {
         let Some(check) = self.hook_files.as_deref().filter(|_| is_hook_file) else {
             return Ok(());
         };
+        let not_owners = environment.not_owners_agents();
         hook_check::check_text(check, &shown, content, |script| {
-            std::fs::symlink_metadata(environment.root().join(script.trim_start_matches('/')))
+            !agents::lies_in(script, &not_owners)
+                && std::fs::symlink_metadata(
+                    environment.root().join(script.trim_start_matches('/')),
+                )
                 .is_ok()
         })
         .map_err(|refused| StoreError::Misplaced {
@@ -244,10 +277,11 @@ impl Environments {
     fn check_hook_files(
         &self,
         root: &Path,
-        fallback: Option<&Path>,
+        not_owners: &[String],
+        fallback: Option<(&Path, &[String])>,
     ) -> Result<(), hook_check::Refused> {
         match &self.hook_files {
-            Some(check) => hook_check::check_root(check.as_ref(), root, fallback),
+            Some(check) => hook_check::check_root(check.as_ref(), root, not_owners, fallback),
             None => Ok(()),
         }
     }
@@ -277,6 +311,17 @@ fn refused_in(spec: &EnvironmentSpec, refused: &hook_check::Refused) -> StoreErr
         },
         problem: format!("{refused}; nothing was written"),
     }
+}
+
+/// Whether a source of `spec` writes into the sandbox directory `dir` (or replaces it).
+fn writes_into(spec: &EnvironmentSpec, dir: &str) -> bool {
+    spec.sources.iter().any(|source| {
+        let target = source.target().to_string();
+        let target = target.trim_end_matches('/');
+        target == dir
+            || target.starts_with(&format!("{dir}/"))
+            || dir.starts_with(&format!("{target}/"))
+    })
 }
 
 /// Adds `dirs` to the `.agents` directories the owner supplied, keeping them in trust order.

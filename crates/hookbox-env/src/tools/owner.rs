@@ -9,12 +9,14 @@
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::OwnedFd;
+use std::path::PathBuf;
 
 use hookbox_store::Timestamp;
 use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, StatxFlags};
 use rustix::io::Errno;
 use serde::Serialize;
 
+use crate::agents;
 use crate::confined::{self, Confined};
 use crate::environment::Environment;
 use crate::sandbox_path::SandboxPath;
@@ -55,6 +57,10 @@ pub struct EnvironmentFile {
 #[derive(Debug)]
 pub struct EnvironmentFiles {
     root: Confined,
+    /// The environment root on the host.
+    root_path: PathBuf,
+    /// The `.agents` directories the owner has not supplied (sandbox paths).
+    not_owners: Vec<String>,
 }
 
 impl EnvironmentFiles {
@@ -62,7 +68,11 @@ impl EnvironmentFiles {
     pub fn open(environment: &Environment) -> Result<Self, ToolError> {
         let root = Confined::in_root(environment.root())
             .map_err(|errno| from_errno(FILES, "open the environment root", "/", errno))?;
-        Ok(Self { root })
+        Ok(Self {
+            root,
+            root_path: environment.root().to_path_buf(),
+            not_owners: environment.not_owners_agents(),
+        })
     }
 
     /// The entries under `path` (relative to the root; `""` or `/` is the root): a directory's
@@ -144,7 +154,10 @@ impl EnvironmentFiles {
     }
 
     /// Writes what `content` yields to `path` (creating missing parent directories), replacing
-    /// an existing file only when `overwrite`, and returns the new file's entry.
+    /// an existing file only when `overwrite`, and returns the new file's entry. The first
+    /// write into a `.agents` directory the owner did not supply removes what the model put
+    /// there first (see `agents::take_over`); the caller then records the directory as the
+    /// owner's.
     pub fn write(
         &self,
         path: &str,
@@ -152,6 +165,19 @@ impl EnvironmentFiles {
         overwrite: bool,
     ) -> Result<EnvironmentFile, ToolError> {
         let path = parse(path)?;
+        let shown = path.to_string();
+        for dir in self
+            .not_owners
+            .iter()
+            .filter(|dir| agents::lies_in(&shown, std::slice::from_ref(dir)))
+        {
+            agents::take_over(&self.root_path, dir).map_err(|source| ToolError::Io {
+                tool: FILES,
+                action: "remove what the model put in",
+                path: dir.clone(),
+                source,
+            })?;
+        }
         let target = self.writable(&path)?;
         let parent = target
             .area

@@ -169,3 +169,121 @@ async fn uploads_into_agents_make_the_directory_the_owners() {
         [".agents", "workspace/.agents"]
     );
 }
+
+/// A `.agents` directory the model made becomes the owner's holding only what the owner wrote:
+/// the owner's first update or upload into it removes what the model had put there (where
+/// the owner's hooks would start: Node's `package.json`, `node_modules`, a planted script),
+/// and the model's files never count as scripts the owner supplied.
+#[tokio::test]
+async fn the_owners_first_write_into_the_models_agents_directory_removes_the_models_files() {
+    use hookbox_env::EnvironmentFiles;
+    let hooks = gate(json!({"type": "command", "command": "node /workspace/.agents/gate.js"}));
+    for how in ["update", "upload"] {
+        let home = Home::new();
+        let env = home.create(json!({})).await;
+        // Written as the model's code would: the directory is the model's until then.
+        let agents = env.root().join("workspace/.agents");
+        std::fs::create_dir_all(agents.join("node_modules/x")).unwrap();
+        std::fs::write(agents.join("package.json"), r#"{"type": "module"}"#).unwrap();
+        std::fs::write(agents.join("gate.js"), "the model's").unwrap();
+        let hook_file = hooks_source("workspace/.agents/hooks.json", &hooks);
+        let script = json!({"type": "inline", "target": "workspace/.agents/gate.js",
+            "content": "the owner's"});
+        let refused = match how {
+            "update" => {
+                let spec = EnvironmentSpec::from_json(&json!({"sources": [hook_file]})).unwrap();
+                let refused = home.envs.update(env.id(), &spec).await.unwrap_err();
+                let spec =
+                    EnvironmentSpec::from_json(&json!({"sources": [script, hook_file]})).unwrap();
+                home.envs.update(env.id(), &spec).await.expect("update");
+                refused.to_string()
+            }
+            _ => {
+                let refused = home
+                    .envs
+                    .check_owner_file(
+                        &env,
+                        "workspace/.agents/hooks.json",
+                        hooks.to_string().as_bytes(),
+                    )
+                    .unwrap_err();
+                EnvironmentFiles::open(&env)
+                    .unwrap()
+                    .write(
+                        "workspace/.agents/gate.js",
+                        &mut "the owner's".as_bytes(),
+                        true,
+                    )
+                    .expect("upload");
+                home.envs
+                    .record_owner_write(env.id(), "workspace/.agents/gate.js")
+                    .expect("record");
+                refused.to_string()
+            }
+        };
+        assert!(
+            refused.contains("`/workspace/.agents/gate.js`, which does not exist"),
+            "{how}: {refused}"
+        );
+        let mut left: Vec<String> = snapshot(&agents)
+            .keys()
+            .map(|path| path.display().to_string())
+            .collect();
+        left.sort();
+        let expected: &[&str] = match how {
+            "update" => &["gate.js", "hooks.json"],
+            _ => &["gate.js"],
+        };
+        assert_eq!(left, expected, "{how}");
+        assert_eq!(
+            std::fs::read_to_string(agents.join("gate.js")).unwrap(),
+            "the owner's"
+        );
+        assert_eq!(
+            home.envs.get(env.id()).unwrap().owner_agents(),
+            ["/workspace/.agents"],
+            "{how}"
+        );
+    }
+}
+
+/// A copy (`from_environment`) keeps a `.agents` directory the model made in the base as the
+/// model's (its files, not read-only, never scripts the owner supplied), unless the copy's own
+/// sources write there: then the owner takes it over, emptied of the model's files first.
+#[tokio::test]
+async fn a_copy_keeps_the_models_agents_directory_the_models_unless_its_sources_take_it_over() {
+    let home = Home::new();
+    let base = home.create(json!({})).await;
+    let agents = base.root().join("workspace/.agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(agents.join("package.json"), r#"{"type": "module"}"#).unwrap();
+    std::fs::write(agents.join("gate.js"), "the model's").unwrap();
+    let hooks = gate(json!({"type": "command", "command": "node /workspace/.agents/gate.js"}));
+
+    let copy = home.create(json!({"from_environment": base.id()})).await;
+    assert!(copy.owner_agents().is_empty(), "{:?}", copy.owner_agents());
+    assert!(copy.root().join("workspace/.agents/package.json").exists());
+
+    let refused = refused(
+        &home,
+        json!({"from_environment": base.id(),
+            "sources": [hooks_source(".agents/hooks.json", &hooks)]}),
+    )
+    .await;
+    assert!(
+        refused.contains("`/workspace/.agents/gate.js`, which does not exist"),
+        "{refused}"
+    );
+
+    let taken = home
+        .create(json!({"from_environment": base.id(), "sources": [
+            {"type": "inline", "target": "workspace/.agents/gate.js", "content": "the owner's"},
+            hooks_source("workspace/.agents/hooks.json", &hooks)]}))
+        .await;
+    assert_eq!(taken.owner_agents(), ["/workspace/.agents"]);
+    let left: Vec<String> = snapshot(&taken.root().join("workspace/.agents"))
+        .keys()
+        .map(|path| path.display().to_string())
+        .collect();
+    assert_eq!(left, ["gate.js", "hooks.json"]);
+}
