@@ -14,6 +14,7 @@ mod daemon;
 mod gemini_cli;
 mod log;
 mod passthrough;
+mod taint;
 mod trust;
 
 /// Runs `hookbox hook claude-code EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and
