@@ -105,7 +105,13 @@ fn trust_command(setup: &Setup) -> String {
 #[test]
 fn a_changed_script_is_untrusted_again_naming_the_file_and_the_command() {
     type Change = fn(&Path);
-    let changes: [(&str, Change, &str, &str); 3] = [
+    let changes: [(&str, Change, &str, &str); 4] = [
+        (
+            ".agents/hooks.json",
+            |project| write_policy(project, "sh .agents/hooks/gate.sh # edited"),
+            "changed",
+            "trusted gate",
+        ),
         (
             ".agents/hooks/gate.sh",
             |project| script(project, ".agents/hooks/gate.sh", &denying("changed gate")),
@@ -468,4 +474,26 @@ fn every_spelling_of_a_script_puts_it_in_the_closure() {
             stderr(&output)
         );
     }
+}
+
+/// A trusted project's policy that the agent replaced with something that does not parse is
+/// untrusted (its words are not followed), not an error that blocks every call.
+#[test]
+fn a_trusted_policy_replaced_by_garbage_is_untrusted_and_blocks_nothing() {
+    let setup = Setup::new();
+    setup.gate("sh .agents/hooks/gate.sh");
+    script(
+        &setup.project,
+        ".agents/hooks/gate.sh",
+        &denying("trusted gate"),
+    );
+    trust(&setup.home, &setup.policy());
+    std::fs::write(setup.policy(), "{ not json").expect("garbage");
+    let output = setup.ls();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(".agents/hooks.json changed"),
+        "{}",
+        stderr(&output)
+    );
 }

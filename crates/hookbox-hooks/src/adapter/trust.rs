@@ -215,7 +215,23 @@ impl TrustStore {
                 Distrust::New
             });
         };
-        let now = closure(&root, policy, &text)?;
+        // A policy other than the trusted one is not parsed and its words are not followed
+        // (it may be anything the agent wrote): only the trusted files are compared.
+        let now = if record.files.get(Path::new(PROJECT_POLICY)) == Some(&sha256(text.as_bytes())) {
+            closure(&root, policy, &text)?
+        } else {
+            let mut now: BTreeMap<PathBuf, FileState> = record
+                .files
+                .keys()
+                .chain(&record.absent)
+                .map(|file| (file.clone(), file_state(&root, file)))
+                .collect();
+            now.insert(
+                PathBuf::from(PROJECT_POLICY),
+                FileState::File(text.as_bytes().to_vec(), false),
+            );
+            now
+        };
         if let Some((file, reason)) = refused(&now) {
             return untrusted(Distrust::Refused { file, reason });
         }
