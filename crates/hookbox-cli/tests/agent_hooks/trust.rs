@@ -156,8 +156,8 @@ fn a_changed_script_is_untrusted_again_naming_the_file_and_the_command() {
             message.contains(&trust_command(&setup)),
             "{file} {how}: {message}"
         );
-        // Trusted again as it is now, it runs again.
-        trust(&setup.home, &setup.policy());
+        // Trusted again as it is now (naming the project's directory), it runs again.
+        trust(&setup.home, &setup.project);
         let (reason, message) = setup.reason();
         assert!(
             !message.contains("is not trusted"),

@@ -390,6 +390,8 @@ impl TrustStore {
             move |source| TrustError::Write { path, source }
         };
         let temporary = snapshots.join(format!(".new-{}-{closure}", std::process::id()));
+        // What an interrupted `hookbox trust` of this process id left there.
+        let _ = std::fs::remove_dir_all(&temporary);
         std::fs::create_dir_all(&temporary).map_err(write_error(&temporary))?;
         let written = files.iter().try_for_each(|(file, (bytes, executable))| {
             let path = temporary.join(file);
