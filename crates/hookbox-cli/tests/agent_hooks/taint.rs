@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::super::code;
-use super::{codex_pre_tool_use, pre_tool_use, stderr};
+use super::super::{code, hookbox_in};
+use super::{Answerer, codex_pre_tool_use, hook_once, pre_tool_use, stderr};
 
 /// The start-up files an interpreter or a tool a gate runs may look for in (or above) its
 /// script's directory or its working directory, with what the model would put there.
@@ -167,37 +167,92 @@ fn nothing_the_model_writes_in_a_trusted_project_is_touched_by_hookbox_hook() {
         ),
     ];
     for (agent, variable, event) in events {
-        let traces = dir.path().join(format!("trace-{agent}"));
-        std::fs::create_dir_all(&traces).expect("mkdir");
-        let output = traced_hook(agent, &home, &project, variable, &event, &traces);
-        let calls = traced_calls(&traces, &project);
-        let touched: Vec<&Call> = calls
-            .iter()
-            .filter(|call| call.succeeded && markers.contains(&call.path))
-            .collect();
-        assert!(
-            touched.is_empty(),
-            "{agent}: processes of `hookbox hook` touched what the model wrote:\n{}",
-            touched
+        for answerer in [Answerer::InProcess, Answerer::Daemon] {
+            let case = format!("{agent} answered {answerer:?}");
+            let traces = dir.path().join(format!("trace-{agent}-{answerer:?}"));
+            std::fs::create_dir_all(&traces).expect("mkdir");
+            let output = if answerer == Answerer::InProcess {
+                traced_hook(agent, &home, &project, variable, &event, &traces)
+            } else {
+                let daemon = TracedDaemon::start(&home, &project, &traces);
+                let output = hook_once(answerer, agent, &home, &project, &[], &event);
+                drop(daemon);
+                output
+            };
+            let calls = traced_calls(&traces, &project);
+            let touched: Vec<&Call> = calls
                 .iter()
-                .map(|call| call.line.as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        assert_eq!(code(&output), 0, "{agent}: {}", stderr(&output));
-        assert!(
-            !stderr(&output).contains("failed") && !stderr(&output).contains("not trusted"),
-            "{agent}: a gate did not run as trusted: {}",
-            stderr(&output)
-        );
-        for program in ["python3", "node", "bash"] {
+                .filter(|call| call.succeeded && markers.contains(&call.path))
+                .collect();
             assert!(
-                calls.iter().any(|call| call.succeeded
-                    && call.name == "execve"
-                    && call.path.ends_with(program)),
-                "{agent}: {program} did not run under the trace"
+                touched.is_empty(),
+                "{case}: processes of `hookbox hook` touched what the model wrote:\n{}",
+                touched
+                    .iter()
+                    .map(|call| call.line.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n")
             );
+            assert_eq!(code(&output), 0, "{case}: {}", stderr(&output));
+            assert!(
+                !stderr(&output).contains("failed") && !stderr(&output).contains("not trusted"),
+                "{case}: a gate did not run as trusted: {}",
+                stderr(&output)
+            );
+            for program in ["python3", "node", "bash"] {
+                assert!(
+                    calls.iter().any(|call| call.succeeded
+                        && call.name == "execve"
+                        && call.path.ends_with(program)),
+                    "{case}: {program} did not run under the trace"
+                );
+            }
         }
+    }
+}
+
+/// `hookbox daemon run` for `home` under `strace -ff` (its traces in `traces`), started in
+/// `project` and answering once `hookbox daemon status` says so; stopped, and its trace
+/// finished, when dropped.
+struct TracedDaemon {
+    strace: std::process::Child,
+    home: PathBuf,
+}
+
+impl TracedDaemon {
+    #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+    fn start(home: &Path, project: &Path, traces: &Path) -> Self {
+        let strace = std::process::Command::new("/usr/bin/strace")
+            .args(["-ff", "-s", "4096", "-e", "trace=%file,execve", "-o"])
+            .arg(traces.join("trace"))
+            .arg(env!("CARGO_BIN_EXE_hookbox"))
+            .args(["daemon", "run", "--idle", "120"])
+            .current_dir(project)
+            .env("HOOKBOX_HOME", home)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("run strace");
+        let daemon = Self {
+            strace,
+            home: home.to_path_buf(),
+        };
+        // Until it answers (a daemon started by the call itself would not be traced).
+        for _ in 0..600 {
+            if code(&hookbox_in(home, &["daemon", "status"], b"")) == 0 {
+                return daemon;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the traced daemon did not start");
+    }
+}
+
+impl Drop for TracedDaemon {
+    fn drop(&mut self) {
+        let _ = hookbox_in(&self.home, &["daemon", "stop"], b"");
+        let _ = self.strace.wait();
     }
 }
 
@@ -208,8 +263,8 @@ fn write(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
-/// `hookbox hook AGENT` answered in process (the daemon runs the same runner), in the project,
-/// under `strace -ff`, its traces written in `traces`.
+/// `hookbox hook AGENT` answered in process, in the project, under `strace -ff`, its traces
+/// written in `traces`.
 #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
 fn traced_hook(
     agent: &str,
