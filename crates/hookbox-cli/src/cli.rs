@@ -60,8 +60,8 @@ pub(crate) enum Command {
     /// Claude Code names it) and answers in the agent's own output format and exit codes. The
     /// policy is `--policy FILE`, else `/etc/hookbox/policy.json` (or `[policy] managed` in
     /// hookbox.toml), `$HOOKBOX_HOME/policy.json` and `<project>/.agents/hooks.json` (only once
-    /// trusted with `hookbox trust`; its command hooks run in a read-only sandbox over the
-    /// project), in that order, a later file only adding. Unreadable
+    /// trusted with `hookbox trust`; its command hooks run in a read-only sandbox showing the
+    /// snapshot of the trusted files at the project's path), in that order, a later file only adding. Unreadable
     /// input: a message on stderr and the agent's non-blocking error code, or its blocking code
     /// when a handler says `on_error: "deny"`; a policy that cannot be loaded blocks.
     ///
@@ -89,11 +89,13 @@ pub(crate) enum Command {
     /// of the agent's shape, is refused and nothing is written. Exit status: 0 done (or nothing
     /// to change), 1 error. See docs/agent-adapters.md.
     Install(InstallArgs),
-    /// Trust a project policy file (`<project>/.agents/hooks.json`) for `hookbox hook`.
+    /// Trust a project's policy (`<project>/.agents/hooks.json`) and the files its hooks run.
     ///
-    /// The agent itself can write the project file, and its command hooks run on this host, so
-    /// `hookbox hook` runs it only while its content is the one trusted here (its SHA-256 is
-    /// kept in `$HOOKBOX_HOME/trusted-policies.json`). Review the file first.
+    /// The agent itself can write the project, so `hookbox hook` loads the policy only while
+    /// it and every project file its command hooks name are the ones trusted here for this
+    /// project (their SHA-256, keyed by the project's root, in
+    /// `$HOOKBOX_HOME/trusted-projects.json`), and runs its hooks from a snapshot of them
+    /// (`$HOOKBOX_HOME/trusted/`). A symbolic link among them is refused. Review them first.
     Trust(TrustArgs),
     /// Show the decisions `hookbox hook` made, oldest first.
     ///
@@ -492,7 +494,7 @@ pub(crate) struct InstallArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct TrustArgs {
-    /// The project policy file to trust as it is now.
+    /// The project's policy file (or the project's directory) to trust as it is now.
     #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
 }

@@ -95,7 +95,8 @@ pub use outcome::{Decision, HookOutcome};
 pub use policy_file::{Links, POLICY_FILE_MAX_BYTES, read_policy_file, read_policy_text};
 pub use runner::{
     CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, HookClients, HostCommandRunner,
-    HttpRequest, HttpRunner, PolicyHttpRunner, ProjectCommandRunner, Runners, narrowed,
+    HttpRequest, HttpRunner, PolicyHttpRunner, ProjectCommandRunner, ProjectView, Runners,
+    narrowed,
 };
 pub use sdk_event::{SdkEvent, SubagentRef, ToolUse};
 pub use trace::{Failure, HandlerResult, TraceEntry};

@@ -99,15 +99,25 @@ impl CommandRunner for HostCommandRunner {
 
 /// Runs the owner's command hooks on the host ([`HostCommandRunner`]) and those of a file the
 /// model can write (a project's own policy) in a sandbox whose only host directory is the
-/// project, bound read-only at its own path: such a hook can read the project and decide, but
-/// change nothing on this host and reach no network.
+/// project's [`ProjectView`], bound read-only at the project's path: such a hook decides from
+/// its event and what it is shown, but changes nothing on this host and reaches no network.
 #[derive(Debug, Clone)]
 pub struct ProjectCommandRunner {
     /// The runner of the owner's hooks.
     pub host: HostCommandRunner,
-    /// The project directory: the sandboxed hooks' only view of the host, and their working
-    /// directory.
-    pub project: PathBuf,
+    /// What the sandboxed hooks see; `None` (no trusted project) refuses them.
+    pub project: Option<ProjectView>,
+}
+
+/// What a project's sandboxed hooks see of this host: one directory, read-only, at the
+/// project's root, which is also their working directory, `HOME` and project variables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectView {
+    /// The project's canonical root: where the directory appears.
+    pub root: PathBuf,
+    /// The host directory shown there: for `hookbox hook`, the snapshot of the project's
+    /// trusted files, so that nothing the agent wrote since is there to run, import or read.
+    pub shown: PathBuf,
 }
 
 /// `PATH` of a sandboxed project hook (its environment is cleared).
@@ -118,7 +128,17 @@ impl CommandRunner for ProjectCommandRunner {
         if request.trust == Trust::Owner {
             return self.host.run(request);
         }
-        let mut sandbox = match hookbox_exec::Sandbox::over_directory(&self.project) {
+        let Some(view) = &self.project else {
+            return Box::pin(std::future::ready(Err(ExecError::Spawn {
+                program: "/bin/sh".to_owned(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    "a project's hook runs only from the snapshot of its trusted files, and \
+                     there is none",
+                ),
+            })));
+        };
+        let mut sandbox = match hookbox_exec::Sandbox::over_directory(&view.shown) {
             Ok(sandbox) => sandbox,
             Err(source) => {
                 return Box::pin(std::future::ready(Err(ExecError::Isolation {
@@ -128,6 +148,7 @@ impl CommandRunner for ProjectCommandRunner {
             }
         };
         for bind in &mut sandbox.binds {
+            bind.target.clone_from(&view.root);
             bind.writable = false;
         }
         let home = sandbox.home();
@@ -137,8 +158,10 @@ impl CommandRunner for ProjectCommandRunner {
         spec.env = vec![
             ("PATH".into(), SANDBOX_PATH.into()),
             ("HOME".into(), home.clone().into()),
-            ("CLAUDE_PROJECT_DIR".into(), home.clone().into()),
         ];
+        for variable in crate::adapter::PROJECT_VARIABLES {
+            spec.env.push((variable.into(), home.clone().into()));
+        }
         spec.cwd = Some(home);
         spec.stdin = request.stdin;
         spec.output_limit = HANDLER_OUTPUT_LIMIT;

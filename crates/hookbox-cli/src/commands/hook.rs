@@ -10,17 +10,14 @@ use std::time::Instant;
 
 use anyhow::Context;
 use hookbox_agent::sandbox_hooks_builder;
-use hookbox_hooks::adapter::{self, Agent, PolicyFiles, Reply};
+use hookbox_hooks::adapter::{self, Agent, PolicyFiles, Reply, TrustStore, Untrusted};
 use hookbox_hooks::{
-    Dispatcher, HookOutcome, HookSet, HostCommandRunner, ProjectCommandRunner, Runners,
+    Dispatcher, HookOutcome, HookSet, HostCommandRunner, ProjectCommandRunner, ProjectView, Runners,
 };
 use hookbox_runtime::Config;
 use hookbox_store::{DecisionJournal, NewDecision, SqliteStore, Timestamp};
 
 use crate::cli::{HookArgs, TrustArgs};
-
-/// The trust store of project policy files, under `$HOOKBOX_HOME`.
-const TRUST_STORE: &str = "trusted-policies.json";
 
 /// The managed policy when hookbox.toml names none.
 const MANAGED_POLICY: &str = "/etc/hookbox/policy.json";
@@ -91,13 +88,16 @@ fn settings_of(read: SettingsRead<'_>) -> anyhow::Result<&Settings> {
     read.map_err(|err| anyhow::anyhow!("{err:#}"))
 }
 
-/// A loaded policy: its hooks, and the project file left out as untrusted.
+/// A loaded policy: its hooks, the project file left out as untrusted, and where a trusted
+/// project's hooks run.
 #[derive(Debug, Clone)]
 pub(crate) struct LoadedPolicy {
     /// The hooks of every file loaded.
     pub(crate) hooks: Arc<HookSet>,
-    /// The project file that exists but is not trusted (so not loaded).
-    pub(crate) untrusted: Option<PathBuf>,
+    /// The project file that exists but is not trusted (so not loaded), and why.
+    pub(crate) untrusted: Option<Untrusted>,
+    /// What a trusted project's hooks see: the snapshot of its trusted files at its root.
+    pub(crate) view: Option<ProjectView>,
 }
 
 /// What a call's policy is loaded and run with: built for the one call in-process
@@ -214,7 +214,7 @@ fn respond_failed(call: &Call, message: &str) -> Reply {
         .and_then(|stdin| agent.translate(stdin, call.args.event.as_deref()).ok());
     let cwd = working_dir(call, translated.as_ref());
     let deny = locate_policy(call, settings.as_ref(), &cwd)
-        .and_then(|(files, _)| load_policy_files(&files, call.args.fail_closed))
+        .and_then(|files| load_policy_files(&files, call.args.fail_closed))
         .map_or(true, |policy| adapter::fails_closed(&policy.hooks));
     let decision = translated.map(|translated| translated.failed(agent, message, deny));
     let reply = agent.failure(message, deny);
@@ -261,8 +261,12 @@ fn answer(
     let cwd = working_dir(call, input.as_ref().ok());
     // Without its policy nothing can be let through that the policy would deny: block.
     let loaded = locate_policy(call, settings, &cwd)
-        .and_then(|(files, project)| Ok((engine.policy(&files, call.args.fail_closed)?, project)));
-    let (LoadedPolicy { hooks, untrusted }, project) = match loaded {
+        .and_then(|files| engine.policy(&files, call.args.fail_closed));
+    let LoadedPolicy {
+        hooks,
+        untrusted,
+        view,
+    } = match loaded {
         Ok(loaded) => loaded,
         Err(err) => {
             let message = format!("{err:#}");
@@ -283,27 +287,25 @@ fn answer(
         .iter()
         .map(|warning| format!("hookbox hook {}: {warning}\n", agent.name()))
         .collect();
-    if let Some(project) = untrusted {
+    if let Some(untrusted) = untrusted {
         warnings.push_str(&format!(
-            "hookbox hook {}: {} is not trusted (new, or changed since it was trusted), so its \
-             hooks do not run; review it, then run `hookbox trust {}`\n",
+            "hookbox hook {}: {}\n",
             agent.name(),
-            project.display(),
-            project.display()
+            untrusted_message(&untrusted, call.var("HOOKBOX_HOME").as_deref())
         ));
     }
     let outcome = if translated.has_handlers(&hooks) {
         // The owner's hooks (managed, user, `--policy`) run on this host in `cwd` with the
-        // caller's environment, the project's own in a read-only sandbox over `project` (the
-        // agent can write that file and the scripts it names: nothing it wrote may run on
-        // the host).
+        // caller's environment, the project's own in a read-only sandbox that shows the
+        // snapshot of its trusted files at the project's path (the agent can write the
+        // project: nothing it wrote may run, be imported or be read by them).
         let command = ProjectCommandRunner {
             host: HostCommandRunner {
                 cwd: Some(cwd),
                 env: call.env.clone(),
                 env_clear: true,
             },
-            project,
+            project: view,
         };
         match engine.evaluate(hooks, command, &translated) {
             Ok(outcome) => outcome,
@@ -331,13 +333,13 @@ fn working_dir(call: &Call, translated: Option<&adapter::Translated>) -> PathBuf
         .unwrap_or_else(|| call.cwd.clone())
 }
 
-/// The policy files of `call` (`--policy FILE`, else the managed, user and project files) and
-/// its project directory: the one the agent names (e.g. `CLAUDE_PROJECT_DIR`), else `cwd`.
+/// The policy files of `call`: `--policy FILE`, else the managed, user and project files, the
+/// project being the directory the agent names (e.g. `CLAUDE_PROJECT_DIR`), else `cwd`.
 fn locate_policy(
     call: &Call,
     settings: SettingsRead<'_>,
     cwd: &Path,
-) -> anyhow::Result<(PolicyFiles, PathBuf)> {
+) -> anyhow::Result<PolicyFiles> {
     let project = Agent::from(call.args.agent)
         .project_variable()
         .and_then(|name| call.var(name))
@@ -349,7 +351,7 @@ fn locate_policy(
             layered_files(home, config, &project)
         }
     };
-    Ok((files, project))
+    Ok(files)
 }
 
 /// The managed, user and (when trusted) `project`'s policy files of `home` and its `config`.
@@ -361,8 +363,8 @@ pub(crate) fn layered_files(home: &Path, config: &Config, project: &Path) -> Pol
             .clone()
             .unwrap_or_else(|| PathBuf::from(MANAGED_POLICY)),
         user: home.join("policy.json"),
-        project: project.join(".agents").join("hooks.json"),
-        trust_store: home.join(TRUST_STORE),
+        project: project.join(adapter::PROJECT_POLICY),
+        trust_store: TrustStore::in_home(home),
     }
 }
 
@@ -391,17 +393,55 @@ pub(crate) fn load_policy_files(
     Ok(LoadedPolicy {
         hooks: Arc::new(hooks),
         untrusted: loaded.untrusted,
+        view: loaded.view,
     })
 }
 
-/// `hookbox trust FILE`: records the reviewed content of a project policy file as trusted.
+/// `hookbox trust FILE`: records the reviewed content of a project's policy and of every file
+/// its hooks name as trusted for that project, and snapshots them.
 pub(crate) fn trust(args: &TrustArgs) -> anyhow::Result<ExitCode> {
     let home = hookbox_env::Environments::default_home()?;
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
-    let digest = adapter::trust(&home.join(TRUST_STORE), &args.file)?;
+    let recorded = TrustStore::in_home(&home).trust(&args.file)?;
+    let files: Vec<String> = recorded
+        .files
+        .iter()
+        .map(|file| format!("  {}\n", file.display()))
+        .collect();
     crate::render::print_text(&format!(
-        "trusted {} (sha256 {digest}); `hookbox hook` runs its hooks until it changes\n",
-        args.file.display()
+        "trusted for the project {} (sha256 {}):\n{}`hookbox hook` runs its hooks from the \
+         snapshot {} until one of these files changes\n",
+        recorded.root.display(),
+        recorded.closure,
+        files.concat(),
+        recorded.snapshot.display()
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the user is told about `untrusted`: why, and the exact command that trusts it (with
+/// the caller's `HOOKBOX_HOME` when it set one).
+pub(crate) fn untrusted_message(untrusted: &Untrusted, home: Option<&std::ffi::OsStr>) -> String {
+    let home = home
+        .filter(|home| !home.is_empty())
+        .map(|home| format!("HOOKBOX_HOME={} ", shell_quoted(&home.to_string_lossy())))
+        .unwrap_or_default();
+    format!(
+        "{untrusted}, so its hooks do not run; review it and the files its hooks run, then run \
+         `{home}hookbox trust {}`",
+        shell_quoted(&untrusted.policy.display().to_string())
+    )
+}
+
+/// `text` as one shell word.
+fn shell_quoted(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }

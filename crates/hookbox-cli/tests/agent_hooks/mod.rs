@@ -14,6 +14,8 @@ mod daemon;
 mod gemini_cli;
 mod log;
 mod passthrough;
+mod taint;
+mod trust;
 
 /// Runs `hookbox hook claude-code EXTRA…` with `event` on stdin, `HOOKBOX_HOME` = `home` and
 /// `CLAUDE_PROJECT_DIR` = `project`.
@@ -667,12 +669,15 @@ fn anything_but_a_regular_file_at_a_policy_path_blocks_at_once() {
             assert!(message.contains(words), "{kind} at {place}: {message}");
         }
     }
-    // A link at the project's path carries no trust, even to a regular file.
+    // A link at the project's path carries no trust, even to another project's trusted
+    // regular file.
     let dir = tempfile::tempdir().expect("tempdir");
     let (home, project) = (dir.path().join("home"), dir.path().join("project"));
     std::fs::create_dir_all(project.join(".agents")).expect("mkdir");
     std::fs::create_dir_all(&home).expect("mkdir");
-    let target = write(dir.path(), "trusted.json", &json!({}));
+    let sibling = dir.path().join("sibling");
+    std::fs::create_dir_all(sibling.join(".agents")).expect("mkdir");
+    let target = write(&sibling.join(".agents"), "hooks.json", &json!({}));
     trust(&home, Path::new(&target));
     std::os::unix::fs::symlink(&target, project.join(".agents/hooks.json")).expect("link");
     let output = answered_within_a_minute(&home, &project, Vec::new());

@@ -7,11 +7,13 @@
 //! and exit codes. [`evaluate`] is the one place the engine is called.
 
 mod claude_code;
+mod closure;
 mod codex;
 mod copilot;
 mod cursor;
 mod gemini_cli;
 mod policy;
+mod trust;
 mod vocabulary;
 
 use std::time::Duration;
@@ -29,7 +31,12 @@ use crate::outcome::{Decision, HookOutcome};
 use crate::rewrite::settle;
 use crate::trace::{HandlerResult, TraceEntry};
 
-pub use policy::{Fingerprint, Loaded, PolicyFiles, trust};
+pub(crate) use closure::PROJECT_VARIABLES;
+pub use policy::{Fingerprint, Loaded, PolicyFiles};
+pub use trust::{
+    Change, ChangeKind, Distrust, PROJECT_POLICY, ProjectTrust, Recorded, TrustError, TrustStore,
+    TrustedPolicy, Untrusted,
+};
 
 /// An agent whose hook events `hookbox hook` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

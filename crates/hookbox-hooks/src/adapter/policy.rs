@@ -3,14 +3,16 @@
 //! §2.1: a sandbox group an earlier file defines is never replaced).
 //!
 //! The project file can be written by the agent itself, and its command hooks run on this host
-//! without the agent's permission prompt. So it is loaded only while its content is the one
-//! the user reviewed and trusted (`hookbox trust FILE` records its SHA-256 in the trust store).
+//! without the agent's permission prompt. So it is loaded only while it and every file its
+//! hooks name are the ones the user reviewed and trusted for this project (see
+//! [`super::trust`]), and its hooks see the trusted snapshot of those files, not the project.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::trust::{FileState, ProjectTrust, TrustStore, Untrusted};
 use crate::hookset::{HookSetBuilder, LoadError};
 use crate::policy_file::{Links, read_policy_file, read_policy_text};
+use crate::runner::ProjectView;
 
 /// The policy files of one `hookbox hook` call.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,8 +29,8 @@ pub enum PolicyFiles {
         /// it is read only when trusted, bounded, and its HTTP hooks get no widened network
         /// rights.
         project: PathBuf,
-        /// The trust store (`$HOOKBOX_HOME/trusted-policies.json`).
-        trust_store: PathBuf,
+        /// The user's trust in project policies (in `$HOOKBOX_HOME`).
+        trust_store: TrustStore,
     },
 }
 
@@ -37,8 +39,11 @@ pub enum PolicyFiles {
 pub struct Loaded {
     /// The files loaded, in order.
     pub files: Vec<PathBuf>,
-    /// A project file that exists but was not loaded: new, or changed since it was trusted.
-    pub untrusted: Option<PathBuf>,
+    /// A project file that exists but was not loaded, and why (new, or a file of its closure
+    /// changed since it was trusted).
+    pub untrusted: Option<Untrusted>,
+    /// Where a trusted project's hooks run: its trusted snapshot shown at its root.
+    pub view: Option<ProjectView>,
 }
 
 impl PolicyFiles {
@@ -62,13 +67,18 @@ impl PolicyFiles {
                         loaded.files.push(path.clone());
                     }
                 }
-                if let Some(text) = read_if_present(project, Links::Refuse)? {
-                    if is_trusted(trust_store, project, &text)? {
-                        builder.load_model_writable(&project.display().to_string(), &text, None)?;
+                match trust_store.status(project)? {
+                    ProjectTrust::NoPolicy => {}
+                    ProjectTrust::Trusted(trusted) => {
+                        let source = project.display().to_string();
+                        builder.load_model_writable(&source, &trusted.text, None)?;
                         loaded.files.push(project.clone());
-                    } else {
-                        loaded.untrusted = Some(project.clone());
+                        loaded.view = Some(ProjectView {
+                            root: trusted.root,
+                            shown: trusted.snapshot,
+                        });
                     }
+                    ProjectTrust::Untrusted(untrusted) => loaded.untrusted = Some(untrusted),
                 }
             }
         }
@@ -76,32 +86,33 @@ impl PolicyFiles {
     }
 }
 
-/// Everything [`PolicyFiles::load`] reads, as it is now: each file's bytes (`None`: absent)
-/// and the project file's canonical path (which the trust store is keyed by). Two equal
-/// fingerprints load the same policy, so a process that keeps a loaded policy (`hookbox
-/// daemon`) compares them on every call and never serves a stale one.
+/// Everything [`PolicyFiles::load`] reads, as it is now: each file's bytes (`None`: absent),
+/// the state of each file of the project's trusted closure, and the project file's canonical
+/// path (which trust is keyed by). Two equal fingerprints load the same policy, so a process
+/// that keeps a loaded policy (`hookbox daemon`) compares them on every call and never serves
+/// a stale one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fingerprint {
     contents: Vec<Option<Vec<u8>>>,
+    closure: Vec<FileState>,
     canonical_project: Option<PathBuf>,
 }
 
 impl PolicyFiles {
-    /// The files read, in order, and, for a layered policy, its project directory as it
-    /// resolves now (canonicalized).
-    pub fn paths(&self) -> (Vec<&PathBuf>, Option<PathBuf>) {
-        match self {
-            Self::Explicit(path) => (vec![path], None),
-            Self::Layered {
-                managed,
-                user,
-                project,
-                trust_store,
-            } => (
-                vec![managed, user, project, trust_store],
-                std::fs::canonicalize(project).ok(),
-            ),
+    /// The files read, in order (for a layered policy, the trust records and the files of
+    /// the project's trusted closure too), and, for a layered policy, its project directory
+    /// as it resolves now (canonicalized).
+    pub fn paths(&self) -> (Vec<PathBuf>, Option<PathBuf>) {
+        let mut paths = self.read_whole();
+        if let Self::Layered {
+            project,
+            trust_store,
+            ..
+        } = self
+        {
+            paths.extend(trust_store.recorded_files(project));
         }
+        (paths, self.canonical_project())
     }
 
     /// What the files hold now; an error when one cannot be read (loading would fail too).
@@ -116,67 +127,51 @@ impl PolicyFiles {
                 source: err,
             })
         };
-        let (paths, canonical_project) = self.paths();
+        let closure = match self {
+            Self::Explicit(_) => Vec::new(),
+            Self::Layered {
+                project,
+                trust_store,
+                ..
+            } => trust_store.recorded_states(project),
+        };
         Ok(Fingerprint {
-            contents: paths.into_iter().map(read).collect::<Result<_, _>>()?,
-            canonical_project,
+            contents: self
+                .read_whole()
+                .iter()
+                .map(read)
+                .collect::<Result<_, _>>()?,
+            closure,
+            canonical_project: self.canonical_project(),
         })
     }
-}
 
-/// Records `file`'s current content as trusted in `trust_store`; returns its SHA-256.
-pub fn trust(trust_store: &Path, file: &Path) -> Result<String, LoadError> {
-    let read_error = |path: &Path, source| LoadError::Read {
-        path: path.display().to_string(),
-        source,
-    };
-    let path = std::fs::canonicalize(file).map_err(|err| read_error(file, err))?;
-    let text = read_policy_text(&path, Links::Follow)
-        .and_then(|text| text.ok_or_else(|| rustix::io::Errno::NOENT.into()))
-        .map_err(|err| read_error(&path, err))?;
-    let digest = sha256(&text);
-    let mut trusted = read_store(trust_store)?;
-    trusted.insert(path.display().to_string(), digest.clone());
-    let json = serde_json::to_string_pretty(&trusted).unwrap_or_default();
-    let temporary = trust_store.with_extension("json.tmp");
-    std::fs::write(&temporary, json + "\n")
-        .and_then(|()| std::fs::rename(&temporary, trust_store))
-        .map_err(|err| read_error(trust_store, err))?;
-    Ok(digest)
-}
+    /// The files read whole: the policy files and, for a layered policy, the trust records.
+    fn read_whole(&self) -> Vec<PathBuf> {
+        match self {
+            Self::Explicit(path) => vec![path.clone()],
+            Self::Layered {
+                managed,
+                user,
+                project,
+                trust_store,
+            } => vec![
+                managed.clone(),
+                user.clone(),
+                project.clone(),
+                trust_store.records_file(),
+                trust_store.path_records_file(),
+            ],
+        }
+    }
 
-/// Whether `text`, the content of `path`, is the content trusted for it.
-fn is_trusted(trust_store: &Path, path: &Path, text: &str) -> Result<bool, LoadError> {
-    let Ok(canonical) = std::fs::canonicalize(path) else {
-        return Ok(false);
-    };
-    let trusted = read_store(trust_store)?;
-    Ok(trusted.get(&canonical.display().to_string()) == Some(&sha256(text)))
-}
-
-/// The trust store: canonical path → SHA-256 (hex) of the trusted content.
-fn read_store(trust_store: &Path) -> Result<BTreeMap<String, String>, LoadError> {
-    let Some(text) = read_if_present(trust_store, Links::Follow)? else {
-        return Ok(BTreeMap::new());
-    };
-    serde_json::from_str(&text).map_err(|err| {
-        LoadError::Invalid(Box::new(crate::diagnostic::Diagnostic {
-            severity: crate::diagnostic::Severity::Error,
-            source: trust_store.display().to_string(),
-            json_path: "$".to_owned(),
-            message: format!("not a trust store (an object of path: SHA-256): {err}"),
-            hint: Some("delete it and trust the project files again".to_owned()),
-        }))
-    })
-}
-
-/// The SHA-256 of `text`, in hex.
-fn sha256(text: &str) -> String {
-    ring::digest::digest(&ring::digest::SHA256, text.as_bytes())
-        .as_ref()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    /// A layered policy's project file, canonicalized now.
+    fn canonical_project(&self) -> Option<PathBuf> {
+        match self {
+            Self::Explicit(_) => None,
+            Self::Layered { project, .. } => std::fs::canonicalize(project).ok(),
+        }
+    }
 }
 
 /// The text of `path`, `None` when it does not exist; any other problem is an error.

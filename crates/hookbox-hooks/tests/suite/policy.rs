@@ -347,9 +347,13 @@ async fn a_project_policy_runs_in_a_read_only_sandbox_over_the_project() {
             None,
         )
         .expect("project file");
+    let root = project.path().canonicalize().expect("canonical");
     let runner = hookbox_hooks::ProjectCommandRunner {
         host: hookbox_hooks::HostCommandRunner::default(),
-        project: project.path().to_path_buf(),
+        project: Some(hookbox_hooks::ProjectView {
+            root: root.clone(),
+            shown: root,
+        }),
     };
     let runners = Runners {
         command: Arc::new(runner),

@@ -122,7 +122,8 @@ fn vet_policy(file: &Target, args: &InstallArgs, home: &Path) -> anyhow::Result<
             .iter()
             .map(|path| path.display().to_string())
             .collect();
-        let untrusted = policy.untrusted.map_or_else(String::new, |file| {
+        let untrusted = policy.untrusted.map(|untrusted| untrusted.policy);
+        let untrusted = untrusted.map_or_else(String::new, |file| {
             format!(
                 " ({} is not trusted yet: review it, then `hookbox trust {}`)",
                 file.display(),

@@ -1,0 +1,499 @@
+//! Trust in a project's policy follows content, not paths: `hookbox trust` covers the policy
+//! and every file of the project its hooks name, for that project only; a link never carries
+//! trust; a changed file makes the project untrusted again, and `hookbox hook` names it and the
+//! command that trusts it; the hooks run from a snapshot of what was trusted, so a module the
+//! agent plants beside a script is never imported.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::super::{code, hookbox_in, stdout_json};
+use super::{Answerer, hook, hook_once, pre_tool_use, stderr, trust};
+
+/// A home and a project in a fresh directory.
+struct Setup {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    project: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+        std::fs::create_dir_all(project.join(".agents/hooks")).expect("mkdir");
+        std::fs::create_dir_all(&home).expect("mkdir");
+        Self {
+            _dir: dir,
+            home,
+            project,
+        }
+    }
+
+    /// The project's policy file.
+    fn policy(&self) -> PathBuf {
+        self.project.join(".agents/hooks.json")
+    }
+
+    /// Writes a project policy whose one gate, on every tool, runs `command`.
+    fn gate(&self, command: &str) {
+        write_policy(&self.project, command);
+    }
+
+    /// `hookbox hook claude-code` for a `Bash` `ls` in the project (in process, by the
+    /// daemon and by the thin client, which must agree).
+    fn ls(&self) -> std::process::Output {
+        hook(
+            &self.home,
+            &self.project,
+            &[],
+            &pre_tool_use(&self.project, "Bash", json!({"command": "ls"})),
+        )
+    }
+
+    /// The reason the answer to [`Self::ls`] gives (empty when none).
+    fn reason(&self) -> (String, String) {
+        let output = self.ls();
+        let reason = if output.stdout.is_empty() {
+            String::new()
+        } else {
+            stdout_json(&output)["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        (reason, stderr(&output))
+    }
+}
+
+/// Writes `project`'s policy: one gate on every tool that runs `command`.
+fn write_policy(project: &Path, command: &str) {
+    let policy = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": command}]}]}});
+    std::fs::write(project.join(".agents/hooks.json"), policy.to_string()).expect("policy");
+}
+
+/// Writes an executable `file` (relative to `project`) holding `text`.
+fn script(project: &Path, file: &str, text: &str) {
+    let path = project.join(file);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&path, text).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// A shell gate that denies with `reason`.
+fn denying(reason: &str) -> String {
+    format!("#!/bin/sh\ncat >/dev/null\necho '{{\"decision\":\"deny\",\"reason\":\"{reason}\"}}'\n")
+}
+
+/// The trust command `hookbox hook` must print for `setup`'s project.
+fn trust_command(setup: &Setup) -> String {
+    format!(
+        "`HOOKBOX_HOME={} hookbox trust {}`",
+        setup.home.display(),
+        setup.policy().display()
+    )
+}
+
+/// A trusted project's gate runs; once a file its hooks name changes, the project is
+/// untrusted again: nothing of it runs, and `hookbox hook` names the file and prints the exact
+/// command that trusts it. Each row changes one file (a script changed, a file the policy names
+/// that appears after the trust, a script removed) and gives the reason once trusted again; a
+/// new change is one line.
+#[test]
+fn a_changed_script_is_untrusted_again_naming_the_file_and_the_command() {
+    type Change = fn(&Path);
+    let changes: [(&str, Change, &str, &str); 4] = [
+        (
+            ".agents/hooks.json",
+            |project| write_policy(project, "sh .agents/hooks/gate.sh # edited"),
+            "changed",
+            "trusted gate",
+        ),
+        (
+            ".agents/hooks/gate.sh",
+            |project| script(project, ".agents/hooks/gate.sh", &denying("changed gate")),
+            "changed",
+            "changed gate",
+        ),
+        (
+            ".agents/hooks/rules.txt",
+            |project| script(project, ".agents/hooks/rules.txt", "planted later"),
+            "is new",
+            "trusted gate",
+        ),
+        (
+            ".agents/hooks/gate.sh",
+            |project| std::fs::remove_file(project.join(".agents/hooks/gate.sh")).expect("rm"),
+            "is gone",
+            "",
+        ),
+    ];
+    for (file, change, how, retrusted) in changes {
+        let setup = Setup::new();
+        setup.gate("cat .agents/hooks/rules.txt >/dev/null 2>&1; sh .agents/hooks/gate.sh");
+        script(
+            &setup.project,
+            ".agents/hooks/gate.sh",
+            &denying("trusted gate"),
+        );
+        trust(&setup.home, &setup.policy());
+        assert_eq!(setup.reason().0, "trusted gate", "{file} {how}");
+        change(&setup.project);
+        let (reason, message) = setup.reason();
+        assert_eq!(reason, "", "{file} {how}: the untrusted project's gate ran");
+        assert!(
+            message.contains("is not trusted"),
+            "{file} {how}: {message}"
+        );
+        assert!(
+            message.contains(&format!("{file} {how}")),
+            "{file} {how}: {message}"
+        );
+        assert!(
+            message.contains(&trust_command(&setup)),
+            "{file} {how}: {message}"
+        );
+        // Trusted again as it is now (naming the project's directory), it runs again.
+        trust(&setup.home, &setup.project);
+        let (reason, message) = setup.reason();
+        assert!(
+            !message.contains("is not trusted"),
+            "{file} {how}: {message}"
+        );
+        assert_eq!(reason, retrusted, "{file} {how}: {message}");
+    }
+}
+
+/// A module the agent plants beside a trusted script (`json.py` beside `gate.py`, which
+/// imports `json`) is never imported: the hooks run from the snapshot of what was trusted,
+/// where it is not. The planted file is no file of the closure, so the project stays trusted.
+#[test]
+fn a_module_planted_beside_a_trusted_script_is_not_imported() {
+    let setup = Setup::new();
+    setup.gate("python3 .agents/hooks/gate.py");
+    script(
+        &setup.project,
+        ".agents/hooks/gate.py",
+        "import json, sys\njson.load(sys.stdin)\n\
+         print(json.dumps({'decision': 'deny', 'reason': 'trusted gate'}))\n",
+    );
+    trust(&setup.home, &setup.policy());
+    assert_eq!(setup.reason().0, "trusted gate");
+    for planted in ["json.py", "sitecustomize.py", "usercustomize.py"] {
+        script(
+            &setup.project,
+            &format!(".agents/hooks/{planted}"),
+            "import sys\nsys.stdin.read()\n\
+             print('{\"decision\": \"deny\", \"reason\": \"planted module ran\"}')\nsys.exit(0)\n",
+        );
+    }
+    let (reason, message) = setup.reason();
+    assert_eq!(reason, "trusted gate", "{message}");
+    assert!(!message.contains("is not trusted"), "{message}");
+}
+
+/// Trust is kept for one project root: another project with the very same files (copied, or
+/// its policy a hard link to the trusted one) is not trusted, and no link carries trust, at
+/// the policy, at its directory, at a script or at a directory on a script's way. Each row
+/// makes project B from the trusted project A; a new way is one line.
+#[test]
+fn trust_is_for_one_project_and_a_link_never_carries_it() {
+    type Make = fn(&Path, &Path, &Path);
+    let ways: [(&str, Make, &str); 6] = [
+        (
+            "a copy of A",
+            |a, b, _| {
+                copy(a, b, ".agents/hooks.json");
+                copy(a, b, ".agents/hooks/gate.sh");
+            },
+            "new: it was never trusted for this project",
+        ),
+        (
+            "a hard link to A's policy",
+            |a, b, _| {
+                std::fs::hard_link(a.join(".agents/hooks.json"), b.join(".agents/hooks.json"))
+                    .expect("link");
+                copy(a, b, ".agents/hooks/gate.sh");
+            },
+            "new: it was never trusted for this project",
+        ),
+        (
+            "a symbolic link to A's policy",
+            |a, b, _| {
+                std::os::unix::fs::symlink(
+                    a.join(".agents/hooks.json"),
+                    b.join(".agents/hooks.json"),
+                )
+                .expect("link");
+            },
+            "symbolic link",
+        ),
+        (
+            "a symbolic link to A's .agents",
+            |a, b, _| {
+                std::fs::remove_dir_all(b.join(".agents")).expect("rm");
+                std::os::unix::fs::symlink(a.join(".agents"), b.join(".agents")).expect("link");
+            },
+            "symbolic link",
+        ),
+        (
+            "B trusted, then its script a symbolic link to A's",
+            |a, b, home| {
+                copy(a, b, ".agents/hooks.json");
+                script(b, ".agents/hooks/gate.sh", "#!/bin/sh\n");
+                trust(home, &b.join(".agents/hooks.json"));
+                std::fs::remove_file(b.join(".agents/hooks/gate.sh")).expect("rm");
+                std::os::unix::fs::symlink(
+                    a.join(".agents/hooks/gate.sh"),
+                    b.join(".agents/hooks/gate.sh"),
+                )
+                .expect("link");
+            },
+            "a link never carries trust",
+        ),
+        (
+            "B trusted, then its scripts' directory a symbolic link to A's",
+            |a, b, home| {
+                copy(a, b, ".agents/hooks.json");
+                script(b, ".agents/hooks/gate.sh", "#!/bin/sh\n");
+                trust(home, &b.join(".agents/hooks.json"));
+                std::fs::remove_dir_all(b.join(".agents/hooks")).expect("rm");
+                std::os::unix::fs::symlink(a.join(".agents/hooks"), b.join(".agents/hooks"))
+                    .expect("link");
+            },
+            "a link never carries trust",
+        ),
+    ];
+    for (way, make, words) in ways {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for project in [&a, &b] {
+            std::fs::create_dir_all(project.join(".agents/hooks")).expect("mkdir");
+        }
+        write_policy(&a, "sh .agents/hooks/gate.sh");
+        script(&a, ".agents/hooks/gate.sh", &denying("A's gate"));
+        std::fs::create_dir_all(&home).expect("mkdir");
+        trust(&home, &a.join(".agents/hooks.json"));
+        make(&a, &b, &home);
+        let output = hook(
+            &home,
+            &b,
+            &[],
+            &pre_tool_use(&b, "Bash", json!({"command": "ls"})),
+        );
+        assert!(
+            !String::from_utf8_lossy(&output.stdout).contains("A's gate"),
+            "{way}: A's trust ran a hook for B"
+        );
+        assert!(
+            stderr(&output).contains(words),
+            "{way}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+/// Copies `file` of project `from` to project `to`.
+fn copy(from: &Path, to: &Path, file: &str) {
+    std::fs::copy(from.join(file), to.join(file)).expect("copy");
+}
+
+/// A trust record an earlier hookbox wrote (the policy's path and SHA-256) no longer counts:
+/// the user is told so, with the command that trusts the project as it is now.
+#[test]
+fn a_path_based_trust_record_is_no_longer_honoured() {
+    let setup = Setup::new();
+    setup.gate("sh .agents/hooks/gate.sh");
+    script(
+        &setup.project,
+        ".agents/hooks/gate.sh",
+        &denying("trusted gate"),
+    );
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test computes a digest with coreutils"
+    )]
+    let sum = std::process::Command::new("sha256sum")
+        .arg(setup.policy())
+        .output()
+        .expect("sha256sum");
+    let digest = String::from_utf8_lossy(&sum.stdout)[..64].to_owned();
+    let canonical = setup.policy().canonicalize().expect("canonical");
+    std::fs::write(
+        setup.home.join("trusted-policies.json"),
+        json!({canonical.display().to_string(): digest}).to_string(),
+    )
+    .expect("old record");
+    let (reason, message) = setup.reason();
+    assert_eq!(reason, "", "a path-based record still counts");
+    assert!(
+        message.contains("an earlier hookbox trusted it by its path alone"),
+        "{message}"
+    );
+    assert!(message.contains(&trust_command(&setup)), "{message}");
+}
+
+/// `hookbox trust` refuses a project whose closure holds a link, saying which file and why.
+#[test]
+fn trust_refuses_a_link_in_the_closure() {
+    let setup = Setup::new();
+    setup.gate("sh .agents/hooks/gate.sh");
+    let elsewhere = setup.home.join("gate.sh");
+    script(&setup.home, "gate.sh", &denying("elsewhere"));
+    std::os::unix::fs::symlink(&elsewhere, setup.project.join(".agents/hooks/gate.sh"))
+        .expect("link");
+    let output = hookbox_in(
+        &setup.home,
+        &["trust", setup.policy().to_str().expect("utf-8")],
+        b"",
+    );
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(".agents/hooks/gate.sh")
+            && stderr(&output).contains("a link never carries trust"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Every spelling of a script in a hook's command puts the script in the trusted closure:
+/// after the trust, a change to it makes the project untrusted, naming it. Each row is a
+/// command (`{root}`: the project's absolute path) and the file it runs; a new spelling is
+/// one line.
+#[test]
+fn every_spelling_of_a_script_puts_it_in_the_closure() {
+    let spellings: &[(&str, &str)] = &[
+        ("python3 .agents/hooks/gate.py", ".agents/hooks/gate.py"),
+        (
+            "python3 -u ./.agents/hooks/gate.py",
+            ".agents/hooks/gate.py",
+        ),
+        (
+            r#"python3 "$CLAUDE_PROJECT_DIR/.agents/hooks/gate.py""#,
+            ".agents/hooks/gate.py",
+        ),
+        (
+            r#"python3 "${CLAUDE_PROJECT_DIR}"/.agents/hooks/gate.py"#,
+            ".agents/hooks/gate.py",
+        ),
+        (
+            "python3 $GEMINI_PROJECT_DIR/.agents/hooks/gate.py",
+            ".agents/hooks/gate.py",
+        ),
+        (
+            r#"node "$CLAUDE_PROJECT_DIR/.agents/hooks/gate.mjs""#,
+            ".agents/hooks/gate.mjs",
+        ),
+        ("node .agents/hooks/gate.js", ".agents/hooks/gate.js"),
+        ("bash x.sh", "x.sh"),
+        ("sh ./x.sh", "x.sh"),
+        ("./run", "run"),
+        ("{root}/.agents/hooks/abs.py", ".agents/hooks/abs.py"),
+        (
+            "python3 {root}/.agents/hooks/abs.py",
+            ".agents/hooks/abs.py",
+        ),
+        ("'{root}/.agents/hooks/abs.py'", ".agents/hooks/abs.py"),
+        (
+            "cat | python3 .agents/hooks/gate.py | jq .",
+            ".agents/hooks/gate.py",
+        ),
+        (
+            "FOO=1 python3 .agents/hooks/gate.py",
+            ".agents/hooks/gate.py",
+        ),
+        ("env python3 .agents/hooks/gate.py", ".agents/hooks/gate.py"),
+        ("exec perl .agents/hooks/gate.pl", ".agents/hooks/gate.pl"),
+        (
+            "timeout 5 python3 .agents/hooks/gate.py",
+            ".agents/hooks/gate.py",
+        ),
+        ("jq -f .agents/hooks/filter.jq", ".agents/hooks/filter.jq"),
+        (
+            "python3 .agents/hooks/gate.py --rules=.agents/hooks/rules.txt",
+            ".agents/hooks/rules.txt",
+        ),
+        (
+            "bash -c '. .agents/hooks/lib.sh; gate'",
+            ".agents/hooks/lib.sh",
+        ),
+        (
+            r"python3 .agents/hooks/sp\ ace.py",
+            ".agents/hooks/sp ace.py",
+        ),
+        (
+            "python3 '.agents/hooks/sp ace.py'",
+            ".agents/hooks/sp ace.py",
+        ),
+        (
+            "true && python3 .agents/hooks/gate.py; false",
+            ".agents/hooks/gate.py",
+        ),
+        (
+            "python3 .agents/hooks/../hooks/gate.py",
+            ".agents/hooks/gate.py",
+        ),
+    ];
+    for (spelling, file) in spellings {
+        let setup = Setup::new();
+        let root = setup.project.canonicalize().expect("canonical");
+        let command = spelling.replace("{root}", &root.display().to_string());
+        setup.gate(&command);
+        script(&setup.project, file, "trusted\n");
+        trust(&setup.home, &setup.policy());
+        let event = pre_tool_use(&setup.project, "Bash", json!({"command": "ls"}));
+        let output = hook_once(
+            Answerer::InProcess,
+            "claude-code",
+            &setup.home,
+            &setup.project,
+            &[],
+            &event,
+        );
+        assert!(
+            !stderr(&output).contains("is not trusted"),
+            "{spelling}: untrusted before any change: {}",
+            stderr(&output)
+        );
+        script(&setup.project, file, "changed\n");
+        let output = hook_once(
+            Answerer::InProcess,
+            "claude-code",
+            &setup.home,
+            &setup.project,
+            &[],
+            &event,
+        );
+        assert!(
+            stderr(&output).contains(&format!("{file} changed")),
+            "{spelling}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+/// A trusted project's policy that the agent replaced with something that does not parse is
+/// untrusted (its words are not followed), not an error that blocks every call.
+#[test]
+fn a_trusted_policy_replaced_by_garbage_is_untrusted_and_blocks_nothing() {
+    let setup = Setup::new();
+    setup.gate("sh .agents/hooks/gate.sh");
+    script(
+        &setup.project,
+        ".agents/hooks/gate.sh",
+        &denying("trusted gate"),
+    );
+    trust(&setup.home, &setup.policy());
+    std::fs::write(setup.policy(), "{ not json").expect("garbage");
+    let output = setup.ls();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(".agents/hooks.json changed"),
+        "{}",
+        stderr(&output)
+    );
+}
