@@ -418,6 +418,11 @@ pub(crate) struct HookArgs {
     /// Use only this policy file (either dialect) instead of the managed, user and project ones.
     #[arg(long, value_name = "FILE")]
     pub(crate) policy: Option<PathBuf>,
+    /// hookbox's home for this call (its policy, trust store, log and daemon), whatever
+    /// `HOOKBOX_HOME` the agent hands the hook: an environment that disagrees (a project's
+    /// settings can set one) is ignored with a warning. `hookbox install` writes it.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) home: Option<PathBuf>,
     /// The config file whose `[policy] managed` and `[network]` settings apply (default:
     /// `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
@@ -464,6 +469,12 @@ pub(crate) struct InstallArgs {
     /// Change your own hook file, under your home directory (every project).
     #[arg(long)]
     pub(crate) user: bool,
+    /// Whose configuration to change: `user` (as --user), `project` (with --project DIR), or
+    /// `managed`: the agent's managed settings, which no project or user setting can override
+    /// (Claude Code `/etc/claude-code/managed-settings.json`, Gemini CLI
+    /// `/etc/gemini-cli/settings.json`; as root).
+    #[arg(long, value_enum, value_name = "SCOPE", conflicts_with = "list")]
+    pub(crate) scope: Option<crate::commands::install::Scope>,
     /// The policy the hooks use (`hook AGENT --policy FILE`, made absolute); without it,
     /// `hookbox hook` loads the managed, user and trusted project policies.
     #[arg(long, value_name = "FILE", conflicts_with = "uninstall")]

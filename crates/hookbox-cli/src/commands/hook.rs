@@ -36,8 +36,10 @@ pub(crate) struct Call {
     /// The caller's working directory.
     pub(crate) cwd: PathBuf,
     /// The caller's whole environment: the home, the agent's project variable, and what the
-    /// policy's command hooks run with.
+    /// policy's command hooks run with (its `HOOKBOX_HOME` the home `--home` pins, if any).
     pub(crate) env: Vec<(OsString, OsString)>,
+    /// Why the caller's `HOOKBOX_HOME` was ignored, when it disagreed with `--home`.
+    home_ignored: Option<String>,
 }
 
 impl Call {
@@ -50,11 +52,17 @@ impl Call {
     ) -> Self {
         args.policy = args.policy.map(|path| cwd.join(path));
         args.config = args.config.map(|path| cwd.join(path));
+        args.home = args.home.map(|path| cwd.join(path));
+        let (env, home_ignored) = match &args.home {
+            Some(home) => pin_home(env, home, Agent::from(args.agent)),
+            None => (env, None),
+        };
         Self {
             args,
             stdin,
             cwd,
             env,
+            home_ignored,
         }
     }
 
@@ -73,6 +81,40 @@ impl Call {
         let config = Config::read(self.args.config.as_deref(), &home)?;
         Ok(Settings { home, config })
     }
+}
+
+/// `env` with `HOOKBOX_HOME` set to `home`, the home `--home` pins, and the warning when
+/// `env` named another one: the agent's environment can come from a project's settings (a
+/// Claude Code `env`, a Gemini CLI `.env`), which must not choose the policy.
+fn pin_home(
+    mut env: Vec<(OsString, OsString)>,
+    home: &Path,
+    agent: Agent,
+) -> (Vec<(OsString, OsString)>, Option<String>) {
+    let theirs = env
+        .iter()
+        .find(|(name, value)| name == "HOOKBOX_HOME" && !value.is_empty())
+        .map(|(_, value)| PathBuf::from(value));
+    let same = |theirs: &Path| {
+        theirs == home
+            || std::fs::canonicalize(theirs).ok() == std::fs::canonicalize(home).ok()
+                && std::fs::canonicalize(home).is_ok()
+    };
+    let warning = theirs.filter(|theirs| !same(theirs)).map(|theirs| {
+        format!(
+            "hookbox hook {}: HOOKBOX_HOME is {} in the agent's environment (a project's \
+             settings can set it), but this hook is pinned to --home {}; ignored: the policy \
+             of {} applies. `hookbox doctor {}` shows where it is set",
+            agent.name(),
+            theirs.display(),
+            home.display(),
+            home.display(),
+            agent.name()
+        )
+    });
+    env.retain(|(name, _)| name != "HOOKBOX_HOME");
+    env.push(("HOOKBOX_HOME".into(), home.into()));
+    (env, warning)
 }
 
 /// A call's home and configuration (see [`Call::settings`]).
@@ -316,6 +358,18 @@ fn answer(
     } else {
         HookOutcome::default()
     };
+    let mut outcome = outcome;
+    if let Some(ignored) = &call.home_ignored {
+        warnings.push_str(ignored);
+        warnings.push('\n');
+        // Said where the agent's user sees it, as a gate that failed open is.
+        if matches!(agent, Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli) {
+            outcome.system_message = Some(match outcome.system_message.take() {
+                Some(theirs) => format!("{theirs}\n{ignored}"),
+                None => ignored.clone(),
+            });
+        }
+    }
     let mut reply = agent.answer(&translated, &outcome);
     reply.stderr.insert_str(0, &warnings);
     (reply, Some(translated.decision(agent, &outcome)))

@@ -122,7 +122,11 @@ fn install_merges_once_and_uninstall_restores_the_original_byte_for_byte() {
         json!({"matcher": "Bash", "hooks": [{"type": "command", "command": "./my-own-hook.sh"}]})
     );
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("exe");
-    let expected = format!("{} claude-code --policy {policy}", exe.display());
+    let expected = format!(
+        "{} claude-code --home {} --policy {policy}",
+        exe.display(),
+        places.hookbox_home.display()
+    );
     for event in [
         "PreToolUse",
         "PermissionRequest",
@@ -324,10 +328,14 @@ fn every_agent_gets_its_own_file_listed_and_removed_again() {
             _ => entry["hooks"][0]["command"].as_str(),
         }
         .unwrap_or_else(|| panic!("{agent}: {config:#}"));
+        let pinned = format!(
+            "/hookbox-hook {agent} --home {}",
+            places.hookbox_home.display()
+        );
         let suffix = if agent == "copilot" {
-            format!("/hookbox-hook copilot --event {event}")
+            format!("{pinned} --event {event}")
         } else {
-            format!("/hookbox-hook {agent}")
+            pinned
         };
         assert!(command.ends_with(&suffix), "{agent}: {command}");
         if matches!(agent, "cursor" | "copilot") {
@@ -718,7 +726,7 @@ fn every_passed_through_event_is_installed_and_answered_with_no_decision() {
 }
 
 #[test]
-fn a_hand_written_entry_for_a_passed_through_event_is_kept_and_not_doubled() {
+fn a_hand_written_entry_for_a_passed_through_event_is_pinned_and_not_doubled() {
     let places = places();
     // What the docs used to say to do: an entry for BeforeModel running the same command.
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox")).expect("exe");
@@ -732,15 +740,17 @@ fn a_hand_written_entry_for_a_passed_through_event_is_kept_and_not_doubled() {
     let install = ["install", "gemini-cli", "--project", places.project_arg()];
     let output = places.hookbox(&install);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
+    // It took the agent's `HOOKBOX_HOME`: it is replaced by the pinned form, once.
     let installed = read_json(&settings);
+    let thin = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("thin");
+    let pinned = format!(
+        "{} gemini-cli --home {}",
+        thin.display(),
+        places.hookbox_home.display()
+    );
     assert_eq!(
         installed["hooks"]["BeforeModel"],
-        json!([{"hooks": [{"type": "command", "command": command}]}])
-    );
-    assert!(
-        !stdout(&output).contains("BeforeModel"),
-        "{}",
-        stdout(&output)
+        json!([{"hooks": [{"type": "command", "command": pinned}]}])
     );
     assert!(
         stdout(&output).contains("AfterModel"),
@@ -765,6 +775,13 @@ fn an_install_by_an_older_hookbox_is_listed_upgraded_once_and_uninstalled() {
     let install = ["install", "claude-code", "--project", places.project_arg()];
     let output = places.hookbox_at(&old, &install);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
+    // Older hookboxes did not pin the home: their files and records, as they wrote them.
+    let pin = format!(" --home {}", places.hookbox_home.display());
+    let records = places.hookbox_home.join("installs.json");
+    for path in [&settings, &records] {
+        let text = std::fs::read_to_string(path).expect("read");
+        std::fs::write(path, text.replace(&pin, "")).expect("write");
+    }
     let old_command = format!("{} hook claude-code", old.display());
     assert_eq!(
         hookbox_command(&read_json(&settings), "PreToolUse"),
@@ -787,7 +804,7 @@ fn an_install_by_an_older_hookbox_is_listed_upgraded_once_and_uninstalled() {
     let output = places.hookbox(&install);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let thin = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("thin");
-    let new_command = format!("{} claude-code", thin.display());
+    let new_command = format!("{} claude-code{pin}", thin.display());
     let upgraded = read_json(&settings);
     assert_eq!(hookbox_command(&upgraded, "PreToolUse"), new_command);
     assert!(!upgraded.to_string().contains(&old_command), "{upgraded:#}");

@@ -5,6 +5,7 @@
 
 mod document;
 mod files;
+mod narrowing;
 mod target;
 
 use std::collections::BTreeSet;
@@ -17,7 +18,8 @@ use hookbox_hooks::startable::{StartContext, start_problems};
 
 use self::document::Document;
 use self::files::{Record, Records};
-use self::target::{Scope, config_path, events, layout, location, shell_quote};
+pub(crate) use self::target::Scope;
+use self::target::{config_path, events, layout, location, shell_quote};
 use crate::cli::InstallArgs;
 
 /// The thin client installed next to `hookbox`, which the agents' hook files run when present.
@@ -30,28 +32,13 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
         (true, _) => list(args.project.as_deref(), &records)?,
         (false, None) => bail!("name the agent: hookbox install AGENT (or --list)"),
         (false, Some(agent)) => {
-            let agent = Agent::from(agent);
-            let (scope, base) = match (&args.project, args.user) {
-                (Some(dir), false) => (
-                    Scope::Project,
-                    std::fs::canonicalize(dir)
-                        .with_context(|| format!("--project {}", dir.display()))?,
-                ),
-                (None, true) => (Scope::User, user_home()?),
-                _ => bail!("say whose configuration to change: --project DIR or --user"),
-            };
-            let file = Target {
-                agent,
-                scope,
-                path: config_path(agent, scope, &base),
-                base,
-            };
+            let file = Target::of(Agent::from(agent), args)?;
             file.check_no_links()?;
             if args.uninstall {
                 uninstall(&file, &mut records)?
             } else {
                 let warnings = vet_policy(&file, args, &home)?;
-                warnings + &install(&file, args, &mut records)?
+                warnings + &install(&file, args, &home, &mut records)?
             }
         }
     };
@@ -63,18 +50,69 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
 struct Target {
     /// The agent.
     agent: Agent,
-    /// The user's file or a project's.
+    /// The user's file, a project's or the managed one.
     scope: Scope,
-    /// The home or project directory the file is under.
+    /// The home or project directory the file is under (the managed file's: `/etc`).
     base: PathBuf,
+    /// The directories from `base` to the file (created when missing).
+    dirs: &'static [&'static str],
     /// The hook file.
     path: PathBuf,
 }
 
 impl Target {
+    /// The file `args` name for `agent`: `--project DIR`, `--user` or `--scope SCOPE`.
+    fn of(agent: Agent, args: &InstallArgs) -> anyhow::Result<Self> {
+        let scope = match (args.scope, &args.project, args.user) {
+            (Some(Scope::Managed), None, false) => Scope::Managed,
+            (None | Some(Scope::Project), Some(_), false) => Scope::Project,
+            (None | Some(Scope::User), None, true) | (Some(Scope::User), None, false) => {
+                Scope::User
+            }
+            _ => {
+                bail!("say whose configuration to change: --project DIR, --user or --scope managed")
+            }
+        };
+        let (base, dirs, path) = match (scope, &args.project) {
+            (Scope::Project, Some(dir)) => {
+                let base = std::fs::canonicalize(dir)
+                    .with_context(|| format!("--project {}", dir.display()))?;
+                let (dirs, _) = location(agent, true);
+                let path = config_path(agent, true, &base);
+                (base, dirs, path)
+            }
+            (Scope::Managed, _) => target::managed_file(agent).with_context(|| {
+                format!(
+                    "hookbox does not install into {}'s managed settings{}; use --user or \
+                     --project DIR",
+                    agent.name(),
+                    if agent == Agent::Codex {
+                        " (its managed hooks are TOML tables in /etc/codex/requirements.toml: \
+                         see docs/agent-adapters.md)"
+                    } else {
+                        ""
+                    }
+                )
+            })?,
+            _ => {
+                let base = user_home()?;
+                let (dirs, _) = location(agent, false);
+                let path = config_path(agent, false, &base);
+                (base, dirs, path)
+            }
+        };
+        Ok(Self {
+            agent,
+            scope,
+            base,
+            dirs,
+            path,
+        })
+    }
+
     /// Refuses the file when it, or a directory to it under `base`, is a symbolic link.
     fn check_no_links(&self) -> anyhow::Result<()> {
-        files::check_no_links(&self.base, location(self.agent, self.scope).0, &self.path)
+        files::check_no_links(&self.base, self.dirs, &self.path)
     }
 
     /// The file's path as records key it.
@@ -170,21 +208,48 @@ fn vet_policy(file: &Target, args: &InstallArgs, home: &Path) -> anyhow::Result<
 
 /// Adds hookbox's entries for every event `hookbox hook` answers to the agent's hook file
 /// (those already there are left as they are), backing the original up the first time.
-fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::Result<String> {
+fn install(
+    file: &Target,
+    args: &InstallArgs,
+    home: &Path,
+    records: &mut Records,
+) -> anyhow::Result<String> {
     let agent = file.agent;
     let exe = std::env::current_exe().context("cannot find the path of this hookbox binary")?;
-    let mut arguments = agent.name().to_owned();
+    // The home is pinned: a project's settings can hand the hook another `HOOKBOX_HOME`.
+    let home = std::path::absolute(home)
+        .with_context(|| format!("cannot make {} absolute", home.display()))?;
+    let mut options = String::new();
     if args.fail_closed {
-        arguments.push_str(" --fail-closed");
+        options.push_str(" --fail-closed");
     }
     if let Some(policy) = args.policy.as_deref() {
         let policy = std::fs::canonicalize(policy)
             .with_context(|| format!("--policy {}", policy.display()))?;
-        arguments.push_str(&format!(
+        options.push_str(&format!(
             " --policy {}",
             shell_quote(&policy.display().to_string())
         ));
     }
+    let arguments = format!(
+        "{} --home {}{options}",
+        agent.name(),
+        shell_quote(&home.display().to_string())
+    );
+    // The same calls without `--home` (older installs, or written by hand from older docs)
+    // take the agent's `HOOKBOX_HOME`: they are upgraded to the pinned form.
+    let unpinned = [
+        format!(
+            "{} hook {}{options}",
+            shell_quote(&exe.display().to_string()),
+            agent.name()
+        ),
+        format!(
+            "{} {}{options}",
+            shell_quote(&exe.with_file_name(THIN_CLIENT).display().to_string()),
+            agent.name()
+        ),
+    ];
     // The same call through `hookbox hook`: an older install's form, or written by hand.
     let through_hookbox = format!(
         "{} hook {arguments}",
@@ -208,6 +273,34 @@ fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::
         for event in events(agent) {
             let old = target::command(agent, &previous.command, event);
             removed += document.remove(layout, event, &old);
+        }
+    }
+    // A look-alike (this command under a matcher that matches nothing, an `if`, `async`…)
+    // reads as installed while the gate never decides: it is replaced.
+    let mut lookalikes = Vec::new();
+    for found in document.found(agent, layout) {
+        if let Some(why) = found.narrowing.as_deref()
+            && [&command, &through_hookbox]
+                .iter()
+                .any(|ours| target::command(agent, ours, &found.event) == found.command)
+        {
+            lookalikes.push(format!(
+                "replaced a look-alike entry under {}: it runs `{}` but {why}\n",
+                found.event, found.command
+            ));
+        }
+    }
+    for event in events(agent) {
+        for old in &unpinned {
+            removed += document.remove(layout, event, &target::command(agent, old, event));
+        }
+        for ours in [&command, &through_hookbox] {
+            removed += document.remove_narrowed(
+                agent,
+                layout,
+                event,
+                &target::command(agent, ours, event),
+            );
         }
     }
     // An event whose entry makes the same call through `hookbox hook` gets no second one.
@@ -247,10 +340,9 @@ fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::
         },
     };
     record.command = command.clone();
-    record.created_dirs.extend(files::create_dirs(
-        &file.base,
-        location(agent, file.scope).0,
-    )?);
+    record
+        .created_dirs
+        .extend(files::create_dirs(&file.base, file.dirs)?);
     record.installed = String::from_utf8_lossy(&bytes).into_owned();
     let backup = record
         .backup
@@ -267,14 +359,16 @@ fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::
     };
     let place = match file.scope {
         Scope::User => "--user".to_owned(),
+        Scope::Managed => "--scope managed".to_owned(),
         Scope::Project => format!(
             "--project {}",
             shell_quote(&file.base.display().to_string())
         ),
     };
     Ok(format!(
-        "installed into {} ({} scope): {} runs `{command}` on {}; {kept}; `hookbox install {} \
+        "{}installed into {} ({} scope): {} runs `{command}` on {}; {kept}; `hookbox install {} \
          {place} --uninstall` undoes it\n{}",
+        lookalikes.concat(),
         file.path.display(),
         file.scope.name(),
         agent.name(),
@@ -409,7 +503,7 @@ fn list(project: Option<&Path>, records: &Records) -> anyhow::Result<String> {
         ];
         for (scope, base) in bases {
             let Some(base) = base else { continue };
-            let path = config_path(agent, scope, &base);
+            let path = config_path(agent, scope == Scope::Project, &base);
             if seen.insert(path.clone()) {
                 text.push_str(&describe(agent, scope.name(), &path, records));
             }
