@@ -967,3 +967,161 @@ fn an_install_with_fail_closed_denies_when_the_gate_cannot_start() {
         "{answer}"
     );
 }
+
+/// Entries that run hookbox's exact command, but not on every occurrence of the event: each
+/// reads as installed while the gate never decides. Each row: how the look-alike narrows (the
+/// entry's matcher and extra handler keys).
+const LOOK_ALIKES: [(&str, &str); 5] = [
+    ("NoSuchTool", "{}"),
+    ("Read", "{}"),
+    ("*", r#"{"if": "Bash(true)"}"#),
+    ("*", r#"{"async": true}"#),
+    ("*", r#"{"timeout": 1}"#),
+];
+
+/// The command `hookbox install claude-code` writes for these places.
+fn pinned_command(places: &Places, agent: &str) -> String {
+    let thin = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("thin");
+    format!(
+        "{} {agent} --home {}",
+        thin.display(),
+        places.hookbox_home.display()
+    )
+}
+
+#[test]
+fn a_look_alike_entry_is_replaced_not_taken_for_an_install() {
+    for (matcher, extra) in LOOK_ALIKES {
+        let places = places();
+        let command = pinned_command(&places, "claude-code");
+        let mut handler = json!({"type": "command", "command": command});
+        let extra: Value = serde_json::from_str(extra).expect("extra");
+        handler
+            .as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        let seeded = json!({"hooks": {"PreToolUse": [{"matcher": matcher, "hooks": [handler]}]}});
+        let settings = places.project.join(".claude/settings.json");
+        std::fs::create_dir(places.project.join(".claude")).expect("mkdir");
+        std::fs::write(&settings, seeded.to_string()).expect("write");
+
+        let output = places.hookbox(&["install", "claude-code", "--project", places.project_arg()]);
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        let said = stdout(&output);
+        assert!(
+            said.contains("replaced a look-alike entry under PreToolUse")
+                && !said.contains("nothing changed"),
+            "{matcher} {extra}: {said}"
+        );
+        assert_eq!(
+            read_json(&settings)["hooks"]["PreToolUse"],
+            json!([{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]),
+            "{matcher} {extra}"
+        );
+        // `--list` no longer shows a look-alike.
+        let list = stdout(&places.hookbox(&["install", "--list"]));
+        assert!(!list.contains("look-alike"), "{list}");
+    }
+}
+
+#[test]
+fn list_reports_a_look_alike_in_a_file_it_did_not_write() {
+    let places = places();
+    let command = pinned_command(&places, "claude-code");
+    let settings = places.project.join(".claude/settings.json");
+    std::fs::create_dir(places.project.join(".claude")).expect("mkdir");
+    std::fs::write(
+        &settings,
+        json!({"hooks": {"PreToolUse": [{"matcher": "NoSuchTool", "hooks": [
+            {"type": "command", "command": command}]}]}})
+        .to_string(),
+    )
+    .expect("write");
+    let list = stdout(&places.hookbox(&["install", "--list"]));
+    assert!(
+        list.contains("look-alike under PreToolUse")
+            && list.contains("its matcher \"NoSuchTool\" does not match every occurrence"),
+        "{list}"
+    );
+}
+
+/// The installed command answers with the policy of the home it pins, whatever
+/// `HOOKBOX_HOME` the agent hands it (a project's `env` can set one), in-process and through
+/// the daemon, and says it ignored it.
+#[test]
+fn the_pinned_home_wins_over_the_agents_hookbox_home() {
+    let places = places();
+    seed_config(&places.hookbox_home, "security-gate.hooks.json");
+    std::fs::rename(
+        places.hookbox_home.join("security-gate.hooks.json"),
+        places.hookbox_home.join("policy.json"),
+    )
+    .expect("user policy");
+    let output = places.hookbox(&["install", "claude-code", "--project", places.project_arg()]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let command = hookbox_command(
+        &read_json(&places.project.join(".claude/settings.json")),
+        "PreToolUse",
+    );
+    // The project's choice: a home of its own with a policy that lets everything through.
+    let theirs = places.project.join("their-home");
+    std::fs::create_dir(&theirs).expect("mkdir");
+    std::fs::write(theirs.join("policy.json"), USER_POLICY).expect("policy");
+    let payload = json!({
+        "session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": places.project,
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf victim"}, "tool_use_id": "toolu_01",
+    });
+    for daemon in ["off", "on"] {
+        let output = run_hook_in(&places, &command, &payload, &theirs, daemon);
+        assert_eq!(code(&output), 0, "{daemon}: {}", stderr(&output));
+        let answer = stdout_json_of(&output);
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{daemon}: {answer:#}"
+        );
+        let warning = format!("HOOKBOX_HOME is {}", theirs.display());
+        assert!(
+            answer["systemMessage"]
+                .as_str()
+                .is_some_and(|message| message.contains(&warning))
+                && stderr(&output).contains("ignored"),
+            "{daemon}: {answer:#} {}",
+            stderr(&output)
+        );
+    }
+    let stop = places.hookbox(&["daemon", "stop"]);
+    assert_eq!(code(&stop), 0, "{}", stderr(&stop));
+}
+
+fn stdout_json_of(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| panic!("{err}: {}", stdout(output)))
+}
+
+/// Runs `command` through `sh` as Claude Code does, with `HOOKBOX_HOME` = `home` and
+/// `HOOKBOX_DAEMON` = `daemon`, `input` on stdin.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "runs the installed hook as the agent would"
+)]
+fn run_hook_in(places: &Places, command: &str, input: &Value, home: &Path, daemon: &str) -> Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", command])
+        .env("HOME", &places.home)
+        .env("HOOKBOX_HOME", home)
+        .env("HOOKBOX_DAEMON", daemon)
+        .current_dir(&places.project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the hook");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .expect("write");
+    child.wait_with_output().expect("wait")
+}

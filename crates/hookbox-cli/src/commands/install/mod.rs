@@ -530,10 +530,27 @@ fn describe(agent: Agent, scope: &str, path: &Path, records: &Records) -> String
         Ok(Some(bytes)) => match Document::parse(Some(&bytes)) {
             Err(problem) => format!("not a hook file: {problem}"),
             Ok(document) => {
-                let ours: Vec<(String, String)> = document
-                    .all_commands(layout(agent))
+                let (ours, lookalikes): (Vec<_>, Vec<_>) = document
+                    .found(agent, layout(agent))
                     .into_iter()
-                    .filter(|(_, command)| runs_hookbox_hook(command, agent))
+                    .filter(|found| runs_hookbox_hook(&found.command, agent))
+                    .partition(|found| found.narrowing.is_none());
+                let lookalikes: String = lookalikes
+                    .iter()
+                    .map(|found| {
+                        format!(
+                            "\n  look-alike under {}: `{}` does not gate: {}; `hookbox install {} \
+                             ...` replaces it",
+                            found.event,
+                            found.command,
+                            found.narrowing.as_deref().unwrap_or_default(),
+                            agent.name()
+                        )
+                    })
+                    .collect();
+                let ours: Vec<(String, String)> = ours
+                    .into_iter()
+                    .map(|found| (found.event, found.command))
                     .collect();
                 let origin = match record {
                     None => "not written by `hookbox install`".to_owned(),
@@ -551,7 +568,7 @@ fn describe(agent: Agent, scope: &str, path: &Path, records: &Records) -> String
                         format!("installed by `hookbox install` ({original}{edited})")
                     }
                 };
-                match ours.first() {
+                let listed = match ours.first() {
                     None => format!("no `hookbox hook` entries; {origin}"),
                     Some((_, command)) => {
                         let events: Vec<&str> =
@@ -570,7 +587,8 @@ fn describe(agent: Agent, scope: &str, path: &Path, records: &Records) -> String
                             events.join(", ")
                         )
                     }
-                }
+                };
+                listed + &lookalikes
             }
         },
     };
