@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -40,6 +40,9 @@ pub(crate) struct Call {
     pub(crate) env: Vec<(OsString, OsString)>,
     /// Why the caller's `HOOKBOX_HOME` was ignored, when it disagreed with `--home`.
     home_ignored: Option<String>,
+    /// Whether the call's policy fails closed, once it is loaded (for an answer given before
+    /// the call ends: [`deadline_reply`]).
+    fails_closed: OnceLock<bool>,
 }
 
 impl Call {
@@ -63,6 +66,7 @@ impl Call {
             cwd,
             env,
             home_ignored,
+            fails_closed: OnceLock::new(),
         }
     }
 
@@ -263,6 +267,13 @@ fn respond_failed(call: &Call, message: &str) -> Reply {
     logged(call, settings.as_ref(), reply, decision, started)
 }
 
+/// The answer to `call` given before it ended (`message` says why), reading nothing: the
+/// agent's blocking failure unless the call's policy was loaded and fails open.
+pub(crate) fn deadline_reply(call: &Call, message: &str) -> Reply {
+    let agent = Agent::from(call.args.agent);
+    agent.failure(message, call.fails_closed.get().copied().unwrap_or(true))
+}
+
 /// A journal past this size is imported into the store by the `hookbox hook` that grew it (so
 /// it stays small even when nobody runs `hookbox log`).
 const JOURNAL_IMPORT_BYTES: u64 = 256 * 1024;
@@ -315,6 +326,7 @@ fn answer(
             return (agent.failure(&message, true), decision);
         }
     };
+    let _ = call.fails_closed.set(adapter::fails_closed(&hooks));
     let translated = match input {
         Ok(translated) => translated,
         Err(message) => return (agent.failure(&message, adapter::fails_closed(&hooks)), None),

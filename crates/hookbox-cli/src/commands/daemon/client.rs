@@ -18,13 +18,14 @@ use hookbox_handoff::{handover, wire};
 
 /// The variables a daemon started on demand gets (nothing else of the caller's environment:
 /// each call brings its own).
-const DAEMON_ENVIRONMENT: [&str; 6] = [
+const DAEMON_ENVIRONMENT: [&str; 7] = [
     "HOOKBOX_HOME",
     "XDG_RUNTIME_DIR",
     "XDG_DATA_HOME",
     "HOME",
     "PATH",
     super::IDLE_VARIABLE,
+    super::server::DEADLINE_VARIABLE,
 ];
 
 /// What became of a `hookbox hook` call handed to the daemon.

@@ -6,7 +6,7 @@
 mod argv;
 pub(crate) mod client;
 mod python;
-mod server;
+pub(crate) mod server;
 mod stamp;
 mod warm;
 
