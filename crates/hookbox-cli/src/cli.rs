@@ -89,6 +89,18 @@ pub(crate) enum Command {
     /// of the agent's shape, is refused and nothing is written. Exit status: 0 done (or nothing
     /// to change), 1 error. See docs/agent-adapters.md.
     Install(InstallArgs),
+    /// Say whether an agent's hooks will really ask hookbox's policy, event by event.
+    ///
+    /// Reads the agent's settings as the agent merges them (Claude Code: managed, user,
+    /// project and local; Gemini CLI: system defaults, user, project and system; Codex:
+    /// config.toml and hooks.json of the user and the project, and /etc/codex/requirements.toml)
+    /// and says, per event, whether an entry running `hookbox hook AGENT` fires, and what
+    /// switches it off: `disableAllHooks` (and `allowManagedHooksOnly`, Gemini CLI's
+    /// `hooksConfig`, Codex's `[features] hooks`), a look-alike entry (hookbox's command under a
+    /// matcher that matches nothing…), a project's `HOOKBOX_HOME`, an untrusted or changed
+    /// project policy, a gate that cannot start; each with the command that fixes it. Exit
+    /// status: 0 every event reaches the policy, 1 something will not fire (or an error).
+    Doctor(DoctorArgs),
     /// Trust a project policy file (`<project>/.agents/hooks.json`) for `hookbox hook`.
     ///
     /// The agent itself can write the project file, and its command hooks run on this host, so
@@ -497,6 +509,16 @@ pub(crate) struct InstallArgs {
     /// --project) hook files run `hookbox hook`, and every other recorded install.
     #[arg(long, conflicts_with_all = ["agent", "user", "policy", "uninstall"])]
     pub(crate) list: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// The agent whose settings to read.
+    #[arg(value_enum)]
+    pub(crate) agent: AgentArg,
+    /// The project the agent runs in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) project: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -29,11 +29,17 @@ impl Document {
     /// Reads `bytes` (`None`: the file does not exist) as a hook file; the error is the JSON
     /// path and the problem.
     pub(super) fn parse(bytes: Option<&[u8]>) -> Result<Self, String> {
-        let root = match bytes.map(serde_json::from_slice::<Value>) {
-            None => Map::new(),
-            Some(Ok(Value::Object(root))) => root,
-            Some(Ok(_)) => return Err("$: not a JSON object".to_owned()),
-            Some(Err(err)) => return Err(format!("$: not valid JSON: {err}")),
+        match bytes.map(serde_json::from_slice::<Value>) {
+            None => Self::from_value(Value::Object(Map::new())),
+            Some(Ok(value)) => Self::from_value(value),
+            Some(Err(err)) => Err(format!("$: not valid JSON: {err}")),
+        }
+    }
+
+    /// [`parse`](Self::parse) for a value already read (a TOML file's, as JSON).
+    pub(super) fn from_value(value: Value) -> Result<Self, String> {
+        let Value::Object(root) = value else {
+            return Err("$: not a JSON object".to_owned());
         };
         match root.get("hooks") {
             None | Some(Value::Object(_)) => {}
@@ -196,11 +202,6 @@ impl Document {
             }
         }
         found
-    }
-
-    /// The file's top-level value `key`, if any.
-    pub(super) fn get(&self, key: &str) -> Option<&Value> {
-        self.root.get(key)
     }
 
     /// Every command of the file's hook entries, with its event.

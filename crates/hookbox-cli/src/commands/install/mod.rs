@@ -1,11 +1,13 @@
 //! `hookbox install AGENT`: writes (or merges into) an agent's hook file so that every event
 //! `hookbox hook AGENT` answers (mapped or passed through) runs it (as `hookbox-hook AGENT`, the
 //! thin client, when it is installed next to hookbox); `--uninstall` undoes that, `--list`
-//! shows what is installed where.
+//! shows what is installed where; `hookbox doctor` ([`doctor`]) what the agent will run.
 
+pub(crate) mod doctor;
 mod document;
 mod files;
 mod narrowing;
+mod sources;
 mod target;
 
 use std::collections::BTreeSet;
