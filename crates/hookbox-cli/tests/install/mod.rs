@@ -8,6 +8,9 @@ use serde_json::{Value, json};
 
 use super::{code, seed_config};
 
+/// `hookbox doctor AGENT`, against each thing that keeps the policy from deciding.
+mod doctor;
+
 /// A scratch home (`HOME`), hookbox home (with a user policy, which `hookbox install` requires)
 /// and project.
 struct Places {
