@@ -1043,7 +1043,8 @@ fn list_reports_a_look_alike_in_a_file_it_did_not_write() {
     let list = stdout(&places.hookbox(&["install", "--list"]));
     assert!(
         list.contains("look-alike under PreToolUse")
-            && list.contains("its matcher \"NoSuchTool\" does not match every occurrence"),
+            && list.contains("its matcher \"NoSuchTool\" does not match every occurrence")
+            && list.contains("claude-code  merged   0 of 30 events reach the policy"),
         "{list}"
     );
 }
@@ -1127,4 +1128,63 @@ fn run_hook_in(places: &Places, command: &str, input: &Value, home: &Path, daemo
         .write_all(input.to_string().as_bytes())
         .expect("write");
     child.wait_with_output().expect("wait")
+}
+
+/// `--scope managed` writes the agent's managed settings, where the agent finds them (Gemini
+/// CLI: `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, which these tests point into a scratch directory),
+/// and doctor sees every event reach the policy through them even when the project turns its
+/// own hooks off; an agent whose managed hooks hookbox does not write is refused, naming why.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn scope_managed_writes_the_agents_managed_settings() {
+    let places = places();
+    let managed = places.home.join("etc-gemini/settings.json");
+    std::fs::create_dir(places.home.join("etc-gemini")).expect("mkdir");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+            .args(args)
+            .env("HOME", &places.home)
+            .env("HOOKBOX_HOME", &places.hookbox_home)
+            .env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", &managed)
+            .current_dir(&places.project)
+            .output()
+            .expect("run hookbox")
+    };
+    let output = run(&["install", "gemini-cli", "--scope", "managed"]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("(managed scope)"),
+        "{}",
+        stdout(&output)
+    );
+    let command = pinned_command(&places, "gemini-cli");
+    assert_eq!(
+        read_json(&managed)["hooks"]["BeforeTool"],
+        json!([{"matcher": ".*", "hooks": [{"type": "command", "command": command}]}])
+    );
+    // The project cannot switch it off: the managed layer is read last.
+    std::fs::create_dir(places.project.join(".gemini")).expect("mkdir");
+    std::fs::write(
+        places.project.join(".gemini/settings.json"),
+        r#"{"hooksConfig": {"enabled": false}}"#,
+    )
+    .expect("write");
+    std::fs::write(&managed, {
+        let mut value = read_json(&managed);
+        value["hooksConfig"] = json!({"enabled": true});
+        value.to_string()
+    })
+    .expect("write");
+    let doctor = run(&["doctor", "gemini-cli", "--project", places.project_arg()]);
+    assert_eq!(code(&doctor), 0, "{}", stdout(&doctor));
+
+    let refused = run(&["install", "codex", "--scope", "managed"]);
+    assert_eq!(code(&refused), 1);
+    assert!(
+        stderr(&refused).contains("/etc/codex/requirements.toml"),
+        "{}",
+        stderr(&refused)
+    );
+    let output = run(&["install", "gemini-cli", "--scope", "managed", "--uninstall"]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
 }

@@ -130,6 +130,19 @@ pub(crate) fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// How many of the events hookbox answers `agent` will really ask the policy about in
+/// `project` (for the user whose home is `home`), of how many.
+pub(super) fn reaching(agent: Agent, home: &Path, project: &Path) -> (usize, usize) {
+    let sources = sources(agent, home, project);
+    let switches = switches(agent, &sources, project);
+    let events = events(agent);
+    let fired = events
+        .iter()
+        .filter(|event| judge(agent, event, &sources, &switches).is_ok())
+        .count();
+    (fired, events.len())
+}
+
 /// Whether `agent` runs hookbox's policy for `event`: the command of an entry that fires, or
 /// why none does and the fix when it is not (re)installing.
 fn judge(

@@ -510,6 +510,21 @@ fn list(project: Option<&Path>, records: &Records) -> anyhow::Result<String> {
                 text.push_str(&describe(agent, scope.name(), &path, records));
             }
         }
+        // What the agent will run, its layers merged (managed ones too), switches and
+        // look-alikes counted.
+        if let Some(home) = &home {
+            let (fired, all) = doctor::reaching(agent, home, &project);
+            text.push_str(&format!(
+                "{:<12} merged   {fired} of {all} events reach the policy in {}{}\n",
+                agent.name(),
+                project.display(),
+                if fired < all {
+                    format!("; `hookbox doctor {}` says why", agent.name())
+                } else {
+                    String::new()
+                }
+            ));
+        }
     }
     for (path, record) in &records.by_path {
         let path = PathBuf::from(path);
