@@ -101,8 +101,8 @@ fn pin_home(
         .map(|(_, value)| PathBuf::from(value));
     let same = |theirs: &Path| {
         theirs == home
-            || std::fs::canonicalize(theirs).ok() == std::fs::canonicalize(home).ok()
-                && std::fs::canonicalize(home).is_ok()
+            || std::fs::canonicalize(theirs)
+                .is_ok_and(|theirs| std::fs::canonicalize(home).is_ok_and(|home| home == theirs))
     };
     let warning = theirs.filter(|theirs| !same(theirs)).map(|theirs| {
         format!(
