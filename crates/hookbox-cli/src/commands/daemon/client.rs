@@ -18,14 +18,13 @@ use hookbox_handoff::{handover, wire};
 
 /// The variables a daemon started on demand gets (nothing else of the caller's environment:
 /// each call brings its own).
-const DAEMON_ENVIRONMENT: [&str; 7] = [
+const DAEMON_ENVIRONMENT: [&str; 6] = [
     "HOOKBOX_HOME",
     "XDG_RUNTIME_DIR",
     "XDG_DATA_HOME",
     "HOME",
     "PATH",
     super::IDLE_VARIABLE,
-    super::server::DEADLINE_VARIABLE,
 ];
 
 /// What became of a `hookbox hook` call handed to the daemon.
@@ -71,7 +70,7 @@ pub(crate) fn hand_off(argv: &[OsString]) -> Handoff {
         client::Handoff::Answered(code) => Handoff::Answered(code),
         client::Handoff::NotHanded(NotHanded::Declined) => in_process(None, None),
         client::Handoff::NotHanded(NotHanded::Absent(place)) => {
-            if let Err(err) = start(&place, &env) {
+            if let Err(err) = start(&place, &env, false) {
                 note(&format!("cannot start the daemon: {err:#}"));
             }
             in_process(None, None)
@@ -84,7 +83,7 @@ pub(crate) fn hand_off(argv: &[OsString]) -> Handoff {
             Handed::InProcess => in_process(Some(stdin), None),
             Handed::Restart => {
                 let place = Place::in_env(&env).context(hookbox_handoff::place::NO_HOME);
-                if let Err(err) = place.and_then(|place| start(&place, &env)) {
+                if let Err(err) = place.and_then(|place| start(&place, &env, false)) {
                     note(&format!("cannot start the daemon: {err:#}"));
                 }
                 in_process(Some(stdin), None)
@@ -101,8 +100,14 @@ pub(crate) fn place() -> anyhow::Result<Place> {
 
 /// Starts a daemon for `place`, detached, its output appended to `$HOOKBOX_HOME/daemon.log`,
 /// with the variables `env` reads (this process's, the home a call pins); returns its pid
-/// without waiting for it to listen.
-pub(crate) fn start(place: &Place, env: &dyn Fn(&str) -> Option<OsString>) -> anyhow::Result<u32> {
+/// without waiting for it to listen. Only a daemon the user starts (`operator`: `hookbox daemon
+/// start`) takes its call deadline from the environment: one started by a hook call would take
+/// it from the agent's, which a project's settings can set.
+pub(crate) fn start(
+    place: &Place,
+    env: &dyn Fn(&str) -> Option<OsString>,
+    operator: bool,
+) -> anyhow::Result<u32> {
     place.create().map_err(|unusable| match unusable {
         Unusable::Absent => anyhow::anyhow!("{} vanished", place.dir().display()),
         Unusable::Unsafe(message) => anyhow::anyhow!(message),
@@ -118,9 +123,12 @@ pub(crate) fn start(place: &Place, env: &dyn Fn(&str) -> Option<OsString>) -> an
         .open(&log_path)
         .with_context(|| format!("cannot open {}", log_path.display()))?;
     let program = std::env::current_exe().context("cannot find this program's path")?;
+    let deadline = operator.then_some(super::server::DEADLINE_VARIABLE);
     let env = DAEMON_ENVIRONMENT
         .iter()
-        .filter_map(|&name| Some((OsString::from(name), env(name)?)))
+        .copied()
+        .chain(deadline)
+        .filter_map(|name| Some((OsString::from(name), env(name)?)))
         .collect();
     let pid = hookbox_exec::spawn_detached(hookbox_exec::DetachedSpec {
         program,

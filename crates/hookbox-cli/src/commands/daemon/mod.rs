@@ -44,7 +44,7 @@ pub(crate) fn run(command: &DaemonCommand) -> anyhow::Result<ExitCode> {
                 print_line(&status)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let pid = client::start(&place, &|name| std::env::var_os(name))?;
+            let pid = client::start(&place, &|name| std::env::var_os(name), true)?;
             let deadline = Instant::now() + WAIT;
             while Instant::now() < deadline {
                 if let Some(status) = status(&place)? {
