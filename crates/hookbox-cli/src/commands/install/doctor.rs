@@ -266,10 +266,18 @@ fn policy_problems(home: &Path, project: &Path) -> Vec<String> {
     };
     let mut problems = Vec::new();
     if let Some(untrusted) = policy.untrusted {
-        let file = shell_quote(&untrusted.display().to_string());
+        // `hookbox trust` records into the home of its own environment.
+        let env = match hookbox_env::Environments::default_home() {
+            Ok(default) if default == home => String::new(),
+            _ => format!("HOOKBOX_HOME={} ", shell_quote(&home.display().to_string())),
+        };
+        let trust = format!(
+            "{env}hookbox trust {}",
+            shell_quote(&untrusted.display().to_string())
+        );
         problems.push(format!(
             "{} is not trusted (new, or changed since it was trusted): its hooks do not run; \
-             fix: review it, then `hookbox trust {file}`",
+             fix: review it, then `{trust}`",
             untrusted.display()
         ));
     }
