@@ -1188,3 +1188,24 @@ fn scope_managed_writes_the_agents_managed_settings() {
     let output = run(&["install", "gemini-cli", "--scope", "managed", "--uninstall"]);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
 }
+
+/// Install judges what the agent will run with every layer merged: the project's entries are
+/// written, but the user's own `disableAllHooks` keeps them from running, and install says so.
+#[test]
+fn install_warns_when_another_layer_switches_its_entries_off() {
+    let places = places();
+    std::fs::create_dir(places.home.join(".claude")).expect("mkdir");
+    std::fs::write(
+        places.home.join(".claude/settings.json"),
+        r#"{"disableAllHooks": true}"#,
+    )
+    .expect("write");
+    let output = places.hookbox(&["install", "claude-code", "--project", places.project_arg()]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("0 of 30 events reach the policy")
+            && stdout(&output).contains("`hookbox doctor claude-code --project"),
+        "{}",
+        stdout(&output)
+    );
+}

@@ -40,7 +40,7 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
                 uninstall(&file, &mut records)?
             } else {
                 let warnings = vet_policy(&file, args, &home)?;
-                warnings + &install(&file, args, &home, &mut records)?
+                warnings + &install(&file, args, &home, &mut records)? + &merged(&file)?
             }
         }
     };
@@ -378,6 +378,31 @@ fn install(
         agent.name(),
         note(agent)
     ))
+}
+
+/// A warning when, with every layer of the agent's settings merged, some event still does not
+/// reach the policy (another layer switches hooks off, say) in the project installed into (any
+/// other scope: the current directory).
+fn merged(file: &Target) -> anyhow::Result<String> {
+    let project = match file.scope {
+        Scope::Project => file.base.clone(),
+        Scope::User | Scope::Managed => {
+            std::env::current_dir().context("cannot read the current directory")?
+        }
+    };
+    let (fired, all) = doctor::reaching(file.agent, &user_home()?, &project);
+    Ok(if fired < all {
+        format!(
+            "warning: with every layer of {}'s settings merged, {fired} of {all} events reach the \
+             policy in {}; `hookbox doctor {} --project {}` says why and how to fix it\n",
+            file.agent.name(),
+            project.display(),
+            file.agent.name(),
+            shell_quote(&project.display().to_string())
+        )
+    } else {
+        String::new()
+    })
 }
 
 /// What the user must still do for the agent to run the new hooks, if anything.
