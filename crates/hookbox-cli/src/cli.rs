@@ -484,7 +484,7 @@ pub(crate) struct InstallArgs {
     /// Whose configuration to change: `user` (as --user), `project` (with --project DIR), or
     /// `managed`: the agent's managed settings, which no project or user setting can override
     /// (Claude Code `/etc/claude-code/managed-settings.json`, Gemini CLI
-    /// `/etc/gemini-cli/settings.json`; as root).
+    /// `/etc/gemini-cli/settings.json`; as root, with --policy: the entry serves every user).
     #[arg(long, value_enum, value_name = "SCOPE", conflicts_with = "list")]
     pub(crate) scope: Option<crate::commands::install::Scope>,
     /// The policy the hooks use (`hook AGENT --policy FILE`, made absolute); without it,

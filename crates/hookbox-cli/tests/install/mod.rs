@@ -1150,14 +1150,33 @@ fn scope_managed_writes_the_agents_managed_settings() {
             .output()
             .expect("run hookbox")
     };
-    let output = run(&["install", "gemini-cli", "--scope", "managed"]);
+    // It serves every user: no one user's home, so the policy must be named.
+    let refused = run(&["install", "gemini-cli", "--scope", "managed"]);
+    assert_eq!(code(&refused), 1);
+    assert!(
+        stderr(&refused).contains("needs --policy FILE"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!managed.exists());
+    let policy = places.hookbox_home.join("policy.json");
+    let policy = policy.to_str().expect("utf-8");
+    let output = run(&[
+        "install",
+        "gemini-cli",
+        "--scope",
+        "managed",
+        "--policy",
+        policy,
+    ]);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert!(
         stdout(&output).contains("(managed scope)"),
         "{}",
         stdout(&output)
     );
-    let command = pinned_command(&places, "gemini-cli");
+    let thin = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("thin");
+    let command = format!("{} gemini-cli --policy {policy}", thin.display());
     assert_eq!(
         read_json(&managed)["hooks"]["BeforeTool"],
         json!([{"matcher": ".*", "hooks": [{"type": "command", "command": command}]}])
@@ -1178,7 +1197,7 @@ fn scope_managed_writes_the_agents_managed_settings() {
     let doctor = run(&["doctor", "gemini-cli", "--project", places.project_arg()]);
     assert_eq!(code(&doctor), 0, "{}", stdout(&doctor));
 
-    let refused = run(&["install", "codex", "--scope", "managed"]);
+    let refused = run(&["install", "codex", "--scope", "managed", "--policy", policy]);
     assert_eq!(code(&refused), 1);
     assert!(
         stderr(&refused).contains("/etc/codex/requirements.toml"),

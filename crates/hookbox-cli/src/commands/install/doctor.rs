@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use hookbox_hooks::adapter::Agent;
+use hookbox_hooks::adapter::{Agent, PolicyFiles};
 use hookbox_hooks::startable::{StartContext, start_problems};
 
 use super::sources::{Off, Source, Switch, sources, switches};
@@ -30,7 +30,7 @@ pub(crate) fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let sources = sources(agent, &home, &project);
     let switches = switches(agent, &sources, &project);
     let install = format!(
-        "hookbox install {} --project {} (or --user, or --scope managed as root)",
+        "hookbox install {} --project {} (or --user, or --scope managed --policy FILE as root)",
         agent.name(),
         shell_quote(&project.display().to_string())
     );
@@ -84,32 +84,40 @@ pub(crate) fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     }
     firing_commands.sort();
     firing_commands.dedup();
-    let pins: Vec<Option<String>> = firing_commands
+    // What each entry that fires pins: its home (`--home`) and its policy (`--policy`).
+    let pins: Vec<(Option<String>, Option<String>)> = firing_commands
         .iter()
-        .map(|command| pinned_home(command))
+        .map(|command| (option(command, "--home"), option(command, "--policy")))
         .collect();
     for switch in &switches {
         if let Off::Home(theirs) = &switch.off {
-            match pins.iter().find(|pin| pin.is_none()) {
+            match pins.iter().find(|pin| *pin == &(None, None)) {
                 Some(_) => problems.push(format!(
-                    "{} in {} hands the hook HOOKBOX_HOME={theirs}: an entry without --home then \
-                     takes the policy of {theirs}, not yours; fix: {install} (it pins --home)",
+                    "{} in {} hands the hook HOOKBOX_HOME={theirs}: an entry without --home \
+                     (or --policy) then takes the policy of {theirs}, not yours; fix: {install} \
+                     (it pins --home)",
                     switch.what,
                     switch.path.display()
                 )),
                 None => text.push_str(&format!(
-                    "note: {} in {} sets HOOKBOX_HOME={theirs}; ignored, the entries pin --home\n",
+                    "note: {} in {} sets HOOKBOX_HOME={theirs}; ignored, the entries pin their \
+                     home or policy\n",
                     switch.what,
                     switch.path.display()
                 )),
             }
         }
     }
-    let hookbox_home = match pins.iter().flatten().next() {
+    let hookbox_home = match pins.iter().find_map(|(home, _)| home.as_deref()) {
         Some(home) => PathBuf::from(home),
         None => hookbox_env::Environments::default_home()?,
     };
-    problems.extend(policy_problems(&hookbox_home, &project));
+    let explicit = pins.iter().find_map(|(_, policy)| policy.as_deref());
+    problems.extend(policy_problems(
+        &hookbox_home,
+        explicit.map(Path::new),
+        &project,
+    ));
     if agent == Agent::Codex && fired > 0 {
         text.push_str(
             "note: Codex runs a new or changed non-managed hook only once trusted in its `/hooks` \
@@ -231,10 +239,10 @@ fn words(command: &str) -> Vec<String> {
     words
 }
 
-/// The home `--home DIR` in `command` pins, if any.
-fn pinned_home(command: &str) -> Option<String> {
+/// The value of `name` (`--home DIR`, `--policy FILE`) in `command`, if any.
+fn option(command: &str, name: &str) -> Option<String> {
     let words = words(command);
-    let at = words.iter().position(|word| word == "--home")?;
+    let at = words.iter().position(|word| word == name)?;
     words.get(at + 1).cloned()
 }
 
@@ -246,14 +254,17 @@ fn missing_program(command: &str) -> Option<String> {
     (!executable).then_some(program)
 }
 
-/// What keeps the policy of `home` from deciding in `project`: it does not load, its project
-/// file is not trusted (new, or changed since), or a command hook of it cannot start.
-fn policy_problems(home: &Path, project: &Path) -> Vec<String> {
-    let config = match hookbox_runtime::Config::read(None, home) {
-        Ok(config) => config,
-        Err(err) => return vec![format!("{err:#}; fix the config file")],
+/// What keeps the policy (`explicit`, else the layered files of `home`) from deciding in
+/// `project`: it does not load, its project file is not trusted (new, or changed since), or a
+/// command hook of it cannot start.
+fn policy_problems(home: &Path, explicit: Option<&Path>, project: &Path) -> Vec<String> {
+    let files = match explicit {
+        Some(policy) => PolicyFiles::Explicit(policy.to_path_buf()),
+        None => match hookbox_runtime::Config::read(None, home) {
+            Ok(config) => crate::commands::hook::layered_files(home, &config, project),
+            Err(err) => return vec![format!("{err:#}; fix the config file")],
+        },
     };
-    let files = crate::commands::hook::layered_files(home, &config, project);
     // The one place doctor asks whether the project policy is trusted.
     let policy = match crate::commands::hook::load_policy_files(&files, false) {
         Ok(policy) => policy,
@@ -325,9 +336,9 @@ mod tests {
             assert_eq!(words(command), expected, "{command}");
         }
         assert_eq!(
-            pinned_home("x claude-code --home '/h q'").as_deref(),
+            option("x claude-code --home '/h q'", "--home").as_deref(),
             Some("/h q")
         );
-        assert_eq!(pinned_home("x claude-code"), None);
+        assert_eq!(option("x claude-code", "--home"), None);
     }
 }

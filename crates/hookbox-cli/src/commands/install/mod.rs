@@ -83,6 +83,17 @@ impl Target {
                 let path = config_path(agent, true, &base);
                 (base, dirs, path)
             }
+            (Scope::Managed, _) if args.policy.is_none() && !args.uninstall => bail!(
+                "--scope managed needs --policy FILE (a file only root can write, such as \
+                 /etc/hookbox/policy.json): the managed entry serves every user, so it cannot pin \
+                 one user's home, and it must not take the policy from an environment a project \
+                 can set; nothing was written"
+            ),
+            (Scope::Managed, _) if !rustix::process::geteuid().is_root() => bail!(
+                "--scope managed writes {}'s managed settings, which only root may change: run \
+                 it with sudo; nothing was written",
+                agent.name()
+            ),
             (Scope::Managed, _) => target::managed_file(agent).with_context(|| {
                 format!(
                     "hookbox does not install into {}'s managed settings{}; use --user or \
@@ -233,11 +244,15 @@ fn install(
             shell_quote(&policy.display().to_string())
         ));
     }
-    let arguments = format!(
-        "{} --home {}{options}",
-        agent.name(),
-        shell_quote(&home.display().to_string())
-    );
+    // A managed entry serves every user: its policy is pinned by `--policy` instead.
+    let arguments = match file.scope {
+        Scope::Managed => format!("{}{options}", agent.name()),
+        Scope::User | Scope::Project => format!(
+            "{} --home {}{options}",
+            agent.name(),
+            shell_quote(&home.display().to_string())
+        ),
+    };
     // The same calls without `--home` (older installs, or written by hand from older docs)
     // take the agent's `HOOKBOX_HOME`: they are upgraded to the pinned form.
     let unpinned = [

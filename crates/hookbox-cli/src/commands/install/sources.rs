@@ -169,7 +169,10 @@ pub(super) fn switches(agent: Agent, sources: &[Source], project: &Path) -> Vec<
         });
     };
     let truthy = |value: Option<&Value>| value == Some(&Value::Bool(true));
-    let sudo = format!("sudo hookbox install {} --scope managed", agent.name());
+    let sudo = format!(
+        "sudo hookbox install {} --scope managed --policy /etc/hookbox/policy.json",
+        agent.name()
+    );
     match agent {
         Agent::ClaudeCode => {
             for source in sources {
