@@ -1,5 +1,6 @@
 //! The daemon: accepts connections on its socket, each answered by the thread that accepted it
-//! while another waits for the next (so a hung hook holds only its own call), refuses other
+//! while another waits for the next (so a hung hook holds only its own call), the call's work in
+//! a thread of its own that the answer waits for until the call's deadline; refuses other
 //! users, answers `hookbox hook` calls exactly as the in-process path does (same code, with the
 //! caller's working directory and environment), and exits when idle, when stopped, or when its
 //! socket is no longer its own (removed, or replaced by a newer daemon).
@@ -105,8 +106,8 @@ pub(super) fn serve(place: &Place, idle: Duration) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Accepts calls and answers each in this thread (no thread is started per call, and the
-/// thread woken by the client is the one that answers it). The last thread waiting for a call
+/// Accepts calls and answers each in this thread (the thread woken by the client is the one
+/// that answers it, the call's work done in a thread of its own: [`answer_hook`]). The last thread waiting for a call
 /// starts another before it answers, so that a call that takes long (a hung hook) holds up
 /// only itself; a thread that finds [`SPARE_ACCEPTERS`] others waiting once it has answered
 /// exits, unless it is `permanent` (the daemon's main thread).
