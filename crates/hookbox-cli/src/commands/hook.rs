@@ -43,6 +43,9 @@ pub(crate) struct Call {
     /// Whether the call's policy fails closed, once it is loaded (for an answer given before
     /// the call ends: [`deadline_reply`]).
     fails_closed: OnceLock<bool>,
+    /// Set once the call was answered before it ended (at the daemon's deadline): that answer
+    /// is its log entry, not the late outcome.
+    overdue: OnceLock<()>,
 }
 
 impl Call {
@@ -67,6 +70,7 @@ impl Call {
             env,
             home_ignored,
             fails_closed: OnceLock::new(),
+            overdue: OnceLock::new(),
         }
     }
 
@@ -223,6 +227,8 @@ pub(crate) fn respond(call: &Call, engine: &dyn Engine) -> Reply {
     let started = Instant::now();
     let settings = call.settings();
     let (reply, decision) = answer(call, settings.as_ref(), engine);
+    // Answered at its deadline already, and logged as the agent got it.
+    let decision = decision.filter(|_| call.overdue.get().is_none());
     logged(call, settings.as_ref(), reply, decision, started)
 }
 
@@ -267,11 +273,27 @@ fn respond_failed(call: &Call, message: &str) -> Reply {
     logged(call, settings.as_ref(), reply, decision, started)
 }
 
-/// The answer to `call` given before it ended (`message` says why), reading nothing: the
-/// agent's blocking failure unless the call's policy was loaded and fails open.
-pub(crate) fn deadline_reply(call: &Call, message: &str) -> Reply {
+/// The answer to `call` given before it ended (`message` says why; `started` when it came in),
+/// logged: the agent's blocking failure unless the call's policy was loaded and fails open
+/// (the policy is not read again: that may be what hangs).
+pub(crate) fn deadline_reply(call: &Call, message: &str, started: Instant) -> Reply {
+    let _ = call.overdue.set(());
     let agent = Agent::from(call.args.agent);
-    agent.failure(message, call.fails_closed.get().copied().unwrap_or(true))
+    let deny = call.fails_closed.get().copied().unwrap_or(true);
+    let decision = call
+        .stdin
+        .as_ref()
+        .ok()
+        .and_then(|stdin| agent.translate(stdin, call.args.event.as_deref()).ok())
+        .map(|translated| translated.failed(agent, message, deny));
+    let settings = call.settings();
+    logged(
+        call,
+        settings.as_ref(),
+        agent.failure(message, deny),
+        decision,
+        started,
+    )
 }
 
 /// A journal past this size is imported into the store by the `hookbox hook` that grew it (so

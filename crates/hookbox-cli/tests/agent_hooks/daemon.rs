@@ -622,8 +622,9 @@ fn a_call_past_the_daemons_deadline_gets_the_failure_answer_and_the_daemon_idles
     .expect("mkfifo");
     let started = dir.path().join("started");
     // Each row: the handler's `on_error`, and the answer due at the deadline: a policy that
-    // fails closed blocks (exit 2), one that fails open lets the call through with a message.
-    for (on_error, exit) in [("deny", 2), ("allow", 1)] {
+    // fails closed blocks (exit 2), one that fails open lets the call through with a message;
+    // and how the decision log keeps it.
+    for (on_error, exit, logged) in [("deny", 2, "deny"), ("allow", 1, "fail-open")] {
         let hung = write(
             dir.path(),
             &format!("hung-{on_error}.json"),
@@ -665,6 +666,15 @@ fn a_call_past_the_daemons_deadline_gets_the_failure_answer_and_the_daemon_idles
         );
         // The daemon answered it (it was not handed back) and exits once idle, the hook hung.
         wait_until("the idle daemon to exit", || status(&home).is_none());
+        let log = hookbox_in(&home, &["log", "--json", "--limit", "1"], b"");
+        let last = &stdout_json(&log)[0];
+        assert_eq!(last["decision"], logged, "{last:#}");
+        assert!(
+            last["reason"]
+                .as_str()
+                .is_some_and(|reason| reason.contains("deadline")),
+            "{last:#}"
+        );
         std::fs::remove_file(&started).expect("rm");
     }
     // Release the hung hooks.

@@ -138,8 +138,15 @@ fn ask(place: &Place, request: &Request) -> anyhow::Result<Option<Response>> {
         Err(Unusable::Absent) => return Ok(None),
         Err(Unusable::Unsafe(message)) => anyhow::bail!(message),
     };
-    wire::write_json(&mut stream, request).context("cannot reach the daemon")?;
-    let response = wire::read_json(&mut stream).context("the daemon did not answer")?;
+    let exchanged = wire::write_json(&mut stream, request)
+        .context("cannot reach the daemon")
+        .and_then(|()| wire::read_json(&mut stream).context("the daemon did not answer"));
+    let response = match exchanged {
+        Ok(response) => response,
+        // It exited (idle, or replaced) between the connection and the answer.
+        Err(_) if !place.socket().exists() => return Ok(None),
+        Err(err) => return Err(err),
+    };
     if let Response::Refused { reason } = response {
         anyhow::bail!(reason);
     }

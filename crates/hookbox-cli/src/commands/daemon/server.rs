@@ -289,6 +289,7 @@ fn answer_hook(
             stale: false,
         };
     };
+    let arrived = Instant::now();
     let call = Arc::new(Call::new(args, Ok(stdin), PathBuf::from(cwd), env));
     let (sender, receiver) = std::sync::mpsc::channel();
     let (worker_state, worker_call) = (Arc::clone(state), Arc::clone(&call));
@@ -299,7 +300,7 @@ fn answer_hook(
             let _ = sender.send(hook::respond(&worker_call, &worker_state.warm));
         });
     let reply = match started {
-        Err(err) => hook::deadline_reply(&call, &format!("cannot start a thread: {err}")),
+        Err(err) => hook::deadline_reply(&call, &format!("cannot start a thread: {err}"), arrived),
         Ok(_) => match receiver.recv_timeout(state.deadline) {
             Ok(reply) => reply,
             Err(_) => {
@@ -310,7 +311,7 @@ fn answer_hook(
                 log(&format!(
                     "{message}; answered with the policy's failure answer, its work left to end"
                 ));
-                hook::deadline_reply(&call, &message)
+                hook::deadline_reply(&call, &message, arrived)
             }
         },
     };
