@@ -76,9 +76,12 @@ pub(crate) enum Command {
     ///
     /// Writes or merges the agent's hook file so that every event `hookbox hook AGENT` answers
     /// (the mapped ones and the agent's own passed through under their names, such as
-    /// `BeforeModel`) runs `<dir>/hookbox-hook AGENT [--policy FILE]`, the thin client installed
+    /// `BeforeModel`) runs `<dir>/hookbox-hook AGENT --home HOME [--policy FILE]` (the home
+    /// pinned: a `HOOKBOX_HOME` a project hands the hook is ignored), the thin client installed
     /// next to this binary (`<this binary's absolute path> hook AGENT [...]` when it is not
-    /// there; entries of either form are recognised, replaced and removed): claude-code
+    /// there; entries of either form, and older ones without `--home`, are recognised, replaced
+    /// and removed; an entry running the same command only sometimes, a look-alike, is
+    /// replaced): claude-code
     /// `.claude/settings.json`, gemini-cli `.gemini/settings.json`, codex `.codex/hooks.json`,
     /// cursor `.cursor/hooks.json` (under the project, or under your home with `--user`), copilot
     /// `.github/hooks/hookbox.json` (`~/.copilot/hooks/hookbox.json` with `--user`). The user's
