@@ -1076,7 +1076,21 @@ fn the_pinned_home_wins_over_the_agents_hookbox_home() {
         "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
         "tool_input": {"command": "rm -rf victim"}, "tool_use_id": "toolu_01",
     });
-    for daemon in ["off", "on"] {
+    // The first call with the daemon on starts it, in the pinned home (not in the one the
+    // agent's environment named), and answers itself; once it runs, the last is the daemon's.
+    let running = || {
+        let status = places.hookbox(&["daemon", "status"]);
+        (code(&status) == 0).then(|| stdout(&status))
+    };
+    for daemon in ["off", "on", "on"] {
+        if daemon == "on" && places.hookbox_home.join("daemon").exists() {
+            let mut waited = 0;
+            while running().is_none() {
+                assert!(waited < 3000, "the daemon did not start");
+                waited += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
         let output = run_hook_in(&places, &command, &payload, &theirs, daemon);
         assert_eq!(code(&output), 0, "{daemon}: {}", stderr(&output));
         let answer = stdout_json_of(&output);
@@ -1094,6 +1108,9 @@ fn the_pinned_home_wins_over_the_agents_hookbox_home() {
             stderr(&output)
         );
     }
+    let status = running().expect("the daemon runs in the pinned home");
+    assert!(status.contains(", 1 calls answered"), "{status}");
+    assert!(!theirs.join("daemon").exists());
     let stop = places.hookbox(&["daemon", "stop"]);
     assert_eq!(code(&stop), 0, "{}", stderr(&stop));
 }
