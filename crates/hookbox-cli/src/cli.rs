@@ -76,9 +76,12 @@ pub(crate) enum Command {
     ///
     /// Writes or merges the agent's hook file so that every event `hookbox hook AGENT` answers
     /// (the mapped ones and the agent's own passed through under their names, such as
-    /// `BeforeModel`) runs `<dir>/hookbox-hook AGENT [--policy FILE]`, the thin client installed
+    /// `BeforeModel`) runs `<dir>/hookbox-hook AGENT --home HOME [--policy FILE]` (the home
+    /// pinned: a `HOOKBOX_HOME` a project hands the hook is ignored), the thin client installed
     /// next to this binary (`<this binary's absolute path> hook AGENT [...]` when it is not
-    /// there; entries of either form are recognised, replaced and removed): claude-code
+    /// there; entries of either form, and older ones without `--home`, are recognised, replaced
+    /// and removed; an entry running the same command only sometimes, a look-alike, is
+    /// replaced): claude-code
     /// `.claude/settings.json`, gemini-cli `.gemini/settings.json`, codex `.codex/hooks.json`,
     /// cursor `.cursor/hooks.json` (under the project, or under your home with `--user`), copilot
     /// `.github/hooks/hookbox.json` (`~/.copilot/hooks/hookbox.json` with `--user`). The user's
@@ -89,6 +92,18 @@ pub(crate) enum Command {
     /// of the agent's shape, is refused and nothing is written. Exit status: 0 done (or nothing
     /// to change), 1 error. See docs/agent-adapters.md.
     Install(InstallArgs),
+    /// Say whether an agent's hooks will really ask hookbox's policy, event by event.
+    ///
+    /// Reads the agent's settings as the agent merges them (Claude Code: managed, user,
+    /// project and local; Gemini CLI: system defaults, user, project and system; Codex:
+    /// config.toml and hooks.json of the user and the project, and /etc/codex/requirements.toml)
+    /// and says, per event, whether an entry running `hookbox hook AGENT` fires, and what
+    /// switches it off: `disableAllHooks` (and `allowManagedHooksOnly`, Gemini CLI's
+    /// `hooksConfig`, Codex's `[features] hooks`), a look-alike entry (hookbox's command under a
+    /// matcher that matches nothing…), a project's `HOOKBOX_HOME`, an untrusted or changed
+    /// project policy, a gate that cannot start; each with the command that fixes it. Exit
+    /// status: 0 every event reaches the policy, 1 something will not fire (or an error).
+    Doctor(DoctorArgs),
     /// Trust a project's policy (`<project>/.agents/hooks.json`) and the files its hooks run.
     ///
     /// The agent itself can write the project, so `hookbox hook` loads the policy only while
@@ -422,6 +437,11 @@ pub(crate) struct HookArgs {
     /// Use only this policy file (either dialect) instead of the managed, user and project ones.
     #[arg(long, value_name = "FILE")]
     pub(crate) policy: Option<PathBuf>,
+    /// hookbox's home for this call (its policy, trust store, log and daemon), whatever
+    /// `HOOKBOX_HOME` the agent hands the hook: an environment that disagrees (a project's
+    /// settings can set one) is ignored with a warning. `hookbox install` writes it.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) home: Option<PathBuf>,
     /// The config file whose `[policy] managed` and `[network]` settings apply (default:
     /// `$HOOKBOX_HOME/hookbox.toml`, when it exists).
     #[arg(long, value_name = "FILE")]
@@ -468,6 +488,12 @@ pub(crate) struct InstallArgs {
     /// Change your own hook file, under your home directory (every project).
     #[arg(long)]
     pub(crate) user: bool,
+    /// Whose configuration to change: `user` (as --user), `project` (with --project DIR), or
+    /// `managed`: the agent's managed settings, which no project or user setting can override
+    /// (Claude Code `/etc/claude-code/managed-settings.json`, Gemini CLI
+    /// `/etc/gemini-cli/settings.json`; as root, with --policy: the entry serves every user).
+    #[arg(long, value_enum, value_name = "SCOPE", conflicts_with = "list")]
+    pub(crate) scope: Option<crate::commands::install::Scope>,
     /// The policy the hooks use (`hook AGENT --policy FILE`, made absolute); without it,
     /// `hookbox hook` loads the managed, user and trusted project policies.
     #[arg(long, value_name = "FILE", conflicts_with = "uninstall")]
@@ -490,6 +516,16 @@ pub(crate) struct InstallArgs {
     /// --project) hook files run `hookbox hook`, and every other recorded install.
     #[arg(long, conflicts_with_all = ["agent", "user", "policy", "uninstall"])]
     pub(crate) list: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// The agent whose settings to read.
+    #[arg(value_enum)]
+    pub(crate) agent: AgentArg,
+    /// The project the agent runs in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) project: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -61,6 +61,7 @@ fn main() -> ExitCode {
             Ok(commands::hook::run(args, stdin, daemon_failed.as_deref()))
         }
         Command::Install(args) => commands::install::run(&args),
+        Command::Doctor(args) => commands::install::doctor::run(&args),
         Command::Trust(args) => commands::hook::trust(&args),
         Command::Log(args) => commands::log::run(&args),
         Command::Serve(args) => commands::serve::run(&args),

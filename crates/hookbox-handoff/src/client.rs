@@ -85,7 +85,7 @@ pub fn hand_off(argv: &[OsString], build: String) -> Handoff {
     else {
         return Handoff::NotHanded(NotHanded::Declined);
     };
-    let Some(place) = Place::in_env(|name| std::env::var_os(name)) else {
+    let Some(place) = Place::in_env(pinned_env(&argv)) else {
         return Handoff::NotHanded(NotHanded::Unusable(crate::place::NO_HOME.to_owned()));
     };
     let stream = match place.connect() {
@@ -103,6 +103,30 @@ pub fn hand_off(argv: &[OsString], build: String) -> Handoff {
         };
     }
     exchange(stream, Request::Hook { build, argv, cwd }, stdin)
+}
+
+/// The home that `hook … --home DIR` (or `--home=DIR`) in `argv` pins, if any: the call's
+/// daemon is that home's, whatever `HOOKBOX_HOME` the agent's environment says.
+pub fn pinned_home(argv: &[String]) -> Option<&str> {
+    let mut words = argv.iter().skip(1);
+    while let Some(word) = words.next() {
+        if word == "--home" {
+            return words.next().map(String::as_str);
+        }
+        if let Some(home) = word.strip_prefix("--home=") {
+            return Some(home);
+        }
+    }
+    None
+}
+
+/// This process's environment as the call sees it: `HOOKBOX_HOME` is the home `argv` pins
+/// ([`pinned_home`]) when it pins one.
+pub fn pinned_env(argv: &[String]) -> impl Fn(&str) -> Option<OsString> + '_ {
+    move |name| match pinned_home(argv) {
+        Some(home) if name == "HOOKBOX_HOME" => Some(OsString::from(home)),
+        _ => std::env::var_os(name),
+    }
 }
 
 /// Sends the call (`request` and `stdin`) on `stream` and writes back the answer.

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -33,8 +33,16 @@ pub(crate) struct Call {
     /// The caller's working directory.
     pub(crate) cwd: PathBuf,
     /// The caller's whole environment: the home, the agent's project variable, and what the
-    /// policy's command hooks run with.
+    /// policy's command hooks run with (its `HOOKBOX_HOME` the home `--home` pins, if any).
     pub(crate) env: Vec<(OsString, OsString)>,
+    /// Why the caller's `HOOKBOX_HOME` was ignored, when it disagreed with `--home`.
+    home_ignored: Option<String>,
+    /// Whether the call's policy fails closed, once it is loaded (for an answer given before
+    /// the call ends: [`deadline_reply`]).
+    fails_closed: OnceLock<bool>,
+    /// Set once the call was answered before it ended (at the daemon's deadline): that answer
+    /// is its log entry, not the late outcome.
+    overdue: OnceLock<()>,
 }
 
 impl Call {
@@ -47,11 +55,19 @@ impl Call {
     ) -> Self {
         args.policy = args.policy.map(|path| cwd.join(path));
         args.config = args.config.map(|path| cwd.join(path));
+        args.home = args.home.map(|path| cwd.join(path));
+        let (env, home_ignored) = match &args.home {
+            Some(home) => pin_home(env, home, Agent::from(args.agent)),
+            None => (env, None),
+        };
         Self {
             args,
             stdin,
             cwd,
             env,
+            home_ignored,
+            fails_closed: OnceLock::new(),
+            overdue: OnceLock::new(),
         }
     }
 
@@ -70,6 +86,40 @@ impl Call {
         let config = Config::read(self.args.config.as_deref(), &home)?;
         Ok(Settings { home, config })
     }
+}
+
+/// `env` with `HOOKBOX_HOME` set to `home`, the home `--home` pins, and the warning when
+/// `env` named another one: the agent's environment can come from a project's settings (a
+/// Claude Code `env`, a Gemini CLI `.env`), which must not choose the policy.
+fn pin_home(
+    mut env: Vec<(OsString, OsString)>,
+    home: &Path,
+    agent: Agent,
+) -> (Vec<(OsString, OsString)>, Option<String>) {
+    let theirs = env
+        .iter()
+        .find(|(name, value)| name == "HOOKBOX_HOME" && !value.is_empty())
+        .map(|(_, value)| PathBuf::from(value));
+    let same = |theirs: &Path| {
+        theirs == home
+            || std::fs::canonicalize(theirs)
+                .is_ok_and(|theirs| std::fs::canonicalize(home).is_ok_and(|home| home == theirs))
+    };
+    let warning = theirs.filter(|theirs| !same(theirs)).map(|theirs| {
+        format!(
+            "hookbox hook {}: HOOKBOX_HOME is {} in the agent's environment (a project's \
+             settings can set it), but this hook is pinned to --home {}; ignored: the policy \
+             of {} applies. `hookbox doctor {}` shows where it is set",
+            agent.name(),
+            theirs.display(),
+            home.display(),
+            home.display(),
+            agent.name()
+        )
+    });
+    env.retain(|(name, _)| name != "HOOKBOX_HOME");
+    env.push(("HOOKBOX_HOME".into(), home.into()));
+    (env, warning)
 }
 
 /// A call's home and configuration (see [`Call::settings`]).
@@ -177,6 +227,8 @@ pub(crate) fn respond(call: &Call, engine: &dyn Engine) -> Reply {
     let started = Instant::now();
     let settings = call.settings();
     let (reply, decision) = answer(call, settings.as_ref(), engine);
+    // Answered at its deadline already, and logged as the agent got it.
+    let decision = decision.filter(|_| call.overdue.get().is_none());
     logged(call, settings.as_ref(), reply, decision, started)
 }
 
@@ -219,6 +271,29 @@ fn respond_failed(call: &Call, message: &str) -> Reply {
     let decision = translated.map(|translated| translated.failed(agent, message, deny));
     let reply = agent.failure(message, deny);
     logged(call, settings.as_ref(), reply, decision, started)
+}
+
+/// The answer to `call` given before it ended (`message` says why; `started` when it came in),
+/// logged: the agent's blocking failure unless the call's policy was loaded and fails open
+/// (the policy is not read again: that may be what hangs).
+pub(crate) fn deadline_reply(call: &Call, message: &str, started: Instant) -> Reply {
+    let _ = call.overdue.set(());
+    let agent = Agent::from(call.args.agent);
+    let deny = call.fails_closed.get().copied().unwrap_or(true);
+    let decision = call
+        .stdin
+        .as_ref()
+        .ok()
+        .and_then(|stdin| agent.translate(stdin, call.args.event.as_deref()).ok())
+        .map(|translated| translated.failed(agent, message, deny));
+    let settings = call.settings();
+    logged(
+        call,
+        settings.as_ref(),
+        agent.failure(message, deny),
+        decision,
+        started,
+    )
 }
 
 /// A journal past this size is imported into the store by the `hookbox hook` that grew it (so
@@ -277,6 +352,7 @@ fn answer(
             return (agent.failure(&message, true), decision);
         }
     };
+    let _ = call.fails_closed.set(adapter::fails_closed(&hooks));
     let translated = match input {
         Ok(translated) => translated,
         Err(message) => return (agent.failure(&message, adapter::fails_closed(&hooks)), None),
@@ -318,6 +394,18 @@ fn answer(
     } else {
         HookOutcome::default()
     };
+    let mut outcome = outcome;
+    if let Some(ignored) = &call.home_ignored {
+        warnings.push_str(ignored);
+        warnings.push('\n');
+        // Said where the agent's user sees it, as a gate that failed open is.
+        if matches!(agent, Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli) {
+            outcome.system_message = Some(match outcome.system_message.take() {
+                Some(theirs) => format!("{theirs}\n{ignored}"),
+                None => ignored.clone(),
+            });
+        }
+    }
     let mut reply = agent.answer(&translated, &outcome);
     reply.stderr.insert_str(0, &warnings);
     (reply, Some(translated.decision(agent, &outcome)))
@@ -424,24 +512,11 @@ pub(crate) fn trust(args: &TrustArgs) -> anyhow::Result<ExitCode> {
 pub(crate) fn untrusted_message(untrusted: &Untrusted, home: Option<&std::ffi::OsStr>) -> String {
     let home = home
         .filter(|home| !home.is_empty())
-        .map(|home| format!("HOOKBOX_HOME={} ", shell_quoted(&home.to_string_lossy())))
+        .map(|home| format!("HOOKBOX_HOME={} ", crate::commands::install::shell_quote(&home.to_string_lossy())))
         .unwrap_or_default();
     format!(
         "{untrusted}, so its hooks do not run; review it and the files its hooks run, then run \
          `{home}hookbox trust {}`",
-        shell_quoted(&untrusted.policy.display().to_string())
+        crate::commands::install::shell_quote(&untrusted.policy.display().to_string())
     )
-}
-
-/// `text` as one shell word.
-fn shell_quoted(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c))
-    {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
 }

@@ -4,7 +4,7 @@
 //! build, the caller's working directory and environment, and the idle exit.
 
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -602,4 +602,87 @@ fn plain_python_hooks_run_warm_in_the_daemon_unless_switched_off() {
     wait_until("a warm interpreter", || reason(&[]) == "warm");
     assert_eq!(reason(&[("HOOKBOX_WARM_INTERPRETERS", "off")]), "cold");
     assert_eq!(reason(&[("HOOKBOX_DAEMON", "off")]), "cold");
+}
+
+/// A call that outlives the daemon's deadline (a hook hung on a FIFO, with a timeout far
+/// longer) is answered at its deadline with the policy's failure answer, its thread is free
+/// again (another call is answered), and the daemon still idles out while the hook hangs.
+#[test]
+fn a_call_past_the_daemons_deadline_gets_the_failure_answer_and_the_daemon_idles_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let fifo = dir.path().join("hang");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+    let started = dir.path().join("started");
+    // Each row: the handler's `on_error`, and the answer due at the deadline: a policy that
+    // fails closed blocks (exit 2), one that fails open lets the call through with a message;
+    // and how the decision log keeps it.
+    for (on_error, exit, logged) in [("deny", 2, "deny"), ("allow", 1, "fail-open")] {
+        let hung = write(
+            dir.path(),
+            &format!("hung-{on_error}.json"),
+            &json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+                "command": format!("touch {}; cat {} > /dev/null", started.display(), fifo.display()),
+                "timeout": 3000, "on_error": on_error}]}]}}),
+        );
+        {
+            #[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+            let output = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+                .args(["daemon", "start"])
+                .env("HOOKBOX_HOME", &home)
+                .env("HOOKBOX_DAEMON_IDLE", "1")
+                .env("HOOKBOX_DAEMON_DEADLINE", "1")
+                .output()
+                .expect("start");
+            assert_eq!(code(&output), 0, "{}", stderr(&output));
+        }
+        let answered = spawn_hook(
+            Path::new(env!("CARGO_BIN_EXE_hookbox")),
+            &home,
+            dir.path(),
+            &[],
+            &["--policy", &hung],
+            &pre_tool_use(dir.path(), "Bash", json!({"command": "ls"})),
+        )
+        .wait_with_output()
+        .expect("wait");
+        assert!(
+            started.exists(),
+            "the hook did not start: {}",
+            stderr(&answered)
+        );
+        assert_eq!(code(&answered), exit, "{on_error}: {}", stderr(&answered));
+        assert!(
+            stderr(&answered).contains("deadline"),
+            "{on_error}: {}",
+            stderr(&answered)
+        );
+        // The daemon answered it (it was not handed back) and exits once idle, the hook hung.
+        wait_until("the idle daemon to exit", || status(&home).is_none());
+        let log = hookbox_in(&home, &["log", "--json", "--limit", "1"], b"");
+        let last = &stdout_json(&log)[0];
+        assert_eq!(last["decision"], logged, "{last:#}");
+        assert!(
+            last["reason"]
+                .as_str()
+                .is_some_and(|reason| reason.contains("deadline")),
+            "{last:#}"
+        );
+        std::fs::remove_file(&started).expect("rm");
+    }
+    // Release the hung hooks.
+    for _ in 0..2 {
+        let writer = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo);
+        drop(writer);
+    }
 }

@@ -9,6 +9,8 @@
 
 /// A gate that cannot start: refused by install, shown to the agent's user, or failing closed.
 mod fail_open;
+/// A pre-seeded look-alike entry and project `HOOKBOX_HOME` do not switch the gate off.
+mod lookalike;
 /// Claude Code, Gemini CLI and Codex calling an environment's tools through `hookbox mcp`.
 mod mcp;
 /// Agents' own events, installed by `hookbox install`, reaching the policy through the agent.

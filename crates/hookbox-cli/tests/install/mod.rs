@@ -8,6 +8,9 @@ use serde_json::{Value, json};
 
 use super::{code, seed_config};
 
+/// `hookbox doctor AGENT`, against each thing that keeps the policy from deciding.
+mod doctor;
+
 /// A scratch home (`HOME`), hookbox home (with a user policy, which `hookbox install` requires)
 /// and project.
 struct Places {
@@ -122,7 +125,11 @@ fn install_merges_once_and_uninstall_restores_the_original_byte_for_byte() {
         json!({"matcher": "Bash", "hooks": [{"type": "command", "command": "./my-own-hook.sh"}]})
     );
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("exe");
-    let expected = format!("{} claude-code --policy {policy}", exe.display());
+    let expected = format!(
+        "{} claude-code --home {} --policy {policy}",
+        exe.display(),
+        places.hookbox_home.display()
+    );
     for event in [
         "PreToolUse",
         "PermissionRequest",
@@ -324,10 +331,14 @@ fn every_agent_gets_its_own_file_listed_and_removed_again() {
             _ => entry["hooks"][0]["command"].as_str(),
         }
         .unwrap_or_else(|| panic!("{agent}: {config:#}"));
+        let pinned = format!(
+            "/hookbox-hook {agent} --home {}",
+            places.hookbox_home.display()
+        );
         let suffix = if agent == "copilot" {
-            format!("/hookbox-hook copilot --event {event}")
+            format!("{pinned} --event {event}")
         } else {
-            format!("/hookbox-hook {agent}")
+            pinned
         };
         assert!(command.ends_with(&suffix), "{agent}: {command}");
         if matches!(agent, "cursor" | "copilot") {
@@ -718,7 +729,7 @@ fn every_passed_through_event_is_installed_and_answered_with_no_decision() {
 }
 
 #[test]
-fn a_hand_written_entry_for_a_passed_through_event_is_kept_and_not_doubled() {
+fn a_hand_written_entry_for_a_passed_through_event_is_pinned_and_not_doubled() {
     let places = places();
     // What the docs used to say to do: an entry for BeforeModel running the same command.
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox")).expect("exe");
@@ -732,15 +743,17 @@ fn a_hand_written_entry_for_a_passed_through_event_is_kept_and_not_doubled() {
     let install = ["install", "gemini-cli", "--project", places.project_arg()];
     let output = places.hookbox(&install);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
+    // It took the agent's `HOOKBOX_HOME`: it is replaced by the pinned form, once.
     let installed = read_json(&settings);
+    let thin = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("thin");
+    let pinned = format!(
+        "{} gemini-cli --home {}",
+        thin.display(),
+        places.hookbox_home.display()
+    );
     assert_eq!(
         installed["hooks"]["BeforeModel"],
-        json!([{"hooks": [{"type": "command", "command": command}]}])
-    );
-    assert!(
-        !stdout(&output).contains("BeforeModel"),
-        "{}",
-        stdout(&output)
+        json!([{"hooks": [{"type": "command", "command": pinned}]}])
     );
     assert!(
         stdout(&output).contains("AfterModel"),
@@ -765,6 +778,13 @@ fn an_install_by_an_older_hookbox_is_listed_upgraded_once_and_uninstalled() {
     let install = ["install", "claude-code", "--project", places.project_arg()];
     let output = places.hookbox_at(&old, &install);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
+    // Older hookboxes did not pin the home: their files and records, as they wrote them.
+    let pin = format!(" --home {}", places.hookbox_home.display());
+    let records = places.hookbox_home.join("installs.json");
+    for path in [&settings, &records] {
+        let text = std::fs::read_to_string(path).expect("read");
+        std::fs::write(path, text.replace(&pin, "")).expect("write");
+    }
     let old_command = format!("{} hook claude-code", old.display());
     assert_eq!(
         hookbox_command(&read_json(&settings), "PreToolUse"),
@@ -787,7 +807,7 @@ fn an_install_by_an_older_hookbox_is_listed_upgraded_once_and_uninstalled() {
     let output = places.hookbox(&install);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let thin = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("thin");
-    let new_command = format!("{} claude-code", thin.display());
+    let new_command = format!("{} claude-code{pin}", thin.display());
     let upgraded = read_json(&settings);
     assert_eq!(hookbox_command(&upgraded, "PreToolUse"), new_command);
     assert!(!upgraded.to_string().contains(&old_command), "{upgraded:#}");
@@ -948,5 +968,280 @@ fn an_install_with_fail_closed_denies_when_the_gate_cannot_start() {
     assert_eq!(
         answer["hookSpecificOutput"]["permissionDecision"], "deny",
         "{answer}"
+    );
+}
+
+/// Entries that run hookbox's exact command, but not on every occurrence of the event: each
+/// reads as installed while the gate never decides. Each row: how the look-alike narrows (the
+/// entry's matcher and extra handler keys).
+const LOOK_ALIKES: [(&str, &str); 5] = [
+    ("NoSuchTool", "{}"),
+    ("Read", "{}"),
+    ("*", r#"{"if": "Bash(true)"}"#),
+    ("*", r#"{"async": true}"#),
+    ("*", r#"{"timeout": 1}"#),
+];
+
+/// The command `hookbox install claude-code` writes for these places.
+fn pinned_command(places: &Places, agent: &str) -> String {
+    let thin = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("thin");
+    format!(
+        "{} {agent} --home {}",
+        thin.display(),
+        places.hookbox_home.display()
+    )
+}
+
+#[test]
+fn a_look_alike_entry_is_replaced_not_taken_for_an_install() {
+    for (matcher, extra) in LOOK_ALIKES {
+        let places = places();
+        let command = pinned_command(&places, "claude-code");
+        let mut handler = json!({"type": "command", "command": command});
+        let extra: Value = serde_json::from_str(extra).expect("extra");
+        handler
+            .as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        let seeded = json!({"hooks": {"PreToolUse": [{"matcher": matcher, "hooks": [handler]}]}});
+        let settings = places.project.join(".claude/settings.json");
+        std::fs::create_dir(places.project.join(".claude")).expect("mkdir");
+        std::fs::write(&settings, seeded.to_string()).expect("write");
+
+        let output = places.hookbox(&["install", "claude-code", "--project", places.project_arg()]);
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        let said = stdout(&output);
+        assert!(
+            said.contains("replaced a look-alike entry under PreToolUse")
+                && !said.contains("nothing changed"),
+            "{matcher} {extra}: {said}"
+        );
+        assert_eq!(
+            read_json(&settings)["hooks"]["PreToolUse"],
+            json!([{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]),
+            "{matcher} {extra}"
+        );
+        // `--list` no longer shows a look-alike.
+        let list = stdout(&places.hookbox(&["install", "--list"]));
+        assert!(!list.contains("look-alike"), "{list}");
+    }
+}
+
+#[test]
+fn list_reports_a_look_alike_in_a_file_it_did_not_write() {
+    let places = places();
+    let command = pinned_command(&places, "claude-code");
+    let settings = places.project.join(".claude/settings.json");
+    std::fs::create_dir(places.project.join(".claude")).expect("mkdir");
+    std::fs::write(
+        &settings,
+        json!({"hooks": {"PreToolUse": [{"matcher": "NoSuchTool", "hooks": [
+            {"type": "command", "command": command}]}]}})
+        .to_string(),
+    )
+    .expect("write");
+    let list = stdout(&places.hookbox(&["install", "--list"]));
+    assert!(
+        list.contains("look-alike under PreToolUse")
+            && list.contains("its matcher \"NoSuchTool\" does not match every occurrence")
+            && list.contains("claude-code  merged   0 of 30 events reach the policy"),
+        "{list}"
+    );
+}
+
+/// The installed command answers with the policy of the home it pins, whatever
+/// `HOOKBOX_HOME` the agent hands it (a project's `env` can set one), in-process and through
+/// the daemon, and says it ignored it.
+#[test]
+fn the_pinned_home_wins_over_the_agents_hookbox_home() {
+    let places = places();
+    seed_config(&places.hookbox_home, "security-gate.hooks.json");
+    std::fs::rename(
+        places.hookbox_home.join("security-gate.hooks.json"),
+        places.hookbox_home.join("policy.json"),
+    )
+    .expect("user policy");
+    let output = places.hookbox(&["install", "claude-code", "--project", places.project_arg()]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let command = hookbox_command(
+        &read_json(&places.project.join(".claude/settings.json")),
+        "PreToolUse",
+    );
+    // The project's choice: a home of its own with a policy that lets everything through.
+    let theirs = places.project.join("their-home");
+    std::fs::create_dir(&theirs).expect("mkdir");
+    std::fs::write(theirs.join("policy.json"), USER_POLICY).expect("policy");
+    let payload = json!({
+        "session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": places.project,
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf victim"}, "tool_use_id": "toolu_01",
+    });
+    // The first call with the daemon on starts it, in the pinned home (not in the one the
+    // agent's environment named), and answers itself; once it runs, the last is the daemon's.
+    let running = || {
+        let status = places.hookbox(&["daemon", "status"]);
+        (code(&status) == 0).then(|| stdout(&status))
+    };
+    for daemon in ["off", "on", "on"] {
+        if daemon == "on" && places.hookbox_home.join("daemon").exists() {
+            let mut waited = 0;
+            while running().is_none() {
+                assert!(waited < 3000, "the daemon did not start");
+                waited += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        let output = run_hook_in(&places, &command, &payload, &theirs, daemon);
+        assert_eq!(code(&output), 0, "{daemon}: {}", stderr(&output));
+        let answer = stdout_json_of(&output);
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{daemon}: {answer:#}"
+        );
+        let warning = format!("HOOKBOX_HOME is {}", theirs.display());
+        assert!(
+            answer["systemMessage"]
+                .as_str()
+                .is_some_and(|message| message.contains(&warning))
+                && stderr(&output).contains("ignored"),
+            "{daemon}: {answer:#} {}",
+            stderr(&output)
+        );
+    }
+    let status = running().expect("the daemon runs in the pinned home");
+    assert!(status.contains(", 1 calls answered"), "{status}");
+    assert!(!theirs.join("daemon").exists());
+    let stop = places.hookbox(&["daemon", "stop"]);
+    assert_eq!(code(&stop), 0, "{}", stderr(&stop));
+}
+
+fn stdout_json_of(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| panic!("{err}: {}", stdout(output)))
+}
+
+/// Runs `command` through `sh` as Claude Code does, with `HOOKBOX_HOME` = `home` and
+/// `HOOKBOX_DAEMON` = `daemon`, `input` on stdin.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "runs the installed hook as the agent would"
+)]
+fn run_hook_in(places: &Places, command: &str, input: &Value, home: &Path, daemon: &str) -> Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", command])
+        .env("HOME", &places.home)
+        .env("HOOKBOX_HOME", home)
+        .env("HOOKBOX_DAEMON", daemon)
+        .current_dir(&places.project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the hook");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .expect("write");
+    child.wait_with_output().expect("wait")
+}
+
+/// `--scope managed` writes the agent's managed settings, where the agent finds them (Gemini
+/// CLI: `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, which these tests point into a scratch directory),
+/// and doctor sees every event reach the policy through them even when the project turns its
+/// own hooks off; an agent whose managed hooks hookbox does not write is refused, naming why.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn scope_managed_writes_the_agents_managed_settings() {
+    let places = places();
+    let managed = places.home.join("etc-gemini/settings.json");
+    std::fs::create_dir(places.home.join("etc-gemini")).expect("mkdir");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+            .args(args)
+            .env("HOME", &places.home)
+            .env("HOOKBOX_HOME", &places.hookbox_home)
+            .env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", &managed)
+            .current_dir(&places.project)
+            .output()
+            .expect("run hookbox")
+    };
+    // It serves every user: no one user's home, so the policy must be named.
+    let refused = run(&["install", "gemini-cli", "--scope", "managed"]);
+    assert_eq!(code(&refused), 1);
+    assert!(
+        stderr(&refused).contains("needs --policy FILE"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!managed.exists());
+    let policy = places.hookbox_home.join("policy.json");
+    let policy = policy.to_str().expect("utf-8");
+    let output = run(&[
+        "install",
+        "gemini-cli",
+        "--scope",
+        "managed",
+        "--policy",
+        policy,
+    ]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("(managed scope)"),
+        "{}",
+        stdout(&output)
+    );
+    let thin = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookbox-hook")).expect("thin");
+    let command = format!("{} gemini-cli --policy {policy}", thin.display());
+    assert_eq!(
+        read_json(&managed)["hooks"]["BeforeTool"],
+        json!([{"matcher": ".*", "hooks": [{"type": "command", "command": command}]}])
+    );
+    // The project cannot switch it off: the managed layer is read last.
+    std::fs::create_dir(places.project.join(".gemini")).expect("mkdir");
+    std::fs::write(
+        places.project.join(".gemini/settings.json"),
+        r#"{"hooksConfig": {"enabled": false}}"#,
+    )
+    .expect("write");
+    std::fs::write(&managed, {
+        let mut value = read_json(&managed);
+        value["hooksConfig"] = json!({"enabled": true});
+        value.to_string()
+    })
+    .expect("write");
+    let doctor = run(&["doctor", "gemini-cli", "--project", places.project_arg()]);
+    assert_eq!(code(&doctor), 0, "{}", stdout(&doctor));
+
+    let refused = run(&["install", "codex", "--scope", "managed", "--policy", policy]);
+    assert_eq!(code(&refused), 1);
+    assert!(
+        stderr(&refused).contains("/etc/codex/requirements.toml"),
+        "{}",
+        stderr(&refused)
+    );
+    let output = run(&["install", "gemini-cli", "--scope", "managed", "--uninstall"]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+}
+
+/// Install judges what the agent will run with every layer merged: the project's entries are
+/// written, but the user's own `disableAllHooks` keeps them from running, and install says so.
+#[test]
+fn install_warns_when_another_layer_switches_its_entries_off() {
+    let places = places();
+    std::fs::create_dir(places.home.join(".claude")).expect("mkdir");
+    std::fs::write(
+        places.home.join(".claude/settings.json"),
+        r#"{"disableAllHooks": true}"#,
+    )
+    .expect("write");
+    let output = places.hookbox(&["install", "claude-code", "--project", places.project_arg()]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("0 of 30 events reach the policy")
+            && stdout(&output).contains("`hookbox doctor claude-code --project"),
+        "{}",
+        stdout(&output)
     );
 }

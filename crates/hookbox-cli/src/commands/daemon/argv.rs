@@ -1,6 +1,6 @@
 //! The forwarded `hookbox hook` command line read without building the whole command-line
-//! parser: the daemon answers only the plain forms (`hook AGENT` with `--policy`, `--config`
-//! and `--event`, each once, `--NAME VALUE` or `--NAME=VALUE`, and `--fail-closed` once); anything else (help, a usage
+//! parser: the daemon answers only the plain forms (`hook AGENT` with `--policy`, `--home`,
+//! `--config` and `--event`, each once, `--NAME VALUE` or `--NAME=VALUE`, and `--fail-closed` once); anything else (help, a usage
 //! error, an unusual spelling) is the client's to parse with clap, so its messages stay clap's.
 
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ pub(super) fn hook_args(argv: &[String]) -> Option<HookArgs> {
         return None;
     }
     let mut agent = None;
-    let (mut policy, mut config, mut event) = (None, None, None);
+    let (mut policy, mut home, mut config, mut event) = (None, None, None, None);
     let mut fail_closed = false;
     let mut words = rest.iter();
     while let Some(word) = words.next() {
@@ -41,6 +41,7 @@ pub(super) fn hook_args(argv: &[String]) -> Option<HookArgs> {
         }
         let slot = match name {
             "policy" => &mut policy,
+            "home" => &mut home,
             "config" => &mut config,
             "event" => &mut event,
             _ => return None,
@@ -52,6 +53,7 @@ pub(super) fn hook_args(argv: &[String]) -> Option<HookArgs> {
     Some(HookArgs {
         agent: agent?,
         policy: policy.map(PathBuf::from),
+        home: home.map(PathBuf::from),
         config: config.map(PathBuf::from),
         event,
         fail_closed,
@@ -78,6 +80,8 @@ mod tests {
             &["hook", "copilot", "--event", "preToolUse", "--policy", "p"],
             &["hook", "cursor", "--event=beforeShellExecution"],
             &["hook", "claude-code", "--fail-closed", "--policy", "p"],
+            &["hook", "claude-code", "--home", "/h", "--fail-closed"],
+            &["hook", "codex", "--home=/h q", "--policy", "p"],
         ] {
             let ours = hook_args(&argv(words)).unwrap_or_else(|| panic!("{words:?}"));
             let Ok(Cli {
@@ -101,6 +105,7 @@ mod tests {
             &["hook", "claude-code", "codex"],
             &["hook", "claude-code", "--policy"],
             &["hook", "claude-code", "--policy", "p", "--policy", "q"],
+            &["hook", "claude-code", "--home", "/a", "--home", "/b"],
             &["hook", "claude-code", "--policy", "--config"],
             &["hook", "claude-code", "--policy="],
             &["hook", "claude-code", "--unknown", "x"],

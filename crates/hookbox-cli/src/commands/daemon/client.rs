@@ -57,6 +57,11 @@ pub(crate) fn hand_off(argv: &[OsString]) -> Handoff {
         },
         None => client::hand_off(argv, wire::build_id_of(Path::new("/proc/self/exe"))),
     };
+    let words: Vec<String> = argv
+        .iter()
+        .map(|word| word.to_string_lossy().into_owned())
+        .collect();
+    let env = client::pinned_env(&words);
     let in_process = |stdin, daemon_failed| Handoff::InProcess {
         stdin,
         daemon_failed,
@@ -65,7 +70,7 @@ pub(crate) fn hand_off(argv: &[OsString]) -> Handoff {
         client::Handoff::Answered(code) => Handoff::Answered(code),
         client::Handoff::NotHanded(NotHanded::Declined) => in_process(None, None),
         client::Handoff::NotHanded(NotHanded::Absent(place)) => {
-            if let Err(err) = start(&place) {
+            if let Err(err) = start(&place, &env, false) {
                 note(&format!("cannot start the daemon: {err:#}"));
             }
             in_process(None, None)
@@ -77,7 +82,8 @@ pub(crate) fn hand_off(argv: &[OsString]) -> Handoff {
         client::Handoff::Returned { stdin, handed } => match handed {
             Handed::InProcess => in_process(Some(stdin), None),
             Handed::Restart => {
-                if let Err(err) = place().and_then(|place| start(&place)) {
+                let place = Place::in_env(&env).context(hookbox_handoff::place::NO_HOME);
+                if let Err(err) = place.and_then(|place| start(&place, &env, false)) {
                     note(&format!("cannot start the daemon: {err:#}"));
                 }
                 in_process(Some(stdin), None)
@@ -92,14 +98,21 @@ pub(crate) fn place() -> anyhow::Result<Place> {
     Place::in_env(|name| std::env::var_os(name)).context(hookbox_handoff::place::NO_HOME)
 }
 
-/// Starts a daemon for `place`, detached, its output appended to `$HOOKBOX_HOME/daemon.log`;
-/// returns its pid without waiting for it to listen.
-pub(crate) fn start(place: &Place) -> anyhow::Result<u32> {
+/// Starts a daemon for `place`, detached, its output appended to `$HOOKBOX_HOME/daemon.log`,
+/// with the variables `env` reads (this process's, the home a call pins); returns its pid
+/// without waiting for it to listen. Only a daemon the user starts (`operator`: `hookbox daemon
+/// start`) takes its call deadline from the environment: one started by a hook call would take
+/// it from the agent's, which a project's settings can set.
+pub(crate) fn start(
+    place: &Place,
+    env: &dyn Fn(&str) -> Option<OsString>,
+    operator: bool,
+) -> anyhow::Result<u32> {
     place.create().map_err(|unusable| match unusable {
         Unusable::Absent => anyhow::anyhow!("{} vanished", place.dir().display()),
         Unusable::Unsafe(message) => anyhow::anyhow!(message),
     })?;
-    let home = hookbox_env::Environments::default_home()?;
+    let home = hookbox_env::Environments::home_in(env)?;
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
     let log_path = home.join("daemon.log");
     let log = OpenOptions::new()
@@ -110,9 +123,12 @@ pub(crate) fn start(place: &Place) -> anyhow::Result<u32> {
         .open(&log_path)
         .with_context(|| format!("cannot open {}", log_path.display()))?;
     let program = std::env::current_exe().context("cannot find this program's path")?;
+    let deadline = operator.then_some(super::server::DEADLINE_VARIABLE);
     let env = DAEMON_ENVIRONMENT
         .iter()
-        .filter_map(|&name| Some((OsString::from(name), std::env::var_os(name)?)))
+        .copied()
+        .chain(deadline)
+        .filter_map(|name| Some((OsString::from(name), env(name)?)))
         .collect();
     let pid = hookbox_exec::spawn_detached(hookbox_exec::DetachedSpec {
         program,

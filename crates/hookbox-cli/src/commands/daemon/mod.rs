@@ -6,7 +6,7 @@
 mod argv;
 pub(crate) mod client;
 mod python;
-mod server;
+pub(crate) mod server;
 mod stamp;
 mod warm;
 
@@ -44,7 +44,7 @@ pub(crate) fn run(command: &DaemonCommand) -> anyhow::Result<ExitCode> {
                 print_line(&status)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let pid = client::start(&place)?;
+            let pid = client::start(&place, &|name| std::env::var_os(name), true)?;
             let deadline = Instant::now() + WAIT;
             while Instant::now() < deadline {
                 if let Some(status) = status(&place)? {
@@ -138,8 +138,15 @@ fn ask(place: &Place, request: &Request) -> anyhow::Result<Option<Response>> {
         Err(Unusable::Absent) => return Ok(None),
         Err(Unusable::Unsafe(message)) => anyhow::bail!(message),
     };
-    wire::write_json(&mut stream, request).context("cannot reach the daemon")?;
-    let response = wire::read_json(&mut stream).context("the daemon did not answer")?;
+    let exchanged = wire::write_json(&mut stream, request)
+        .context("cannot reach the daemon")
+        .and_then(|()| wire::read_json(&mut stream).context("the daemon did not answer"));
+    let response = match exchanged {
+        Ok(response) => response,
+        // It exited (idle, or replaced) between the connection and the answer.
+        Err(_) if !place.socket().exists() => return Ok(None),
+        Err(err) => return Err(err),
+    };
     if let Response::Refused { reason } = response {
         anyhow::bail!(reason);
     }

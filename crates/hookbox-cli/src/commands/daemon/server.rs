@@ -1,5 +1,6 @@
 //! The daemon: accepts connections on its socket, each answered by the thread that accepted it
-//! while another waits for the next (so a hung hook holds only its own call), refuses other
+//! while another waits for the next (so a hung hook holds only its own call), the call's work in
+//! a thread of its own that the answer waits for until the call's deadline; refuses other
 //! users, answers `hookbox hook` calls exactly as the in-process path does (same code, with the
 //! caller's working directory and environment), and exits when idle, when stopped, or when its
 //! socket is no longer its own (removed, or replaced by a newer daemon).
@@ -30,6 +31,13 @@ const SPARE_ACCEPTERS: usize = 2;
 /// How long a client may take to send its request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The variable that sets how many seconds one call may take in the daemon.
+pub(crate) const DEADLINE_VARIABLE: &str = "HOOKBOX_DAEMON_DEADLINE";
+
+/// A call's deadline when `HOOKBOX_DAEMON_DEADLINE` sets none: under the 60 s that Gemini CLI
+/// gives a hook by default, after which it lets the call through.
+const DEFAULT_DEADLINE: Duration = Duration::from_secs(55);
+
 /// The daemon's state, shared by its threads.
 struct State {
     /// This binary's build id, taken at start.
@@ -44,6 +52,8 @@ struct State {
     stopping: AtomicBool,
     /// Threads waiting for a call (see [`accept_calls`]).
     waiting: AtomicUsize,
+    /// How long one call may take before it is answered with the policy's failure answer.
+    deadline: Duration,
 }
 
 /// Serves `place` until idle for `idle`, stopped, or replaced. Fails when the directory or a
@@ -80,6 +90,7 @@ pub(super) fn serve(place: &Place, idle: Duration) -> anyhow::Result<()> {
         last_call: Mutex::new(Instant::now()),
         stopping: AtomicBool::new(false),
         waiting: AtomicUsize::new(0),
+        deadline: deadline()?,
     });
     log(&format!(
         "serving {} (pid {}, build {}, idle exit after {}s)",
@@ -95,8 +106,8 @@ pub(super) fn serve(place: &Place, idle: Duration) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Accepts calls and answers each in this thread (no thread is started per call, and the
-/// thread woken by the client is the one that answers it). The last thread waiting for a call
+/// Accepts calls and answers each in this thread (the thread woken by the client is the one
+/// that answers it, the call's work done in a thread of its own: [`answer_hook`]). The last thread waiting for a call
 /// starts another before it answers, so that a call that takes long (a hung hook) holds up
 /// only itself; a thread that finds [`SPARE_ACCEPTERS`] others waiting once it has answered
 /// exits, unless it is `permanent` (the daemon's main thread).
@@ -152,6 +163,8 @@ fn watch(state: &State, socket: &Path, identity: u64, idle: Duration) {
             .unwrap_or_else(PoisonError::into_inner)
             .elapsed();
         let stopping = state.stopping.load(Ordering::SeqCst);
+        // A call past its deadline was answered: its work left running (a hung hook) does not
+        // keep the daemon up.
         if quiet && (stopping || idle_for >= idle) {
             if ours {
                 let _ = std::fs::remove_file(socket);
@@ -168,13 +181,13 @@ fn watch(state: &State, socket: &Path, identity: u64, idle: Duration) {
 
 /// Answers one connection; problems are logged (the client then fails closed or answers
 /// the call itself).
-fn serve_connection(state: &State, mut stream: UnixStream) {
+fn serve_connection(state: &Arc<State>, mut stream: UnixStream) {
     if let Err(err) = answer_connection(state, &mut stream) {
         log(&format!("a connection failed: {err:#}"));
     }
 }
 
-fn answer_connection(state: &State, stream: &mut UnixStream) -> anyhow::Result<()> {
+fn answer_connection(state: &Arc<State>, stream: &mut UnixStream) -> anyhow::Result<()> {
     let uid = place::peer_uid(stream).context("cannot identify the client")?;
     if uid != place::euid() {
         log(&format!("refused a client of uid {uid}"));
@@ -220,7 +233,7 @@ fn answer_connection(state: &State, stream: &mut UnixStream) -> anyhow::Result<(
                 }
             } else {
                 state.active.fetch_add(1, Ordering::SeqCst);
-                let response = answer_hook(&state.warm, &argv, cwd, environ, stdin);
+                let response = answer_hook(state, &argv, cwd, environ, stdin);
                 state.calls.fetch_add(1, Ordering::SeqCst);
                 *state
                     .last_call
@@ -259,10 +272,12 @@ fn stop(state: &State) {
     state.stopping.store(true, Ordering::SeqCst);
 }
 
-/// Answers a `hookbox hook` command line, `argv`, for a caller in `cwd` with `env`, with
-/// `warm`.
+/// Answers a `hookbox hook` command line, `argv`, for a caller in `cwd` with `env`, with the
+/// daemon's warm engine, in a thread of its own: past the daemon's deadline the call is
+/// answered at once with the policy's failure answer, and this thread goes back to taking
+/// calls while the work left (a hung hook) ends on its own.
 fn answer_hook(
-    warm: &Warm,
+    state: &Arc<State>,
     argv: &[String],
     cwd: String,
     env: Vec<(OsString, OsString)>,
@@ -274,12 +289,54 @@ fn answer_hook(
             stale: false,
         };
     };
-    let call = Call::new(args, Ok(stdin), PathBuf::from(cwd), env);
-    let reply = hook::respond(&call, warm);
+    let arrived = Instant::now();
+    let call = Arc::new(Call::new(args, Ok(stdin), PathBuf::from(cwd), env));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let (worker_state, worker_call) = (Arc::clone(state), Arc::clone(&call));
+    let started = std::thread::Builder::new()
+        .name("hookbox-work".to_owned())
+        .spawn(move || {
+            // The receiver is gone when the call was answered at its deadline.
+            let _ = sender.send(hook::respond(&worker_call, &worker_state.warm));
+        });
+    let reply = match started {
+        Err(err) => hook::deadline_reply(&call, &format!("cannot start a thread: {err}"), arrived),
+        Ok(_) => match receiver.recv_timeout(state.deadline) {
+            Ok(reply) => reply,
+            Err(_) => {
+                let message = format!(
+                    "the call took longer than the daemon's deadline of {}s ({DEADLINE_VARIABLE})",
+                    state.deadline.as_secs()
+                );
+                log(&format!(
+                    "{message}; answered with the policy's failure answer, its work left to end"
+                ));
+                hook::deadline_reply(&call, &message, arrived)
+            }
+        },
+    };
     Response::Answer {
         stdout: reply.stdout,
         stderr: reply.stderr,
         exit_code: reply.exit_code,
+    }
+}
+
+/// The deadline of one call: `HOOKBOX_DAEMON_DEADLINE` seconds, else [`DEFAULT_DEADLINE`].
+fn deadline() -> anyhow::Result<Duration> {
+    match std::env::var_os(DEADLINE_VARIABLE) {
+        None => Ok(DEFAULT_DEADLINE),
+        Some(value) => value
+            .to_str()
+            .and_then(|value| value.trim().parse().ok())
+            .filter(|&seconds| seconds > 0)
+            .map(Duration::from_secs)
+            .with_context(|| {
+                format!(
+                    "{DEADLINE_VARIABLE} is {value:?}; set it to a whole number of seconds above \
+                     0, e.g. 55"
+                )
+            }),
     }
 }
 

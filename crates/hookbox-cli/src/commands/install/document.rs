@@ -1,9 +1,22 @@
 //! An agent's hook file as JSON: read with errors that name the JSON path, hookbox's entries
 //! added where missing, removed, or counted; everything else in the file is kept as it is.
 
+use hookbox_hooks::adapter::Agent;
 use serde_json::{Map, Value};
 
+use super::narrowing::narrowing;
 use super::target::Layout;
+
+/// One handler of a hook file, as the agent will run it.
+pub(super) struct Found {
+    /// Its event.
+    pub(super) event: String,
+    /// Its command.
+    pub(super) command: String,
+    /// Why the agent does not run it on every occurrence of the event (see
+    /// [`narrowing`]); `None` when it does.
+    pub(super) narrowing: Option<String>,
+}
 
 /// A hook file's JSON whose shape has been checked: an object whose `hooks`, when present, is
 /// an object of arrays.
@@ -16,11 +29,17 @@ impl Document {
     /// Reads `bytes` (`None`: the file does not exist) as a hook file; the error is the JSON
     /// path and the problem.
     pub(super) fn parse(bytes: Option<&[u8]>) -> Result<Self, String> {
-        let root = match bytes.map(serde_json::from_slice::<Value>) {
-            None => Map::new(),
-            Some(Ok(Value::Object(root))) => root,
-            Some(Ok(_)) => return Err("$: not a JSON object".to_owned()),
-            Some(Err(err)) => return Err(format!("$: not valid JSON: {err}")),
+        match bytes.map(serde_json::from_slice::<Value>) {
+            None => Self::from_value(Value::Object(Map::new())),
+            Some(Ok(value)) => Self::from_value(value),
+            Some(Err(err)) => Err(format!("$: not valid JSON: {err}")),
+        }
+    }
+
+    /// [`parse`](Self::parse) for a value already read (a TOML file's, as JSON).
+    pub(super) fn from_value(value: Value) -> Result<Self, String> {
+        let Value::Object(root) = value else {
+            return Err("$: not a JSON object".to_owned());
         };
         match root.get("hooks") {
             None | Some(Value::Object(_)) => {}
@@ -105,6 +124,84 @@ impl Document {
             hooks.remove(event);
         }
         before - after
+    }
+
+    /// Removes every handler under `event` that runs `command` but not on every occurrence (a
+    /// look-alike); returns how many were removed.
+    pub(super) fn remove_narrowed(
+        &mut self,
+        agent: Agent,
+        layout: Layout,
+        event: &str,
+        command: &str,
+    ) -> usize {
+        let Some(Value::Object(hooks)) = self.root.get_mut("hooks") else {
+            return 0;
+        };
+        let Some(Value::Array(entries)) = hooks.get_mut(event) else {
+            return 0;
+        };
+        let mut removed = 0;
+        entries.retain_mut(|entry| match layout {
+            Layout::Flat { key } => {
+                let narrowed = entry.get(key).and_then(Value::as_str) == Some(command)
+                    && narrowing(agent, layout, entry, entry).is_some();
+                removed += usize::from(narrowed);
+                !narrowed
+            }
+            Layout::Groups => {
+                let group = entry.clone();
+                let Some(Value::Array(handlers)) = entry.get_mut("hooks") else {
+                    return true;
+                };
+                let had = handlers.len();
+                handlers.retain(|handler| {
+                    handler_command(handler) != Some(command)
+                        || narrowing(agent, layout, &group, handler).is_none()
+                });
+                removed += had - handlers.len();
+                had == handlers.len() || !handlers.is_empty()
+            }
+        });
+        if entries.is_empty() {
+            hooks.remove(event);
+        }
+        removed
+    }
+
+    /// Every handler of the file, with its event and whether `agent` runs it every time.
+    pub(super) fn found(&self, agent: Agent, layout: Layout) -> Vec<Found> {
+        let Some(Value::Object(hooks)) = self.root.get("hooks") else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for (event, entries) in hooks {
+            for entry in entries.as_array().into_iter().flatten() {
+                let handlers: Vec<&Value> = match layout {
+                    Layout::Flat { .. } => vec![entry],
+                    Layout::Groups => entry
+                        .get("hooks")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .collect(),
+                };
+                for handler in handlers {
+                    let command = match layout {
+                        Layout::Flat { key } => handler.get(key).and_then(Value::as_str),
+                        Layout::Groups => handler_command(handler),
+                    };
+                    if let Some(command) = command {
+                        found.push(Found {
+                            event: event.clone(),
+                            command: command.to_owned(),
+                            narrowing: narrowing(agent, layout, entry, handler),
+                        });
+                    }
+                }
+            }
+        }
+        found
     }
 
     /// Every command of the file's hook entries, with its event.

@@ -1,10 +1,13 @@
 //! `hookbox install AGENT`: writes (or merges into) an agent's hook file so that every event
 //! `hookbox hook AGENT` answers (mapped or passed through) runs it (as `hookbox-hook AGENT`, the
 //! thin client, when it is installed next to hookbox); `--uninstall` undoes that, `--list`
-//! shows what is installed where.
+//! shows what is installed where; `hookbox doctor` ([`doctor`]) what the agent will run.
 
+pub(crate) mod doctor;
 mod document;
 mod files;
+mod narrowing;
+mod sources;
 mod target;
 
 use std::collections::BTreeSet;
@@ -17,7 +20,9 @@ use hookbox_hooks::startable::{StartContext, start_problems};
 
 use self::document::Document;
 use self::files::{Record, Records};
-use self::target::{Scope, config_path, events, layout, location, shell_quote};
+pub(crate) use self::target::Scope;
+use self::target::{config_path, events, layout, location};
+pub(crate) use self::target::shell_quote;
 use crate::cli::InstallArgs;
 
 /// The thin client installed next to `hookbox`, which the agents' hook files run when present.
@@ -30,28 +35,13 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
         (true, _) => list(args.project.as_deref(), &records)?,
         (false, None) => bail!("name the agent: hookbox install AGENT (or --list)"),
         (false, Some(agent)) => {
-            let agent = Agent::from(agent);
-            let (scope, base) = match (&args.project, args.user) {
-                (Some(dir), false) => (
-                    Scope::Project,
-                    std::fs::canonicalize(dir)
-                        .with_context(|| format!("--project {}", dir.display()))?,
-                ),
-                (None, true) => (Scope::User, user_home()?),
-                _ => bail!("say whose configuration to change: --project DIR or --user"),
-            };
-            let file = Target {
-                agent,
-                scope,
-                path: config_path(agent, scope, &base),
-                base,
-            };
+            let file = Target::of(Agent::from(agent), args)?;
             file.check_no_links()?;
             if args.uninstall {
                 uninstall(&file, &mut records)?
             } else {
                 let warnings = vet_policy(&file, args, &home)?;
-                warnings + &install(&file, args, &mut records)?
+                warnings + &install(&file, args, &home, &mut records)? + &merged(&file)?
             }
         }
     };
@@ -63,18 +53,80 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
 struct Target {
     /// The agent.
     agent: Agent,
-    /// The user's file or a project's.
+    /// The user's file, a project's or the managed one.
     scope: Scope,
-    /// The home or project directory the file is under.
+    /// The home or project directory the file is under (the managed file's: `/etc`).
     base: PathBuf,
+    /// The directories from `base` to the file (created when missing).
+    dirs: &'static [&'static str],
     /// The hook file.
     path: PathBuf,
 }
 
 impl Target {
+    /// The file `args` name for `agent`: `--project DIR`, `--user` or `--scope SCOPE`.
+    fn of(agent: Agent, args: &InstallArgs) -> anyhow::Result<Self> {
+        let scope = match (args.scope, &args.project, args.user) {
+            (Some(Scope::Managed), None, false) => Scope::Managed,
+            (None | Some(Scope::Project), Some(_), false) => Scope::Project,
+            (None | Some(Scope::User), None, true) | (Some(Scope::User), None, false) => {
+                Scope::User
+            }
+            _ => {
+                bail!("say whose configuration to change: --project DIR, --user or --scope managed")
+            }
+        };
+        let (base, dirs, path) = match (scope, &args.project) {
+            (Scope::Project, Some(dir)) => {
+                let base = std::fs::canonicalize(dir)
+                    .with_context(|| format!("--project {}", dir.display()))?;
+                let (dirs, _) = location(agent, true);
+                let path = config_path(agent, true, &base);
+                (base, dirs, path)
+            }
+            (Scope::Managed, _) if args.policy.is_none() && !args.uninstall => bail!(
+                "--scope managed needs --policy FILE (a file only root can write, such as \
+                 /etc/hookbox/policy.json): the managed entry serves every user, so it cannot pin \
+                 one user's home, and it must not take the policy from an environment a project \
+                 can set; nothing was written"
+            ),
+            (Scope::Managed, _) if !rustix::process::geteuid().is_root() => bail!(
+                "--scope managed writes {}'s managed settings, which only root may change: run \
+                 it with sudo; nothing was written",
+                agent.name()
+            ),
+            (Scope::Managed, _) => target::managed_file(agent).with_context(|| {
+                format!(
+                    "hookbox does not install into {}'s managed settings{}; use --user or \
+                     --project DIR",
+                    agent.name(),
+                    if agent == Agent::Codex {
+                        " (its managed hooks are TOML tables in /etc/codex/requirements.toml: \
+                         see docs/agent-adapters.md)"
+                    } else {
+                        ""
+                    }
+                )
+            })?,
+            _ => {
+                let base = user_home()?;
+                let (dirs, _) = location(agent, false);
+                let path = config_path(agent, false, &base);
+                (base, dirs, path)
+            }
+        };
+        Ok(Self {
+            agent,
+            scope,
+            base,
+            dirs,
+            path,
+        })
+    }
+
     /// Refuses the file when it, or a directory to it under `base`, is a symbolic link.
     fn check_no_links(&self) -> anyhow::Result<()> {
-        files::check_no_links(&self.base, location(self.agent, self.scope).0, &self.path)
+        files::check_no_links(&self.base, self.dirs, &self.path)
     }
 
     /// The file's path as records key it.
@@ -171,21 +223,52 @@ fn vet_policy(file: &Target, args: &InstallArgs, home: &Path) -> anyhow::Result<
 
 /// Adds hookbox's entries for every event `hookbox hook` answers to the agent's hook file
 /// (those already there are left as they are), backing the original up the first time.
-fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::Result<String> {
+fn install(
+    file: &Target,
+    args: &InstallArgs,
+    home: &Path,
+    records: &mut Records,
+) -> anyhow::Result<String> {
     let agent = file.agent;
     let exe = std::env::current_exe().context("cannot find the path of this hookbox binary")?;
-    let mut arguments = agent.name().to_owned();
+    // The home is pinned: a project's settings can hand the hook another `HOOKBOX_HOME`.
+    let home = std::path::absolute(home)
+        .with_context(|| format!("cannot make {} absolute", home.display()))?;
+    let mut options = String::new();
     if args.fail_closed {
-        arguments.push_str(" --fail-closed");
+        options.push_str(" --fail-closed");
     }
     if let Some(policy) = args.policy.as_deref() {
         let policy = std::fs::canonicalize(policy)
             .with_context(|| format!("--policy {}", policy.display()))?;
-        arguments.push_str(&format!(
+        options.push_str(&format!(
             " --policy {}",
             shell_quote(&policy.display().to_string())
         ));
     }
+    // A managed entry serves every user: its policy is pinned by `--policy` instead.
+    let arguments = match file.scope {
+        Scope::Managed => format!("{}{options}", agent.name()),
+        Scope::User | Scope::Project => format!(
+            "{} --home {}{options}",
+            agent.name(),
+            shell_quote(&home.display().to_string())
+        ),
+    };
+    // The same calls without `--home` (older installs, or written by hand from older docs)
+    // take the agent's `HOOKBOX_HOME`: they are upgraded to the pinned form.
+    let unpinned = [
+        format!(
+            "{} hook {}{options}",
+            shell_quote(&exe.display().to_string()),
+            agent.name()
+        ),
+        format!(
+            "{} {}{options}",
+            shell_quote(&exe.with_file_name(THIN_CLIENT).display().to_string()),
+            agent.name()
+        ),
+    ];
     // The same call through `hookbox hook`: an older install's form, or written by hand.
     let through_hookbox = format!(
         "{} hook {arguments}",
@@ -209,6 +292,34 @@ fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::
         for event in events(agent) {
             let old = target::command(agent, &previous.command, event);
             removed += document.remove(layout, event, &old);
+        }
+    }
+    // A look-alike (this command under a matcher that matches nothing, an `if`, `async`…)
+    // reads as installed while the gate never decides: it is replaced.
+    let mut lookalikes = Vec::new();
+    for found in document.found(agent, layout) {
+        if let Some(why) = found.narrowing.as_deref()
+            && [&command, &through_hookbox]
+                .iter()
+                .any(|ours| target::command(agent, ours, &found.event) == found.command)
+        {
+            lookalikes.push(format!(
+                "replaced a look-alike entry under {}: it runs `{}` but {why}\n",
+                found.event, found.command
+            ));
+        }
+    }
+    for event in events(agent) {
+        for old in &unpinned {
+            removed += document.remove(layout, event, &target::command(agent, old, event));
+        }
+        for ours in [&command, &through_hookbox] {
+            removed += document.remove_narrowed(
+                agent,
+                layout,
+                event,
+                &target::command(agent, ours, event),
+            );
         }
     }
     // An event whose entry makes the same call through `hookbox hook` gets no second one.
@@ -248,10 +359,9 @@ fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::
         },
     };
     record.command = command.clone();
-    record.created_dirs.extend(files::create_dirs(
-        &file.base,
-        location(agent, file.scope).0,
-    )?);
+    record
+        .created_dirs
+        .extend(files::create_dirs(&file.base, file.dirs)?);
     record.installed = String::from_utf8_lossy(&bytes).into_owned();
     let backup = record
         .backup
@@ -268,14 +378,16 @@ fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::
     };
     let place = match file.scope {
         Scope::User => "--user".to_owned(),
+        Scope::Managed => "--scope managed".to_owned(),
         Scope::Project => format!(
             "--project {}",
             shell_quote(&file.base.display().to_string())
         ),
     };
     Ok(format!(
-        "installed into {} ({} scope): {} runs `{command}` on {}; {kept}; `hookbox install {} \
+        "{}installed into {} ({} scope): {} runs `{command}` on {}; {kept}; `hookbox install {} \
          {place} --uninstall` undoes it\n{}",
+        lookalikes.concat(),
         file.path.display(),
         file.scope.name(),
         agent.name(),
@@ -283,6 +395,31 @@ fn install(file: &Target, args: &InstallArgs, records: &mut Records) -> anyhow::
         agent.name(),
         note(agent)
     ))
+}
+
+/// A warning when, with every layer of the agent's settings merged, some event still does not
+/// reach the policy (another layer switches hooks off, say) in the project installed into (any
+/// other scope: the current directory).
+fn merged(file: &Target) -> anyhow::Result<String> {
+    let project = match file.scope {
+        Scope::Project => file.base.clone(),
+        Scope::User | Scope::Managed => {
+            std::env::current_dir().context("cannot read the current directory")?
+        }
+    };
+    let (fired, all) = doctor::reaching(file.agent, &user_home()?, &project);
+    Ok(if fired < all {
+        format!(
+            "warning: with every layer of {}'s settings merged, {fired} of {all} events reach the \
+             policy in {}; `hookbox doctor {} --project {}` says why and how to fix it\n",
+            file.agent.name(),
+            project.display(),
+            file.agent.name(),
+            shell_quote(&project.display().to_string())
+        )
+    } else {
+        String::new()
+    })
 }
 
 /// What the user must still do for the agent to run the new hooks, if anything.
@@ -410,10 +547,25 @@ fn list(project: Option<&Path>, records: &Records) -> anyhow::Result<String> {
         ];
         for (scope, base) in bases {
             let Some(base) = base else { continue };
-            let path = config_path(agent, scope, &base);
+            let path = config_path(agent, scope == Scope::Project, &base);
             if seen.insert(path.clone()) {
                 text.push_str(&describe(agent, scope.name(), &path, records));
             }
+        }
+        // What the agent will run, its layers merged (managed ones too), switches and
+        // look-alikes counted.
+        if let Some(home) = &home {
+            let (fired, all) = doctor::reaching(agent, home, &project);
+            text.push_str(&format!(
+                "{:<12} merged   {fired} of {all} events reach the policy in {}{}\n",
+                agent.name(),
+                project.display(),
+                if fired < all {
+                    format!("; `hookbox doctor {}` says why", agent.name())
+                } else {
+                    String::new()
+                }
+            ));
         }
     }
     for (path, record) in &records.by_path {
@@ -437,10 +589,27 @@ fn describe(agent: Agent, scope: &str, path: &Path, records: &Records) -> String
         Ok(Some(bytes)) => match Document::parse(Some(&bytes)) {
             Err(problem) => format!("not a hook file: {problem}"),
             Ok(document) => {
-                let ours: Vec<(String, String)> = document
-                    .all_commands(layout(agent))
+                let (ours, lookalikes): (Vec<_>, Vec<_>) = document
+                    .found(agent, layout(agent))
                     .into_iter()
-                    .filter(|(_, command)| runs_hookbox_hook(command, agent))
+                    .filter(|found| runs_hookbox_hook(&found.command, agent))
+                    .partition(|found| found.narrowing.is_none());
+                let lookalikes: String = lookalikes
+                    .iter()
+                    .map(|found| {
+                        format!(
+                            "\n  look-alike under {}: `{}` does not gate: {}; `hookbox install {} \
+                             ...` replaces it",
+                            found.event,
+                            found.command,
+                            found.narrowing.as_deref().unwrap_or_default(),
+                            agent.name()
+                        )
+                    })
+                    .collect();
+                let ours: Vec<(String, String)> = ours
+                    .into_iter()
+                    .map(|found| (found.event, found.command))
                     .collect();
                 let origin = match record {
                     None => "not written by `hookbox install`".to_owned(),
@@ -458,7 +627,7 @@ fn describe(agent: Agent, scope: &str, path: &Path, records: &Records) -> String
                         format!("installed by `hookbox install` ({original}{edited})")
                     }
                 };
-                match ours.first() {
+                let listed = match ours.first() {
                     None => format!("no `hookbox hook` entries; {origin}"),
                     Some((_, command)) => {
                         let events: Vec<&str> =
@@ -477,7 +646,8 @@ fn describe(agent: Agent, scope: &str, path: &Path, records: &Records) -> String
                             events.join(", ")
                         )
                     }
-                }
+                };
+                listed + &lookalikes
             }
         },
     };

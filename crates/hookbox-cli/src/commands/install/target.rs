@@ -7,13 +7,18 @@ use hookbox_hooks::adapter::Agent;
 use hookbox_hooks::{AgentEvent, Dialect};
 use serde_json::{Value, json};
 
-/// Whose configuration: the user's (every project) or one project's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Scope {
+/// Whose configuration: the user's (every project), one project's, or the machine's managed
+/// settings (which no project or user setting overrides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Scope {
     /// The user's configuration under the home directory.
     User,
     /// A project's configuration, under the project directory.
     Project,
+    /// The agent's managed (enterprise) settings: Claude Code's
+    /// `/etc/claude-code/managed-settings.json`, Gemini CLI's system settings
+    /// (`/etc/gemini-cli/settings.json`, or `GEMINI_CLI_SYSTEM_SETTINGS_PATH`).
+    Managed,
 }
 
 impl Scope {
@@ -22,7 +27,42 @@ impl Scope {
         match self {
             Self::User => "user",
             Self::Project => "project",
+            Self::Managed => "managed",
         }
+    }
+}
+
+/// The variable Gemini CLI reads its system (managed) settings' path from.
+pub(super) const GEMINI_SYSTEM_SETTINGS: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
+
+/// `agent`'s managed settings file, as the agent finds it: the directory it is under, the
+/// directories to create there, the file. `None`: hookbox does not install there (Codex's
+/// managed hooks are TOML in `/etc/codex/requirements.toml`; Cursor and Copilot have none on
+/// Linux).
+pub(super) fn managed_file(agent: Agent) -> Option<(PathBuf, &'static [&'static str], PathBuf)> {
+    match agent {
+        Agent::ClaudeCode => Some((
+            PathBuf::from("/etc"),
+            &["claude-code"],
+            PathBuf::from("/etc/claude-code/managed-settings.json"),
+        )),
+        Agent::GeminiCli => {
+            match std::env::var_os(GEMINI_SYSTEM_SETTINGS).filter(|path| !path.is_empty()) {
+                Some(path) => {
+                    let path = PathBuf::from(path);
+                    let base = path
+                        .parent()
+                        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+                    Some((base, &[], path))
+                }
+                None => Some((
+                    PathBuf::from("/etc"),
+                    &["gemini-cli"],
+                    PathBuf::from("/etc/gemini-cli/settings.json"),
+                )),
+            }
+        }
+        Agent::Codex | Agent::Cursor | Agent::Copilot => None,
     }
 }
 
@@ -49,22 +89,22 @@ pub(super) const AGENTS: [Agent; 5] = [
     Agent::Copilot,
 ];
 
-/// The hook file of `agent` for `scope`, under `base` (the home or the project directory):
-/// the directories to it (relative to `base`) and the file name.
-pub(super) fn location(agent: Agent, scope: Scope) -> (&'static [&'static str], &'static str) {
-    match (agent, scope) {
+/// The hook file of `agent` for the user's or a project's scope (`project`), under `base` (the
+/// home or the project directory): the directories to it (relative to `base`) and the file name.
+pub(super) fn location(agent: Agent, project: bool) -> (&'static [&'static str], &'static str) {
+    match (agent, project) {
         (Agent::ClaudeCode, _) => (&[".claude"], "settings.json"),
         (Agent::GeminiCli, _) => (&[".gemini"], "settings.json"),
         (Agent::Codex, _) => (&[".codex"], "hooks.json"),
         (Agent::Cursor, _) => (&[".cursor"], "hooks.json"),
-        (Agent::Copilot, Scope::User) => (&[".copilot", "hooks"], "hookbox.json"),
-        (Agent::Copilot, Scope::Project) => (&[".github", "hooks"], "hookbox.json"),
+        (Agent::Copilot, false) => (&[".copilot", "hooks"], "hookbox.json"),
+        (Agent::Copilot, true) => (&[".github", "hooks"], "hookbox.json"),
     }
 }
 
-/// The hook file of `agent` for `scope` under `base`.
-pub(super) fn config_path(agent: Agent, scope: Scope, base: &Path) -> PathBuf {
-    let (dirs, file) = location(agent, scope);
+/// The hook file of `agent` for the user's or a project's scope (`project`) under `base`.
+pub(super) fn config_path(agent: Agent, project: bool, base: &Path) -> PathBuf {
+    let (dirs, file) = location(agent, project);
     let mut path = base.to_path_buf();
     path.extend(dirs);
     path.push(file);
@@ -185,7 +225,7 @@ pub(super) fn entry(agent: Agent, event: &str, command: &str) -> Value {
 }
 
 /// `word` quoted for a POSIX shell when it needs to be.
-pub(super) fn shell_quote(word: &str) -> String {
+pub(crate) fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()
