@@ -507,16 +507,28 @@ pub(crate) fn trust(args: &TrustArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the user is told about `untrusted`: why, and the exact command that trusts it (with
-/// the caller's `HOOKBOX_HOME` when it set one).
+/// What the user is told about `untrusted`: why, and the command that trusts it.
 pub(crate) fn untrusted_message(untrusted: &Untrusted, home: Option<&std::ffi::OsStr>) -> String {
-    let home = home
-        .filter(|home| !home.is_empty())
-        .map(|home| format!("HOOKBOX_HOME={} ", crate::commands::install::shell_quote(&home.to_string_lossy())))
-        .unwrap_or_default();
     format!(
         "{untrusted}, so its hooks do not run; review it and the files its hooks run, then run \
-         `{home}hookbox trust {}`",
+         `{}`",
+        trust_command(untrusted, home)
+    )
+}
+
+/// The exact command that trusts `untrusted` (with `home` as `HOOKBOX_HOME` when given).
+pub(crate) fn trust_command(untrusted: &Untrusted, home: Option<&std::ffi::OsStr>) -> String {
+    let home = home
+        .filter(|home| !home.is_empty())
+        .map(|home| {
+            format!(
+                "HOOKBOX_HOME={} ",
+                crate::commands::install::shell_quote(&home.to_string_lossy())
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "{home}hookbox trust {}",
         crate::commands::install::shell_quote(&untrusted.policy.display().to_string())
     )
 }

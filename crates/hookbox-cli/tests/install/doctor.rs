@@ -71,7 +71,7 @@ const CASES: [Case; 11] = [
             )
             .expect("write");
         },
-        "is not trusted (new, or changed since it was trusted): its hooks do not run; fix: review it, then `hookbox trust",
+        "is not trusted (new: it was never trusted for this project), so its hooks do not run; fix: review it and the files its hooks run, then `hookbox trust",
     ),
     (
         "claude-code",

@@ -282,7 +282,11 @@ fn policy_problems(home: &Path, explicit: Option<&Path>, project: &Path) -> Vec<
             Ok(default) if default == home => None,
             _ => Some(home.as_os_str()),
         };
-        problems.push(crate::commands::hook::untrusted_message(&untrusted, pinned));
+        problems.push(format!(
+            "{untrusted}, so its hooks do not run; fix: review it and the files its hooks run, \
+             then `{}`",
+            crate::commands::hook::trust_command(&untrusted, pinned)
+        ));
     }
     if policy.hooks.bindings().next().is_none() {
         problems.push(format!(

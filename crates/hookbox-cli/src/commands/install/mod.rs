@@ -21,8 +21,8 @@ use hookbox_hooks::startable::{StartContext, start_problems};
 use self::document::Document;
 use self::files::{Record, Records};
 pub(crate) use self::target::Scope;
-use self::target::{config_path, events, layout, location};
 pub(crate) use self::target::shell_quote;
+use self::target::{config_path, events, layout, location};
 use crate::cli::InstallArgs;
 
 /// The thin client installed next to `hookbox`, which the agents' hook files run when present.
