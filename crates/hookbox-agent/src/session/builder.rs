@@ -20,7 +20,7 @@ use super::mcp::{McpServer, McpTool};
 use super::permissions::{PermissionMode, PermissionPrompt};
 use super::{
     HookMatcher, Session, SessionControl, SessionError, SubagentDefinition, TranscriptFormat, emit,
-    mcp, new_uuid, permissions, protect, structured, tools, valid_session_id,
+    git, mcp, new_uuid, permissions, protect, structured, tools, valid_session_id,
 };
 
 /// Builds a [`Session`].
@@ -381,7 +381,16 @@ impl SessionBuilder {
         };
         let cwd = tools.cwd().to_path_buf();
         tools.protect_files(self.settings_files);
-        tools.protect_files(protect::hook_scripts(&hooks, &cwd));
+        let roots: Vec<PathBuf> = std::iter::once(cwd.clone())
+            .chain(
+                self.added_directories
+                    .iter()
+                    .filter_map(|dir| dir.canonicalize().ok()),
+            )
+            .collect();
+        let mut named = protect::hook_commands(&hooks, &cwd);
+        named.extend(git::named_paths(&cwd, &|name| std::env::var(name).ok()));
+        tools.protect_files(protect::to_protect(&named, &roots).map_err(SessionError::Protect)?);
         tools.protect_files(self.protected);
         let session_id = match self.session_id {
             Some(id) if valid_session_id(&id) => id,
