@@ -238,14 +238,23 @@ fn no_host_process_opens_what_the_model_wrote() {
         return;
     };
     let targets = targets();
-    let attack: String = targets
+    // One `mkdir` for every directory, then shell built-ins only: under strace every process
+    // the sandbox starts is slow.
+    let dirs: BTreeSet<String> = targets
         .iter()
-        .map(|path| {
-            format!(
-                "mkdir -p \"$(dirname '{path}')\" 2>/dev/null; printf '\\n# {MARK}\\n' >> '{path}' 2>/dev/null && echo 'wrote {path}'; "
-            )
-        })
+        .filter_map(|path| Path::new(path).parent())
+        .map(|dir| format!("'{}'", dir.display()))
+        .filter(|dir| dir != "''")
         .collect();
+    let mut attack = format!(
+        "mkdir -p {} 2>/dev/null; ",
+        dirs.into_iter().collect::<Vec<_>>().join(" ")
+    );
+    for path in &targets {
+        attack.push_str(&format!(
+            "printf '\\n# {MARK}\\n' 2>/dev/null >> '{path}' && echo 'wrote {path}'; "
+        ));
+    }
     let world = World::new(vec![
         call(
             "toolu_1",
