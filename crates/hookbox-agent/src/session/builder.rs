@@ -380,7 +380,6 @@ impl SessionBuilder {
             None => self.system_prompt,
         };
         let cwd = tools.cwd().to_path_buf();
-        tools.protect_files(self.settings_files);
         let roots: Vec<PathBuf> = std::iter::once(cwd.clone())
             .chain(
                 self.added_directories
@@ -390,8 +389,13 @@ impl SessionBuilder {
             .collect();
         let mut named = protect::hook_commands(&hooks, &cwd);
         named.extend(git::named_paths(&cwd, &|name| std::env::var(name).ok()));
-        tools.protect_files(protect::to_protect(&named, &roots).map_err(SessionError::Protect)?);
-        tools.protect_files(self.protected);
+        let mut protected = protect::to_protect(&named, &roots).map_err(SessionError::Protect)?;
+        protected.extend(self.settings_files);
+        protected.extend(self.protected);
+        // Directories before what they hold: a path inside one already read-only is covered,
+        // and no bind then nests in another.
+        protected.sort_by_key(|path| cwd.join(path).components().count());
+        tools.protect_files(protected);
         let session_id = match self.session_id {
             Some(id) if valid_session_id(&id) => id,
             Some(id) => return Err(SessionError::SessionId(id)),

@@ -3,12 +3,12 @@
 //! configuration names ([`super::git`]). The coding tools keep them read-only to the model
 //! (`hookbox_env::CodingTools::protect_files`), and with them what the host would load because
 //! of them: a script's whole directory (what it imports beside it: `json.py` beside `gate.py`),
-//! and for a Node script, the `package.json` and `node_modules` of every directory above it in
-//! the model's reach (Node reads them to start the script). A missing path is masked (created
-//! empty on the host: a directory, or an empty file for a configuration file git includes), so
-//! the model cannot create it. What cannot be kept out of the model's reach is refused, with
-//! the reason: a script directly in a directory the model writes in (its neighbours would be
-//! the model's), a hooks directory that is one.
+//! a Python virtual environment it lies in, and for a Node script the `package.json` and
+//! `node_modules` of every directory above it in the model's reach (Node reads them to start
+//! the script). A missing path is masked (created empty on the host: a directory, or an empty
+//! file for a configuration file git includes), so the model cannot create it. What cannot be
+//! kept out of the model's reach is refused, with the reason: a script directly in a directory
+//! the model writes in (its neighbours would be the model's), a hooks directory that is one.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -151,6 +151,14 @@ fn command_paths(path: &Path, root: &Path) -> Result<Vec<PathBuf>, String> {
         ));
     }
     let mut paths = vec![dir.to_path_buf()];
+    // A program in a Python virtual environment reads the environment's `pyvenv.cfg` and runs
+    // its `site-packages/*.pth`: the whole environment.
+    paths.extend(
+        dir.ancestors()
+            .take_while(|above| above.starts_with(root) && *above != root)
+            .filter(|above| above.join("pyvenv.cfg").is_file())
+            .map(Path::to_path_buf),
+    );
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     for (extensions, entries) in READ_ABOVE {
         if !extensions.contains(&extension) {

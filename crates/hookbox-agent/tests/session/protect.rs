@@ -405,6 +405,7 @@ const HOOK_CASES: &[Case] = &[
     ("node hooks/js/gate.js", &[("hooks/js/gate.js", "")], "node_modules/fs-extra/index.js"),
     ("bash ./sh/gate.sh", &[("sh/gate.sh", "")], "sh/lib.sh"),
     ("sh/run", &[("sh/run", "#!/bin/sh")], "sh/run"),
+    (".venv/bin/python3 -c pass", &[(".venv/bin/python3", "#!/bin/sh"), (".venv/pyvenv.cfg", "home = /usr/bin")], ".venv/lib/python3/site-packages/evil.pth"),
 ];
 
 #[tokio::test]
@@ -451,11 +452,15 @@ async fn nothing_git_or_a_hook_names_is_the_models() {
         std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
         std::fs::write(&path, text).expect("file");
     }
-    std::fs::set_permissions(
-        cwd.join("sh/run"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("run");
+    for (path, text) in HOOK_CASES.iter().flat_map(|(_, files, _)| files.iter()) {
+        if text.starts_with("#!") {
+            std::fs::set_permissions(
+                cwd.join(path),
+                std::os::unix::fs::PermissionsExt::from_mode(0o755),
+            )
+            .expect("program");
+        }
+    }
     let hooks: Vec<Value> = HOOK_CASES
         .iter()
         .map(|(command, _, _)| json!({"type": "command", "command": command}))
