@@ -141,7 +141,8 @@ fn project_files(log: &Path) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The settings hooks: (event, matcher, command); every hook script of [`project_files`].
+/// The settings hooks: (event, command), each matching every tool; every hook script of
+/// [`project_files`].
 const HOOKS: &[(&str, &str)] = &[
     (
         "PreToolUse",
