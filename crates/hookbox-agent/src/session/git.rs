@@ -81,7 +81,9 @@ pub(crate) fn named_paths(cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> V
         return Vec::new();
     };
     files.push(repo.common.join("config"));
-    files.push(repo.gitdir.join("config.worktree"));
+    // Read only when it exists: a missing one is in the git directory, which a mask there
+    // would only clutter (the git directory in the project is read-only as a whole).
+    files.extend(Some(repo.gitdir.join("config.worktree")).filter(|file| file.exists()));
     let mut resolver = Resolver {
         home,
         top: repo.top,
