@@ -20,7 +20,7 @@ use super::mcp::{McpServer, McpTool};
 use super::permissions::{PermissionMode, PermissionPrompt};
 use super::{
     HookMatcher, Session, SessionControl, SessionError, SubagentDefinition, TranscriptFormat, emit,
-    mcp, new_uuid, permissions, protect, structured, tools, valid_session_id,
+    git, mcp, new_uuid, permissions, protect, structured, tools, valid_session_id,
 };
 
 /// Builds a [`Session`].
@@ -380,9 +380,22 @@ impl SessionBuilder {
             None => self.system_prompt,
         };
         let cwd = tools.cwd().to_path_buf();
-        tools.protect_files(self.settings_files);
-        tools.protect_files(protect::hook_scripts(&hooks, &cwd));
-        tools.protect_files(self.protected);
+        let roots: Vec<PathBuf> = std::iter::once(cwd.clone())
+            .chain(
+                self.added_directories
+                    .iter()
+                    .filter_map(|dir| dir.canonicalize().ok()),
+            )
+            .collect();
+        let mut named = protect::hook_commands(&hooks, &cwd);
+        named.extend(git::named_paths(&cwd, &|name| std::env::var(name).ok()));
+        let mut protected = protect::to_protect(&named, &roots).map_err(SessionError::Protect)?;
+        protected.extend(self.settings_files);
+        protected.extend(self.protected);
+        // Directories before what they hold: a path inside one already read-only is covered,
+        // and no bind then nests in another.
+        protected.sort_by_key(|path| cwd.join(path).components().count());
+        tools.protect_files(protected);
         let session_id = match self.session_id {
             Some(id) if valid_session_id(&id) => id,
             Some(id) => return Err(SessionError::SessionId(id)),

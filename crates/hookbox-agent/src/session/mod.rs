@@ -17,6 +17,7 @@ mod builder;
 mod compact;
 mod core;
 mod emit;
+mod git;
 mod mcp;
 mod messages;
 mod outcome;
@@ -165,6 +166,9 @@ pub enum SessionError {
         /// What went wrong.
         source: hookbox_env::ToolError,
     },
+    /// What the host runs cannot be kept out of the model's reach.
+    #[error("cannot keep what the host runs out of the model's reach: {0}")]
+    Protect(String),
     /// The hook runners cannot be set up.
     #[error("cannot set up the hook runners: {0}")]
     Runners(#[from] hookbox_net::NetError),

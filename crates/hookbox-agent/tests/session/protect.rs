@@ -340,3 +340,176 @@ async fn a_session_end_hook_that_fails_is_reported_by_close() {
     assert_eq!(responses[0].exit_code, Some(7));
     assert!(!responses[0].failed_closed, "{responses:?}");
 }
+
+/// A case: what configures the host (git configuration lines, or a hook's command), the
+/// files that exist before the session (path, text), and the path the model attacks.
+type Case = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
+/// Every way git's configuration (in `.git/config`) or a settings hook makes the host run or
+/// read a file, one line each: the configuration lines, the files that exist before the
+/// session, and a path the model's sandboxed `Bash` then tries to create or change (the file
+/// itself, a neighbour it would import, a file its interpreter reads above it).
+#[rustfmt::skip]
+const GIT_CASES: &[Case] = &[
+    ("[core]\n\thooksPath = .husky", &[], ".husky/pre-commit"),
+    ("[include]\n\tpath = ../.gitconfig", &[], ".gitconfig"),
+    ("[includeIf \"gitdir:/nowhere/\"]\n\tpath = ../cond.inc", &[], "cond.inc"),
+    ("[includeIf \"onbranch:main\"]\n\tpath = ../conf/branch.inc", &[], "conf/branch.inc"),
+    ("[include]\n\tpath = ../inc/a.inc", &[("inc/a.inc", "[include]\n\tpath = b.inc\n")], "inc/b.inc"),
+    ("[include]\n\tpath = ../inc/a.inc", &[("inc/a.inc", "[include]\n\tpath = b.inc\n")], "inc/a.inc"),
+    ("[core]\n\tfsmonitor = tools/fsmon/watch.sh", &[("tools/fsmon/watch.sh", "exit 0")], "tools/fsmon/watch.sh"),
+    ("[core]\n\tfsmonitor = tools/fsmon/watch.sh", &[("tools/fsmon/watch.sh", "exit 0")], "tools/fsmon/lib.sh"),
+    ("[core]\n\tfsmonitor = missing/fsmon.sh", &[], "missing/fsmon.sh"),
+    ("[core]\n\tsshCommand = ssh -F ssh/config", &[("ssh/config", "Host *")], "ssh/config"),
+    ("[diff \"x\"]\n\ttextconv = python3 conv/tc.py", &[("conv/tc.py", "")], "conv/json.py"),
+    ("[diff \"y\"]\n\tcommand = diffcmd/d.sh", &[("diffcmd/d.sh", "")], "diffcmd/x.sh"),
+    ("[diff]\n\texternal = ext/diff.sh", &[("ext/diff.sh", "")], "ext/lib.sh"),
+    ("[merge \"m\"]\n\tdriver = ./drivers/merge.sh %O %A %B", &[("drivers/merge.sh", "")], "drivers/lib.sh"),
+    ("[filter \"f\"]\n\tclean = perl filters/clean.pl", &[("filters/clean.pl", "")], "filters/Evil.pm"),
+    ("[filter \"f\"]\n\tsmudge = filters2/smudge.rb", &[("filters2/smudge.rb", "")], "filters2/x.rb"),
+    ("[filter \"p\"]\n\tprocess = node tools/js/proc.mjs", &[("tools/js/proc.mjs", "")], "tools/js/x.mjs"),
+    ("[filter \"p\"]\n\tprocess = node tools/js/proc.mjs", &[("tools/js/proc.mjs", "")], "tools/package.json"),
+    ("[filter \"p\"]\n\tprocess = node tools/js/proc.mjs", &[("tools/js/proc.mjs", "")], "package.json"),
+    ("[filter \"p\"]\n\tprocess = node tools/js/proc.mjs", &[("tools/js/proc.mjs", "")], "node_modules/x/index.js"),
+    ("[alias]\n\thi = !sh aliases/hi.sh", &[("aliases/hi.sh", "")], "aliases/evil.sh"),
+    ("[credential]\n\thelper = !creds/helper.sh", &[("creds/helper.sh", "")], "creds/lib.sh"),
+    ("[credential \"https://x\"]\n\thelper = !creds2/helper.sh", &[("creds2/helper.sh", "")], "creds2/lib.sh"),
+    ("[gpg]\n\tprogram = gpg/sign.sh", &[("gpg/sign.sh", "")], "gpg/lib.sh"),
+    ("[gpg \"ssh\"]\n\tprogram = gpgssh/sign.sh", &[("gpgssh/sign.sh", "")], "gpgssh/lib.sh"),
+    ("[core]\n\teditor = editor/ed.sh", &[("editor/ed.sh", "")], "editor/lib.sh"),
+    ("[core]\n\tpager = pager/p.sh", &[("pager/p.sh", "")], "pager/lib.sh"),
+    ("[core]\n\taskPass = askpass/a.sh", &[("askpass/a.sh", "")], "askpass/lib.sh"),
+    ("[sequence]\n\teditor = seqed/e.sh", &[("seqed/e.sh", "")], "seqed/lib.sh"),
+    ("[pager]\n\tlog = pagerlog/p.sh", &[("pagerlog/p.sh", "")], "pagerlog/lib.sh"),
+    ("[hook \"h\"]\n\tcommand = hooks2/run.sh", &[("hooks2/run.sh", "")], "hooks2/lib.sh"),
+    ("[difftool \"d\"]\n\tcmd = difftool/d.sh $LOCAL", &[("difftool/d.sh", "")], "difftool/lib.sh"),
+    ("[mergetool \"m\"]\n\tcmd = mergetool/m.sh", &[("mergetool/m.sh", "")], "mergetool/lib.sh"),
+    ("[interactive]\n\tdiffFilter = dfilter/f.sh", &[("dfilter/f.sh", "")], "dfilter/lib.sh"),
+    ("[init]\n\ttemplateDir = templates", &[], "templates/hooks/pre-commit"),
+];
+
+/// Every way a settings hook makes the host load a file, one line each: the hook's command,
+/// the files that exist before the session, and a path the model's `Bash` tries to create or
+/// change.
+#[rustfmt::skip]
+const HOOK_CASES: &[Case] = &[
+    ("python3 scripts/gate.py", &[("scripts/gate.py", "")], "scripts/json.py"),
+    ("python3 \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/gate.py", &[(".claude/hooks/gate.py", "")], ".claude/hooks/json.py"),
+    ("node hooks/js/gate.js", &[("hooks/js/gate.js", "")], "hooks/js/util.js"),
+    ("node hooks/js/gate.js", &[("hooks/js/gate.js", "")], "hooks/package.json"),
+    ("node hooks/js/gate.js", &[("hooks/js/gate.js", ""), ("package.json", "{}")], "package.json"),
+    ("node hooks/js/gate.js", &[("hooks/js/gate.js", "")], "node_modules/fs-extra/index.js"),
+    ("bash ./sh/gate.sh", &[("sh/gate.sh", "")], "sh/lib.sh"),
+    ("sh/run", &[("sh/run", "#!/bin/sh")], "sh/run"),
+    (".venv/bin/python3 -c pass", &[(".venv/bin/python3", "#!/bin/sh"), (".venv/pyvenv.cfg", "home = /usr/bin")], ".venv/lib/python3/site-packages/evil.pth"),
+];
+
+#[tokio::test]
+async fn nothing_git_or_a_hook_names_is_the_models() {
+    if let Err(err) = hookbox_exec::check_isolation() {
+        hookbox_test_support::skip("nothing_git_or_a_hook_names_is_the_models", err);
+        return;
+    }
+    let attacked: Vec<&str> = GIT_CASES
+        .iter()
+        .chain(HOOK_CASES)
+        .map(|(_, _, path)| *path)
+        .collect();
+    let attack: String = attacked
+        .iter()
+        .map(|path| {
+            format!(
+                "mkdir -p \"$(dirname {path})\" 2>/dev/null; printf evil >> {path} 2>/dev/null; "
+            )
+        })
+        .collect();
+    let f = fixture(vec![
+        bash("t1", &format!("{attack}echo done")),
+        FakeTurn::text("done"),
+    ])
+    .await;
+    let cwd = f.dir.path().canonicalize().expect("cwd");
+    let config: Vec<&str> = GIT_CASES.iter().map(|(config, _, _)| *config).collect();
+    let files = [
+        (".git/HEAD", "ref: refs/heads/main\n".to_owned()),
+        (".git/config", config.join("\n") + "\n"),
+    ];
+    let files = files
+        .iter()
+        .map(|(path, text)| (*path, text.as_str()))
+        .chain(
+            GIT_CASES
+                .iter()
+                .chain(HOOK_CASES)
+                .flat_map(|(_, files, _)| files.iter().copied()),
+        );
+    for (path, text) in files {
+        let path = cwd.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+        std::fs::write(&path, text).expect("file");
+    }
+    for (path, text) in HOOK_CASES.iter().flat_map(|(_, files, _)| files.iter()) {
+        if text.starts_with("#!") {
+            std::fs::set_permissions(
+                cwd.join(path),
+                std::os::unix::fs::PermissionsExt::from_mode(0o755),
+            )
+            .expect("program");
+        }
+    }
+    let hooks: Vec<Value> = HOOK_CASES
+        .iter()
+        .map(|(command, _, _)| json!({"type": "command", "command": command}))
+        .collect();
+    let settings = tempfile::NamedTempFile::new().expect("settings");
+    std::fs::write(
+        settings.path(),
+        json!({"hooks": {"PreToolUse": [{"matcher": "NoSuchTool", "hooks": hooks}]}}).to_string(),
+    )
+    .expect("settings");
+    let messages = run_once(
+        f.sandboxed()
+            .permission_mode(PermissionMode::BypassPermissions)
+            .settings_file(settings.path()),
+        "go",
+    )
+    .await;
+    assert!(
+        tool_results(&messages)
+            .iter()
+            .any(|(text, _)| text.contains("done")),
+        "{messages:?}"
+    );
+    let planted: Vec<&str> = attacked
+        .into_iter()
+        .filter(|path| {
+            std::fs::read_to_string(cwd.join(path)).is_ok_and(|text| text.contains("evil"))
+        })
+        .collect();
+    assert!(planted.is_empty(), "the model wrote: {planted:?}");
+}
+
+#[tokio::test]
+async fn a_hook_script_directly_in_the_working_directory_is_refused() {
+    let f = fixture(vec![FakeTurn::text("done")]).await;
+    let cwd = f.dir.path().canonicalize().expect("cwd");
+    std::fs::write(cwd.join("gate.py"), "").expect("gate");
+    let settings = tempfile::NamedTempFile::new().expect("settings");
+    std::fs::write(
+        settings.path(),
+        r#"{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"python3 gate.py"}]}]}}"#,
+    )
+    .expect("settings");
+    let Err(err) = f.sandboxed().settings_file(settings.path()).build() else {
+        panic!("the session started");
+    };
+    let message = err.to_string();
+    assert!(
+        message.contains("gate.py") && message.contains("directly in"),
+        "{message}"
+    );
+}

@@ -11,6 +11,7 @@ mod output_styles;
 mod protocol;
 mod python;
 mod sessions;
+mod taint;
 mod typescript;
 
 use std::path::{Path, PathBuf};
