@@ -10,7 +10,9 @@
 //! model-writable `/workspace` (`PYTHONPATH`, `NODE_OPTIONS`, `BASH_ENV`…), which would put
 //! the model's files on the gate's start-up path. So no `.pth` file, `sitecustomize`, module
 //! next to the working directory, shell start-up file, `~/.jq`, git or npm configuration the
-//! model planted is read by a hook. `/workspace` stays writable for hooks.
+//! model planted is read by a hook. `/workspace` stays writable for hooks. A sandboxed hook
+//! gets a hundred times the CPU weight of the model's calls ([`CpuShare::Hook`]), so busy
+//! loops in them cannot starve a gate past its timeout.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,7 +21,7 @@ use futures_util::future::BoxFuture;
 use hookbox_env::{
     Environment, HOST_PATH, Isolation, NetworkDecision, SandboxEgress, WarmSandboxes,
 };
-use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
+use hookbox_exec::{CpuShare, ExecError, ProcessOutput, ProcessSpec};
 use hookbox_hooks::{CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT};
 
 /// The fixed variables of every command hook (besides `HOME`, `PATH`, `TMPDIR` and
@@ -97,6 +99,8 @@ impl CommandRunner for EnvironmentCommandRunner {
         match isolation {
             Isolation::Sandboxed => {
                 spec.sandbox = Some(self.environment.sandbox());
+                // A gate answers in time however busy the model's calls keep the CPU.
+                spec.cpu = CpuShare::Hook;
                 spec.cwd = Some(PathBuf::from("/"));
                 spec.env.push(("HOME".into(), SANDBOX_HOOK_HOME.into()));
             }

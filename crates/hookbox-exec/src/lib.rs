@@ -143,7 +143,7 @@ pub use capture::CapturedOutput;
 pub use detach::{DetachedSpec, spawn_detached};
 pub use interactive::{Interactive, spawn_interactive};
 pub use sandbox::{
-    Bind, Enforcement, IsolationError, LimitMode, Limits, ListenInside, ListenerSink,
+    Bind, CpuShare, Enforcement, IsolationError, LimitMode, Limits, ListenInside, ListenerSink,
     SYSTEM_TRUST_BUNDLES, Sandbox, check_isolation,
 };
 pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, SANDBOX_PATH, run};
