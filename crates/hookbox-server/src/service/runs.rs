@@ -49,10 +49,11 @@ struct MadeStep {
     traces: Vec<Value>,
 }
 
-/// A run in progress: how to stop it and how to wait for it.
+/// A run in progress: how to stop it and how to wait for it, and the environment it runs in.
 pub(super) struct RunHandle {
     pub(super) abort: tokio::task::AbortHandle,
     pub(super) done: watch::Receiver<bool>,
+    pub(super) environment: Option<String>,
 }
 
 impl InteractionService {
@@ -62,10 +63,12 @@ impl InteractionService {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Starts the run of `id` on a task; the receiver turns `true` when it is over.
+    /// Starts the run of `id` in `environment` on a task; the receiver turns `true` when it is
+    /// over.
     pub(super) fn spawn_run(
         self: &Arc<Self>,
         id: &str,
+        environment: Option<String>,
         agent: Agent,
         stream_text: bool,
         history: Vec<Step>,
@@ -101,6 +104,7 @@ impl InteractionService {
             RunHandle {
                 abort: task.abort_handle(),
                 done: done_rx.clone(),
+                environment,
             },
         );
         done_rx
