@@ -119,6 +119,10 @@ pub struct Sandbox {
     pub trust_bundle: Option<PathBuf>,
 }
 
+/// The top-level directories a sandbox takes from this host, read-only (those the host has):
+/// a path below one of them names the same file inside as here.
+pub const HOST_SYSTEM_DIRS: &[&str] = plan::SYSTEM;
+
 /// Where distributions keep the system's bundle of trusted CA certificates.
 pub const SYSTEM_TRUST_BUNDLES: &[&str] = &[
     "/etc/ssl/certs/ca-certificates.crt",

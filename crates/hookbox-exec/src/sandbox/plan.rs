@@ -20,7 +20,7 @@ use super::{
 use crate::exec_args::CPointers;
 
 /// System directories bound read-only (symlinks reproduced as symlinks).
-const SYSTEM: &[&str] = &["usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"];
+pub(crate) const SYSTEM: &[&str] = &["usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"];
 
 /// The only entries of the host's `/etc` visible inside (read-only): what programs need to
 /// load libraries, resolve users and names, and verify certificates. Never `shadow`,
