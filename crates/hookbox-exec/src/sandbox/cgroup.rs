@@ -377,10 +377,10 @@ fn holds(file: &Path, check: impl Fn(&str) -> bool) -> bool {
 }
 
 /// Removes the emptied `hookbox-<pid>-<n>` cgroups of processes that no longer exist, next to
-/// this process's own cgroups (v1 `pids` and `memory`, and v2).
+/// this process's own cgroups (v1 `pids`, `memory` and `cpu`, and v2).
 fn remove_stale() {
     let base = Path::new("/sys/fs/cgroup");
-    let mut parents: Vec<PathBuf> = ["pids", "memory"]
+    let mut parents: Vec<PathBuf> = ["pids", "memory", "cpu"]
         .into_iter()
         .filter_map(|controller| {
             own_path(controller).map(|own| base.join(controller).join(own.trim_start_matches('/')))
