@@ -166,7 +166,10 @@ mod tests {
     #[test]
     fn a_program_named_by_a_path_in_the_environment_is_needed_there() {
         for (command, needed) in [
-            ("/workspace/tools/gate.sh --check", Some("/workspace/tools/gate.sh")),
+            (
+                "/workspace/tools/gate.sh --check",
+                Some("/workspace/tools/gate.sh"),
+            ),
             ("/opt2/gate", Some("/opt2/gate")),
             ("/usr/bin/env true", None),
             ("/lib64/ld.so /x", None),
