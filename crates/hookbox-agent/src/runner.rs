@@ -16,6 +16,8 @@
 //! read-only view at `/.hookbox/workspace/.agents` instead ([`Environment::hook_command`]),
 //! so no directory the model can write is an ancestor of either. `/workspace` stays writable
 //! for hooks.
+//! A sandboxed hook gets a hundred times the CPU weight of the model's calls
+//! ([`CpuShare::Hook`]), so busy loops in them cannot starve a gate past its timeout.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,7 +26,7 @@ use futures_util::future::BoxFuture;
 use hookbox_env::{
     Environment, HOST_PATH, Isolation, NetworkDecision, SandboxEgress, WarmSandboxes,
 };
-use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
+use hookbox_exec::{CpuShare, ExecError, ProcessOutput, ProcessSpec};
 use hookbox_hooks::{CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT};
 
 /// The fixed variables of every command hook (besides `HOME`, `PATH`, `TMPDIR` and
@@ -106,6 +108,8 @@ impl CommandRunner for EnvironmentCommandRunner {
         match isolation {
             Isolation::Sandboxed => {
                 spec.sandbox = Some(self.environment.sandbox());
+                // A gate answers in time however busy the model's calls keep the CPU.
+                spec.cpu = CpuShare::Hook;
                 spec.cwd = Some(PathBuf::from("/"));
                 spec.env.push(("HOME".into(), SANDBOX_HOOK_HOME.into()));
             }

@@ -2,7 +2,8 @@
 //! `.agents/hooks.json` files (from sources at create and update, or an upload) must pass the
 //! [`HookFileCheck`] the environments were opened with (the real one parses them as the sandbox
 //! dialect and refuses any error: unknown keys, `http://` URLs, invalid regexes…), and the
-//! `/.agents/…` and `/workspace/.agents/…` scripts their commands name must exist.
+//! `/.agents/…` and `/workspace/.agents/…` scripts their commands name, and a program a command
+//! names by a path outside the system directories, must exist in the environment.
 //!
 //! hookbox-env knows nothing of the hooks configuration language: the check is given by its
 //! caller (hookbox-agent's `OwnerHookFiles`), so the data flows one way.
@@ -11,6 +12,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::agents::{self, AGENTS_DIRS};
+use crate::target;
 
 /// The command of one command hook in a hook file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +109,8 @@ pub(crate) fn check_text(
     let text = std::str::from_utf8(text)
         .map_err(|_| refuse("is not UTF-8 text; save it as UTF-8 JSON".to_owned()))?;
     for hook in check.commands(file, text).map_err(refuse)? {
-        if let Some(missing) = scripts(&hook.command).find(|script| !script_exists(script)) {
+        let mut needed = scripts(&hook.command).chain(program_in_environment(&hook.command));
+        if let Some(missing) = needed.find(|script| !script_exists(script)) {
             return Err(refuse(format!(
                 "at `{}.command`: the command names `{missing}`, which does not exist in the \
                  environment; supply it (a source or an upload) before the hook file, or fix \
@@ -138,6 +141,15 @@ pub(crate) fn literal_words(command: &str) -> impl Iterator<Item = &str> {
         .filter(|word| !word.is_empty() && !word.contains(['$', '*', '?', '[', '{']))
 }
 
+/// The program of a command line when it names it literally by a path in the environment's
+/// files (outside the system directories, whose files are the host's).
+fn program_in_environment(command: &str) -> Option<&str> {
+    let program = command.split_whitespace().next()?;
+    let top = program.strip_prefix('/')?.split('/').next()?;
+    let literal = !program.contains(|c: char| "$*?[{'\"\\;|&()<>`~".contains(c));
+    (literal && !top.is_empty() && !target::is_system(top)).then_some(program)
+}
+
 /// Whether the sandbox path `script` exists below `root` (not following a final link).
 fn exists(root: &Path, script: &str) -> bool {
     let relative = script.trim_start_matches('/');
@@ -160,5 +172,27 @@ mod tests {
             found,
             ["/.agents/hooks-scripts/gate.py", "/workspace/.agents/x.sh"]
         );
+    }
+
+    #[test]
+    fn a_program_named_by_a_path_in_the_environment_is_needed_there() {
+        for (command, needed) in [
+            (
+                "/workspace/tools/gate.sh --check",
+                Some("/workspace/tools/gate.sh"),
+            ),
+            ("/opt2/gate", Some("/opt2/gate")),
+            ("/usr/bin/env true", None),
+            ("/lib64/ld.so /x", None),
+            ("/tmp/gate", None),
+            ("gate.sh", None),
+            ("./gate.sh", None),
+            ("\"/workspace/gate.sh\"", None),
+            ("/workspace/$GATE", None),
+            ("/workspace/gate.sh;", None),
+            ("/ x", None),
+        ] {
+            assert_eq!(program_in_environment(command), needed, "{command}");
+        }
     }
 }

@@ -143,8 +143,8 @@ pub use capture::CapturedOutput;
 pub use detach::{DetachedSpec, spawn_detached};
 pub use interactive::{Interactive, spawn_interactive};
 pub use sandbox::{
-    Bind, Enforcement, IsolationError, LimitMode, Limits, ListenInside, ListenerSink,
-    SYSTEM_TRUST_BUNDLES, Sandbox, check_isolation,
+    Bind, CpuShare, Enforcement, HOST_SYSTEM_DIRS, IsolationError, LimitMode, Limits, ListenInside,
+    ListenerSink, SYSTEM_TRUST_BUNDLES, Sandbox, check_isolation,
 };
 pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, SANDBOX_PATH, run};
 pub use warm::{

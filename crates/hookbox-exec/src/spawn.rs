@@ -15,7 +15,7 @@ use tokio::time::{Instant, timeout_at};
 use crate::capture::{self, CapturedOutput};
 use crate::group::ProcessGroup;
 use crate::keeper::{self, KeeperPlan};
-use crate::sandbox::{self, IsolationError, Prepared, Sandbox};
+use crate::sandbox::{self, CpuShare, IsolationError, Prepared, Sandbox};
 
 /// `PATH` inside a sandbox.
 pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -68,6 +68,9 @@ pub struct ProcessSpec {
     /// back to running it unsandboxed: when isolation fails, [`run`] returns
     /// [`ExecError::Isolation`].
     pub sandbox: Option<Sandbox>,
+    /// The sandboxed run's share of the CPU beside other runs ([`CpuShare::Yielding`] unless
+    /// it is a hook's).
+    pub cpu: CpuShare,
 }
 
 impl ProcessSpec {
@@ -88,6 +91,7 @@ impl ProcessSpec {
             output_limit: Self::DEFAULT_OUTPUT_LIMIT,
             die_with_parent: true,
             sandbox: None,
+            cpu: CpuShare::Yielding,
         }
     }
 }
@@ -290,11 +294,13 @@ pub(crate) fn spawn(spec: &ProcessSpec) -> Result<Spawned, ExecError> {
     let program = || spec.program.to_string_lossy().into_owned();
     let (prepared, child_end) = match &spec.sandbox {
         Some(sandbox) => {
-            let (prepared, child_end) = sandbox::prepare(sandbox, spec.cwd.as_deref(), None)
-                .map_err(|source| ExecError::Isolation {
-                    program: program(),
-                    source,
-                })?;
+            let (prepared, child_end) =
+                sandbox::prepare(sandbox, spec.cwd.as_deref(), None, spec.cpu).map_err(
+                    |source| ExecError::Isolation {
+                        program: program(),
+                        source,
+                    },
+                )?;
             (Some(prepared), Some(child_end))
         }
         None => (None, None),

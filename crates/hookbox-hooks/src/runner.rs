@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::binding::Trust;
 use crate::outbox::OutboxSink;
 use futures_util::future::BoxFuture;
-use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec};
+use hookbox_exec::{CpuShare, ExecError, ProcessOutput, ProcessSpec};
 use hookbox_net::{ClientOptions, EgressPolicy, GuardedClient, HttpReply, NetError, PostRequest};
 
 /// Bytes kept from a handler's stdout, stderr or HTTP reply body.
@@ -154,6 +154,8 @@ impl CommandRunner for ProjectCommandRunner {
         let home = sandbox.home();
         let mut spec = ProcessSpec::shell(&request.command, request.timeout);
         spec.sandbox = Some(sandbox);
+        // A gate answers in time however busy the model keeps the CPU.
+        spec.cpu = CpuShare::Hook;
         spec.env_clear = true;
         spec.env = vec![
             ("PATH".into(), SANDBOX_PATH.into()),

@@ -64,9 +64,10 @@ pub struct StartContext {
     /// Variables whose values it will have (`CLAUDE_PROJECT_DIR`…): `$NAME` or `${NAME}` at
     /// the start of a word is replaced by its value.
     pub variables: Vec<(String, String)>,
-    /// Only programs looked up on `PATH` are judged, not files named by path: for hooks that
-    /// run where paths name another filesystem (an environment's sandbox, whose `PATH`
-    /// directories are this host's system directories).
+    /// Only programs looked up on `PATH` or named by a path in a system directory the sandbox
+    /// takes from this host ([`hookbox_exec::HOST_SYSTEM_DIRS`]) are judged, not other files
+    /// named by path: for hooks that run where paths name another filesystem (an
+    /// environment's sandbox, whose system directories are this host's).
     pub programs_only: bool,
 }
 
@@ -105,7 +106,7 @@ pub fn cannot_start(command: &str, context: &StartContext) -> Option<String> {
         return None;
     }
     let program = expand(program, context)?;
-    if context.programs_only && program.contains('/') {
+    if context.programs_only && program.contains('/') && !on_host_in_sandbox(&program) {
         return None;
     }
     if let Some(problem) = missing_program(&program, context) {
@@ -127,6 +128,16 @@ pub fn cannot_start(command: &str, context: &StartContext) -> Option<String> {
     }
     let script = resolve(&expand(script, context)?, context)?;
     missing_script(interpreter, &script)
+}
+
+/// Whether the absolute `path` is below a system directory a sandbox takes from this host, so
+/// it names the same file inside as here.
+fn on_host_in_sandbox(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix('/') else {
+        return false;
+    };
+    let top = rest.split('/').next().unwrap_or_default();
+    hookbox_exec::HOST_SYSTEM_DIRS.contains(&top) && !rest.split('/').any(|part| part == "..")
 }
 
 /// `word` with a known `$NAME` or `${NAME}` at its start replaced; `None` when it holds a
@@ -370,9 +381,10 @@ mod tests {
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
-    /// In a sandbox (`programs_only`), only a program looked up on `PATH` is judged.
+    /// In a sandbox (`programs_only`), only a program looked up on `PATH` or named by a path in
+    /// a system directory the sandbox takes from this host is judged.
     #[test]
-    fn programs_only_judges_names_on_path_and_leaves_paths_alone() {
+    fn programs_only_judges_names_on_path_and_system_paths_and_leaves_other_paths_alone() {
         let context = StartContext {
             cwd: Some(PathBuf::from("/")),
             path: Some("/nonexistent-bin".into()),
@@ -386,6 +398,27 @@ mod tests {
             ),
             ("/.agents/gaet.sh", None),
             ("./gaet.sh", None),
+            ("/workspace/gaet.sh", None),
+            (
+                "/usr/bin/no-such-gate-program --check",
+                Some("/usr/bin/no-such-gate-program does not exist"),
+            ),
+            (
+                "/bin/no-such-gate-program",
+                Some("/bin/no-such-gate-program does not exist"),
+            ),
+            (
+                "/sbin/no-such-gate-program",
+                Some("/sbin/no-such-gate-program does not exist"),
+            ),
+            (
+                "/lib/no-such-gate-program",
+                Some("/lib/no-such-gate-program does not exist"),
+            ),
+            ("/usr/bin", Some("/usr/bin is a directory")),
+            ("/bin/sh -c true", None),
+            ("/usr/bin/env true", None),
+            ("/usrx/gate", None),
         ] {
             let got = cannot_start(command, &context);
             assert_eq!(

@@ -1,69 +1,67 @@
 //! One server per hookbox home: `hookbox serve` recovers the store's interrupted interactions,
 //! resets the upload staging directory and supervises the environments' warm sandboxes, which
 //! a second server on the same home would do to the first one's live work. [`HomeLock`] is an
-//! advisory lock on `<home>/serve.lock`, which the system releases when its holder exits,
-//! however it exits (`kill -9` too).
+//! advisory lock (`flock`) on the home directory itself, not on a name in it that could be
+//! deleted while the server runs; the system releases it when its holder exits, however it
+//! exits (`kill -9` too). `<home>/serve.lock` only names the holder's pid, for the error.
 
 use std::fs::{File, TryLockError};
-use std::io::{Read, Seek, Write};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
 
-/// The lock file's name in the home.
-const LOCK_FILE: &str = "serve.lock";
+/// The name of the file in the home that names the holder's pid.
+const PID_FILE: &str = "serve.lock";
 
 /// The exclusive lock on a home held by the server serving it; released when dropped or when
 /// the process ends.
 #[derive(Debug)]
 pub struct HomeLock {
-    _file: File,
+    _home: File,
 }
 
 impl HomeLock {
-    /// Locks `home` for this process, writing its pid in the lock file; if another process
+    /// Locks `home` for this process and writes its pid in `serve.lock`; if another process
     /// holds it, an error naming the home, that process's pid and how to go on.
     pub fn acquire(home: &Path) -> anyhow::Result<Self> {
         std::fs::create_dir_all(home)
             .with_context(|| format!("cannot create the home {}", home.display()))?;
-        let path = home.join(LOCK_FILE);
-        let mut file = File::options()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot open the server lock {}", path.display()))?;
-        match file.try_lock() {
+        let directory =
+            File::open(home).with_context(|| format!("cannot open the home {}", home.display()))?;
+        let path = home.join(PID_FILE);
+        match directory.try_lock() {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(held(&path, &mut file, home)),
+            Err(TryLockError::WouldBlock) => return Err(held(&path, home)),
             Err(TryLockError::Error(error)) => {
                 return Err(error)
-                    .with_context(|| format!("cannot lock the server lock {}", path.display()));
+                    .with_context(|| format!("cannot lock the home {}", home.display()));
             }
         }
-        file.set_len(0)
-            .and_then(|()| file.rewind())
-            .and_then(|()| writeln!(file, "{}", std::process::id()))
+        let mut file =
+            File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        writeln!(file, "{}", std::process::id())
             .with_context(|| format!("cannot write this process's pid in {}", path.display()))?;
-        Ok(Self { _file: file })
+        Ok(Self { _home: directory })
     }
 }
 
-/// The error for a home whose lock `file` (at `path`) another process holds.
-fn held(path: &Path, file: &mut File, home: &Path) -> anyhow::Error {
-    let mut text = String::new();
-    // The holder may not have written its pid yet: then the error says so.
-    let holder = match file.read_to_string(&mut text).ok().map(|_| text.trim()) {
-        Some(pid) if !pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit()) => {
+/// The error for a home another process holds, naming it by the pid in `path` if it can.
+fn held(path: &Path, home: &Path) -> anyhow::Error {
+    // The holder may not have written its pid yet, or the file may be gone: then the error
+    // says so.
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let holder = match text.trim() {
+        pid if !pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit()) => {
             format!("pid {pid}")
         }
-        _ => "a process that has not written its pid yet".to_owned(),
+        _ => "pid unknown: serve.lock not written yet, or deleted".to_owned(),
     };
     anyhow::anyhow!(
-        "another hookbox server ({holder}) is serving the home {} (it holds {}); two servers on \
-         one home would recover, reset and supervise each other's work: stop that one first, \
-         or give this one a home of its own with HOOKBOX_HOME=DIR",
+        "another hookbox server ({holder}) is serving the home {} (it holds a lock on the \
+         directory; {} names its pid); two servers on one home would recover, reset and \
+         supervise each other's work: stop that one first, or give this one a home of its own \
+         with HOOKBOX_HOME=DIR",
         home.display(),
         path.display()
     )

@@ -1,5 +1,6 @@
-//! Connections: a cap on how many are open (503 and close above it), a share of them for
-//! clients that have not presented a key yet, per peer address and in all ([`Admission`]), a
+//! Connections: a cap on how many are open (503 and close above it, once every connection has
+//! presented a key), a share of them for clients that have not presented a key yet, per peer
+//! address and in all, past which the oldest of them are pushed out ([`Admission`]), a
 //! header-read timeout and an idle timeout, so half-sent requests (slowloris) cannot hold the
 //! server or keep clients with a key out.
 
@@ -15,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
 use futures_util::{Stream, StreamExt};
 use hyper::server::conn::http1;
+use hyper::service::Service as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,11 +34,11 @@ use crate::error::ApiError;
 pub struct Limits {
     /// Connections served at once (default 256). Those that have not presented a valid API key
     /// yet may take all but a quarter of them; when they have, a new connection pushes out the
-    /// oldest of them; when every connection has presented a key, one more is answered 503 and
-    /// closed.
+    /// oldest of the address holding the most; when every connection has presented a key, one
+    /// more is answered 503 and closed.
     pub max_connections: usize,
-    /// Connections from one address that have not presented a valid API key yet; one more is
-    /// answered 503 and closed (default 16).
+    /// Connections from one address (an IPv6 /64) that have not presented a valid API key yet
+    /// (default 16); one more from it pushes out its oldest.
     pub max_unauthenticated_per_peer: usize,
     /// How long the server waits for a request's headers, from the moment it starts waiting
     /// (so also how long a kept-alive connection may sit between requests); then it closes the
@@ -102,8 +104,8 @@ pub(crate) async fn run(
                 };
                 match admission.admit(peer.ip()) {
                     Ok((ticket, evicted)) => {
-                        let app = AddExtension::new(app.clone(), ticket);
-                        tasks.spawn(serve(stream, app, limits, stopped.clone(), evicted));
+                        let connection = serve(stream, app.clone(), ticket, limits, stopped.clone(), evicted);
+                        tasks.spawn(connection);
                     }
                     Err(refusal) => {
                         if let Ok(slot) = Arc::clone(&rejecting).try_acquire_owned() {
@@ -123,9 +125,12 @@ pub(crate) async fn run(
 
 /// Serves one connection, whose [`Ticket`] every request carries (authentication promotes it),
 /// until it ends or `evicted` fires (a newer connection pushed it out before it authenticated).
+/// From the moment a request's headers are in until it is answered, the connection is not
+/// pushed out ([`Ticket::checking`]).
 async fn serve(
     stream: TcpStream,
-    app: AddExtension<Router, Arc<Ticket>>,
+    app: Router,
+    ticket: Arc<Ticket>,
     limits: Limits,
     mut stopped: watch::Receiver<bool>,
     mut evicted: oneshot::Receiver<()>,
@@ -134,7 +139,17 @@ async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    let connection = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+    let app = TowerToHyperService::new(AddExtension::new(app, Arc::clone(&ticket)));
+    let service = hyper::service::service_fn(move |request| {
+        let checking = ticket.checking();
+        let response = app.call(request);
+        async move {
+            let response = response.await;
+            drop(checking);
+            response
+        }
+    });
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     tokio::select! {
         _ = connection.as_mut() => return,

@@ -133,6 +133,8 @@ pub(crate) async fn delete(
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     state.owners.environment(&caller, &id).await?;
+    // Nothing runs in it any more once its files go.
+    state.interactions.stop_runs_in(&id).await?;
     // Its record and owner go with it; removing the directory (and unmounting its file
     // system) blocks.
     let runtime = Arc::clone(&state.runtime);

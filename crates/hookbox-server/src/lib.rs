@@ -13,7 +13,7 @@
 //! POST   /{v}/environments                         create (from_environment, network, sources)
 //! GET    /{v}/environments?page_size=&page_token=  list
 //! GET    /{v}/environments/{id}                    get
-//! DELETE /{v}/environments/{id}                    delete → {}
+//! DELETE /{v}/environments/{id}                    delete → {} (its running interactions fail first)
 //! GET    /{v}/environments/{id}/files/{path}       list files (recursive=, page_size=, page_token=)
 //! GET    /{v}/environments/{id}/files/{path}?alt=media   download
 //! PUT    /upload/{v}/environments/{id}/files/{path}      start a resumable upload

@@ -65,3 +65,21 @@ fn second_serve(home: &std::path::Path) -> (Option<i32>, String) {
         .expect("read stderr");
     (code, stderr)
 }
+
+#[test]
+fn a_second_serve_refuses_even_after_the_lock_file_is_deleted() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    api_key(home, "ci");
+    let first = serve(home, &[]);
+    std::fs::remove_file(home.join("serve.lock")).expect("delete serve.lock");
+
+    let (code, stderr) = second_serve(home);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&home.display().to_string()),
+        "no home in: {stderr}"
+    );
+    let (status, log) = first.terminate();
+    assert!(status.success(), "{status:?}: {log}");
+}

@@ -74,6 +74,21 @@ async fn hook_files_that_would_fail_silently_are_refused_at_create() {
             ],
         ),
         (
+            json!({"sources": [hooks_source(".agents/hooks.json", &gate(json!({"type": "command", "command": "/workspace/tools/gaet.sh --check"})))]}),
+            &[
+                "`$.gate.pre_tool_execution[0].hooks[0].command`",
+                "`/workspace/tools/gaet.sh`",
+                "does not exist",
+            ],
+        ),
+        (
+            json!({"sources": [hooks_source(".agents/hooks.json", &gate(json!({"type": "command", "command": "/usr/bin/no-such-gate-program"})))]}),
+            &[
+                "`$.gate.pre_tool_execution[0].hooks[0].command`",
+                "/usr/bin/no-such-gate-program does not exist",
+            ],
+        ),
+        (
             json!({"sources": [hooks_source(".agents/hooks.json", &gate(json!({"type": "command", "command": "true", "on_eror": "deny"})))]}),
             &["on_eror", "did you mean `on_error`"],
         ),
@@ -99,6 +114,14 @@ async fn scripts_supplied_with_the_hook_file_or_before_it_pass() {
             {"type": "inline", "target": "workspace/.agents/x.sh", "content": "true"}
         ]}))
         .await;
+    // Programs named by path: in the environment's files, or in the host's system directories.
+    for command in ["/workspace/tools/gate.sh --check", "/usr/bin/env true"] {
+        home.create(json!({"sources": [
+            hooks_source(".agents/hooks.json", &gate(json!({"type": "command", "command": command}))),
+            {"type": "inline", "target": "workspace/tools/gate.sh", "content": "true"}
+        ]}))
+        .await;
+    }
     // An update may name a script the environment already has.
     let update = EnvironmentSpec::from_json(&json!({"sources": [hooks_source(
         "workspace/.agents/hooks.json",

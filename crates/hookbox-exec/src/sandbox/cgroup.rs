@@ -1,4 +1,4 @@
-//! Per-run cgroups (v1 `pids` and `memory`, or v2 when those controllers are delegated),
+//! Per-run cgroups (v1 `pids`, `memory` and `cpu`, or v2 when those controllers are delegated),
 //! created by the parent before the spawn: one per cold run, and one per call of a warm
 //! sandbox (the call joins it through descriptors the parent opened, see
 //! [`RunCgroups::joins`]).
@@ -15,6 +15,11 @@
 //! as much as the model's code, gets new ones, removed after it. Emptied cgroups a dead hookbox process left behind are removed the
 //! first time this process creates one.
 //!
+//! **Hooks come first for the CPU.** Each run's `cpu` cgroup gets the weight of its
+//! [`CpuShare`], set for the run ([`RunCgroups::weigh`]): a hook's is a hundred times that of
+//! the model's code, so busy loops in a call cannot starve a gate running beside them in the
+//! same sandbox past its timeout. Without a `cpu` controller runs share the CPU as processes.
+//!
 //! Used when hookbox runs as root, where `RLIMIT_NPROC` does not apply.
 
 use std::ffi::CString;
@@ -25,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once, OnceLock, PoisonError};
 use std::time::Duration;
 
-use super::{IsolationError, Limits};
+use super::{CpuShare, IsolationError, Limits};
 
 /// Distinguishes the runs of one process.
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -51,6 +56,9 @@ pub(crate) struct RunCgroups {
     pub(crate) pids: bool,
     /// Whether a `memory` limit is in force.
     pub(crate) memory: bool,
+    /// The file of the `cpu` cgroup's weight, when there is one: v1 `cpu.shares` or v2
+    /// `cpu.weight` (see [`RunCgroups::weigh`]).
+    cpu: Option<PathBuf>,
     /// The limits the cgroups were set up with (`None` for an empty set).
     limits: Option<Limits>,
     /// hookbox's own processes counted besides the program's (see [`RunCgroups::create`]).
@@ -148,8 +156,20 @@ impl RunCgroups {
                 cgroups.push_join(&dir, "tasks");
             }
         }
+        // cgroup v1 `cpu`, weighed per run.
+        if let Some(own) = own_path("cpu") {
+            let dir = base
+                .join("cpu")
+                .join(own.trim_start_matches('/'))
+                .join(&name);
+            if std::fs::create_dir(&dir).is_ok() {
+                cgroups.dirs.push(dir.clone());
+                cgroups.cpu = Some(dir.join("cpu.shares"));
+                cgroups.push_join(&dir, "tasks");
+            }
+        }
         // cgroup v2, when the controllers are delegated to our cgroup's children.
-        if !(cgroups.pids && cgroups.memory) {
+        if !(cgroups.pids && cgroups.memory && cgroups.cpu.is_some()) {
             cgroups.create_v2(limits, helpers, &name);
         }
         cgroups
@@ -194,7 +214,7 @@ impl RunCgroups {
         let delegated =
             std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
         let has = |c: &str| delegated.split_whitespace().any(|d| d == c);
-        let wanted: Vec<&str> = ["pids", "memory"]
+        let wanted: Vec<&str> = ["pids", "memory", "cpu"]
             .into_iter()
             .filter(|&c| has(c) && !self.has(c))
             .collect();
@@ -214,6 +234,11 @@ impl RunCgroups {
                     &limits.max_processes.saturating_add(helpers).to_string(),
                 )
                 .is_ok(),
+                "cpu" => {
+                    self.cpu = Some(dir.join("cpu.weight"));
+                    any = true;
+                    continue;
+                }
                 _ => {
                     let bytes = limits.memory_bytes.to_string();
                     write(&dir.join("memory.max"), &bytes).is_ok()
@@ -260,8 +285,25 @@ impl RunCgroups {
     fn has(&self, controller: &str) -> bool {
         match controller {
             "pids" => self.pids,
+            "cpu" => self.cpu.is_some(),
             _ => self.memory,
         }
+    }
+
+    /// Gives the run in these cgroups the CPU weight of `share` (nothing without a `cpu`
+    /// cgroup). Set for each run: a pooled or warm set may have held another kind of run.
+    pub(crate) fn weigh(&self, share: CpuShare) -> std::io::Result<()> {
+        let Some(file) = &self.cpu else {
+            return Ok(());
+        };
+        let weight = share.weight();
+        // v1 `cpu.shares` counts 1024 where v2 `cpu.weight` counts 100.
+        let value = if file.ends_with("cpu.shares") {
+            weight * 1024 / 100
+        } else {
+            weight
+        };
+        write(file, &value.to_string())
     }
 
     /// Whether a process cap is in force; errors when it is needed and is not.
@@ -335,10 +377,10 @@ fn holds(file: &Path, check: impl Fn(&str) -> bool) -> bool {
 }
 
 /// Removes the emptied `hookbox-<pid>-<n>` cgroups of processes that no longer exist, next to
-/// this process's own cgroups (v1 `pids` and `memory`, and v2).
+/// this process's own cgroups (v1 `pids`, `memory` and `cpu`, and v2).
 fn remove_stale() {
     let base = Path::new("/sys/fs/cgroup");
-    let mut parents: Vec<PathBuf> = ["pids", "memory"]
+    let mut parents: Vec<PathBuf> = ["pids", "memory", "cpu"]
         .into_iter()
         .filter_map(|controller| {
             own_path(controller).map(|own| base.join(controller).join(own.trim_start_matches('/')))
@@ -383,6 +425,7 @@ impl Drop for RunCgroups {
                     procs: std::mem::take(&mut self.procs),
                     pids: self.pids,
                     memory: self.memory,
+                    cpu: self.cpu.take(),
                     limits: Some(limits),
                     helpers: self.helpers,
                     joins: Vec::new(),

@@ -72,6 +72,29 @@ impl Default for Limits {
     }
 }
 
+/// How much of the CPU a sandboxed run gets while other runs want it too: the weight of its
+/// cgroup (v1 `cpu.shares`, v2 `cpu.weight`), where hookbox can create `cpu` cgroups.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CpuShare {
+    /// A small share (the default): the model's code, and anything else sandboxed, yields to
+    /// hooks and to hookbox itself; with the machine to itself it still gets every core.
+    #[default]
+    Yielding,
+    /// A hundred times that: a hook, which must answer within its timeout however many busy
+    /// loops the model's code keeps running beside it.
+    Hook,
+}
+
+impl CpuShare {
+    /// The cgroup v2 `cpu.weight` (1 to 10000; the kernel's default is 100).
+    fn weight(self) -> u64 {
+        match self {
+            Self::Yielding => 10,
+            Self::Hook => 1000,
+        }
+    }
+}
+
 /// Where and how a sandboxed child runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
@@ -95,6 +118,10 @@ pub struct Sandbox {
     /// programs trusting the system store trust these certificates; none by default.
     pub trust_bundle: Option<PathBuf>,
 }
+
+/// The top-level directories a sandbox takes from this host, read-only (those the host has):
+/// a path below one of them names the same file inside as here.
+pub const HOST_SYSTEM_DIRS: &[&str] = plan::SYSTEM;
 
 /// Where distributions keep the system's bundle of trusted CA certificates.
 pub const SYSTEM_TRUST_BUNDLES: &[&str] = &[

@@ -14,11 +14,13 @@ use rustix::fs::{Mode, OFlags};
 use super::child::{self, Plan, SupervisorLaunch};
 use super::layout::{CheckedBind, checked_binds, root_entries};
 use super::probe::{cap_last, is_root, landlock_abi};
-use super::{IsolationError, ListenInside, RunCgroups, SYSTEM_TRUST_BUNDLES, Sandbox, filter};
+use super::{
+    CpuShare, IsolationError, ListenInside, RunCgroups, SYSTEM_TRUST_BUNDLES, Sandbox, filter,
+};
 use crate::exec_args::CPointers;
 
 /// System directories bound read-only (symlinks reproduced as symlinks).
-const SYSTEM: &[&str] = &["usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"];
+pub(crate) const SYSTEM: &[&str] = &["usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"];
 
 /// The only entries of the host's `/etc` visible inside (read-only): what programs need to
 /// load libraries, resolve users and names, and verify certificates. Never `shadow`,
@@ -112,7 +114,7 @@ impl Drop for Prepared {
 /// Prepares a run of a program in `sandbox`: checks the root, builds every path, the landlock
 /// rules and the seccomp programs, creates the cgroups and the status socket. With
 /// `supervisor` (the executable of a warm sandbox's supervisor, see [`crate::warm`]), the init
-/// executes that instead of confining itself.
+/// executes that instead of confining itself. The run's cgroups get the CPU weight of `cpu`.
 ///
 /// Returns the preparation and the child's end of the status socket, to be closed once the
 /// child is spawned.
@@ -120,6 +122,7 @@ pub(crate) fn prepare(
     sandbox: &Sandbox,
     cwd: Option<&Path>,
     supervisor: Option<&Path>,
+    cpu: CpuShare,
 ) -> Result<(Prepared, OwnedFd), IsolationError> {
     let (root, entries) = match &sandbox.root {
         Some(root) => {
@@ -340,6 +343,10 @@ pub(crate) fn prepare(
     };
     if root_user {
         cgroups.require_pids(limits)?;
+        cgroups.weigh(cpu).map_err(|source| IsolationError::Setup {
+            step: "setting the run's CPU weight".into(),
+            source,
+        })?;
     }
     let mut rlimits = vec![
         (

@@ -30,7 +30,7 @@ use tokio::time::{Instant, timeout, timeout_at};
 
 use crate::reported::{self, Ended, Reply, RunStdio};
 use crate::sandbox::{
-    self, IsolationError, Prepared, RunCgroups, STEP_CALL_START, STEP_EXEC, Sandbox,
+    self, CpuShare, IsolationError, Prepared, RunCgroups, STEP_CALL_START, STEP_EXEC, Sandbox,
 };
 use crate::spawn::{KILL_GRACE, MAX_TIMEOUT, SANDBOX_PATH, StopListening};
 use crate::{ExecError, ExitKind, ProcessOutput, ProcessSpec};
@@ -303,7 +303,8 @@ impl Live {
         supervisor: &Path,
         report_ends: bool,
     ) -> Result<Self, IsolationError> {
-        let (prepared, child_end) = sandbox::prepare(sandbox, None, Some(supervisor))?;
+        let (prepared, child_end) =
+            sandbox::prepare(sandbox, None, Some(supervisor), CpuShare::Yielding)?;
         let spawned = spawner::spawn(command(&prepared, supervisor)).await;
         // The children hold their own copies; ours would keep the status socket from ending.
         drop(child_end);
@@ -418,10 +419,20 @@ impl Live {
                     }
                     NoSpare::Gone => CallFailed::Gone,
                 })?;
-            let cgroups = cgroups.map_err(|source| ExecError::Isolation {
-                program: program(),
-                source,
-            })?;
+            let cgroups = cgroups
+                .and_then(|cgroups| {
+                    cgroups
+                        .weigh(spec.cpu)
+                        .map_err(|source| IsolationError::Setup {
+                            step: "setting a warm call's CPU weight".into(),
+                            source,
+                        })?;
+                    Ok(cgroups)
+                })
+                .map_err(|source| ExecError::Isolation {
+                    program: program(),
+                    source,
+                })?;
             attempts += 1;
             match Message::send(
                 request.as_fd(),

@@ -2,6 +2,7 @@
 
 mod basics;
 mod cancel;
+mod cpu;
 mod directory;
 mod disk;
 mod groups;

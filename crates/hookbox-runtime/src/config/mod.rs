@@ -131,7 +131,8 @@ pub struct ServerSection {
     pub allowed_hosts: Vec<String>,
     /// Connections served at once (503 above).
     pub max_connections: Option<usize>,
-    /// Connections from one address that have not presented an API key yet (503 above).
+    /// Connections from one address that have not presented an API key yet (above, its oldest
+    /// is pushed out).
     pub max_unauthenticated_per_peer: Option<usize>,
     /// Seconds to wait for a request's headers.
     pub header_read_timeout_secs: Option<u64>,

@@ -48,8 +48,8 @@ use hookbox_store::{
     DEFAULT_HISTORY_DEPTH, Error as StoreFailure, InteractionWithSteps, NewInteraction, Status,
     Update,
 };
-use serde_json::Value;
-use tokio::sync::broadcast;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, watch};
 
 use hookbox_agent::interaction::Agent;
 use hookbox_llm::Model;
@@ -245,7 +245,16 @@ impl InteractionService {
             max_tokens: self.runtime.max_tokens(),
         };
         let history = history.iter().filter_map(steps::parse).collect();
-        let done = self.spawn_run(guard, drain, agent, stream_text, history, input);
+        let environment_id = environment.as_ref().map(|env| env.id().to_owned());
+        let done = self.spawn_run(
+            guard,
+            drain,
+            environment_id,
+            agent,
+            stream_text,
+            history,
+            input,
+        );
         if !request.background && !request.stream {
             wait(done).await;
         }
@@ -301,26 +310,11 @@ impl InteractionService {
     pub(crate) async fn cancel(&self, id: &str) -> Result<Value, ServiceError> {
         let current = self.load(id).await?;
         if current.interaction.status.is_running() {
-            let store = Arc::clone(self.runtime.store());
-            let live = Arc::clone(&self.live);
-            let owned = id.to_owned();
             let update = Update {
                 status: Some(Status::Cancelled),
                 ..Update::default()
             };
-            let updated =
-                tokio::task::spawn_blocking(move || settle(store.as_ref(), &live, &owned, update))
-                    .await
-                    .map_err(|err| ServiceError::internal("a store task failed", &err))?;
-            match updated {
-                // `Stopped`: it finished meanwhile; return it as it is.
-                Ok(_) | Err(StoreFailure::Stopped { .. }) => {}
-                Err(err) => return Err(err.into()),
-            }
-            let handle = self.runs_lock().remove(id);
-            if let Some(handle) = handle {
-                handle.abort.abort();
-            }
+            self.stop(id, update).await?;
         }
         self.get(id).await
     }
@@ -337,6 +331,61 @@ impl InteractionService {
             ..Update::default()
         };
         blocking(move || settle(store.as_ref(), &live, &owned, update).map(drop)).await
+    }
+
+    /// Ends the run of `id` with `update` and aborts its task (which kills its calls); when it
+    /// has finished meanwhile, leaves it as it is. Returns what says when the task is gone.
+    async fn stop(
+        &self,
+        id: &str,
+        update: Update,
+    ) -> Result<Option<watch::Receiver<bool>>, ServiceError> {
+        let store = Arc::clone(self.runtime.store());
+        let live = Arc::clone(&self.live);
+        let owned = id.to_owned();
+        let updated =
+            tokio::task::spawn_blocking(move || settle(store.as_ref(), &live, &owned, update))
+                .await
+                .map_err(|err| ServiceError::internal("a store task failed", &err))?;
+        match updated {
+            // `Stopped`: it finished meanwhile.
+            Ok(_) | Err(StoreFailure::Stopped { .. }) => {}
+            Err(err) => return Err(err.into()),
+        }
+        let handle = self.runs_lock().remove(id);
+        Ok(handle.map(|handle| {
+            handle.abort.abort();
+            handle.done
+        }))
+    }
+
+    /// Stops every run of this process in `environment`, which is being deleted, and waits
+    /// until their tasks (and so their calls) are gone: each ends `failed`, saying why.
+    pub(crate) async fn stop_runs_in(&self, environment: &str) -> Result<(), ServiceError> {
+        let running: Vec<String> = self
+            .runs_lock()
+            .iter()
+            .filter(|(_, run)| run.environment.as_deref() == Some(environment))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in running {
+            let update = Update {
+                status: Some(Status::Failed),
+                error: Some(json!({
+                    "code": "environment_deleted",
+                    "message": format!(
+                        "environment {environment} was deleted while this interaction ran in \
+                         it; its calls were stopped"
+                    ),
+                })),
+                ..Update::default()
+            };
+            if let Some(done) = self.stop(&id, update).await? {
+                wait(done).await;
+            }
+            tracing::info!(interaction = %id, environment, "run stopped: its environment is deleted");
+        }
+        Ok(())
     }
 
     /// Deletes `id` (cancelling it first when it runs), with its steps and traces.

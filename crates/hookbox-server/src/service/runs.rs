@@ -50,10 +50,11 @@ struct MadeStep {
     traces: Vec<Value>,
 }
 
-/// A run in progress: how to stop it and how to wait for it.
+/// A run in progress: how to stop it and how to wait for it, and the environment it runs in.
 pub(super) struct RunHandle {
     pub(super) abort: tokio::task::AbortHandle,
     pub(super) done: watch::Receiver<bool>,
+    pub(super) environment: Option<String>,
 }
 
 impl InteractionService {
@@ -63,13 +64,14 @@ impl InteractionService {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Starts the run of `guard`'s interaction on a task, tracked on `drain` when given (the
-    /// run ends `failed`, its tool call in flight killed, when the server stops it); the
-    /// receiver turns `true` when it is over.
+    /// Starts the run of `guard`'s interaction in `environment` on a task, tracked on `drain`
+    /// when given (the run ends `failed`, its tool call in flight killed, when the server stops
+    /// it); the receiver turns `true` when it is over.
     pub(super) fn spawn_run(
         self: &Arc<Self>,
         guard: RunGuard,
         drain: Option<Drain>,
+        environment: Option<String>,
         agent: Agent,
         stream_text: bool,
         history: Vec<Step>,
@@ -112,6 +114,7 @@ impl InteractionService {
             RunHandle {
                 abort: task.abort_handle(),
                 done: done_rx.clone(),
+                environment,
             },
         );
         done_rx

@@ -668,3 +668,73 @@ async fn an_interaction_past_max_turns_ends_incomplete() {
     );
     assert!(!interaction.to_string().contains("too late"));
 }
+
+/// Whether a process on this host has `marker` in its command line.
+fn process_with(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+            String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(marker)
+        })
+    })
+}
+
+#[tokio::test]
+async fn deleting_an_environment_stops_the_runs_in_it_first() {
+    // A call that would run on (a marker in its command line) if nothing stopped it.
+    let (api, _dir) = start(&json!([
+        {"tool_calls": [{"name": "code_execution", "args": {"code": "exec sleep 987.25", "language": "bash"}}]},
+        {"text": "done"}
+    ]))
+    .await;
+    let environment = api.post_json("/v1/environments", &json!({})).await;
+    assert_eq!(environment.status, 200, "{:?}", environment.body);
+    let environment = environment.json()["id"].as_str().unwrap().to_owned();
+    let reply = api
+        .post_json(
+            "/v1/interactions",
+            &json!({"agent": AGENT, "input": "sleep", "tools": [{"type": "code_execution"}],
+                    "background": true, "environment": environment}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let id = reply.json()["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/interactions/{id}");
+    for _ in 0..200 {
+        if process_with("sleep 987.25") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(process_with("sleep 987.25"), "the call never started");
+
+    let deleted = api
+        .send(
+            "DELETE",
+            &format!("/v1/environments/{environment}"),
+            &[],
+            "",
+        )
+        .await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    // The run ended with the deletion, failed, saying why; its call is gone with it.
+    let got = api.get(&path).await.json();
+    assert_eq!(got["status"], "failed", "{got}");
+    let message = got["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&environment) && message.contains("deleted"),
+        "{got}"
+    );
+    for _ in 0..200 {
+        if !process_with("sleep 987.25") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !process_with("sleep 987.25"),
+        "the call outlived its environment"
+    );
+    assert!(!types(&got).contains(&"model_output".to_owned()), "{got}");
+}

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use hookbox_exec::{ExecError, ProcessOutput, ProcessSpec, PythonZygotes};
+use hookbox_exec::{CpuShare, ExecError, ProcessOutput, ProcessSpec, PythonZygotes};
 use hookbox_hooks::{
     CommandRequest, CommandRunner, HANDLER_OUTPUT_LIMIT, ProjectCommandRunner, Trust,
 };
@@ -66,6 +66,7 @@ impl WarmPython {
             output_limit: HANDLER_OUTPUT_LIMIT,
             die_with_parent: true,
             sandbox: None,
+            cpu: CpuShare::Hook,
         })
     }
 }
