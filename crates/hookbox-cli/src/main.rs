@@ -1,6 +1,7 @@
 //! The `hookbox` command-line program: argument parsing and exit codes only; the work is done
 //! by the library crates.
 
+mod allocator;
 mod cli;
 mod commands;
 mod config;
@@ -17,6 +18,7 @@ use crate::commands::daemon::client::Handoff;
 fn main() -> ExitCode {
     // A warm sandbox's supervisor is hookbox re-executed inside the sandbox: decided first.
     hookbox_exec::supervise_if_asked();
+    allocator::limit_arenas();
     // SDK mode (the Python agent SDKs' `cli_path`): decided before clap sees the arguments.
     let args: Vec<String> = std::env::args_os()
         .skip(1)

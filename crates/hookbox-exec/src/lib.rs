@@ -148,7 +148,7 @@ pub use sandbox::{
 };
 pub use spawn::{ExecError, ExitKind, ProcessOutput, ProcessSpec, SANDBOX_PATH, run};
 pub use warm::{
-    SUPERVISOR_ARG, SUPERVISOR_PROGRAM, WarmSandbox, supervise_if_asked, supervise_only,
-    supervisor_program,
+    PARENT_ARG, SUPERVISOR_ARG, SUPERVISOR_PROGRAM, WarmFootprint, WarmSandbox, supervise_if_asked,
+    supervise_only, supervisor_program, warm_sandbox_footprint,
 };
 pub use zygote::PythonZygotes;

@@ -277,8 +277,29 @@ fn env_list_shows_the_warm_sandboxes_and_sigterm_stops_them() {
         let pid = u32::try_from(sandbox["supervisor_pid"].as_u64().unwrap()).unwrap();
         assert!(pids.contains(&pid), "{sandbox} {pids:?}");
         assert!(sandbox["age_secs"].is_u64(), "{sandbox}");
-        // Tests run as root, who may read the supervisor's memory.
-        assert!(sandbox["memory_bytes"].as_u64().unwrap() > 0, "{sandbox}");
+        // Tests run as root, who may read the sandbox's memory. Counted whole: the
+        // supervisor's parent (the sandbox's first process) is the small supervisor program,
+        // no copy of serve, and its memory is in the count.
+        let memory = sandbox["memory_bytes"].as_u64().unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let parent: u32 = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let exe = std::fs::read_link(format!("/proc/{parent}/exe")).unwrap();
+        assert!(exe.ends_with(hookbox_exec::SUPERVISOR_PROGRAM), "{exe:?}");
+        let rollup = std::fs::read_to_string(format!("/proc/{parent}/smaps_rollup")).unwrap();
+        let parent_kib: u64 = rollup
+            .lines()
+            .find_map(|line| line.strip_prefix("Pss:"))
+            .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        assert!(
+            memory > parent_kib * 1024,
+            "{sandbox}: the parent alone has {parent_kib} KiB"
+        );
     }
     let text = super::super::hookbox_in(home.path(), &["env", "list"], b"");
     let text = String::from_utf8_lossy(&text.stdout);

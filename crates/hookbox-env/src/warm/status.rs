@@ -30,8 +30,9 @@ pub struct WarmStatus {
     pub supervisor_pid: u32,
     /// When the sandbox was built.
     pub started: SystemTime,
-    /// The supervisor's proportional set size (`Pss` of `/proc/<pid>/smaps_rollup`), when
-    /// this process may read it (root).
+    /// The memory the sandbox keeps, counted whole: the proportional set size of every process
+    /// it keeps alive (see [`hookbox_exec::warm_sandbox_footprint`]), when this process may
+    /// read it (root).
     pub memory_bytes: Option<u64>,
 }
 
@@ -56,7 +57,9 @@ pub(crate) fn read_all(run: &Path) -> Vec<WarmStatus> {
         .flatten()
         .filter(|record| is_supervisor(record.supervisor_pid))
         .map(|record| WarmStatus {
-            memory_bytes: pss_bytes(record.supervisor_pid),
+            memory_bytes: hookbox_exec::warm_sandbox_footprint(record.supervisor_pid)
+                .ok()
+                .map(|footprint| footprint.pss_bytes),
             started: SystemTime::UNIX_EPOCH + Duration::from_millis(record.started_unix_ms),
             environment_id: record.environment_id,
             supervisor_pid: record.supervisor_pid,
@@ -73,12 +76,4 @@ fn is_supervisor(pid: u32) -> bool {
             .split(|&byte| byte == 0)
             .any(|arg| arg == hookbox_exec::SUPERVISOR_ARG.as_bytes())
     })
-}
-
-/// The `Pss` of process `pid` in bytes.
-fn pss_bytes(pid: u32) -> Option<u64> {
-    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
-    let line = rollup.lines().find(|line| line.starts_with("Pss:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }

@@ -471,16 +471,18 @@ fn supervisor_launch(
             ))
         },
     )?;
-    let args = args
-        .into_iter()
-        .map(cstring)
-        .collect::<Result<Vec<_>, _>>()?;
+    let cstrings =
+        |args: Vec<Vec<u8>>| args.into_iter().map(cstring).collect::<Result<Vec<_>, _>>();
+    let args = cstrings(args)?;
+    let parent_args = cstrings(crate::warm::parent_args())?;
     Ok((
         SupervisorLaunch {
             program: exe.as_raw_fd(),
             argv: CPointers::new(&args),
             envp: CPointers::new(&[]),
             _args: args,
+            parent_argv: CPointers::new(&parent_args),
+            _parent_args: parent_args,
         },
         exe,
     ))

@@ -2,7 +2,9 @@
 //! [`WarmSandbox`]); the supervisor inside is in [`supervisor`], the request format in
 //! [`request`](mod@request).
 
+mod footprint;
 mod launch;
+mod parent;
 mod pool;
 pub(crate) mod request;
 mod spare;
@@ -34,6 +36,9 @@ use crate::sandbox::{
 };
 use crate::spawn::{KILL_GRACE, MAX_TIMEOUT, SANDBOX_PATH, StopListening};
 use crate::{ExecError, ExitKind, ProcessOutput, ProcessSpec};
+pub use footprint::{WarmFootprint, warm_sandbox_footprint};
+pub use parent::PARENT_ARG;
+pub(crate) use parent::parent_args;
 use pool::{NoSpare, ReadySpare, Spares};
 use request::Request;
 use spare::Message;
@@ -135,7 +140,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// **Lifetime.** The sandbox's first process is forked from a thread of this process that never
 /// ends (a parent-death signal binds it to the thread that forked it, and a runtime ends its
 /// threads when it likes), so the sandbox lives until the `WarmSandbox` is dropped or this
-/// process dies, even by `kill -9`; it may be started from any thread of a runtime. Dropping the `WarmSandbox` kills the whole sandbox. A supervisor killed from outside is
+/// process dies, even by `kill -9`; it may be started from any thread of a runtime. That first
+/// process, the supervisor's parent, executes the supervisor's program again as soon as the
+/// supervisor runs (with [`PARENT_ARG`]), so that no copy of this process's memory stays
+/// behind; [`warm_sandbox_footprint`] counts everything a sandbox keeps. Dropping the `WarmSandbox` kills the whole sandbox. A supervisor killed from outside is
 /// noticed: the calls in progress fail with [`ExecError::SandboxLost`], and the next call
 /// builds a new sandbox first.
 pub struct WarmSandbox {

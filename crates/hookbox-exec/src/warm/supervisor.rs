@@ -68,12 +68,17 @@ pub fn supervise_only() -> ! {
 }
 
 /// Runs this process as a warm sandbox's supervisor and exits, when it was started as one (its
-/// first argument is [`SUPERVISOR_ARG`]); returns at once otherwise.
+/// first argument is [`SUPERVISOR_ARG`]), or as the sandbox's first process, which waits for
+/// the supervisor (its one argument is [`PARENT_ARG`](super::PARENT_ARG)); returns at once
+/// otherwise.
 ///
 /// A program given to [`WarmSandbox::start`](super::WarmSandbox::start) must call this first
 /// thing in `main` (hookbox does). Started that way anywhere else than as pid 1 of a warm
-/// sandbox, it refuses and exits with status 2.
+/// sandbox, or as a parent without a child, it refuses and exits with status 2.
 pub fn supervise_if_asked() {
+    if super::parent::asked() {
+        super::parent::wait_for_the_supervisor();
+    }
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() != Some(OsStr::new(SUPERVISOR_ARG)) {
         return;

@@ -18,5 +18,6 @@ mod sockets;
 mod support;
 mod timeout;
 mod warm;
+mod warm_footprint;
 mod warm_lifetime;
 mod zygote;

@@ -5,7 +5,9 @@
 //! "init": pid 1 of the new pid namespace. The intermediate sends the parent a pidfd of the init,
 //! creates the new network namespace (while the init builds the file system, on another CPU
 //! when there is one; the init joins it once built, before anything else), closes everything,
-//! waits for the init and exits the way it did. The init builds the new root,
+//! waits for the init and exits the way it did (in a warm sandbox, once the init has executed
+//! the supervisor, it executes the supervisor's program to do that, so that it keeps no copy
+//! of the parent's memory: see `crate::warm::PARENT_ARG`). The init builds the new root,
 //! `pivot_root`s into it, applies limits, landlock, capabilities and seccomp, and returns, so
 //! that the standard library executes the program in it.
 //!
@@ -190,7 +192,8 @@ pub(crate) struct Plan {
     pub(crate) supervisor: Option<SupervisorLaunch>,
 }
 
-/// How the init of a warm sandbox executes its supervisor.
+/// How the init of a warm sandbox executes its supervisor, and the intermediate the same
+/// program as the sandbox's first process (see `crate::warm::PARENT_ARG`).
 #[derive(Debug)]
 pub(crate) struct SupervisorLaunch {
     /// The supervisor's executable, opened by the parent (close-on-exec).
@@ -199,6 +202,10 @@ pub(crate) struct SupervisorLaunch {
     pub(crate) _args: Vec<CString>,
     /// Null-terminated pointers to `_args`.
     pub(crate) argv: CPointers,
+    /// The intermediate's arguments (owned here; `parent_argv` points into them).
+    pub(crate) _parent_args: Vec<CString>,
+    /// Null-terminated pointers to `_parent_args`.
+    pub(crate) parent_argv: CPointers,
     /// An empty environment.
     pub(crate) envp: CPointers,
 }
@@ -268,6 +275,35 @@ fn write_file(path: &CStr, data: &[u8]) -> Result<(), i32> {
         Ok(written) if written == data.len() => Ok(()),
         Ok(_) => Err(libc::EIO),
         Err(error) => Err(error.raw_os_error()),
+    }
+}
+
+/// In a warm sandbox's intermediate: once the init has executed the supervisor (end of file
+/// on `started`), executes the supervisor's program as the sandbox's first process (see
+/// `crate::warm::PARENT_ARG`), which keeps none of the memory this copy of the starting
+/// process shares with it. Returns only when that fails.
+#[expect(unsafe_code, reason = "raw system calls between fork and exec")]
+fn become_the_parent(started: libc::c_int, launch: &SupervisorLaunch) {
+    // SAFETY: raw system calls on descriptors this process owns, a local buffer and
+    // null-terminated arrays prepared by the parent.
+    unsafe {
+        let mut byte = 0_u8;
+        while libc::read(started, (&raw mut byte).cast(), 1) < 0 && errno() == libc::EINTR {}
+        libc::close(started);
+        // The program executed in the init's root: until the init had executed the
+        // supervisor, this process's root was the one being built (a bare tmpfs for a while).
+        // Standard input and output stay (`/dev/null`); nothing else may stay open.
+        if confine::close_inherited_on_exec().is_err() {
+            return;
+        }
+        libc::syscall(
+            libc::SYS_execveat,
+            launch.program,
+            c"".as_ptr(),
+            launch.parent_argv.as_ptr(),
+            launch.envp.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        );
     }
 }
 
@@ -345,10 +381,20 @@ fn intermediate(plan: &Plan) -> Result<(), Failed> {
             .into(),
         )
         .at(STEP_NET_NS)? as libc::c_int;
+        // A warm sandbox's: ends (the init's copy closed) when the init has executed the
+        // supervisor, its file system built, or died.
+        let mut supervisor_started = [-1; 2];
+        if plan.supervisor.is_some() {
+            check(libc::pipe2(supervisor_started.as_mut_ptr(), libc::O_CLOEXEC).into())
+                .at(STEP_FORK)?;
+        }
         let init = check(libc::fork().into()).at(STEP_FORK)? as libc::pid_t;
         if init == 0 {
             libc::close(alive[1]);
             libc::close(net_ready[1]);
+            if supervisor_started[0] >= 0 {
+                libc::close(supervisor_started[0]);
+            }
             check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL).into()).at(STEP_DEATH)?;
             let mut poll = libc::pollfd {
                 fd: alive[0],
@@ -395,6 +441,11 @@ fn intermediate(plan: &Plan) -> Result<(), Failed> {
             1
         };
         libc::write(net_ready[1], (&raw const verdict).cast(), 1);
+        if let Some(launch) = &plan.supervisor {
+            libc::close(supervisor_started[1]);
+            become_the_parent(supervisor_started[0], launch);
+            // Still here: this copy waits for the init instead, as a cold sandbox's does.
+        }
         // Nothing else of ours may keep a pipe or the exec-error channel open.
         close_from_3_except(alive[1]);
         for fd in 0..3 {
