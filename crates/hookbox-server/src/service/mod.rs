@@ -213,7 +213,8 @@ impl InteractionService {
         }
         let id = created.interaction.id;
         // From here on, whatever happens ends the interaction: its run, or this guard.
-        let guard = RunGuard::new(self, &id);
+        let environment_id = environment.as_ref().map(|env| env.id().to_owned());
+        let guard = RunGuard::new(self, &id, environment_id);
         let tools = match environment
             .as_ref()
             .map(|environment| {
@@ -245,16 +246,7 @@ impl InteractionService {
             max_tokens: self.runtime.max_tokens(),
         };
         let history = history.iter().filter_map(steps::parse).collect();
-        let environment_id = environment.as_ref().map(|env| env.id().to_owned());
-        let done = self.spawn_run(
-            guard,
-            drain,
-            environment_id,
-            agent,
-            stream_text,
-            history,
-            input,
-        );
+        let done = self.spawn_run(guard, drain, agent, stream_text, history, input);
         if !request.background && !request.stream {
             wait(done).await;
         }

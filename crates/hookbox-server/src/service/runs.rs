@@ -64,20 +64,20 @@ impl InteractionService {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Starts the run of `guard`'s interaction in `environment` on a task, tracked on `drain`
+    /// Starts the run of `guard`'s interaction on a task, tracked on `drain`
     /// when given (the run ends `failed`, its tool call in flight killed, when the server stops
     /// it); the receiver turns `true` when it is over.
     pub(super) fn spawn_run(
         self: &Arc<Self>,
         guard: RunGuard,
         drain: Option<Drain>,
-        environment: Option<String>,
         agent: Agent,
         stream_text: bool,
         history: Vec<Step>,
         input: Vec<Value>,
     ) -> watch::Receiver<bool> {
         let done_rx = guard.done.subscribe();
+        let guard_environment = guard.environment.clone();
         let service = Arc::clone(self);
         let run_id = guard.id.clone();
         let id = run_id.clone();
@@ -114,7 +114,7 @@ impl InteractionService {
             RunHandle {
                 abort: task.abort_handle(),
                 done: done_rx.clone(),
-                environment,
+                environment: guard_environment,
             },
         );
         done_rx
@@ -323,15 +323,22 @@ pub(super) fn settle(
 pub(super) struct RunGuard {
     service: Arc<InteractionService>,
     id: String,
+    /// The environment the run uses, if any (its delete stops the run).
+    environment: Option<String>,
     done: watch::Sender<bool>,
 }
 
 impl RunGuard {
-    /// The guard of interaction `id` of `service`, just stored as running.
-    pub(super) fn new(service: &Arc<InteractionService>, id: &str) -> Self {
+    /// The guard of interaction `id` of `service` in `environment`, just stored as running.
+    pub(super) fn new(
+        service: &Arc<InteractionService>,
+        id: &str,
+        environment: Option<String>,
+    ) -> Self {
         Self {
             service: Arc::clone(service),
             id: id.to_owned(),
+            environment,
             done: watch::channel(false).0,
         }
     }
