@@ -40,10 +40,15 @@ pub(crate) fn root(mount: &Path) -> PathBuf {
     mount.join(ROOT)
 }
 
-/// Makes `image` (in a directory only this process uses yet) with `budget`, mounts it and
-/// creates its (empty) root. Returns the mount point.
-pub(crate) async fn create(image: &Path, budget: &DiskBudget) -> Result<PathBuf, StoreError> {
-    disk::make_image(image, budget)
+/// Makes `image` (in a directory only this process uses yet) with `budget`, backed on the host
+/// while `keep_free` bytes stay free there, mounts it and creates its (empty) root. Returns the
+/// mount point.
+pub(crate) async fn create(
+    image: &Path,
+    budget: &DiskBudget,
+    keep_free: u64,
+) -> Result<PathBuf, StoreError> {
+    disk::make_image(image, budget, keep_free)
         .await
         .map_err(StoreError::Disk)?;
     let mount = mount(image)?;

@@ -46,7 +46,7 @@ impl Environments {
         let root = match &budget {
             Some(budget) => {
                 let image = staging.path.join(IMAGE);
-                let mount = disk::create(&image, budget).await;
+                let mount = disk::create(&image, budget, self.disk_reserve).await;
                 staging.image = Some(image);
                 disk::root(&mount?)
             }

@@ -46,6 +46,8 @@ pub struct Environments {
     /// Whether repositories on this machine (`file://`, paths) may be cloned.
     allow_host_sources: bool,
     disk: Option<DiskBudget>,
+    /// The bytes a new environment's image must leave free on the home's file system.
+    disk_reserve: u64,
     /// Their records.
     records: Records,
     /// Where creates and updates report the progress of clones and bucket copies.
@@ -109,6 +111,7 @@ impl Environments {
             network: ClientOptions::default(),
             allow_host_sources: false,
             disk,
+            disk_reserve: Self::DEFAULT_DISK_RESERVE,
             records,
             progress: None,
             hook_files: None,
@@ -123,6 +126,21 @@ impl Environments {
     pub fn with_disk_budget(self, budget: DiskBudget) -> Self {
         Self {
             disk: self.disk.map(|_| budget),
+            ..self
+        }
+    }
+
+    /// What [`with_disk_reserve`](Self::with_disk_reserve) keeps free by default: 512 MiB.
+    pub const DEFAULT_DISK_RESERVE: u64 = 512 << 20;
+
+    /// The same environments, a new one refused (with [`StoreError::Disk`], naming the free
+    /// space and the budget) unless its whole budget can be reserved on the home's file system
+    /// with `bytes` still free beside it, for the store's own writes (its database, uploads,
+    /// clones).
+    #[must_use]
+    pub fn with_disk_reserve(self, bytes: u64) -> Self {
+        Self {
+            disk_reserve: bytes,
             ..self
         }
     }
