@@ -97,7 +97,7 @@ pub(crate) fn run(command: &EnvCommand) -> anyhow::Result<ExitCode> {
                 render::print_text(&lines)?;
             }
         }
-        EnvCommand::Show { id } => render::print_json(&environments.get(id)?.to_json())?,
+        EnvCommand::Show { id } => render::print_json(&environments.describe(id)?.to_json())?,
         EnvCommand::Rm { id } => {
             environments.delete(id)?;
             render::print_text(&format!("deleted {id}\n"))?;

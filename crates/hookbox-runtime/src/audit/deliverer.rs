@@ -280,7 +280,8 @@ impl AuditDeliverer {
         }
         let runtime = Arc::clone(&self.runtime);
         let id = environment.to_owned();
-        let opened = tokio::task::spawn_blocking(move || runtime.environments().get(&id)).await;
+        let opened =
+            tokio::task::spawn_blocking(move || runtime.environments().describe(&id)).await;
         let policy = match opened {
             Err(error) => Err(Failure::retry(format!(
                 "the environment lookup failed: {error}"
