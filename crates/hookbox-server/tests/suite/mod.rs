@@ -4,6 +4,8 @@
 mod deep_trees;
 /// `HOOKBOX_HOME` on a small file system, filled: backed budgets, 507, recovery.
 mod disk_full;
+/// The README's environment examples against the server.
+mod documented;
 /// `/{v}/environments`: create, get, list, delete, and the error table.
 mod environments;
 /// `/{v}/environments/{id}/files/…`: listing and download.
