@@ -81,8 +81,39 @@ pub(crate) fn mount(image: &Path) -> Result<PathBuf, StoreError> {
         }
         disk::unmount(&mount).map_err(StoreError::Disk)?;
     }
+    wait_detached(image)?;
     disk::mount_image(image, &mount).map_err(StoreError::Disk)?;
     Ok(mount)
+}
+
+/// How long [`mount`] waits for an earlier, lazily detached mount of an image to let go.
+const DETACH_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits (up to [`DETACH_WAIT`]) until no loop device holds `image`: a mount detached lazily
+/// keeps its device (and its file system) until the last process using it lets go, and
+/// attaching the image again meanwhile would mount it twice, which corrupts it.
+fn wait_detached(image: &Path) -> Result<(), StoreError> {
+    let wanted = fs::canonicalize(image).map_err(io_error("resolve", image))?;
+    let give_up = std::time::Instant::now() + DETACH_WAIT;
+    loop {
+        let attached = fs::read_dir("/sys/block")
+            .map_err(io_error("read", Path::new("/sys/block")))?
+            .filter_map(|entry| {
+                fs::read_to_string(entry.ok()?.path().join("loop/backing_file")).ok()
+            })
+            .any(|file| Path::new(file.trim_end_matches('\n')) == wanted);
+        if !attached {
+            return Ok(());
+        }
+        if std::time::Instant::now() > give_up {
+            return Err(io_error(
+                "mount (a loop device still holds it: a process of a stopped sandbox still uses \
+                 its file system; retry once it has ended)",
+                image,
+            )(io::Error::from(io::ErrorKind::ResourceBusy)));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Unmounts `image` (the loop device detaches itself) and removes its mount point.
