@@ -180,6 +180,15 @@ impl EgressPolicy {
         self.decide_inner(host, None)
     }
 
+    /// Whether this policy admits the host of `url` (a URL without a host, or one that does
+    /// not parse, is not admitted).
+    pub fn admits_url(&self, url: &str) -> bool {
+        reqwest::Url::parse(url)
+            .ok()
+            .and_then(|url| url.host_str().map(|host| self.decide(host).allowed))
+            .unwrap_or(false)
+    }
+
     /// Like [`decide`](Self::decide), but a matching entry's `credential` that was not resolved
     /// when the policy was built is looked up in `credentials` now; when it is unknown or
     /// unreadable the request is refused with a reason naming the credential (never its value).

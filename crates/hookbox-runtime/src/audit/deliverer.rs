@@ -506,6 +506,18 @@ fn backoff(attempts: u32, max: Duration) -> Duration {
 
 /// POSTs `event` under `policy` through the hook client of its trust, with the `webhook-*`
 /// headers.
+/// The policy `event` goes out under. An owner's event is the owner's traffic, not the
+/// model's: it goes through the owner's client and `[network]` rules whatever the sandbox may
+/// reach, with the environment's `transform` headers only when its policy admits the host; an
+/// event of a file the model can write stays under the environment's policy.
+fn owners_or_models(policy: EgressPolicy, event: &NewOutboxEvent) -> EgressPolicy {
+    if event.model_writable || policy.admits_url(&event.url) {
+        policy
+    } else {
+        EgressPolicy::PUBLIC
+    }
+}
+
 async fn send(
     runtime: &Runtime,
     event: &NewOutboxEvent,
@@ -513,7 +525,7 @@ async fn send(
 ) -> Result<(), Failure> {
     let runner = PolicyHttpRunner {
         clients: runtime.hook_clients().clone(),
-        policy,
+        policy: owners_or_models(policy, event),
     };
     let timestamp = Timestamp::now().unix_millis().div_euclid(1000);
     let mut headers = event.headers.clone();
