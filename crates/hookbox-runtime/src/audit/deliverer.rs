@@ -508,10 +508,11 @@ fn backoff(attempts: u32, max: Duration) -> Duration {
 /// headers.
 /// The policy `event` goes out under. An owner's event is the owner's traffic, not the
 /// model's: it goes through the owner's client and `[network]` rules whatever the sandbox may
-/// reach, with the environment's `transform` headers only when its policy admits the host; an
-/// event of a file the model can write stays under the environment's policy.
+/// reach, with the environment's `transform` headers (and credential) only where its policy has
+/// an entry for the host; an event of a file the model can write stays under the environment's
+/// policy.
 fn owners_or_models(policy: EgressPolicy, event: &NewOutboxEvent) -> EgressPolicy {
-    if event.model_writable || policy.admits_url(&event.url) {
+    if event.model_writable || policy.matches_url(&event.url) {
         policy
     } else {
         EgressPolicy::PUBLIC
