@@ -267,6 +267,10 @@ fn matches_url_says_whether_the_policy_has_an_entry_for_the_host() {
         (allowlist, "not a url", false),
     ];
     for (network, url, expected) in cases {
-        assert_eq!(parse(&network).matches_url(url), expected, "{network} {url}");
+        assert_eq!(
+            parse(&network).matches_url(url),
+            expected,
+            "{network} {url}"
+        );
     }
 }
