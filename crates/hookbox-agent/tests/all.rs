@@ -28,10 +28,22 @@ use serde_json::{Value, json};
 /// A fresh store in a temporary home, with one environment made of `sources`.
 async fn environment(sources: Value) -> (tempfile::TempDir, Environments, String) {
     let home = tempfile::tempdir().expect("home");
-    let store = Environments::open(home.path()).expect("store");
+    let store = small_store(home.path());
     let spec = EnvironmentSpec::from_json(&json!({ "sources": sources })).expect("spec");
     let id = store.create(&spec).await.expect("create").id().to_owned();
     (home, store, id)
+}
+
+/// The environments of `home`, new ones with a 64 MiB disk budget: every budget is reserved
+/// on the host in full, and these tests need far less than the default 2 GiB.
+fn small_store(home: &std::path::Path) -> Environments {
+    let bytes = 64 << 20;
+    Environments::open(home)
+        .expect("store")
+        .with_disk_budget(hookbox_env::DiskBudget {
+            bytes,
+            inodes: hookbox_env::DiskBudget::inodes_for(bytes, None),
+        })
 }
 
 fn tools(store: &Environments, id: &str) -> SandboxTools {
@@ -340,7 +352,7 @@ async fn http_hooks_follow_the_environments_network_policy() {
         {"type": "http", "url": format!("https://127.0.0.1:{port}/not-allowlisted"), "timeout": 10}
     ]}]}});
     let home = tempfile::tempdir().expect("home");
-    let store = Environments::open(home.path()).expect("store");
+    let store = small_store(home.path());
     let spec = EnvironmentSpec::from_json(&json!({
         "sources": [{"type": "inline", "target": ".agents/hooks.json", "content": hooks.to_string()}],
         "network": {"allowlist": [

@@ -1,11 +1,13 @@
 //! One stored environment: its metadata and where its files are.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hookbox_exec::disk::DiskBudget;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::disk::Lease;
 use crate::env_vars::{EnvValue, EnvVar};
 use crate::sandbox_path::AGENTS;
 use crate::sources::{DirectoryKind, Source};
@@ -154,6 +156,9 @@ pub struct Environment {
     /// The directory of this process under the hookbox home, where its runs' host-side files
     /// (CA bundles) are written.
     run_dir: PathBuf,
+    /// Keeps its file system mounted while this (or a clone) lives; none when it has no disk
+    /// budget or was only described.
+    _lease: Option<Arc<Lease>>,
 }
 
 impl Environment {
@@ -164,7 +169,21 @@ impl Environment {
             meta,
             root,
             run_dir,
+            _lease: None,
         }
+    }
+
+    /// The same environment, its file system kept mounted by `lease`.
+    pub(crate) fn with_lease(self, lease: Arc<Lease>) -> Self {
+        Self {
+            _lease: Some(lease),
+            ..self
+        }
+    }
+
+    /// The same environment (root, lease) described by `meta`, after an update.
+    pub(crate) fn with_metadata(self, meta: Metadata) -> Self {
+        Self { meta, ..self }
     }
 
     /// This process's directory under the hookbox home (`<home>/run/<pid>-<start>/`), where

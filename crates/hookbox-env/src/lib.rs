@@ -64,7 +64,7 @@ pub use egress::{CA_BUNDLE_PATH, EgressError, NetworkDecision, PROXY_PORT, Sandb
 pub use env_vars::{EnvValue, EnvVar};
 pub use environment::{Environment, SourceSummary};
 pub use hook_check::{HookCommand, HookFileCheck};
-pub use hookbox_exec::disk::DiskBudget;
+pub use hookbox_exec::disk::{DiskBudget, DiskError};
 pub use json::SpecError;
 pub use limits::Limits;
 pub use progress::{Progress, ProgressReport, logged_progress};

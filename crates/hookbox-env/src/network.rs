@@ -5,9 +5,14 @@ use serde_json::Value;
 
 use crate::json::{self, SpecError, element, member};
 
-/// Checks that `value` (at `path`) is `"disabled"` or `{"allowlist": "disabled" | [rule…]}`,
+/// Checks that `value` (at `path`) is `null` or `{}` (public egress), `"disabled"` or
+/// `{"allowlist": "disabled" | [rule…]}`,
 /// each rule `{"domain", "transform"?: {…} | [{…}], "credential"?}`.
 pub(crate) fn validate(value: &Value, path: &str) -> Result<(), SpecError> {
+    // `null` means public egress, as omitting `network` does.
+    if value.is_null() {
+        return Ok(());
+    }
     if let Value::String(text) = value {
         return match text.as_str() {
             "disabled" => Ok(()),
@@ -28,10 +33,8 @@ pub(crate) fn validate(value: &Value, path: &str) -> Result<(), SpecError> {
     json::known_keys(map, path, &["allowlist"])?;
     let list_path = member(path, "allowlist");
     match map.get("allowlist") {
-        None => Err(SpecError::new(
-            list_path,
-            "missing required field `allowlist` (\"disabled\" or a list of {\"domain\": ...})",
-        )),
+        // `{}` means public egress, as omitting `network` does.
+        None => Ok(()),
         Some(Value::String(text)) if text == "disabled" => Ok(()),
         Some(Value::Array(rules)) => rules
             .iter()

@@ -180,6 +180,25 @@ impl EgressPolicy {
         self.decide_inner(host, None)
     }
 
+    /// Whether this policy has an entry for the host of `url`: public egress does, `"disabled"`
+    /// does not, an allowlist does when one of its entries matches the host (whether that
+    /// entry's credential can be resolved is decided when a request is made). A URL without a
+    /// host, or one that does not parse, matches nothing.
+    pub fn matches_url(&self, url: &str) -> bool {
+        let Some(host) = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|url| url.host_str().and_then(|host| host::canonical(host).ok()))
+        else {
+            return false;
+        };
+        match &self.mode {
+            Mode::Public => true,
+            Mode::Disabled => false,
+            Mode::Allowlist(entries) => entries.iter().any(|entry| entry.pattern.matches(&host)),
+            Mode::Lists(lists) => lists.decide(&host).is_ok(),
+        }
+    }
+
     /// Like [`decide`](Self::decide), but a matching entry's `credential` that was not resolved
     /// when the policy was built is looked up in `credentials` now; when it is unknown or
     /// unreadable the request is refused with a reason naming the credential (never its value).

@@ -82,6 +82,7 @@ impl Runtime {
             .with_context(|| format!("cannot open the environments in {}", home.display()))?
             .with_host_sources(config.server.allow_host_sources.unwrap_or(false))
             .with_disk_budget(config.disk_budget()?)
+            .with_disk_reserve(config.disk_reserve())
             .with_hook_file_check(Arc::new(OwnerHookFiles))
             .with_progress(hookbox_env::logged_progress());
         let hook_clients =

@@ -95,7 +95,7 @@ pub(crate) async fn get(
     Path((_version, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     state.owners.environment(&caller, &id).await?;
-    Ok(Json(state.runtime.environments().get(&id)?.to_json()))
+    Ok(Json(state.runtime.environments().describe(&id)?.to_json()))
 }
 
 /// `GET /{v}/environments?page_size=&page_token=` → `{environments, next_page_token}`.

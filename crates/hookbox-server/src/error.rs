@@ -42,6 +42,40 @@ impl ApiError {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
     }
 
+    /// 507 `insufficient_storage`: the home's file system is full, so nothing was written;
+    /// the same request can succeed once space is freed (the server needs no restart).
+    pub fn storage_full(cause: &dyn std::fmt::Display) -> Self {
+        let err = crate::service::ServiceError::storage_full(cause);
+        Self::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "insufficient_storage",
+            err.message,
+        )
+    }
+
+    /// A failure of the store at `context`: [`storage_full`](Self::storage_full) when its file
+    /// system is full, else [`internal`](Self::internal).
+    pub fn store(context: &str, err: &hookbox_store::Error) -> Self {
+        if err.is_disk_full() {
+            Self::storage_full(&format_args!("{context}: {err}"))
+        } else {
+            Self::internal(context, err)
+        }
+    }
+
+    /// A failure to write the server's own files at `context`: [`storage_full`](Self::storage_full)
+    /// when their file system is full, else [`internal`](Self::internal).
+    pub fn write(context: &str, err: &std::io::Error) -> Self {
+        if matches!(
+            err.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        ) {
+            Self::storage_full(&format_args!("{context}: {err}"))
+        } else {
+            Self::internal(context, err)
+        }
+    }
+
     /// 500 `internal`; the cause is logged, the client gets a short message.
     pub fn internal(context: &str, cause: &dyn std::fmt::Display) -> Self {
         tracing::error!("{context}: {cause}");

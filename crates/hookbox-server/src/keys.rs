@@ -103,7 +103,14 @@ impl ApiKeys {
         if !bool::from(presented_hash.as_ref().ct_eq(stored_hash.as_slice())) {
             return Ok(None);
         }
-        self.store.touch_api_key(id)?;
+        match self.store.touch_api_key(id) {
+            // When the home is full, its last use goes unrecorded: the key still works, so
+            // reads do and writes get their own 507.
+            Err(err) if err.is_disk_full() => {
+                tracing::warn!(key = id, "cannot record the API key's use: {err}");
+            }
+            other => other?,
+        }
         Ok(Some(key))
     }
 }

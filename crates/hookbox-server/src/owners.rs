@@ -47,7 +47,7 @@ impl Owners {
         let owner = blocking(move || {
             store
                 .owner(resource, &owned_id)
-                .map_err(|err| ApiError::internal("cannot read the owner", &err))
+                .map_err(|err| ApiError::store("cannot read the owner", &err))
         })
         .await?;
         Ok(self.may_use(caller, owner.as_deref()))
@@ -91,7 +91,7 @@ impl Owners {
         blocking(move || {
             store
                 .claim(resource, &id, &owner)
-                .map_err(|err| ApiError::internal("cannot record the owner", &err))
+                .map_err(|err| ApiError::store("cannot record the owner", &err))
         })
         .await
     }
@@ -110,7 +110,7 @@ impl Owners {
                 let owner = owners
                     .store
                     .owner(Resource::Environment, environment.id())
-                    .map_err(|err| ApiError::internal("cannot read the owners", &err))?;
+                    .map_err(|err| ApiError::store("cannot read the owners", &err))?;
                 if owners.may_use(&caller, owner.as_deref()) {
                     visible.push(environment);
                 }

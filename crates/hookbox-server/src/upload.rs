@@ -145,7 +145,7 @@ pub(crate) async fn start(
         random_token().map_err(|err| ApiError::internal("cannot draw an upload id", &err))?;
     let staging = state.uploads.dir.join(&upload_id);
     File::create(&staging)
-        .map_err(|err| ApiError::internal("cannot create the upload's staging file", &err))?;
+        .map_err(|err| ApiError::write("cannot create the upload's staging file", &err))?;
     let url = format!(
         "http://{host}/upload/{}/environments/{id}/files/{}?upload_id={upload_id}",
         encode(&version),
@@ -316,12 +316,17 @@ async fn chunk_inner(
             ))));
         }
         let staging = session.staging.clone();
+        let received = session.received;
         blocking(move || {
-            OpenOptions::new()
+            let mut file = OpenOptions::new()
                 .append(true)
                 .open(&staging)
-                .and_then(|mut file| file.write_all(&bytes))
-                .map_err(|err| ApiError::internal("cannot stage the chunk", &err))
+                .map_err(|err| ApiError::write("cannot stage the chunk", &err))?;
+            file.write_all(&bytes).map_err(|err| {
+                // No part of a chunk stays staged.
+                let _ = file.set_len(received);
+                ApiError::write("cannot stage the chunk", &err)
+            })
         })
         .await
         .map_err(fatal)?;

@@ -143,6 +143,35 @@ impl DatabaseError {
     }
 }
 
+impl DatabaseError {
+    /// Whether the database could not grow: its file system (or quota) is full.
+    pub fn is_full(&self) -> bool {
+        self.0.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+    }
+}
+
+impl Error {
+    /// Whether this failed because the file system holding the store is full (the write was
+    /// rolled back; it succeeds again once space returns).
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            Self::Database(err) | Self::Open { source: err, .. } => err.is_full(),
+            Self::Journal { source, .. } | Self::CreateDir { source, .. } => {
+                is_storage_full(source)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether `err` says a file system or quota is full.
+fn is_storage_full(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
+}
+
 impl fmt::Display for DatabaseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)

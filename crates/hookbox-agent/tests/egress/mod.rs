@@ -94,7 +94,7 @@ async fn fixture(test: &str) -> Option<Fixture> {
             &[HOST],
         )
         .unwrap();
-    let store = Environments::open(home.path()).unwrap();
+    let store = crate::small_store(home.path());
     Some(Fixture {
         server,
         plain,

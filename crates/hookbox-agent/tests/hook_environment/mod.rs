@@ -185,7 +185,7 @@ async fn tools_for(
 /// The names of the hijacks that made their gate allow.
 async fn hijacked(isolation: Isolation) -> Vec<&'static str> {
     let home = tempfile::tempdir().expect("home");
-    let store = Environments::open(home.path()).expect("store");
+    let store = crate::small_store(home.path());
     let mut allowed = Vec::new();
     for hijack in hijacks() {
         let (tools, root) = tools_for(&store, &hijack.gate, &hijack.env, isolation).await;
@@ -235,7 +235,7 @@ const HOOK_VARIABLES: &str = "HOME HOOKBOX_ENVIRONMENT_ID LANG PATH PWD PYTHONDO
 #[tokio::test]
 async fn hooks_start_in_a_fixed_environment_with_a_fresh_home_every_run() {
     let home = tempfile::tempdir().expect("home");
-    let store = Environments::open(home.path()).expect("store");
+    let store = crate::small_store(home.path());
     for isolation in [Isolation::Sandboxed, Isolation::Unsandboxed] {
         let env = json!({"FROM_ENV": "x", "NODE_OPTIONS": "--require x"});
         let (tools, root) = tools_for(&store, DESCRIBE, &env, isolation).await;
@@ -275,7 +275,7 @@ async fn hooks_start_in_a_fixed_environment_with_a_fresh_home_every_run() {
 #[tokio::test]
 async fn the_model_cannot_put_files_at_the_hooks_working_directory() {
     let home = tempfile::tempdir().expect("home");
-    let store = Environments::open(home.path()).expect("store");
+    let store = crate::small_store(home.path());
     let (tools, root) = tools_for(&store, "echo '{}'", &json!({}), Isolation::Sandboxed).await;
     let written = tools
         .call(

@@ -90,7 +90,7 @@ fn result_at(steps: &[Step], index: usize) -> &ToolResult {
 #[tokio::test]
 async fn the_privacy_gate_denies_the_model_sees_why_and_the_second_turn_recovers() {
     let home = tempfile::tempdir().expect("home");
-    let store = Environments::open(home.path()).expect("store");
+    let store = crate::small_store(home.path());
     let environment = privacy_environment(&store).await;
     let server = FakeModelServer::openai(
         "gpt-test",
@@ -196,7 +196,7 @@ async fn the_privacy_gate_denies_the_model_sees_why_and_the_second_turn_recovers
 #[tokio::test]
 async fn code_execution_runs_in_the_sandbox_and_uses_code_steps() {
     let home = tempfile::tempdir().expect("home");
-    let store = Environments::open(home.path()).expect("store");
+    let store = crate::small_store(home.path());
     let environment = store
         .create(&EnvironmentSpec::from_json(&json!({})).expect("spec"))
         .await
@@ -294,7 +294,7 @@ async fn the_turn_limit_ends_incomplete_and_model_errors_fail() {
         .await
         .expect("server");
     let home = tempfile::tempdir().expect("home");
-    let store = Environments::open(home.path()).expect("store");
+    let store = crate::small_store(home.path());
     let environment = store
         .create(&EnvironmentSpec::from_json(&json!({})).expect("spec"))
         .await

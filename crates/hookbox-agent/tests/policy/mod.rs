@@ -222,7 +222,7 @@ async fn file_tools_cannot_change_an_owner_supplied_workspace_agents() {
 #[tokio::test]
 async fn agents_writable_lets_the_model_write_them_and_makes_them_untrusted() {
     let home = tempfile::tempdir().expect("home");
-    let store = Environments::open(home.path()).expect("store");
+    let store = crate::small_store(home.path());
     let spec = EnvironmentSpec::from_json(&json!({"agents_writable": true, "sources": [
         {"type": "inline", "target": "workspace/.agents/hooks.json", "content": "{}"}
     ]}))

@@ -35,6 +35,7 @@ pub(crate) fn store_for(file: &Config) -> anyhow::Result<Environments> {
         .with_context(|| format!("cannot open the environments in {}", home.display()))?
         .with_host_sources(file.network.allow_host_sources)
         .with_disk_budget(file.disk_budget()?)
+        .with_disk_reserve(file.disk_reserve())
         .with_hook_file_check(Arc::new(OwnerHookFiles));
     Ok(match terminal_progress() {
         Some(report) => store.with_progress(report),
@@ -96,7 +97,7 @@ pub(crate) fn run(command: &EnvCommand) -> anyhow::Result<ExitCode> {
                 render::print_text(&lines)?;
             }
         }
-        EnvCommand::Show { id } => render::print_json(&environments.get(id)?.to_json())?,
+        EnvCommand::Show { id } => render::print_json(&environments.describe(id)?.to_json())?,
         EnvCommand::Rm { id } => {
             environments.delete(id)?;
             render::print_text(&format!("deleted {id}\n"))?;

@@ -372,6 +372,61 @@ fn the_agent_cannot_modify_owner_supplied_workspace_hooks() {
     assert_eq!(code(&denied), 2);
 }
 
+/// A command that mounted an environment's file system unmounts it when it ends: after
+/// `env create`, `exec` and `env show` nothing of the home is mounted, and no loop device holds
+/// one of its images.
+#[test]
+fn commands_leave_nothing_of_the_home_mounted() {
+    if !hookbox_exec::disk::can_mount() {
+        hookbox_test_support::skip(
+            "commands_leave_nothing_of_the_home_mounted",
+            "it needs root and /dev/loop-control",
+        );
+        return;
+    }
+    let home = tempfile::tempdir().expect("home");
+    std::fs::write(
+        home.path().join("hookbox.toml"),
+        "[sandbox]\ndisk_bytes = 8388608\n",
+    )
+    .expect("config");
+    let released = |when: &str| {
+        let prefix = home.path().to_str().expect("utf-8").to_owned();
+        // The kernel detaches a loop device shortly after its unmount: allow it 10 s.
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let loops: Vec<String> = std::fs::read_dir("/sys/block")
+                .expect("/sys/block")
+                .filter_map(|entry| {
+                    std::fs::read_to_string(entry.ok()?.path().join("loop/backing_file")).ok()
+                })
+                .filter(|file| file.starts_with(&prefix))
+                .collect();
+            if loops.is_empty() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < give_up,
+                "after {when}: {loops:?} still attached"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let id = create(home.path(), &json!({}));
+    released("env create");
+    let run = exec(
+        home.path(),
+        &id,
+        "code_execution",
+        &json!({"code": "echo hi > /workspace/hi", "language": "bash"}),
+    );
+    assert_eq!(code(&run), 0, "{}", String::from_utf8_lossy(&run.stderr));
+    released("exec");
+    let show = hookbox_in(home.path(), &["env", "show", &id], b"");
+    assert_eq!(code(&show), 0);
+    released("env show");
+}
+
 /// `[sandbox] disk_bytes` / `disk_inodes` of hookbox.toml are each new environment's budget:
 /// code writing past it fails inside the sandbox with ENOSPC, and `env show` reports it.
 #[test]

@@ -579,3 +579,51 @@ fn an_event_the_receiver_refuses_is_dead_lettered_the_queue_moves_on_and_retry_d
         "{log}"
     );
 }
+
+/// An owner's audit events are the owner's traffic, not the model's: they reach the receiver
+/// through the owner's client and `[network]` rules whatever the environment's `network` lets
+/// the sandbox reach (no network at all, or an allowlist without the receiver).
+#[test]
+fn an_owners_audit_events_reach_the_receiver_whatever_the_sandboxs_network() {
+    const TEST: &str =
+        "serve::audit::an_owners_audit_events_reach_the_receiver_whatever_the_sandboxs_network";
+    let Some((receiver, certificates)) = receiver_for(TEST, true, Duration::ZERO) else {
+        return;
+    };
+    let networks = [
+        json!("disabled"),
+        json!({"allowlist": "disabled"}),
+        json!({"allowlist": [{"domain": "example.org"}]}),
+    ];
+    let home = tempfile::tempdir().unwrap();
+    configure(
+        home.path(),
+        &receiver,
+        &certificates,
+        &[("one", script(0..1))],
+    );
+    let key = api_key(home.path(), "ci");
+    let served = serve(home.path(), &[]);
+    for (index, network) in networks.iter().enumerate() {
+        let mut spec = durable_audit_spec(false);
+        spec["network"] = network.clone();
+        let reply = http::json(
+            &served.base_url,
+            &key,
+            "POST",
+            "/v1/interactions",
+            &json!({"agent": "one", "input": "log", "environment": spec}),
+        );
+        assert_eq!(reply.status, 200, "{reply:?}");
+        let taken = wait_for(&receiver, 2 * (index + 1));
+        assert_eq!(
+            taken.len(),
+            2 * (index + 1),
+            "network {network}: {:?}",
+            status(home.path())
+        );
+    }
+    let backlog = status(home.path());
+    assert_eq!(backlog[0]["dead"], 0, "{backlog}");
+    drop(served.terminate());
+}

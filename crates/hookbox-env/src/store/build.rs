@@ -43,12 +43,16 @@ impl Environments {
         self.check_credentials(spec)?;
         let budget = self.budget_for(spec)?;
         let mut staging = Staging::new(&self.dir)?;
+        let mut lease = None;
         let root = match &budget {
             Some(budget) => {
                 let image = staging.path.join(IMAGE);
-                let mount = disk::create(&image, budget).await;
-                staging.image = Some(image);
-                disk::root(&mount?)
+                let mount = disk::create(&image, budget, self.disk_reserve).await;
+                staging.image = Some(image.clone());
+                let mount = mount?;
+                // Held from here, so that no other process unmounts it as unused meanwhile.
+                lease = Some(disk::lease(&image)?);
+                disk::root(&mount)
             }
             None => staging.path.join("root"),
         };
@@ -109,7 +113,12 @@ impl Environments {
         let marker = final_dir.join(UNCOMMITTED);
         fs::remove_file(&marker).map_err(io_error("remove", &marker))?;
         let root = root_of(&meta, &final_dir)?;
-        Ok(Environment::new(meta, root, self.run_dir.clone()))
+        let lease = lease.map(|lease| self.keep_lease(&meta.id, lease));
+        let environment = Environment::new(meta, root, self.run_dir.clone());
+        Ok(match lease {
+            Some(lease) => environment.with_lease(lease),
+            None => environment,
+        })
     }
 
     /// The budget of the environment `spec` creates: the server's, lowered by `spec.limits`;
@@ -212,11 +221,7 @@ impl Environments {
             meta.agents_writable = agents_writable;
         }
         self.save(&meta)?;
-        Ok(Environment::new(
-            meta,
-            current.root().to_path_buf(),
-            self.run_dir.clone(),
-        ))
+        Ok(current.with_metadata(meta))
     }
 
     /// Records that the owner wrote `path` (a sandbox path, e.g. by an upload): when it lies in
@@ -236,11 +241,7 @@ impl Environments {
         let mut meta = current.metadata().clone();
         add_owner_agents(&mut meta, dirs);
         self.save(&meta)?;
-        Ok(Environment::new(
-            meta,
-            current.root().to_path_buf(),
-            self.run_dir.clone(),
-        ))
+        Ok(current.with_metadata(meta))
     }
 
     /// Checks a file the owner is about to write at `path` (a sandbox path) with `content`, as

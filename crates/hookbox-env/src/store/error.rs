@@ -71,6 +71,27 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// Whether this failed because the home's file system is full (or cannot back a budget):
+    /// nothing was kept, and the same request can succeed once space returns.
+    pub fn is_disk_full(&self) -> bool {
+        let full = |err: &io::Error| {
+            matches!(
+                err.kind(),
+                io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+            ) || err
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<hookbox_store::Error>())
+                .is_some_and(hookbox_store::Error::is_disk_full)
+        };
+        match self {
+            Self::Disk(DiskError::NoSpace { .. }) => true,
+            Self::Disk(DiskError::Io { source, .. }) | Self::Io { source, .. } => full(source),
+            _ => false,
+        }
+    }
+}
+
 /// The `Io` error for `action` on `path`.
 pub(crate) fn io_error(
     action: &'static str,

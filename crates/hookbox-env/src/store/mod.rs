@@ -13,10 +13,11 @@ mod run_dir;
 mod spec_credentials;
 mod staging;
 
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use hookbox_exec::disk::DiskBudget;
 use hookbox_net::{ClientOptions, GuardedClient};
@@ -46,6 +47,8 @@ pub struct Environments {
     /// Whether repositories on this machine (`file://`, paths) may be cloned.
     allow_host_sources: bool,
     disk: Option<DiskBudget>,
+    /// The bytes a new environment's image must leave free on the home's file system.
+    disk_reserve: u64,
     /// Their records.
     records: Records,
     /// Where creates and updates report the progress of clones and bucket copies.
@@ -56,6 +59,9 @@ pub struct Environments {
     run_dir: PathBuf,
     /// The warm sandboxes of a serving process, stopped before their environment is deleted.
     warm: Option<WarmSandboxes>,
+    /// The file systems this process uses, by environment id: mounted while these handles (and
+    /// every [`Environment`] got from them) live, unmounted after the last one on the host.
+    leases: Arc<Mutex<HashMap<String, Arc<disk::Lease>>>>,
 }
 
 impl std::fmt::Debug for Environments {
@@ -100,6 +106,13 @@ impl Environments {
         let disk = hookbox_exec::disk::can_mount().then_some(DiskBudget::DEFAULT);
         if disk.is_some() {
             disk::sweep_orphans()?;
+            // What a killed process left mounted in this home.
+            disk::sweep_unleased(
+                records
+                    .ids()?
+                    .into_iter()
+                    .map(|id| dir.join(id).join(IMAGE)),
+            );
         }
         let run_dir = run_dir::open(home)?;
         Ok(Self {
@@ -109,10 +122,12 @@ impl Environments {
             network: ClientOptions::default(),
             allow_host_sources: false,
             disk,
+            disk_reserve: Self::DEFAULT_DISK_RESERVE,
             records,
             progress: None,
             hook_files: None,
             warm: None,
+            leases: Arc::default(),
         })
     }
 
@@ -123,6 +138,21 @@ impl Environments {
     pub fn with_disk_budget(self, budget: DiskBudget) -> Self {
         Self {
             disk: self.disk.map(|_| budget),
+            ..self
+        }
+    }
+
+    /// What [`with_disk_reserve`](Self::with_disk_reserve) keeps free by default: 512 MiB.
+    pub const DEFAULT_DISK_RESERVE: u64 = 512 << 20;
+
+    /// The same environments, a new one refused (with [`StoreError::Disk`], naming the free
+    /// space and the budget) unless its whole budget can be reserved on the home's file system
+    /// with `bytes` still free beside it, for the store's own writes (its database, uploads,
+    /// clones).
+    #[must_use]
+    pub fn with_disk_reserve(self, bytes: u64) -> Self {
+        Self {
+            disk_reserve: bytes,
             ..self
         }
     }
@@ -230,15 +260,44 @@ impl Environments {
     }
 
     /// The environment `id`, its file system mounted (again, after a reboot) if it has a disk
-    /// budget.
+    /// budget, and kept mounted while the environment, or these environments, live.
     pub fn get(&self, id: &str) -> Result<Environment, StoreError> {
-        let meta = self.metadata(id)?;
-        let dir = self.dir.join(id);
-        if meta.limits.is_some() {
-            disk::mount(&dir.join(IMAGE))?;
+        let environment = self.describe(id)?;
+        if environment.metadata().limits.is_none() {
+            return Ok(environment);
         }
-        let root = root_of(&meta, &dir)?;
+        let lease = self.lease(id, &self.dir.join(id))?;
+        Ok(environment.with_lease(lease))
+    }
+
+    /// The environment `id` as its record describes it, mounting nothing: for reading its
+    /// metadata (its files may not be reachable through it).
+    pub fn describe(&self, id: &str) -> Result<Environment, StoreError> {
+        let meta = self.metadata(id)?;
+        let root = root_of(&meta, &self.dir.join(id))?;
         Ok(Environment::new(meta, root, self.run_dir.clone()))
+    }
+
+    /// This process's lease on the file system of environment `id` (in `dir`), mounting it
+    /// first if no process holds one.
+    fn lease(&self, id: &str, dir: &Path) -> Result<Arc<disk::Lease>, StoreError> {
+        let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(lease) = leases.get(id) {
+            return Ok(Arc::clone(lease));
+        }
+        let lease = Arc::new(disk::lease(&dir.join(IMAGE))?);
+        leases.insert(id.to_owned(), Arc::clone(&lease));
+        Ok(lease)
+    }
+
+    /// Keeps `lease`, on the file system of the new environment `id`, as this process's.
+    fn keep_lease(&self, id: &str, lease: disk::Lease) -> Arc<disk::Lease> {
+        let lease = Arc::new(lease);
+        self.leases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.to_owned(), Arc::clone(&lease));
+        lease
     }
 
     /// The metadata of environment `id`.
@@ -295,6 +354,10 @@ impl Environments {
             }
         }
         let dir = self.dir.join(id);
+        self.leases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
         if meta.limits.is_some() {
             disk::unmount(&dir.join(IMAGE))?;
         }

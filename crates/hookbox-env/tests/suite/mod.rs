@@ -16,6 +16,8 @@ mod file_tools;
 mod gcs;
 /// Hook files refused at create and update (issue 10).
 mod hook_files;
+/// Mounted only while used; deletes racing readers leave nothing mounted.
+mod mounts;
 /// What the host runs later (`.claude`, `.git`, `.agents`, hook scripts) stays read-only.
 mod protect;
 /// F3: a directory swapped for a symlink while reads run.

@@ -1,20 +1,21 @@
-//! Formatting a sparse image file with `mke2fs`.
+//! Making an image file whose blocks are reserved, and formatting it with `mke2fs`.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{DiskBudget, DiskError, io_error};
+use super::{DiskBudget, DiskError, back, io_error};
 use crate::{ExitKind, ProcessSpec, run};
 
 /// Where `mke2fs` is looked for (it is not on a non-root user's `PATH` on Debian).
 const MKFS_DIRS: [&str; 2] = ["/usr/sbin", "/sbin"];
 
-/// Creates `path` (it must not exist) as a sparse file of `budget.bytes` formatted as ext4 with
-/// `budget.inodes` inodes, no reserved blocks and its root directory owned by this process's
-/// user. On failure the file is removed.
-pub async fn make_image(path: &Path, budget: &DiskBudget) -> Result<(), DiskError> {
+/// Creates `path` (it must not exist) as a file of `budget.bytes` whose blocks are all reserved
+/// on the host, formatted as ext4 with `budget.inodes` inodes, no reserved blocks and its root
+/// directory owned by this process's user. Refused with [`DiskError::NoSpace`] unless the host
+/// file system keeps at least `keep_free` bytes free beside it. On failure the file is removed.
+pub async fn make_image(path: &Path, budget: &DiskBudget, keep_free: u64) -> Result<(), DiskError> {
     let mkfs = MKFS_DIRS
         .iter()
         .map(|dir| Path::new(dir).join("mke2fs"))
@@ -26,9 +27,9 @@ pub async fn make_image(path: &Path, budget: &DiskBudget) -> Result<(), DiskErro
         .mode(0o600)
         .open(path)
         .map_err(io_error("create", path))?;
-    let result = match file.set_len(budget.bytes) {
+    let result = match back(&file, path, budget.bytes, keep_free) {
         Ok(()) => format(&mkfs, path, budget).await,
-        Err(err) => Err(io_error("size", path)(err)),
+        Err(err) => Err(err),
     };
     if result.is_err() {
         let _ = std::fs::remove_file(path);

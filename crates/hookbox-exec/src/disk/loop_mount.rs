@@ -11,7 +11,7 @@ use rustix::fs::{AtFlags, CWD, StatxAttributes, StatxFlags};
 use rustix::io::Errno;
 use rustix::mount::{MountFlags, UnmountFlags};
 
-use super::{DiskError, io_error};
+use super::{DiskError, back, io_error};
 
 /// `LOOP_CTL_GET_FREE`: the number of a free loop device (created if needed).
 const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
@@ -23,9 +23,10 @@ const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
 const LO_FLAGS_AUTOCLEAR: u32 = 4;
 /// Attempts at winning a free loop device against other processes taking one at once.
 const ATTACH_ATTEMPTS: usize = 32;
-/// Options of every image mount: give freed blocks back to the host file, and never zero the
-/// lazily initialised inode tables in the background (their holes already read as zeros).
-const MOUNT_OPTIONS: &CStr = c"discard,noinit_itable";
+/// Options of every image mount: never zero the lazily initialised inode tables in the
+/// background (their reserved blocks already read as zeros). No `discard`: it would punch the
+/// blocks files free out of the image, giving its reservation back to the host.
+const MOUNT_OPTIONS: &CStr = c"noinit_itable";
 
 /// `struct loop_info64` of `<linux/loop.h>`.
 #[repr(C)]
@@ -55,8 +56,10 @@ struct LoopConfig {
 }
 
 /// Attaches `image` (an ext4 image, see [`make_image`](super::make_image)) to a free loop device
-/// with autoclear and mounts it at the existing directory `target`, `nodev,nosuid`. If the
-/// mount fails the device is detached again. The caller makes sure the image is not mounted
+/// with autoclear and mounts it at the existing directory `target`, `nodev,nosuid`, after
+/// reserving any of its blocks the host does not hold yet (the holes of an image an older
+/// hookbox made sparse; [`DiskError::NoSpace`] when the host cannot). If the mount fails the
+/// device is detached again. The caller makes sure the image is not mounted
 /// elsewhere (two mounts of one image would corrupt it).
 pub fn mount_image(image: &Path, target: &Path) -> Result<(), DiskError> {
     let file = OpenOptions::new()
@@ -64,6 +67,8 @@ pub fn mount_image(image: &Path, target: &Path) -> Result<(), DiskError> {
         .write(true)
         .open(image)
         .map_err(io_error("open", image))?;
+    let len = file.metadata().map_err(io_error("inspect", image))?.len();
+    back(&file, image, len, 0)?;
     let (device_path, device) = attach(&file)?;
     let source = c_path(&device_path)?;
     let dest = c_path(target)?;

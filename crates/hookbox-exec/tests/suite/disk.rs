@@ -47,13 +47,13 @@ async fn an_image_holds_its_size_and_inodes_and_detaches_when_unmounted() {
         bytes: 8 << 20,
         inodes: 200,
     };
-    disk::make_image(&image, &budget).await.unwrap();
-    // Sparse: the host holds a small part of the image.
+    disk::make_image(&image, &budget, 0).await.unwrap();
+    // Backed: the host holds every block of the image, whatever fills it later.
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(&image).unwrap();
     assert_eq!(meta.len(), 8 << 20);
     assert!(
-        meta.blocks() * 512 < 4 << 20,
+        meta.blocks() * 512 >= 8 << 20,
         "{} bytes held",
         meta.blocks() * 512
     );
@@ -157,4 +157,43 @@ fn budgets_below_the_minimum_are_refused() {
         inodes: 1,
     };
     assert!(few.validate().unwrap_err().contains("disk_inodes"));
+}
+
+#[tokio::test]
+async fn a_sparse_image_of_an_older_hookbox_is_backed_when_mounted() {
+    if !disk::can_mount() {
+        hookbox_test_support::skip(
+            "a_sparse_image_of_an_older_hookbox_is_backed_when_mounted",
+            "it needs root and /dev/loop-control",
+        );
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let _guard = shared().await;
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("old.img");
+    // What older hookboxes made: a sparse file formatted in place.
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let spec = hookbox_exec::ProcessSpec {
+        program: "/usr/sbin/mke2fs".into(),
+        args: ["-q", "-F", "-t", "ext4", "-m", "0"]
+            .into_iter()
+            .map(Into::into)
+            .chain([image.clone().into()])
+            .collect(),
+        ..hookbox_exec::ProcessSpec::shell("", std::time::Duration::from_secs(60))
+    };
+    let formatted = hookbox_exec::run(&spec).await.unwrap();
+    assert_eq!(formatted.exit, hookbox_exec::ExitKind::Exited(0));
+    assert!(std::fs::metadata(&image).unwrap().blocks() * 512 < 8 << 20);
+    let mount = dir.path().join("mnt");
+    std::fs::create_dir(&mount).unwrap();
+    disk::mount_image(&image, &mount).unwrap();
+    let _mounted = Mounted(mount.clone());
+    let held = std::fs::metadata(&image).unwrap().blocks() * 512;
+    assert!(held >= 8 << 20, "{held} bytes held");
+    std::fs::write(mount.join("still-there"), b"yes").unwrap();
 }

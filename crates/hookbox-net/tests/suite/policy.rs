@@ -249,3 +249,28 @@ fn debug_output_hides_transform_values() {
     assert!(debug.contains("Authorization"), "{debug}");
     assert!(!debug.contains("s3cret"), "{debug}");
 }
+
+#[test]
+fn matches_url_says_whether_the_policy_has_an_entry_for_the_host() {
+    let allowlist = json!({"allowlist": [
+        {"domain": "api.example.com", "credential": "not-resolved-here"},
+        {"domain": "*.telemetry.test"}
+    ]});
+    let cases = [
+        (json!(null), "https://anywhere.example.org/x", true),
+        (json!("disabled"), "https://api.example.com/x", false),
+        (allowlist.clone(), "https://api.example.com/x", true),
+        (allowlist.clone(), "https://API.Example.com:8443/x", true),
+        (allowlist.clone(), "https://a.telemetry.test/x", true),
+        (allowlist.clone(), "https://telemetry.test/x", false),
+        (allowlist.clone(), "https://other.example.com/x", false),
+        (allowlist, "not a url", false),
+    ];
+    for (network, url, expected) in cases {
+        assert_eq!(
+            parse(&network).matches_url(url),
+            expected,
+            "{network} {url}"
+        );
+    }
+}

@@ -280,7 +280,8 @@ impl AuditDeliverer {
         }
         let runtime = Arc::clone(&self.runtime);
         let id = environment.to_owned();
-        let opened = tokio::task::spawn_blocking(move || runtime.environments().get(&id)).await;
+        let opened =
+            tokio::task::spawn_blocking(move || runtime.environments().describe(&id)).await;
         let policy = match opened {
             Err(error) => Err(Failure::retry(format!(
                 "the environment lookup failed: {error}"
@@ -505,6 +506,19 @@ fn backoff(attempts: u32, max: Duration) -> Duration {
 
 /// POSTs `event` under `policy` through the hook client of its trust, with the `webhook-*`
 /// headers.
+/// The policy `event` goes out under. An owner's event is the owner's traffic, not the
+/// model's: it goes through the owner's client and `[network]` rules whatever the sandbox may
+/// reach, with the environment's `transform` headers (and credential) only where its policy has
+/// an entry for the host; an event of a file the model can write stays under the environment's
+/// policy.
+fn owners_or_models(policy: EgressPolicy, event: &NewOutboxEvent) -> EgressPolicy {
+    if event.model_writable || policy.matches_url(&event.url) {
+        policy
+    } else {
+        EgressPolicy::PUBLIC
+    }
+}
+
 async fn send(
     runtime: &Runtime,
     event: &NewOutboxEvent,
@@ -512,7 +526,7 @@ async fn send(
 ) -> Result<(), Failure> {
     let runner = PolicyHttpRunner {
         clients: runtime.hook_clients().clone(),
-        policy,
+        policy: owners_or_models(policy, event),
     };
     let timestamp = Timestamp::now().unix_millis().div_euclid(1000);
     let mut headers = event.headers.clone();

@@ -128,6 +128,14 @@ impl Config {
         Ok(DiskBudget { bytes, inodes })
     }
 
+    /// `[sandbox] disk_reserve_bytes` or its default
+    /// ([`Environments::DEFAULT_DISK_RESERVE`](hookbox_env::Environments::DEFAULT_DISK_RESERVE)).
+    pub fn disk_reserve(&self) -> u64 {
+        self.sandbox
+            .disk_reserve_bytes
+            .unwrap_or(hookbox_env::Environments::DEFAULT_DISK_RESERVE)
+    }
+
     /// `[sdk] allowed_domains` and `denied_domains`, checked: each entry must be a domain
     /// pattern.
     pub fn sdk_domains(&self) -> anyhow::Result<SdkDomains> {

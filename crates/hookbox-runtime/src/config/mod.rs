@@ -84,6 +84,10 @@ pub struct SandboxSection {
     /// Inodes (files, directories, links) of each new environment's file system (default
     /// 100,000, or one per KiB of `disk_bytes` if that is fewer).
     pub disk_inodes: Option<u64>,
+    /// Bytes a new environment's file system must leave free on the home's, for the store's
+    /// own writes (default 512 MiB): every budget is reserved on the host when its environment
+    /// is created, and a create that would leave less is refused.
+    pub disk_reserve_bytes: Option<u64>,
     /// The time limit of one `code_execution` in seconds (default 300); the model may ask for
     /// less with the tool's `timeout` argument, never for more.
     pub code_timeout_secs: Option<u64>,

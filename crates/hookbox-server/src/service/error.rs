@@ -15,6 +15,8 @@ pub(crate) enum ErrorKind {
     NotFound,
     /// The server is not set up for the request, e.g. an agent without its API key (400).
     FailedPrecondition,
+    /// The home's file system is full: nothing was written (507).
+    InsufficientStorage,
     /// Something broke inside hookbox (500).
     Internal,
 }
@@ -52,6 +54,17 @@ impl ServiceError {
         }
     }
 
+    /// The home's file system is full; `cause` says what could not be written.
+    pub(crate) fn storage_full(cause: &dyn std::fmt::Display) -> Self {
+        Self {
+            kind: ErrorKind::InsufficientStorage,
+            message: format!(
+                "the file system of the hookbox home is full, so nothing was written ({cause}); \
+                 retry once space is freed there"
+            ),
+        }
+    }
+
     pub(crate) fn internal(context: &str, cause: &dyn std::fmt::Display) -> Self {
         Self {
             kind: ErrorKind::Internal,
@@ -68,6 +81,7 @@ impl From<StoreFailure> for ServiceError {
                 Self::invalid(err.to_string())
             }
             StoreFailure::Stopped { .. } => Self::precondition(err.to_string()),
+            ref full if full.is_disk_full() => Self::storage_full(&err),
             other => Self::internal("interaction store failure", &other),
         }
     }
@@ -75,6 +89,16 @@ impl From<StoreFailure> for ServiceError {
 
 impl From<StoreError> for ServiceError {
     fn from(err: StoreError) -> Self {
+        if let StoreError::Disk(hookbox_env::DiskError::NoSpace { .. }) = err {
+            // It names the free space and the budget itself.
+            return Self {
+                kind: ErrorKind::InsufficientStorage,
+                message: err.to_string(),
+            };
+        }
+        if err.is_disk_full() {
+            return Self::storage_full(&err);
+        }
         match err {
             StoreError::NotFound { .. } => Self::not_found(err.to_string()),
             StoreError::Source { .. }
@@ -96,6 +120,11 @@ impl From<ServiceError> for ApiError {
             ErrorKind::FailedPrecondition => {
                 Self::new(StatusCode::BAD_REQUEST, "failed_precondition", err.message)
             }
+            ErrorKind::InsufficientStorage => Self::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "insufficient_storage",
+                err.message,
+            ),
             ErrorKind::Internal => Self::internal("interaction failure", &err.message),
         }
     }

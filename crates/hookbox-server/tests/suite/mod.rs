@@ -2,6 +2,10 @@
 
 /// A tenant's 9,000-deep directory chain: bounded answers, and the server serves on.
 mod deep_trees;
+/// `HOOKBOX_HOME` on a small file system, filled: backed budgets, 507, recovery.
+mod disk_full;
+/// The README's environment examples against the server.
+mod documented;
 /// `/{v}/environments`: create, get, list, delete, and the error table.
 mod environments;
 /// `/{v}/environments/{id}/files/…`: listing and download.

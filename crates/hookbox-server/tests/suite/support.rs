@@ -75,7 +75,13 @@ impl Api {
 
     /// A server whose hookbox.toml `tweak` adjusts.
     pub(crate) async fn start_with(tweak: impl FnOnce(&mut Config)) -> Self {
-        let home = tempfile::tempdir().unwrap();
+        Self::start_in(&std::env::temp_dir(), tweak).await
+    }
+
+    /// A server whose home is a new directory in `parent` and whose hookbox.toml `tweak`
+    /// adjusts.
+    pub(crate) async fn start_in(parent: &Path, tweak: impl FnOnce(&mut Config)) -> Self {
+        let home = tempfile::tempdir_in(parent).unwrap();
         let mut config = Config::new(home.path());
         tweak(&mut config);
         let (_, key) = hookbox_server::ApiKeys::open(home.path())
