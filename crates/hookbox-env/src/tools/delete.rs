@@ -9,7 +9,7 @@ use crate::tools::args::Args;
 use crate::tools::definition::{Effect, FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, sandbox_path};
-use crate::tools::resolve::Final;
+use crate::tools::resolve::{Final, Identity, Judged};
 
 /// The tool's name.
 pub(crate) const TOOL: &str = "delete_file";
@@ -39,8 +39,9 @@ fn parameters() -> Value {
     json!({"type": "object", "properties": {"path": path}, "required": ["path"]})
 }
 
-/// Unlinks a file or a symlink (the link itself, never its target); refuses directories.
-pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
+/// Unlinks a file or a symlink (the link itself, never its target); refuses directories. The
+/// entry unlinked is the one the path named when judged, in the directory judged.
+pub(crate) fn run(tools: &FileTools, args: &Value, judged: &Judged) -> Result<Value, ToolError> {
     let args = Args::new(TOOL, args, ARGS)?;
     let path = sandbox_path(TOOL, args.required_string("path", "the file to delete")?)?;
     let target = tools.writable(TOOL, &path)?;
@@ -49,6 +50,17 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
         .open_dir(target.parent)
         .map_err(|errno| target.error(TOOL, "open the directory of", errno))?;
     tools.refuse_protected(TOOL, &target, &parent, Some(target.name))?;
+    let depth = path.components().len();
+    tools.still_judged(TOOL, &path, depth - 1, &parent, judged)?;
+    let entry = fs::statat(&parent, target.name, AtFlags::SYMLINK_NOFOLLOW)
+        .map(|stat| Identity::from_stat(&stat))
+        .map_err(|errno| target.error(TOOL, "inspect", errno))?;
+    if judged.at(depth) != Some(entry) {
+        return Err(ToolError::Changed {
+            tool: TOOL,
+            path: path.to_string(),
+        });
+    }
     match fs::unlinkat(&parent, target.name, AtFlags::empty()) {
         Ok(()) => Ok(json!({ "path": path.to_string(), "deleted": true })),
         Err(Errno::ISDIR | Errno::PERM) if is_dir(&parent, target.name) => {

@@ -14,7 +14,7 @@ use crate::tools::args::Args;
 use crate::tools::definition::{Effect, FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, Writable, sandbox_path};
-use crate::tools::resolve::Final;
+use crate::tools::resolve::{Final, Identity, Judged};
 
 /// The tool's name.
 pub(crate) const TOOL: &str = "write_file";
@@ -49,8 +49,11 @@ fn parameters() -> Value {
 }
 
 /// Writes a file through a temporary file renamed over the target, creating missing parent
-/// directories; an existing file keeps its permission bits.
-pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
+/// directories; an existing file keeps its permission bits. The name written is the one the
+/// path named when judged: in the directory judged, still at the judged path once the new file
+/// is in place, replacing the entry judged (or none if there was none); otherwise the old
+/// entry is put back and the call fails as changed.
+pub(crate) fn run(tools: &FileTools, args: &Value, judged: &Judged) -> Result<Value, ToolError> {
     let args = Args::new(TOOL, args, ARGS)?;
     let path = sandbox_path(TOOL, args.required_string("path", "the file to write")?)?;
     let content = args.required_string("content", "the file's new content")?;
@@ -92,10 +95,23 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
         Ok(_) => 0o644,
         Err(errno) => return Err(target.error(TOOL, "inspect", errno)),
     };
-    replace(
-        TOOL,
+    let depth = path.components().len();
+    tools.still_judged(TOOL, &path, depth - 1, &parent, judged)?;
+    let unchanged = |replaced: Option<Identity>| {
+        replaced == judged.at(depth)
+            && tools
+                .still_judged(TOOL, &path, depth - 1, &parent, judged)
+                .is_ok()
+    };
+    replace_named(
+        &Replacement {
+            tool: TOOL,
+            name: target.name,
+            shown: &path.to_string(),
+            error: &|action, errno| target.error(TOOL, action, errno),
+            unchanged: &unchanged,
+        },
         &parent,
-        &target,
         &mut bytes.as_slice(),
         Mode::from_raw_mode(mode),
     )?;
@@ -117,6 +133,7 @@ pub(crate) fn replace(
             name: target.name,
             shown: &target.path.to_string(),
             error: &|action, errno| target.error(tool, action, errno),
+            unchanged: &|_| true,
         },
         parent,
         content,
@@ -134,6 +151,10 @@ pub(crate) struct Replacement<'a> {
     pub(crate) shown: &'a str,
     /// The error for an errno from an action on the path.
     pub(crate) error: &'a dyn Fn(&'static str, rustix::io::Errno) -> ToolError,
+    /// Whether the target is still what the caller judged, once the new file is in place,
+    /// given the identity of the entry it replaced (`None`: there was none); when not, the
+    /// old entry is put back and the write fails as changed.
+    pub(crate) unchanged: &'a dyn Fn(Option<Identity>) -> bool,
 }
 
 /// Writes what `content` yields to a new temporary file in `parent` and puts it at
@@ -178,11 +199,16 @@ pub(crate) fn replace_named(
                     },
                 })
         })
-        .and_then(|count| {
-            install(parent, &temp, target.name)
-                .map(|()| count)
-                .map_err(|errno| (target.error)("replace", errno))
-        });
+        .and_then(
+            |count| match install(parent, &temp, target.name, target.unchanged) {
+                Ok(true) => Ok(count),
+                Ok(false) => Err(ToolError::Changed {
+                    tool,
+                    path: target.shown.to_owned(),
+                }),
+                Err(errno) => Err((target.error)("replace", errno)),
+            },
+        );
     if written.is_err() {
         // Best effort: the error being reported matters more than a leftover temporary file.
         let _ = fs::unlinkat(parent, temp.as_str(), AtFlags::empty());
@@ -200,19 +226,38 @@ pub(crate) fn replace_named(
 /// 0.3 ms for 4 KiB), an exchange does not. A directory at `name` is swapped back and refused
 /// (`EISDIR`, as a rename would). Where nothing is at `name` yet, or the file system cannot
 /// exchange (`EINVAL`), it is a plain rename.
-fn install(parent: &impl std::os::fd::AsFd, temp: &str, name: &str) -> Result<(), Errno> {
+///
+/// With the new file in place, `unchanged` is asked about the entry it replaced; when it says
+/// no, the old entry is put back (our file is at `temp` again, for the caller to remove) and
+/// the answer is `Ok(false)`.
+fn install(
+    parent: &impl std::os::fd::AsFd,
+    temp: &str,
+    name: &str,
+    unchanged: &dyn Fn(Option<Identity>) -> bool,
+) -> Result<bool, Errno> {
     match fs::renameat_with(parent, temp, parent, name, RenameFlags::EXCHANGE) {
-        Ok(()) => match fs::unlinkat(parent, temp, AtFlags::empty()) {
-            // unlink(2) refuses a directory (EISDIR on Linux).
-            Err(Errno::ISDIR) => {
-                // Put the directory back; the caller removes our file, at `temp` again.
+        Ok(()) => {
+            let old = fs::statat(parent, temp, AtFlags::SYMLINK_NOFOLLOW)?;
+            // unlink(2) would refuse a directory (EISDIR on Linux): put it back (the caller
+            // removes our file, at `temp` again) and refuse it.
+            let is_dir = FileType::from_raw_mode(old.st_mode) == FileType::Directory;
+            if is_dir || !unchanged(Some(Identity::from_stat(&old))) {
                 fs::renameat_with(parent, temp, parent, name, RenameFlags::EXCHANGE)?;
-                Err(Errno::ISDIR)
+                return if is_dir { Err(Errno::ISDIR) } else { Ok(false) };
             }
             // Best effort: the new content is in place, which is what was asked.
-            Ok(()) | Err(_) => Ok(()),
-        },
-        Err(Errno::NOENT | Errno::INVAL) => fs::renameat(parent, temp, parent, name),
+            let _ = fs::unlinkat(parent, temp, AtFlags::empty());
+            Ok(true)
+        }
+        Err(Errno::NOENT | Errno::INVAL) => {
+            fs::renameat(parent, temp, parent, name)?;
+            if unchanged(None) {
+                return Ok(true);
+            }
+            fs::renameat(parent, name, parent, temp)?;
+            Ok(false)
+        }
         Err(errno) => Err(errno),
     }
 }

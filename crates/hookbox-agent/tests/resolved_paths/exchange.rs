@@ -1,0 +1,168 @@
+//! A directory or file exchanged (`renameat2(RENAME_EXCHANGE)`) with its private twin between
+//! the gate and the tool: the call fails as changed, and never reads, lists, writes or deletes
+//! in `private/`. The exchange is made by code in the sandbox (a second pre hook, standing for
+//! a concurrent call) after the gate allowed, every time, so each row hits the window.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::gate_hooks;
+use crate::{environment, tools};
+
+const SECRET: &str = "{\"salary\": 150000}";
+const PUBLIC: &str = "{\"team_size\": 42}";
+
+/// Exchanges the two `/workspace` paths named in `/workspace/race` (if any), then allows.
+const EXCHANGE: &str = "python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_errno=True); \
+                        p=\"/workspace/race\"; \
+                        a,b=open(p).read().split() if os.path.exists(p) else (\"-\",\"-\"); \
+                        r=l.renameat2(-100,a.encode(),-100,b.encode(),2); \
+                        open(\"/workspace/raced\",\"w\").write(str(r and ctypes.get_errno()))' \
+                        && echo '{}'";
+
+/// Every tool with the path it acts on (`path`, relative to `/workspace`), and whether that
+/// path exists (and so can be exchanged itself).
+fn calls() -> Vec<(&'static str, Value, bool)> {
+    vec![
+        ("read_file", json!({"path": "up/mid/a.json"}), true),
+        (
+            "write_file",
+            json!({"path": "up/mid/a.json", "content": "model"}),
+            true,
+        ),
+        (
+            "write_file",
+            json!({"path": "up/mid/new.json", "content": "model"}),
+            false,
+        ),
+        ("delete_file", json!({"path": "up/mid/a.json"}), true),
+        ("list_files", json!({"path": "up/mid/d"}), true),
+        (
+            "list_files",
+            json!({"path": "up/mid/d", "recursive": true}),
+            true,
+        ),
+    ]
+}
+
+/// What is exchanged with its twin under `private/`, for a tool's path `target`: the file (or
+/// listed directory) itself when it `exists`, its parent, the ancestor two levels up.
+fn exchanged(target: &str, exists: bool) -> Vec<String> {
+    let parent = Path::new(target).parent().unwrap().to_str().unwrap();
+    let grandparent = Path::new(parent).parent().unwrap().to_str().unwrap();
+    let itself = exists.then_some(target);
+    itself
+        .into_iter()
+        .chain([parent, grandparent])
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every file under `dir` with its content.
+fn snapshot(dir: &Path) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(next) = todo.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let key = path.strip_prefix(dir).unwrap().display().to_string();
+                files.insert(key, std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+fn exchange(a: &Path, b: &Path) {
+    rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        a,
+        rustix::fs::CWD,
+        b,
+        rustix::fs::RenameFlags::EXCHANGE,
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn an_exchange_after_the_gate_never_lets_a_tool_act_in_private() {
+    let mut sources = json!([
+        {"type": "inline", "target": ".agents/hooks.json", "content": gate_hooks(&[EXCHANGE])},
+    ]);
+    for (path, content) in [
+        ("up/mid/a.json", PUBLIC),
+        ("up/mid/d/open.json", PUBLIC),
+        ("private/up/mid/a.json", SECRET),
+        ("private/up/mid/d/payroll.json", SECRET),
+    ] {
+        sources.as_array_mut().unwrap().push(
+            json!({"type": "inline", "target": format!("workspace/{path}"), "content": content}),
+        );
+    }
+    let (_home, store, id) = environment(sources).await;
+    let tools = tools(&store, &id);
+    let workspace = store.get(&id).unwrap().root().join("workspace");
+    let private = snapshot(&workspace.join("private"));
+    for (tool, args, exists) in calls() {
+        let target = args["path"].as_str().unwrap();
+        for swapped in exchanged(target, exists) {
+            let case = format!("{tool} {args} with {swapped} exchanged");
+            let (ours, twin) = (
+                workspace.join(&swapped),
+                workspace.join("private").join(&swapped),
+            );
+            let race = format!("/workspace/{swapped} /workspace/private/{swapped}");
+            std::fs::write(workspace.join("race"), race).unwrap();
+            let report = tools.call(tool, args.clone(), None).await.expect("call");
+            assert!(!report.denied, "{case}: {:?}", report.reason);
+            let raced = std::fs::read_to_string(workspace.join("raced")).unwrap_or_default();
+            assert_eq!(
+                raced, "0",
+                "{case}: the exchange did not happen: {:?}",
+                report.trace
+            );
+            std::fs::remove_file(workspace.join("raced")).unwrap();
+            exchange(&ours, &twin);
+            let result = report
+                .result
+                .as_ref()
+                .map(Value::to_string)
+                .unwrap_or_default();
+            assert!(
+                !result.contains("salary") && !result.contains("payroll"),
+                "{case}: private content returned: {result}"
+            );
+            assert_eq!(
+                snapshot(&workspace.join("private")),
+                private,
+                "{case}: private changed"
+            );
+            assert!(
+                report
+                    .error
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("changed"),
+                "{case}: {:?} {:?}",
+                report.result,
+                report.error
+            );
+        }
+        // The same call without a race acts (and puts the public tree back as it was).
+        std::fs::remove_file(workspace.join("race")).unwrap();
+        let report = tools.call(tool, args.clone(), None).await.expect("call");
+        assert_eq!(
+            report.error, None,
+            "{tool} {args} unraced: {:?}",
+            report.result
+        );
+        std::fs::write(workspace.join("up/mid/a.json"), PUBLIC).unwrap();
+        let _ = std::fs::remove_file(workspace.join("up/mid/new.json"));
+        std::fs::remove_file(workspace.join("raced")).unwrap();
+    }
+}
