@@ -22,55 +22,52 @@ const EXCHANGE: &str = "python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_err
                         open(\"/workspace/raced\",\"w\").write(str(r and ctypes.get_errno()))' \
                         && echo '{}'";
 
-/// Every tool with the path it acts on (`path`, relative to `/workspace`), and whether that
-/// path exists (and so can be exchanged itself).
-fn calls() -> Vec<(&'static str, Value, bool)> {
+/// Every tool with the path it acts on (`path`, relative to `/workspace`).
+fn calls() -> Vec<(&'static str, Value)> {
     vec![
-        ("read_file", json!({"path": "up/mid/a.json"}), true),
+        ("read_file", json!({"path": "up/mid/a.json"})),
         (
             "write_file",
             json!({"path": "up/mid/a.json", "content": "model"}),
-            true,
         ),
         (
             "write_file",
             json!({"path": "up/mid/new.json", "content": "model"}),
-            false,
         ),
-        ("delete_file", json!({"path": "up/mid/a.json"}), true),
-        ("list_files", json!({"path": "up/mid/d"}), true),
         (
-            "list_files",
-            json!({"path": "up/mid/d", "recursive": true}),
-            true,
+            "write_file",
+            json!({"path": "up/new/x.json", "content": "model"}),
         ),
+        ("delete_file", json!({"path": "up/mid/a.json"})),
+        ("list_files", json!({"path": "up/mid/d"})),
+        ("list_files", json!({"path": "up/mid/d", "recursive": true})),
     ]
 }
 
 /// What is exchanged with its twin under `private/`, for a tool's path `target`: the file (or
-/// listed directory) itself when it `exists`, its parent, the ancestor two levels up.
-fn exchanged(target: &str, exists: bool) -> Vec<String> {
+/// listed directory) itself, its parent, the ancestor two levels up, those that exist.
+fn exchanged(workspace: &Path, target: &str) -> Vec<String> {
     let parent = Path::new(target).parent().unwrap().to_str().unwrap();
     let grandparent = Path::new(parent).parent().unwrap().to_str().unwrap();
-    let itself = exists.then_some(target);
-    itself
+    [target, parent, grandparent]
         .into_iter()
-        .chain([parent, grandparent])
+        .filter(|path| workspace.join(path).exists())
         .map(str::to_owned)
         .collect()
 }
 
-/// Every file under `dir` with its content.
+/// Every file under `dir` with its content, and every directory (as `/`).
 fn snapshot(dir: &Path) -> BTreeMap<String, String> {
     let mut files = BTreeMap::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(next) = todo.pop() {
         for entry in std::fs::read_dir(&next).unwrap() {
             let path = entry.unwrap().path();
+            let key = path.strip_prefix(dir).unwrap().display().to_string();
             if path.is_dir() {
+                files.insert(key, "/".to_owned());
                 todo.push(path);
             } else {
-                let key = path.strip_prefix(dir).unwrap().display().to_string();
                 files.insert(key, std::fs::read_to_string(&path).unwrap());
             }
         }
@@ -108,9 +105,9 @@ async fn an_exchange_after_the_gate_never_lets_a_tool_act_in_private() {
     let tools = tools(&store, &id);
     let workspace = store.get(&id).unwrap().root().join("workspace");
     let private = snapshot(&workspace.join("private"));
-    for (tool, args, exists) in calls() {
+    for (tool, args) in calls() {
         let target = args["path"].as_str().unwrap();
-        for swapped in exchanged(target, exists) {
+        for swapped in exchanged(&workspace, target) {
             let case = format!("{tool} {args} with {swapped} exchanged");
             let (ours, twin) = (
                 workspace.join(&swapped),
@@ -163,6 +160,7 @@ async fn an_exchange_after_the_gate_never_lets_a_tool_act_in_private() {
         );
         std::fs::write(workspace.join("up/mid/a.json"), PUBLIC).unwrap();
         let _ = std::fs::remove_file(workspace.join("up/mid/new.json"));
+        let _ = std::fs::remove_dir_all(workspace.join("up/new"));
         std::fs::remove_file(workspace.join("raced")).unwrap();
     }
 }

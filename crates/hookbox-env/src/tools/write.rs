@@ -5,7 +5,9 @@ use std::io::Write as _;
 
 use crate::Vocabulary;
 use base64::prelude::{BASE64_STANDARD, Engine as _};
-use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, RenameFlags};
+use std::os::fd::OwnedFd;
+
+use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
 
@@ -77,10 +79,7 @@ pub(crate) fn run(tools: &FileTools, args: &Value, judged: &Judged) -> Result<Va
         }
     };
     let target = tools.writable(TOOL, &path)?;
-    let parent = target
-        .area
-        .make_dirs(target.parent)
-        .map_err(|errno| target.error(TOOL, "create the parent directories of", errno))?;
+    let parent = judged_parent(tools, &target, judged)?;
     // Again on the directory actually opened: a link swapped in meanwhile changes nothing.
     tools.refuse_protected(TOOL, &target, &parent, Some(target.name))?;
     let mode = match confined::entry(&parent, target.name) {
@@ -116,6 +115,45 @@ pub(crate) fn run(tools: &FileTools, args: &Value, judged: &Judged) -> Result<Va
         Mode::from_raw_mode(mode),
     )?;
     Ok(json!({ "path": path.to_string(), "bytes_written": bytes.len() }))
+}
+
+/// The parent directory of `target`, the one the hooks judged: the deepest directory of its
+/// path that existed then is opened and checked to be the judged one at its place
+/// ([`FileTools::still_judged`]), and the missing ones are made below it (mode 0755) through
+/// descriptors, so none is made in a directory exchanged in since.
+fn judged_parent(
+    tools: &FileTools,
+    target: &Writable<'_>,
+    judged: &Judged,
+) -> Result<OwnedFd, ToolError> {
+    let components = target.path.components();
+    let depth = components.len() - 1;
+    let existing = judged.existing().min(depth);
+    let failed = |errno| target.error(TOOL, "create the parent directories of", errno);
+    let mut dir = tools
+        .root()
+        .open_exact(
+            &confined::relative(&components[..existing]),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .map_err(failed)?;
+    tools.still_judged(TOOL, target.path, existing, &dir, judged)?;
+    for name in &components[existing..depth] {
+        match fs::mkdirat(&dir, name.as_str(), confined::dir_mode()) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(errno) => return Err(failed(errno)),
+        }
+        dir = fs::openat2(
+            &dir,
+            name.as_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+        )
+        .map_err(failed)?;
+    }
+    Ok(dir)
 }
 
 /// Writes what `content` yields to a new temporary file in `parent` and renames it over the
