@@ -75,7 +75,8 @@ fn snapshot(dir: &Path) -> BTreeMap<String, String> {
     files
 }
 
-fn exchange(a: &Path, b: &Path) {
+/// Exchanges `a` and `b` back after a call; both must still be there.
+fn exchange(a: &Path, b: &Path, case: &str) {
     rustix::fs::renameat_with(
         rustix::fs::CWD,
         a,
@@ -83,7 +84,7 @@ fn exchange(a: &Path, b: &Path) {
         b,
         rustix::fs::RenameFlags::EXCHANGE,
     )
-    .unwrap();
+    .unwrap_or_else(|errno| panic!("{case}: cannot exchange back ({errno}): one was removed"));
 }
 
 #[tokio::test]
@@ -124,7 +125,7 @@ async fn an_exchange_after_the_gate_never_lets_a_tool_act_in_private() {
                 report.trace
             );
             std::fs::remove_file(workspace.join("raced")).unwrap();
-            exchange(&ours, &twin);
+            exchange(&ours, &twin, &case);
             let result = report
                 .result
                 .as_ref()
