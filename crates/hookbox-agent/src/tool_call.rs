@@ -260,7 +260,10 @@ impl SandboxTools {
         // Hooks see what the tool will act on (file paths resolved) and the model's arguments
         // in `raw_args`; a call that cannot be resolved fails without acting on anything.
         let resolved = self.tools.resolve(tool, &args);
-        let shown = resolved.as_ref().unwrap_or(&args).clone();
+        let shown = resolved
+            .as_ref()
+            .map_or(&args, hookbox_env::Resolved::args)
+            .clone();
         let event = |input: EventInput| {
             if definition.resolves_paths() {
                 input.with_raw_args(args.clone())

@@ -74,8 +74,8 @@ pub use store::{Environments, StoreError};
 pub use target::Target;
 pub use tools::{
     BUILTIN_TOOLS, BuiltinTools, CODE_EXECUTION, DEFAULT_CODE_TIMEOUT, Effect, EnvironmentFile,
-    EnvironmentFiles, FileTools, HOST_PATH, Isolation, MAX_LISTED, ToolDefinition, ToolError,
-    ToolOutcome, Vocabulary, builtin_tool, builtin_tools, mime_type,
+    EnvironmentFiles, FileTools, HOST_PATH, Isolation, MAX_LISTED, Resolved, ToolDefinition,
+    ToolError, ToolOutcome, Vocabulary, builtin_tool, builtin_tools, mime_type,
 };
 pub use warm::status::WarmStatus;
 pub use warm::{DEFAULT_IDLE_TIMEOUT, WarmSandboxes};

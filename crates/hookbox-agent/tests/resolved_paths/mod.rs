@@ -7,6 +7,9 @@ use serde_json::{Value, json};
 
 use super::{environment, tools};
 
+/// Exchanges (`RENAME_EXCHANGE`) between the gate and the tool.
+mod exchange;
+
 fn seed(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/seeds")

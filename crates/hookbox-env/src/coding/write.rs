@@ -107,6 +107,7 @@ pub(crate) fn store(
                 tool: TOOL,
                 problem: error(action, errno),
             },
+            unchanged: &|_| true,
         },
         &dir,
         &mut &bytes[..],

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::egress::{NetworkDecision, SandboxEgress};
 use crate::environment::Environment;
 use crate::tools::code;
-use crate::tools::files::FileTools;
+use crate::tools::files::{FileTools, Resolved};
 use crate::warm::WarmSandboxes;
 
 /// Whether code runs isolated. Unsandboxed runs exist only for machines where the sandbox
@@ -115,20 +115,22 @@ impl BuiltinTools {
     /// `args` of tool `name` as the tool will act on them: a file tool's `path` resolved to
     /// the canonical absolute sandbox path ([`FileTools::resolve`]); `code_execution`'s
     /// arguments as they are.
-    pub fn resolve(&self, name: &str, args: &Value) -> Result<Value, crate::ToolError> {
+    pub fn resolve(&self, name: &str, args: &Value) -> Result<Resolved, crate::ToolError> {
         match crate::builtin_tool(crate::Vocabulary::Sandbox, name) {
-            Some(definition) if !definition.resolves_paths() => Ok(args.clone()),
+            Some(definition) if !definition.resolves_paths() => {
+                Ok(Resolved::unjudged(args.clone()))
+            }
             _ => self.files.resolve(name, args),
         }
     }
 
     /// Runs tool `name` with `args` returned by [`BuiltinTools::resolve`]; a file tool acts on
     /// exactly that path, following no link ([`FileTools::call_resolved`]).
-    pub async fn call_resolved(&self, name: &str, args: &Value) -> ToolOutcome {
+    pub async fn call_resolved(&self, name: &str, resolved: &Resolved) -> ToolOutcome {
         if name == code::CODE_EXECUTION {
             return code::run(
                 &self.environment,
-                args,
+                resolved.args(),
                 self.isolation,
                 self.code_timeout,
                 self.egress.as_deref(),
@@ -136,7 +138,7 @@ impl BuiltinTools {
             )
             .await;
         }
-        match self.files.call_resolved(name, args) {
+        match self.files.call_resolved(name, resolved) {
             Ok(result) => ToolOutcome {
                 result: Some(result),
                 error: None,

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::coding::{self, CodingOutcome, CodingTools, Failure};
-use crate::tools::resolve::Final;
+use crate::tools::resolve::{Final, Judged};
 use crate::tools::{FileTools, ToolError, code, delete, list, read, write};
 
 /// The hooks vocabulary a built-in tool appears under (the hook dialect that names it).
@@ -81,8 +81,8 @@ pub(crate) struct FileTool {
     pub(crate) default_path: Option<&'static str>,
     /// Whether a final symbolic link is followed, or acted on itself.
     pub(crate) last: Final,
-    /// Acts on the path [`FileTools::resolve`] resolved, exactly.
-    pub(crate) run: fn(&FileTools, &Value) -> Result<Value, ToolError>,
+    /// Acts on the path [`FileTools::resolve`] resolved, exactly, and on what it named then.
+    pub(crate) run: fn(&FileTools, &Value, &Judged) -> Result<Value, ToolError>,
 }
 
 /// Every built-in tool: the sandbox tools, then the SDK coding tools, each in the order models

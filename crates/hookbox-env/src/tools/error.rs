@@ -128,11 +128,13 @@ pub enum ToolError {
         /// The writable location, e.g. `workspace`.
         area: String,
     },
-    /// A component of the resolved path became a symbolic link after the path was resolved
-    /// (and shown to the hooks); nothing was done.
+    /// The resolved path (shown to the hooks) names something else since: a part of it became
+    /// a symbolic link, or was renamed, replaced or exchanged for another file or directory;
+    /// nothing was done.
     #[error(
-        "{tool}: `{path}` changed while the call was checked (a part of it is now a symbolic \
-         link); nothing was done; call the tool again"
+        "{tool}: `{path}` changed while it was being judged (a part of it is now a symbolic \
+         link, or another file or directory than the hooks judged); nothing was done; call the \
+         tool again"
     )]
     Changed {
         /// The tool called.

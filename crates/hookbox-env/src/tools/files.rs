@@ -1,5 +1,6 @@
 //! The file tools' entry point: argument dispatch and where a path may be read or written.
 
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use crate::Vocabulary;
@@ -9,12 +10,13 @@ use serde_json::Value;
 
 use crate::agents::{self, WORKSPACE_AGENTS};
 use crate::confined::Confined;
+use crate::confined::relative;
 use crate::environment::Environment;
 use crate::sandbox_path::{AGENTS, SandboxPath, WORKSPACE};
 use crate::tools::args::Args;
 use crate::tools::definition::{FileTool, Run, ToolDefinition, builtin_tool};
 use crate::tools::error::{ToolError, from_errno};
-use crate::tools::resolve::{self, Final};
+use crate::tools::resolve::{self, Final, Identity, Judged};
 
 /// The built-in file tools of one environment: `read_file`, `write_file`, `list_files` and
 /// `delete_file`.
@@ -75,7 +77,8 @@ impl FileTools {
     /// last component too for `read_file` and `list_files`; `write_file` and `delete_file` act
     /// on a link itself), what does not exist yet kept as written. This is what hooks are shown.
     /// A write or delete whose path a link leads out of its writable location is refused here.
-    pub fn resolve(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
+    /// What the path named then is kept with the arguments, for the tool to act on only that.
+    pub fn resolve(&self, name: &str, args: &Value) -> Result<Resolved, ToolError> {
         let (definition, file) = file_tool(name)?;
         let (tool, last, what) = (definition.name, file.last, file.path_names);
         let checked = Args::new(tool, args, definition.arguments)?;
@@ -85,7 +88,7 @@ impl FileTools {
         };
         let path = sandbox_path(tool, text)?;
         self.check_workspace_prefix(tool, text, &path)?;
-        let resolved = resolve::resolve(&self.root, &path, last)
+        let (resolved, judged) = resolve::resolve(&self.root, &path, last)
             .map_err(|errno| from_errno(tool, "resolve", &path.to_string(), errno))?;
         let top = path.top().unwrap_or_default();
         if last == Final::Keep && self.is_writable(top) && resolved.top() != path.top() {
@@ -97,7 +100,10 @@ impl FileTools {
         }
         let mut resolved_args = args.as_object().cloned().unwrap_or_default();
         resolved_args.insert("path".to_owned(), resolved.to_string().into());
-        Ok(Value::Object(resolved_args))
+        Ok(Resolved {
+            args: Value::Object(resolved_args),
+            judged,
+        })
     }
 
     /// The one rule for `workspace/` paths. The Files API names files from the sandbox root
@@ -139,10 +145,59 @@ impl FileTools {
     /// Runs tool `name` with `args` as [`FileTools::resolve`] returned them: the path is
     /// opened exactly as given, refusing every symbolic link (`..` and `.` are still taken
     /// lexically), so a component turned into a link since the resolution makes the call fail
-    /// ([`ToolError::Changed`]) instead of being followed.
-    pub fn call_resolved(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
+    /// ([`ToolError::Changed`]) instead of being followed; so does one exchanged for another
+    /// file or directory ([`FileTools::still_judged`]).
+    pub fn call_resolved(&self, name: &str, resolved: &Resolved) -> Result<Value, ToolError> {
         let (_, file) = file_tool(name)?;
-        (file.run)(self, args)
+        (file.run)(self, &resolved.args, &resolved.judged)
+    }
+
+    /// Fails the call as changed ([`ToolError::Changed`]) unless `fd`, opened on the first
+    /// `depth` components of `path`, is what they named when the hooks judged `path`, and they
+    /// still name it. For a component created since (a new parent directory), the deepest one
+    /// that existed must still be the judged one at its place.
+    pub(crate) fn still_judged(
+        &self,
+        tool: &'static str,
+        path: &SandboxPath,
+        depth: usize,
+        fd: &impl AsFd,
+        judged: &Judged,
+    ) -> Result<(), ToolError> {
+        let shown = path.to_string();
+        let changed = || ToolError::Changed {
+            tool,
+            path: shown.clone(),
+        };
+        let identity =
+            Identity::of(fd).map_err(|errno| from_errno(tool, "inspect", &shown, errno))?;
+        let named_now = |depth: usize| match depth {
+            0 => Ok(None),
+            _ => self
+                .root
+                .open_exact(
+                    &relative(&path.components()[..depth]),
+                    OFlags::PATH | OFlags::NOFOLLOW,
+                    Mode::empty(),
+                )
+                .and_then(|fd| Identity::of(&fd))
+                .map(Some)
+                .map_err(|errno| match errno {
+                    Errno::LOOP | Errno::NOENT | Errno::NOTDIR => changed(),
+                    errno => from_errno(tool, "inspect", &shown, errno),
+                }),
+        };
+        if depth > 0 && named_now(depth)? != Some(identity) {
+            return Err(changed());
+        }
+        let anchored = match judged.at(depth) {
+            Some(was) => was == identity,
+            None => {
+                let existing = judged.existing().min(depth);
+                named_now(existing)? == judged.at(existing)
+            }
+        };
+        if anchored { Ok(()) } else { Err(changed()) }
     }
 
     /// The descriptor on the environment root (paths resolved in it as in a chroot).
@@ -254,6 +309,29 @@ impl FileTools {
     /// Whether the top-level entry `top` may be written to.
     fn is_writable(&self, top: &str) -> bool {
         top == WORKSPACE || (top == AGENTS && self.agents_writable)
+    }
+}
+
+/// A file tool's arguments as shown to the hooks (the path resolved), with what the path
+/// named then; the tool acts on that or fails.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    args: Value,
+    judged: Judged,
+}
+
+impl Resolved {
+    /// Arguments that name no file (`code_execution`'s), as they are.
+    pub fn unjudged(args: Value) -> Self {
+        Self {
+            args,
+            judged: Judged::default(),
+        }
+    }
+
+    /// The arguments the hooks are shown and the tool runs with.
+    pub fn args(&self) -> &Value {
+        &self.args
     }
 }
 

@@ -10,7 +10,7 @@ use crate::tools::args::Args;
 use crate::tools::definition::{Effect, FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::{ToolError, from_errno};
 use crate::tools::files::{FileTools, exact_errno, sandbox_path};
-use crate::tools::resolve::Final;
+use crate::tools::resolve::{Final, Judged};
 use crate::tree::{NotEntered, Walk, limits_note};
 
 /// The tool's name.
@@ -50,8 +50,9 @@ pub(crate) const DEFAULT_PATH: &str = "/workspace";
 /// Most entries returned; past it the listing stops and says `"truncated": true`.
 const MAX_ENTRIES: usize = 10_000;
 
-/// Lists a directory (recursively on request) without following symlinks, sorted by path.
-pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
+/// Lists a directory (recursively on request) without following symlinks, sorted by path:
+/// the directory the path named when judged, walked through descriptors from it.
+pub(crate) fn run(tools: &FileTools, args: &Value, judged: &Judged) -> Result<Value, ToolError> {
     let args = Args::new(TOOL, args, ARGS)?;
     let path = sandbox_path(
         TOOL,
@@ -74,6 +75,7 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
             },
             errno => exact_errno(TOOL, "open", &path.to_string(), errno),
         })?;
+    tools.still_judged(TOOL, &path, path.components().len(), &dir, judged)?;
     let mut walk = Walk::new(dir, path.clone())
         .map_err(|errno| from_errno(TOOL, "list", &path.to_string(), errno))?;
     let mut entries = Vec::new();

@@ -21,5 +21,5 @@ pub use definition::{
     BUILTIN_TOOLS, Effect, ToolDefinition, Vocabulary, builtin_tool, builtin_tools,
 };
 pub use error::ToolError;
-pub use files::FileTools;
+pub use files::{FileTools, Resolved};
 pub use owner::{EnvironmentFile, EnvironmentFiles, MAX_LISTED, mime_type};

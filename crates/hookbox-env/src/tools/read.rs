@@ -12,7 +12,7 @@ use crate::tools::args::Args;
 use crate::tools::definition::{Effect, FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, exact_errno, sandbox_path};
-use crate::tools::resolve::Final;
+use crate::tools::resolve::{Final, Judged};
 
 /// The tool's name.
 pub(crate) const TOOL: &str = "read_file";
@@ -46,8 +46,9 @@ fn parameters() -> Value {
 const LIMIT: u64 = 10 * 1024 * 1024;
 
 /// Reads a regular file; UTF-8 text as is, anything else as base64 with `encoding:"base64"`.
-/// A file with more than one name (hard links) is refused: hooks judged only this name.
-pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
+/// A file with more than one name (hard links) is refused: hooks judged only this name. The
+/// file read is the one the path named when judged (read through the descriptor checked).
+pub(crate) fn run(tools: &FileTools, args: &Value, judged: &Judged) -> Result<Value, ToolError> {
     let args = Args::new(TOOL, args, ARGS)?;
     let path = sandbox_path(TOOL, args.required_string("path", "the file to read")?)?;
     let shown = path.to_string();
@@ -61,6 +62,7 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
             Mode::empty(),
         )
         .map_err(|errno| error("open", errno))?;
+    tools.still_judged(TOOL, &path, path.components().len(), &fd, judged)?;
     let stat = rustix::fs::fstat(&fd).map_err(|errno| error("inspect", errno))?;
     match FileType::from_raw_mode(stat.st_mode) {
         FileType::RegularFile => {}

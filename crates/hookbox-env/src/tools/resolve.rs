@@ -29,16 +29,64 @@ pub(crate) enum Final {
     Keep,
 }
 
-/// The canonical form of `path` inside the root opened as `root` (see the module docs).
+/// What a file or directory is, whatever its name: its device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Identity {
+    dev: u64,
+    ino: u64,
+}
+
+impl Identity {
+    /// The identity of what `fd` is open on (a symbolic link itself for an `O_PATH` one).
+    pub(crate) fn of(fd: &impl AsFd) -> Result<Self, Errno> {
+        Ok(Self::from_stat(&fs::fstat(fd)?))
+    }
+
+    /// The identity `stat` describes.
+    pub(crate) fn from_stat(stat: &fs::Stat) -> Self {
+        Self {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+        }
+    }
+}
+
+/// What a resolved path named when the hooks were shown it: the identity of each of its
+/// components that existed then, from the top (`/workspace`, `/workspace/dir`…); the missing
+/// rest (a file to create, its new parents) has none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Judged {
+    ids: Vec<Identity>,
+}
+
+impl Judged {
+    /// The identity the first `depth` components had (`None` past what existed; the root,
+    /// `depth` 0, is never exchanged and has none either).
+    pub(crate) fn at(&self, depth: usize) -> Option<Identity> {
+        depth
+            .checked_sub(1)
+            .and_then(|index| self.ids.get(index).copied())
+    }
+
+    /// How many components existed.
+    pub(crate) fn existing(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+/// The canonical form of `path` inside the root opened as `root` (see the module docs), with
+/// what it named.
 pub(crate) fn resolve(
     root: &impl AsFd,
     path: &SandboxPath,
     last: Final,
-) -> Result<SandboxPath, Errno> {
+) -> Result<(SandboxPath, Judged), Errno> {
     let mut todo: Vec<String> = path.components().iter().rev().cloned().collect();
     // The resolved components, and the last of them opened while everything so far exists
     // (`None`: the root). One descriptor at a time, however long the path.
     let mut done: Vec<String> = Vec::new();
+    // The identities of the existing prefix of `done`.
+    let mut ids: Vec<Identity> = Vec::new();
     let mut current: Option<OwnedFd> = None;
     let mut missing_from: Option<usize> = None;
     let mut links = 0;
@@ -52,6 +100,12 @@ pub(crate) fn resolve(
                 }
                 if missing_from.is_none() {
                     current = reopen(root, &done)?;
+                    ids.truncate(done.len());
+                    if let Some(fd) = &current {
+                        // What the prefix names now (an exchange since is the caller's to see).
+                        ids.pop();
+                        ids.push(Identity::of(fd)?);
+                    }
                 }
                 continue;
             }
@@ -78,6 +132,7 @@ pub(crate) fn resolve(
         let is_link = FileType::from_raw_mode(fs::fstat(&fd)?.st_mode) == FileType::Symlink;
         if !is_link || (todo.is_empty() && last == Final::Keep) {
             done.push(name);
+            ids.push(Identity::of(&fd)?);
             current = Some(fd);
             continue;
         }
@@ -89,6 +144,7 @@ pub(crate) fn resolve(
         let target = target.to_str().map_err(|_| Errno::ILSEQ)?;
         if target.starts_with('/') {
             done.clear();
+            ids.clear();
             current = None;
         }
         todo.extend(target.split('/').rev().map(str::to_owned));
@@ -97,7 +153,7 @@ pub(crate) fn resolve(
             return Err(Errno::NAMETOOLONG);
         }
     }
-    Ok(SandboxPath::from_components(done))
+    Ok((SandboxPath::from_components(done), Judged { ids }))
 }
 
 /// The directory `done` names below `root` opened again, refusing every link on the way
@@ -137,7 +193,7 @@ mod tests {
     fn resolved(root: &std::path::Path, path: &str, last: Final) -> Result<String, Errno> {
         let fd = fs::open(root, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
         let path = SandboxPath::parse(path, "workspace").unwrap();
-        resolve(&fd, &path, last).map(|path| path.to_string())
+        resolve(&fd, &path, last).map(|(path, _)| path.to_string())
     }
 
     #[test]

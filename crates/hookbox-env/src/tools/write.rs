@@ -5,7 +5,9 @@ use std::io::Write as _;
 
 use crate::Vocabulary;
 use base64::prelude::{BASE64_STANDARD, Engine as _};
-use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, RenameFlags};
+use std::os::fd::OwnedFd;
+
+use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlags};
 use rustix::io::Errno;
 use serde_json::{Value, json};
 
@@ -14,7 +16,7 @@ use crate::tools::args::Args;
 use crate::tools::definition::{Effect, FileTool, Run, ToolDefinition, sandbox_path_schema};
 use crate::tools::error::ToolError;
 use crate::tools::files::{FileTools, Writable, sandbox_path};
-use crate::tools::resolve::Final;
+use crate::tools::resolve::{Final, Identity, Judged};
 
 /// The tool's name.
 pub(crate) const TOOL: &str = "write_file";
@@ -49,8 +51,11 @@ fn parameters() -> Value {
 }
 
 /// Writes a file through a temporary file renamed over the target, creating missing parent
-/// directories; an existing file keeps its permission bits.
-pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
+/// directories; an existing file keeps its permission bits. The name written is the one the
+/// path named when judged: in the directory judged, still at the judged path once the new file
+/// is in place, replacing the entry judged (or none if there was none); otherwise the old
+/// entry is put back and the call fails as changed.
+pub(crate) fn run(tools: &FileTools, args: &Value, judged: &Judged) -> Result<Value, ToolError> {
     let args = Args::new(TOOL, args, ARGS)?;
     let path = sandbox_path(TOOL, args.required_string("path", "the file to write")?)?;
     let content = args.required_string("content", "the file's new content")?;
@@ -74,10 +79,7 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
         }
     };
     let target = tools.writable(TOOL, &path)?;
-    let parent = target
-        .area
-        .make_dirs(target.parent)
-        .map_err(|errno| target.error(TOOL, "create the parent directories of", errno))?;
+    let parent = judged_parent(tools, &target, judged)?;
     // Again on the directory actually opened: a link swapped in meanwhile changes nothing.
     tools.refuse_protected(TOOL, &target, &parent, Some(target.name))?;
     let mode = match confined::entry(&parent, target.name) {
@@ -92,14 +94,66 @@ pub(crate) fn run(tools: &FileTools, args: &Value) -> Result<Value, ToolError> {
         Ok(_) => 0o644,
         Err(errno) => return Err(target.error(TOOL, "inspect", errno)),
     };
-    replace(
-        TOOL,
+    let depth = path.components().len();
+    tools.still_judged(TOOL, &path, depth - 1, &parent, judged)?;
+    let unchanged = |replaced: Option<Identity>| {
+        replaced == judged.at(depth)
+            && tools
+                .still_judged(TOOL, &path, depth - 1, &parent, judged)
+                .is_ok()
+    };
+    replace_named(
+        &Replacement {
+            tool: TOOL,
+            name: target.name,
+            shown: &path.to_string(),
+            error: &|action, errno| target.error(TOOL, action, errno),
+            unchanged: &unchanged,
+        },
         &parent,
-        &target,
         &mut bytes.as_slice(),
         Mode::from_raw_mode(mode),
     )?;
     Ok(json!({ "path": path.to_string(), "bytes_written": bytes.len() }))
+}
+
+/// The parent directory of `target`, the one the hooks judged: the deepest directory of its
+/// path that existed then is opened and checked to be the judged one at its place
+/// ([`FileTools::still_judged`]), and the missing ones are made below it (mode 0755) through
+/// descriptors, so none is made in a directory exchanged in since.
+fn judged_parent(
+    tools: &FileTools,
+    target: &Writable<'_>,
+    judged: &Judged,
+) -> Result<OwnedFd, ToolError> {
+    let components = target.path.components();
+    let depth = components.len() - 1;
+    let existing = judged.existing().min(depth);
+    let failed = |errno| target.error(TOOL, "create the parent directories of", errno);
+    let mut dir = tools
+        .root()
+        .open_exact(
+            &confined::relative(&components[..existing]),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .map_err(failed)?;
+    tools.still_judged(TOOL, target.path, existing, &dir, judged)?;
+    for name in &components[existing..depth] {
+        match fs::mkdirat(&dir, name.as_str(), confined::dir_mode()) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(errno) => return Err(failed(errno)),
+        }
+        dir = fs::openat2(
+            &dir,
+            name.as_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+        )
+        .map_err(failed)?;
+    }
+    Ok(dir)
 }
 
 /// Writes what `content` yields to a new temporary file in `parent` and renames it over the
@@ -117,6 +171,7 @@ pub(crate) fn replace(
             name: target.name,
             shown: &target.path.to_string(),
             error: &|action, errno| target.error(tool, action, errno),
+            unchanged: &|_| true,
         },
         parent,
         content,
@@ -134,6 +189,10 @@ pub(crate) struct Replacement<'a> {
     pub(crate) shown: &'a str,
     /// The error for an errno from an action on the path.
     pub(crate) error: &'a dyn Fn(&'static str, rustix::io::Errno) -> ToolError,
+    /// Whether the target is still what the caller judged, once the new file is in place,
+    /// given the identity of the entry it replaced (`None`: there was none); when not, the
+    /// old entry is put back and the write fails as changed.
+    pub(crate) unchanged: &'a dyn Fn(Option<Identity>) -> bool,
 }
 
 /// Writes what `content` yields to a new temporary file in `parent` and puts it at
@@ -178,11 +237,16 @@ pub(crate) fn replace_named(
                     },
                 })
         })
-        .and_then(|count| {
-            install(parent, &temp, target.name)
-                .map(|()| count)
-                .map_err(|errno| (target.error)("replace", errno))
-        });
+        .and_then(
+            |count| match install(parent, &temp, target.name, target.unchanged) {
+                Ok(true) => Ok(count),
+                Ok(false) => Err(ToolError::Changed {
+                    tool,
+                    path: target.shown.to_owned(),
+                }),
+                Err(errno) => Err((target.error)("replace", errno)),
+            },
+        );
     if written.is_err() {
         // Best effort: the error being reported matters more than a leftover temporary file.
         let _ = fs::unlinkat(parent, temp.as_str(), AtFlags::empty());
@@ -200,19 +264,38 @@ pub(crate) fn replace_named(
 /// 0.3 ms for 4 KiB), an exchange does not. A directory at `name` is swapped back and refused
 /// (`EISDIR`, as a rename would). Where nothing is at `name` yet, or the file system cannot
 /// exchange (`EINVAL`), it is a plain rename.
-fn install(parent: &impl std::os::fd::AsFd, temp: &str, name: &str) -> Result<(), Errno> {
+///
+/// With the new file in place, `unchanged` is asked about the entry it replaced; when it says
+/// no, the old entry is put back (our file is at `temp` again, for the caller to remove) and
+/// the answer is `Ok(false)`.
+fn install(
+    parent: &impl std::os::fd::AsFd,
+    temp: &str,
+    name: &str,
+    unchanged: &dyn Fn(Option<Identity>) -> bool,
+) -> Result<bool, Errno> {
     match fs::renameat_with(parent, temp, parent, name, RenameFlags::EXCHANGE) {
-        Ok(()) => match fs::unlinkat(parent, temp, AtFlags::empty()) {
-            // unlink(2) refuses a directory (EISDIR on Linux).
-            Err(Errno::ISDIR) => {
-                // Put the directory back; the caller removes our file, at `temp` again.
+        Ok(()) => {
+            let old = fs::statat(parent, temp, AtFlags::SYMLINK_NOFOLLOW)?;
+            // unlink(2) would refuse a directory (EISDIR on Linux): put it back (the caller
+            // removes our file, at `temp` again) and refuse it.
+            let is_dir = FileType::from_raw_mode(old.st_mode) == FileType::Directory;
+            if is_dir || !unchanged(Some(Identity::from_stat(&old))) {
                 fs::renameat_with(parent, temp, parent, name, RenameFlags::EXCHANGE)?;
-                Err(Errno::ISDIR)
+                return if is_dir { Err(Errno::ISDIR) } else { Ok(false) };
             }
             // Best effort: the new content is in place, which is what was asked.
-            Ok(()) | Err(_) => Ok(()),
-        },
-        Err(Errno::NOENT | Errno::INVAL) => fs::renameat(parent, temp, parent, name),
+            let _ = fs::unlinkat(parent, temp, AtFlags::empty());
+            Ok(true)
+        }
+        Err(Errno::NOENT | Errno::INVAL) => {
+            fs::renameat(parent, temp, parent, name)?;
+            if unchanged(None) {
+                return Ok(true);
+            }
+            fs::renameat(parent, name, parent, temp)?;
+            Ok(false)
+        }
         Err(errno) => Err(errno),
     }
 }
