@@ -161,6 +161,16 @@ impl Environments {
                     .to_owned(),
             });
         }
+        if current.metadata().agents_writable && spec.agents_writable == Some(false) {
+            return Err(StoreError::Misplaced {
+                path: "$.agents_writable".to_owned(),
+                problem: "`true` cannot be turned off: sessions opened before can still write \
+                          the `.agents` directories, and what the model wrote there would run as \
+                          the owner's hooks; create a new environment without it whose sources \
+                          supply the `.agents` directories"
+                    .to_owned(),
+            });
+        }
         self.check_credentials(spec)?;
         let budget = current.disk_budget();
         // With a budget, stage on the environment's own file system: the staged files count
@@ -178,21 +188,20 @@ impl Environments {
         staging
             .materialise(spec, &staged_root, &self.remote(), budget)
             .await?;
-        // The `.agents` directories this update supplies first: what the model put there is
-        // removed before the owner's files arrive, and never counts as the owner's scripts.
+        // A `.agents` directory the model may write in (see `agents::owner_may_add`) is never
+        // taken over: every file a hook runs is one the owner wrote.
         let not_owners = current.not_owners_agents();
-        let adopted: Vec<&String> = not_owners
-            .iter()
-            .filter(|dir| agents::present_in(&staged_root).contains(dir))
-            .collect();
+        if let Some(dir) = agents::present_in(&staged_root)
+            .into_iter()
+            .find(|dir| not_owners.contains(dir) && !agents::owner_may_add(dir))
+        {
+            return Err(StoreError::Update {
+                id: id.to_owned(),
+                problem: agents::not_the_owners(&dir),
+            });
+        }
         self.check_hook_files(&staged_root, &[], Some((current.root(), &not_owners)))
             .map_err(|refused| refused_in(spec, &refused))?;
-        for dir in adopted {
-            agents::take_over(current.root(), dir).map_err(|err| StoreError::Update {
-                id: id.to_owned(),
-                problem: format!("cannot remove what the model put in `{dir}`: {err}"),
-            })?;
-        }
         place::place(&staged_root, current.root()).map_err(|problem| StoreError::Update {
             id: id.to_owned(),
             problem,
@@ -220,15 +229,15 @@ impl Environments {
     }
 
     /// Records that the owner wrote `path` (a sandbox path, e.g. by an upload): when it lies in
-    /// one of the `.agents` directories hooks are discovered in, that directory is the owner's
-    /// from now on (read-only to the model unless `agents_writable`).
+    /// a `.agents` directory the owner may add (see `agents::owner_may_add`), that directory is
+    /// the owner's from now on (read-only to the model unless `agents_writable`).
     pub fn record_owner_write(&self, id: &str, path: &str) -> Result<Environment, StoreError> {
         let current = self.get(id)?;
         let path = format!("/{}", path.trim_start_matches('/'));
         let dirs: Vec<String> = agents::AGENTS_DIRS
             .iter()
             .map(|dir| format!("/{dir}"))
-            .filter(|dir| path.starts_with(&format!("{dir}/")))
+            .filter(|dir| path.starts_with(&format!("{dir}/")) && agents::owner_may_add(dir))
             .collect();
         if dirs.iter().all(|dir| current.owner_agents().contains(dir)) {
             return Ok(current);
