@@ -71,6 +71,52 @@ pub(crate) fn not_the_owners(dir: &str) -> String {
     )
 }
 
+/// The first symbolic link in the `.agents` directory `dir` (a sandbox path) of the root
+/// `root` that leads out of it, as `(its sandbox path, where it points)`: an absolute link, or a
+/// relative one climbing above `dir`. Such a link would make an owner hook run, or load beside,
+/// whatever the model puts where it points (`/workspace/gate.js`); links never carry trust.
+pub(crate) fn link_out(root: &Path, dir: &str) -> std::io::Result<Option<(String, String)>> {
+    let top = root.join(dir.trim_start_matches('/'));
+    // (host path, depth below `dir`)
+    let mut pending = vec![(top.clone(), 0_usize)];
+    while let Some((path, depth)) = pending.pop() {
+        let meta = match std::fs::symlink_metadata(&path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            meta => meta?,
+        };
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path)? {
+                pending.push((entry?.path(), depth + 1));
+            }
+        } else if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&path)?;
+            // Below `dir`, a link at depth `depth` may climb `depth - 1` levels.
+            let mut level = depth.saturating_sub(1);
+            let escapes = target.is_absolute()
+                || target.components().any(|part| match part {
+                    std::path::Component::ParentDir if level == 0 => true,
+                    std::path::Component::ParentDir => {
+                        level -= 1;
+                        false
+                    }
+                    std::path::Component::Normal(_) => {
+                        level += 1;
+                        false
+                    }
+                    _ => false,
+                });
+            if escapes {
+                let relative = path.strip_prefix(&top).unwrap_or(&path);
+                return Ok(Some((
+                    format!("{dir}/{}", relative.display()),
+                    target.display().to_string(),
+                )));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Whether the sandbox path `path` lies in one of the `.agents` directories `dirs`.
 pub(crate) fn lies_in(path: &str, dirs: &[String]) -> bool {
     let path = format!("/{}", path.trim_start_matches('/'));

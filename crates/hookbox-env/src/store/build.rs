@@ -80,6 +80,11 @@ impl Environments {
         create_dir(&root.join(WORKSPACE))?;
         self.check_hook_files(&root, &models_agents, None)
             .map_err(|refused| refused_in(spec, &refused))?;
+        let owners: Vec<String> = agents::present_in(&root)
+            .into_iter()
+            .filter(|dir| !models_agents.contains(dir))
+            .collect();
+        refuse_links_out(spec, &root, &owners)?;
         let now = Timestamp::now().to_string();
         let meta = Metadata {
             id: format!("{ID_PREFIX}{}", token()?),
@@ -87,10 +92,7 @@ impl Environments {
             updated: now,
             from_environment: spec.from_environment.clone(),
             agents_writable: spec.agents_writable.unwrap_or(false),
-            owner_agents: agents::present_in(&root)
-                .into_iter()
-                .filter(|dir| !models_agents.contains(dir))
-                .collect(),
+            owner_agents: owners,
             sources: spec.sources.iter().map(SourceSummary::of).collect(),
             network: spec.network.clone(),
             env: spec.env.clone().unwrap_or_default(),
@@ -202,6 +204,7 @@ impl Environments {
         }
         self.check_hook_files(&staged_root, &[], Some((current.root(), &not_owners)))
             .map_err(|refused| refused_in(spec, &refused))?;
+        refuse_links_out(spec, &staged_root, &agents::present_in(&staged_root))?;
         place::place(&staged_root, current.root()).map_err(|problem| StoreError::Update {
             id: id.to_owned(),
             problem,
@@ -305,20 +308,49 @@ impl Environments {
     }
 }
 
-/// The error for a hook file refused after `spec`'s sources were staged: at the last source
-/// that wrote it (or `from_environment`, which copied it).
+/// The error for a hook file refused after `spec`'s sources were staged.
 fn refused_in(spec: &EnvironmentSpec, refused: &hook_check::Refused) -> StoreError {
+    StoreError::Misplaced {
+        path: writer(spec, &refused.file),
+        problem: format!("{refused}; nothing was written"),
+    }
+}
+
+/// Refuses a link leading out of one of the owner's `.agents` directories `dirs` in the staged
+/// `root` (see [`agents::link_out`]), at the source that wrote it.
+fn refuse_links_out(
+    spec: &EnvironmentSpec,
+    root: &Path,
+    dirs: &[String],
+) -> Result<(), StoreError> {
+    for dir in dirs {
+        let found = agents::link_out(root, dir)
+            .map_err(io_error("inspect", &root.join(dir.trim_start_matches('/'))))?;
+        if let Some((link, target)) = found {
+            return Err(StoreError::Misplaced {
+                path: writer(spec, &link),
+                problem: format!(
+                    "`{link}` is a symbolic link to `{target}`, out of `{dir}`: an owner hook \
+                     would run what lies there, which the model may write; supply the file \
+                     itself, or a relative link that stays in `{dir}`; nothing was written"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The JSON path of the last source of `spec` that wrote the sandbox path `file` (or
+/// `from_environment`, which copied it).
+fn writer(spec: &EnvironmentSpec, file: &str) -> String {
     let writer = spec.sources.iter().rposition(|source| {
         let target = source.target().to_string();
         let target = target.trim_end_matches('/');
-        refused.file == target || refused.file.starts_with(&format!("{target}/"))
+        file == target || file.starts_with(&format!("{target}/"))
     });
-    StoreError::Misplaced {
-        path: match writer {
-            Some(index) => format!("$.sources[{index}]"),
-            None => "$.from_environment".to_owned(),
-        },
-        problem: format!("{refused}; nothing was written"),
+    match writer {
+        Some(index) => format!("$.sources[{index}]"),
+        None => "$.from_environment".to_owned(),
     }
 }
 

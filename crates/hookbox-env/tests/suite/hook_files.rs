@@ -309,3 +309,60 @@ async fn a_copy_keeps_the_models_agents_directory_the_models_unless_its_sources_
         .collect();
     assert_eq!(left, ["gate.js", "hooks.json"]);
 }
+
+/// A link in an owner's `.agents` directory that leads out of it (absolute, or climbing above
+/// it) is refused at create and update, naming the link, where it points and the fix: an
+/// owner hook would run what lies there, which the model may write. Links that stay inside
+/// pass.
+#[tokio::test]
+async fn links_out_of_an_owners_agents_directory_are_refused() {
+    use std::os::unix::fs::symlink;
+    // (link below the `.agents` directory, where it points, refused); a new case is one line.
+    let cases = [
+        ("gate.js", "/workspace/gate.js", true),
+        ("gate.js", "/.agents/real.js", true),
+        ("lib", "../lib", true),
+        ("sub/lib", "../../workspace/lib", true),
+        ("sub/deep/x.js", "../../../x.js", true),
+        ("sub/deep/top.js", "../../real.js", false),
+        ("alias.js", "real.js", false),
+        ("sub/alias.js", "../real.js", false),
+        ("sub/deep/alias.js", "../../sub/../real.js", false),
+    ];
+    for agents in ["workspace/.agents", ".agents"] {
+        for (link, points_to, expect_refused) in cases {
+            let case = format!("{agents}/{link} -> {points_to}");
+            let tree = tempfile::tempdir().unwrap();
+            std::fs::write(tree.path().join("real.js"), "owner").unwrap();
+            let at = tree.path().join(link);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            symlink(points_to, &at).unwrap();
+            let source = json!({"type": "local", "source": tree.path(), "target": agents});
+            let home = Home::with_host_sources();
+            let spec = json!({"sources": [{"type": "inline", "target": "workspace/x", "content": "x"}, source]});
+            if expect_refused {
+                let message = refused(&home, spec).await;
+                assert!(
+                    message.contains("`$.sources[1]`")
+                        && message.contains(&format!(
+                            "`/{agents}/{link}` is a symbolic link to `{points_to}`"
+                        )),
+                    "{case}: {message}"
+                );
+                // And as an update, leaving the environment as it was.
+                let env = home.create(json!({"sources": [{"type": "inline", "target": "workspace/.agents/a", "content": "x"}]})).await;
+                let spec = EnvironmentSpec::from_json(&json!({"sources": [source]})).unwrap();
+                let before = snapshot(env.root());
+                let err = home.envs.update(env.id(), &spec).await.expect_err(&case);
+                assert!(err.to_string().contains("symbolic link"), "{case}: {err}");
+                assert_eq!(snapshot(env.root()), before, "{case}");
+            } else {
+                let spec = EnvironmentSpec::from_json(&spec).unwrap();
+                home.envs
+                    .create(&spec)
+                    .await
+                    .unwrap_or_else(|err| panic!("{case}: {err}"));
+            }
+        }
+    }
+}
