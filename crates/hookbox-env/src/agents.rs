@@ -34,10 +34,12 @@ pub(crate) fn present_in(root: &Path) -> Vec<String> {
 }
 
 /// Removes what lies at the `.agents` directory `dir` (a sandbox path, one of [`AGENTS_DIRS`])
-/// of the environment root `root`, following no link. Done before the owner first writes
-/// into a `.agents` directory the owner did not supply: it becomes the owner's holding only
-/// what the owner wrote, so the owner's hooks never start beside files the model put there
-/// (a `package.json`, `node_modules`, a script a hook file names…).
+/// of the environment root `root`, following no link. Done while a new environment is made
+/// from another (`from_environment`) whose sources write into a `.agents` directory the
+/// base's owner did not supply: the copy's directory becomes the owner's holding only what the
+/// owner wrote, so the owner's hooks never start beside files the model put there (a
+/// `package.json`, `node_modules`, a script a hook file names…). No sandbox has the copy open
+/// yet, so no model call can write there meanwhile.
 pub(crate) fn take_over(root: &Path, dir: &str) -> std::io::Result<()> {
     let path = root.join(dir.trim_start_matches('/'));
     match std::fs::symlink_metadata(&path) {
@@ -46,6 +48,73 @@ pub(crate) fn take_over(root: &Path, dir: &str) -> std::io::Result<()> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(err),
     }
+}
+
+/// Whether the owner may start supplying the `.agents` directory `dir` (a sandbox path) in an
+/// environment that already exists: only `/.agents`, which every sandbox mounts read-only and
+/// whose parent `/` no model call can write. `/workspace/.agents` is the model's unless supplied
+/// at creation: a session opened earlier keeps it writable for its later calls, and a call
+/// running meanwhile can write there, so what the owner's hooks would run could be the model's.
+pub(crate) fn owner_may_add(dir: &str) -> bool {
+    dir == format!("/{}", AGENTS_DIRS[0])
+}
+
+/// Why the owner cannot write into the `.agents` directory `dir` that is the model's, and what
+/// to do instead.
+pub(crate) fn not_the_owners(dir: &str) -> String {
+    format!(
+        "`{dir}` was not supplied when the environment was created, so it is the model's: \
+         model code may have written there and sessions opened before can still write there, \
+         so the owner cannot take it over and nothing was written; create a new environment \
+         from this one (`from_environment`) whose sources supply `{dir}` (the copy's then \
+         holds only the owner's files)"
+    )
+}
+
+/// The first symbolic link in the `.agents` directory `dir` (a sandbox path) of the root
+/// `root` that leads out of it, as `(its sandbox path, where it points)`: an absolute link, or a
+/// relative one climbing above `dir`. Such a link would make an owner hook run, or load beside,
+/// whatever the model puts where it points (`/workspace/gate.js`); links never carry trust.
+pub(crate) fn link_out(root: &Path, dir: &str) -> std::io::Result<Option<(String, String)>> {
+    let top = root.join(dir.trim_start_matches('/'));
+    // (host path, depth below `dir`)
+    let mut pending = vec![(top.clone(), 0_usize)];
+    while let Some((path, depth)) = pending.pop() {
+        let meta = match std::fs::symlink_metadata(&path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            meta => meta?,
+        };
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path)? {
+                pending.push((entry?.path(), depth + 1));
+            }
+        } else if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&path)?;
+            // Below `dir`, a link at depth `depth` may climb `depth - 1` levels.
+            let mut level = depth.saturating_sub(1);
+            let escapes = target.is_absolute()
+                || target.components().any(|part| match part {
+                    std::path::Component::ParentDir if level == 0 => true,
+                    std::path::Component::ParentDir => {
+                        level -= 1;
+                        false
+                    }
+                    std::path::Component::Normal(_) => {
+                        level += 1;
+                        false
+                    }
+                    _ => false,
+                });
+            if escapes {
+                let relative = path.strip_prefix(&top).unwrap_or(&path);
+                return Ok(Some((
+                    format!("{dir}/{}", relative.display()),
+                    target.display().to_string(),
+                )));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Whether the sandbox path `path` lies in one of the `.agents` directories `dirs`.

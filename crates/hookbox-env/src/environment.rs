@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::disk::Lease;
 use crate::env_vars::{EnvValue, EnvVar};
-use crate::sandbox_path::AGENTS;
+use crate::sandbox_path::{AGENTS, WORKSPACE};
 use crate::sources::{DirectoryKind, Source};
 
 /// Prefix of every environment id (`env_` + 26 lowercase base32 characters).
@@ -291,12 +291,21 @@ impl Environment {
     }
 
     /// The sandbox that code and command hooks of this environment run in: its root's
-    /// top-level entries at `/`, `/.agents` read-only unless the environment allows writes,
+    /// top-level entries at `/`, read-only but for an allowlist (as the file tools'):
+    /// `workspace`, and `.agents` when the environment sets `agents_writable` (every other
+    /// entry an owner supplies, `/package.json`, `/node_modules`…, lies above every owner hook
+    /// script, where interpreters look for their start-up files),
     /// and the owner's `/workspace/.agents` also at `/.hookbox/workspace/.agents`, where hooks
     /// run it from (see [`hook_command`](Self::hook_command)).
     pub fn sandbox(&self) -> hookbox_exec::Sandbox {
         hookbox_exec::Sandbox {
             read_only: self.read_only_entries(),
+            writable_entries: Some(
+                std::iter::once(WORKSPACE)
+                    .chain(self.meta.agents_writable.then_some(AGENTS))
+                    .map(str::to_owned)
+                    .collect(),
+            ),
             binds: crate::hook_view::binds(self.root(), &self.protected_agents_dirs()),
             ..hookbox_exec::Sandbox::new(self.root())
         }

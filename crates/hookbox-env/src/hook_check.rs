@@ -123,14 +123,38 @@ pub(crate) fn check_text(
 }
 
 /// The owner-directory paths (`/.agents/…`, `/workspace/.agents/…`) a command line names
-/// literally.
-fn scripts(command: &str) -> impl Iterator<Item = &str> {
-    literal_words(command).filter(|word| {
-        AGENTS_DIRS.iter().any(|dir| {
-            word.strip_prefix('/')
-                .is_some_and(|rest| rest.starts_with(&format!("{dir}/")))
+/// literally (see [`named_path`]), normalised.
+fn scripts(command: &str) -> impl Iterator<Item = String> {
+    literal_words(command)
+        .filter_map(|word| named_path(word).map(|(_, path)| path))
+        .filter(|path| {
+            AGENTS_DIRS
+                .iter()
+                .any(|dir| path.starts_with(&format!("/{dir}/")))
         })
-    })
+}
+
+/// The absolute path a literal word names, as `(where it starts in the word, the path with
+/// `//`, `.` and `..` resolved by name)`: the word itself when it starts with `/`, else what
+/// follows its first `=/` (`--require=/…`, `NODE_OPTIONS=--require=/…`). Every way of
+/// spelling a path the owner's door checks is a way the hook view maps (`hook_view`).
+pub(crate) fn named_path(word: &str) -> Option<(usize, String)> {
+    let start = if word.starts_with('/') {
+        0
+    } else {
+        word.find("=/")? + 1
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in word[start..].split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    Some((start, format!("/{}", parts.join("/"))))
 }
 
 /// The words of a command line (split at blanks, quotes and shell operators) that hold no
@@ -163,14 +187,23 @@ mod tests {
 
     #[test]
     fn scripts_are_the_literal_owner_paths_of_a_command() {
-        let found: Vec<&str> = scripts(
+        let found: Vec<String> = scripts(
             "python3 /.agents/hooks-scripts/gate.py && \"/workspace/.agents/x.sh\" arg; \
-             cat /workspace/other /.agents/$NAME /.agentsfoo",
+             cat /workspace/other /.agents/$NAME /.agentsfoo; \
+             node --require=/workspace/.agents/loader.js /workspace//.agents/a.js \
+             /workspace/./.agents/b.js /workspace/x/../.agents/c.js /workspace/.agents/../d.js",
         )
         .collect();
         assert_eq!(
             found,
-            ["/.agents/hooks-scripts/gate.py", "/workspace/.agents/x.sh"]
+            [
+                "/.agents/hooks-scripts/gate.py",
+                "/workspace/.agents/x.sh",
+                "/workspace/.agents/loader.js",
+                "/workspace/.agents/a.js",
+                "/workspace/.agents/b.js",
+                "/workspace/.agents/c.js",
+            ]
         );
     }
 

@@ -43,20 +43,25 @@ pub(crate) fn binds(root: &Path, protected: &[String]) -> Vec<Bind> {
 }
 
 /// `command` with every literal word naming one of the `protected` directories below a
-/// model-writable one, or a path in it, mapped into [`HOOK_VIEW`].
+/// model-writable one, or a path in it, mapped into [`HOOK_VIEW`]: however the door's check
+/// spells it (see `hook_check::named_path`: `--opt=PATH`, `//`, `.`, `..`).
 pub(crate) fn map_command(command: &str, protected: &[String]) -> String {
     let mut mapped = String::with_capacity(command.len());
     let mut copied = 0;
     for word in hook_check::literal_words(command) {
+        let Some((start, path)) = hook_check::named_path(word) else {
+            continue;
+        };
         let names_dir = nested(protected).any(|dir| {
-            word.strip_prefix(dir)
+            path.strip_prefix(dir)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         });
         if names_dir {
-            let start = word.as_ptr() as usize - command.as_ptr() as usize;
-            mapped.push_str(&command[copied..start]);
+            let word_start = word.as_ptr() as usize - command.as_ptr() as usize;
+            mapped.push_str(&command[copied..word_start + start]);
             mapped.push_str(HOOK_VIEW);
-            copied = start;
+            mapped.push_str(&path);
+            copied = word_start + word.len();
         }
     }
     mapped.push_str(&command[copied..]);
@@ -80,6 +85,24 @@ mod tests {
                 "cd /.hookbox/workspace/.agents && python3 '/.hookbox/workspace/.agents/a b.py'",
             ),
             ("python3 /.agents/gate.py", "python3 /.agents/gate.py"),
+            (
+                "node --require=/workspace/.agents/loader.js /workspace//.agents/gate.js",
+                "node --require=/.hookbox/workspace/.agents/loader.js \
+                 /.hookbox/workspace/.agents/gate.js",
+            ),
+            (
+                "NODE_OPTIONS=--require=/workspace/.agents/l.js node /workspace/./.agents/g.js",
+                "NODE_OPTIONS=--require=/.hookbox/workspace/.agents/l.js \
+                 node /.hookbox/workspace/.agents/g.js",
+            ),
+            (
+                "sh /workspace/x/../.agents/a.sh /workspace/.agents/",
+                "sh /.hookbox/workspace/.agents/a.sh /.hookbox/workspace/.agents",
+            ),
+            (
+                "cat /workspace/.agents/../x a=/workspace/y",
+                "cat /workspace/.agents/../x a=/workspace/y",
+            ),
             (
                 "cat /workspace/.agentsx /workspace/a/.agents/x x/workspace/.agents/y",
                 "cat /workspace/.agentsx /workspace/a/.agents/x x/workspace/.agents/y",

@@ -381,7 +381,8 @@ async fn chunk_inner(
     .await;
     state.uploads.remove(upload_id, &mut session);
     let file = written.map_err(fatal)?;
-    // An upload into `.agents` makes that directory the owner's (read-only to the model).
+    // An upload into `/.agents` makes it the owner's (read-only to the model); one into a
+    // `/workspace/.agents` the owner did not create the environment with was refused.
     state
         .runtime
         .environments()

@@ -84,6 +84,11 @@ impl Environments {
         create_dir(&root.join(WORKSPACE))?;
         self.check_hook_files(&root, &models_agents, None)
             .map_err(|refused| refused_in(spec, &refused))?;
+        let owners: Vec<String> = agents::present_in(&root)
+            .into_iter()
+            .filter(|dir| !models_agents.contains(dir))
+            .collect();
+        refuse_links_out(spec, &root, &owners)?;
         let now = Timestamp::now().to_string();
         let meta = Metadata {
             id: format!("{ID_PREFIX}{}", token()?),
@@ -91,10 +96,7 @@ impl Environments {
             updated: now,
             from_environment: spec.from_environment.clone(),
             agents_writable: spec.agents_writable.unwrap_or(false),
-            owner_agents: agents::present_in(&root)
-                .into_iter()
-                .filter(|dir| !models_agents.contains(dir))
-                .collect(),
+            owner_agents: owners,
             sources: spec.sources.iter().map(SourceSummary::of).collect(),
             network: spec.network.clone(),
             env: spec.env.clone().unwrap_or_default(),
@@ -170,6 +172,16 @@ impl Environments {
                     .to_owned(),
             });
         }
+        if current.metadata().agents_writable && spec.agents_writable == Some(false) {
+            return Err(StoreError::Misplaced {
+                path: "$.agents_writable".to_owned(),
+                problem: "`true` cannot be turned off: sessions opened before can still write \
+                          the `.agents` directories, and what the model wrote there would run as \
+                          the owner's hooks; create a new environment without it whose sources \
+                          supply the `.agents` directories"
+                    .to_owned(),
+            });
+        }
         self.check_credentials(spec)?;
         let budget = current.disk_budget();
         // With a budget, stage on the environment's own file system: the staged files count
@@ -187,21 +199,21 @@ impl Environments {
         staging
             .materialise(spec, &staged_root, &self.remote(), budget)
             .await?;
-        // The `.agents` directories this update supplies first: what the model put there is
-        // removed before the owner's files arrive, and never counts as the owner's scripts.
+        // A `.agents` directory the model may write in (see `agents::owner_may_add`) is never
+        // taken over: every file a hook runs is one the owner wrote.
         let not_owners = current.not_owners_agents();
-        let adopted: Vec<&String> = not_owners
-            .iter()
-            .filter(|dir| agents::present_in(&staged_root).contains(dir))
-            .collect();
+        if let Some(dir) = agents::present_in(&staged_root)
+            .into_iter()
+            .find(|dir| not_owners.contains(dir) && !agents::owner_may_add(dir))
+        {
+            return Err(StoreError::Update {
+                id: id.to_owned(),
+                problem: agents::not_the_owners(&dir),
+            });
+        }
         self.check_hook_files(&staged_root, &[], Some((current.root(), &not_owners)))
             .map_err(|refused| refused_in(spec, &refused))?;
-        for dir in adopted {
-            agents::take_over(current.root(), dir).map_err(|err| StoreError::Update {
-                id: id.to_owned(),
-                problem: format!("cannot remove what the model put in `{dir}`: {err}"),
-            })?;
-        }
+        refuse_links_out(spec, &staged_root, &agents::present_in(&staged_root))?;
         place::place(&staged_root, current.root()).map_err(|problem| StoreError::Update {
             id: id.to_owned(),
             problem,
@@ -225,15 +237,15 @@ impl Environments {
     }
 
     /// Records that the owner wrote `path` (a sandbox path, e.g. by an upload): when it lies in
-    /// one of the `.agents` directories hooks are discovered in, that directory is the owner's
-    /// from now on (read-only to the model unless `agents_writable`).
+    /// a `.agents` directory the owner may add (see `agents::owner_may_add`), that directory is
+    /// the owner's from now on (read-only to the model unless `agents_writable`).
     pub fn record_owner_write(&self, id: &str, path: &str) -> Result<Environment, StoreError> {
         let current = self.get(id)?;
         let path = format!("/{}", path.trim_start_matches('/'));
         let dirs: Vec<String> = agents::AGENTS_DIRS
             .iter()
             .map(|dir| format!("/{dir}"))
-            .filter(|dir| path.starts_with(&format!("{dir}/")))
+            .filter(|dir| path.starts_with(&format!("{dir}/")) && agents::owner_may_add(dir))
             .collect();
         if dirs.iter().all(|dir| current.owner_agents().contains(dir)) {
             return Ok(current);
@@ -297,20 +309,49 @@ impl Environments {
     }
 }
 
-/// The error for a hook file refused after `spec`'s sources were staged: at the last source
-/// that wrote it (or `from_environment`, which copied it).
+/// The error for a hook file refused after `spec`'s sources were staged.
 fn refused_in(spec: &EnvironmentSpec, refused: &hook_check::Refused) -> StoreError {
+    StoreError::Misplaced {
+        path: writer(spec, &refused.file),
+        problem: format!("{refused}; nothing was written"),
+    }
+}
+
+/// Refuses a link leading out of one of the owner's `.agents` directories `dirs` in the staged
+/// `root` (see [`agents::link_out`]), at the source that wrote it.
+fn refuse_links_out(
+    spec: &EnvironmentSpec,
+    root: &Path,
+    dirs: &[String],
+) -> Result<(), StoreError> {
+    for dir in dirs {
+        let found = agents::link_out(root, dir)
+            .map_err(io_error("inspect", &root.join(dir.trim_start_matches('/'))))?;
+        if let Some((link, target)) = found {
+            return Err(StoreError::Misplaced {
+                path: writer(spec, &link),
+                problem: format!(
+                    "`{link}` is a symbolic link to `{target}`, out of `{dir}`: an owner hook \
+                     would run what lies there, which the model may write; supply the file \
+                     itself, or a relative link that stays in `{dir}`; nothing was written"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The JSON path of the last source of `spec` that wrote the sandbox path `file` (or
+/// `from_environment`, which copied it).
+fn writer(spec: &EnvironmentSpec, file: &str) -> String {
     let writer = spec.sources.iter().rposition(|source| {
         let target = source.target().to_string();
         let target = target.trim_end_matches('/');
-        refused.file == target || refused.file.starts_with(&format!("{target}/"))
+        file == target || file.starts_with(&format!("{target}/"))
     });
-    StoreError::Misplaced {
-        path: match writer {
-            Some(index) => format!("$.sources[{index}]"),
-            None => "$.from_environment".to_owned(),
-        },
-        problem: format!("{refused}; nothing was written"),
+    match writer {
+        Some(index) => format!("$.sources[{index}]"),
+        None => "$.from_environment".to_owned(),
     }
 }
 

@@ -39,6 +39,14 @@ pub enum ToolError {
         /// The writable locations, for the message.
         writable: &'static str,
     },
+    /// The owner wrote into a `.agents` directory that is the model's.
+    #[error("{tool}: {problem}")]
+    NotTheOwners {
+        /// The operation.
+        tool: &'static str,
+        /// Which directory, why, and what to do instead.
+        problem: String,
+    },
     /// Nothing exists at the path.
     #[error("{tool}: `{path}` does not exist")]
     NotFound {

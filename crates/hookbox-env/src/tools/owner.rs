@@ -9,7 +9,6 @@
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
 
 use hookbox_store::Timestamp;
 use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, StatxFlags};
@@ -57,8 +56,6 @@ pub struct EnvironmentFile {
 #[derive(Debug)]
 pub struct EnvironmentFiles {
     root: Confined,
-    /// The environment root on the host.
-    root_path: PathBuf,
     /// The `.agents` directories the owner has not supplied (sandbox paths).
     not_owners: Vec<String>,
 }
@@ -70,7 +67,6 @@ impl EnvironmentFiles {
             .map_err(|errno| from_errno(FILES, "open the environment root", "/", errno))?;
         Ok(Self {
             root,
-            root_path: environment.root().to_path_buf(),
             not_owners: environment.not_owners_agents(),
         })
     }
@@ -154,10 +150,9 @@ impl EnvironmentFiles {
     }
 
     /// Writes what `content` yields to `path` (creating missing parent directories), replacing
-    /// an existing file only when `overwrite`, and returns the new file's entry. The first
-    /// write into a `.agents` directory the owner did not supply removes what the model put
-    /// there first (see `agents::take_over`); the caller then records the directory as the
-    /// owner's.
+    /// an existing file only when `overwrite`, and returns the new file's entry. A write into a
+    /// `.agents` directory the owner did not supply is refused unless the owner may add it
+    /// (see `agents::owner_may_add`); the caller then records the directory as the owner's.
     pub fn write(
         &self,
         path: &str,
@@ -165,19 +160,6 @@ impl EnvironmentFiles {
         overwrite: bool,
     ) -> Result<EnvironmentFile, ToolError> {
         let path = parse(path)?;
-        let shown = path.to_string();
-        for dir in self
-            .not_owners
-            .iter()
-            .filter(|dir| agents::lies_in(&shown, std::slice::from_ref(dir)))
-        {
-            agents::take_over(&self.root_path, dir).map_err(|source| ToolError::Io {
-                tool: FILES,
-                action: "remove what the model put in",
-                path: dir.clone(),
-                source,
-            })?;
-        }
         let target = self.writable(&path)?;
         let parent = target
             .area
@@ -204,6 +186,14 @@ impl EnvironmentFiles {
     /// confinement below it.
     fn writable<'p>(&self, path: &'p SandboxPath) -> Result<Writable<'p>, ToolError> {
         let shown = path.to_string();
+        if let Some(dir) = self.not_owners.iter().find(|dir| {
+            !agents::owner_may_add(dir) && agents::lies_in(&shown, std::slice::from_ref(dir))
+        }) {
+            return Err(ToolError::NotTheOwners {
+                tool: FILES,
+                problem: agents::not_the_owners(dir),
+            });
+        }
         let Some(top) = path.top() else {
             return Err(is_directory(path));
         };

@@ -186,88 +186,110 @@ async fn uploads_into_agents_make_the_directory_the_owners() {
         .envs
         .record_owner_write(env.id(), "workspace/.agents/hooks.json")
         .expect("record");
-    assert_eq!(env.owner_agents(), ["/workspace/.agents"]);
+    assert!(
+        env.owner_agents().is_empty(),
+        "`/workspace/.agents` is the owner's only when supplied at creation"
+    );
+    let env = home
+        .envs
+        .record_owner_write(env.id(), ".agents/hooks.json")
+        .expect("record");
+    assert_eq!(env.owner_agents(), ["/.agents"]);
     assert_eq!(
         home.envs.get(env.id()).expect("get").read_only_entries(),
-        [".agents", "workspace/.agents"]
+        [".agents"]
     );
 }
 
-/// A `.agents` directory the model made becomes the owner's holding only what the owner wrote:
-/// the owner's first update or upload into it removes what the model had put there (where
-/// the owner's hooks would start: Node's `package.json`, `node_modules`, a planted script),
-/// and the model's files never count as scripts the owner supplied.
+/// Every file an owner hook runs is one the owner wrote, and the model never writes into an
+/// owner hook directory: after creation the owner cannot take over `/workspace/.agents`
+/// (model-made or absent), since a session opened before keeps it writable for its later calls
+/// and a call running meanwhile could write there; nor turn `agents_writable` off. Refused,
+/// naming the directory and what to do, nothing written. `/.agents`, which no sandbox lets the
+/// model write, may still be added.
 #[tokio::test]
-async fn the_owners_first_write_into_the_models_agents_directory_removes_the_models_files() {
+async fn the_owner_cannot_take_over_a_directory_the_model_can_write_after_creation() {
     use hookbox_env::EnvironmentFiles;
-    let hooks = gate(json!({"type": "command", "command": "node /workspace/.agents/gate.js"}));
-    for how in ["update", "upload"] {
+    let hooks = gate(json!({"type": "command", "command": "true"}));
+    // (where the owner writes, whether the model made `/workspace/.agents` first, how, refused)
+    let cases = [
+        ("workspace/.agents/hooks.json", true, "update", true),
+        ("workspace/.agents/hooks.json", true, "upload", true),
+        ("workspace/.agents/hooks.json", false, "update", true),
+        ("workspace/.agents/hooks.json", false, "upload", true),
+        ("workspace/.agents/lib/x.js", false, "upload", true),
+        (".agents/hooks.json", true, "update", false),
+        (".agents/hooks.json", false, "upload", false),
+    ];
+    for (target, model_made, how, expect_refused) in cases {
+        let case = format!("{how} {target} (model made /workspace/.agents: {model_made})");
         let home = Home::new();
         let env = home.create(json!({})).await;
-        // Written as the model's code would: the directory is the model's until then.
         let agents = env.root().join("workspace/.agents");
-        std::fs::create_dir_all(agents.join("node_modules/x")).unwrap();
-        std::fs::write(agents.join("package.json"), r#"{"type": "module"}"#).unwrap();
-        std::fs::write(agents.join("gate.js"), "the model's").unwrap();
-        let hook_file = hooks_source("workspace/.agents/hooks.json", &hooks);
-        let script = json!({"type": "inline", "target": "workspace/.agents/gate.js",
-            "content": "the owner's"});
-        let refused = match how {
+        if model_made {
+            // Written as the model's code would.
+            std::fs::create_dir_all(&agents).unwrap();
+            std::fs::write(agents.join("gate.js"), "the model's").unwrap();
+        }
+        let before = snapshot(env.root());
+        let written = match how {
             "update" => {
-                let spec = EnvironmentSpec::from_json(&json!({"sources": [hook_file]})).unwrap();
-                let refused = home.envs.update(env.id(), &spec).await.unwrap_err();
                 let spec =
-                    EnvironmentSpec::from_json(&json!({"sources": [script, hook_file]})).unwrap();
-                home.envs.update(env.id(), &spec).await.expect("update");
-                refused.to_string()
-            }
-            _ => {
-                let refused = home
-                    .envs
-                    .check_owner_file(
-                        &env,
-                        "workspace/.agents/hooks.json",
-                        hooks.to_string().as_bytes(),
-                    )
-                    .unwrap_err();
-                EnvironmentFiles::open(&env)
-                    .unwrap()
-                    .write(
-                        "workspace/.agents/gate.js",
-                        &mut "the owner's".as_bytes(),
-                        true,
-                    )
-                    .expect("upload");
+                    EnvironmentSpec::from_json(&json!({"sources": [hooks_source(target, &hooks)]}))
+                        .unwrap();
                 home.envs
-                    .record_owner_write(env.id(), "workspace/.agents/gate.js")
-                    .expect("record");
-                refused.to_string()
+                    .update(env.id(), &spec)
+                    .await
+                    .map(drop)
+                    .map_err(|err| err.to_string())
             }
+            _ => EnvironmentFiles::open(&env)
+                .unwrap()
+                .write(target, &mut hooks.to_string().as_bytes(), true)
+                .map(drop)
+                .map_err(|err| err.to_string()),
         };
-        assert!(
-            refused.contains("`/workspace/.agents/gate.js`, which does not exist"),
-            "{how}: {refused}"
-        );
-        let mut left: Vec<String> = snapshot(&agents)
-            .keys()
-            .map(|path| path.display().to_string())
-            .collect();
-        left.sort();
-        let expected: &[&str] = match how {
-            "update" => &["gate.js", "hooks.json"],
-            _ => &["gate.js"],
-        };
-        assert_eq!(left, expected, "{how}");
-        assert_eq!(
-            std::fs::read_to_string(agents.join("gate.js")).unwrap(),
-            "the owner's"
-        );
-        assert_eq!(
-            home.envs.get(env.id()).unwrap().owner_agents(),
-            ["/workspace/.agents"],
-            "{how}"
-        );
+        let owners = home.envs.get(env.id()).unwrap().owner_agents().to_vec();
+        if expect_refused {
+            let refused = written.expect_err(&case);
+            assert!(
+                refused.contains("`/workspace/.agents` was not supplied when the environment")
+                    && refused.contains("from_environment"),
+                "{case}: {refused}"
+            );
+            assert_eq!(
+                snapshot(env.root()),
+                before,
+                "{case}: nothing may be written"
+            );
+            assert!(owners.is_empty(), "{case}: {owners:?}");
+        } else {
+            written.unwrap_or_else(|err| panic!("{case}: {err}"));
+        }
     }
+
+    let home = Home::new();
+    let env = home.create(json!({"agents_writable": true})).await;
+    let spec = EnvironmentSpec::from_json(&json!({"agents_writable": false})).unwrap();
+    let refused = home.envs.update(env.id(), &spec).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("`$.agents_writable`")
+            && refused.to_string().contains("create a new environment"),
+        "{refused}"
+    );
+    assert!(
+        home.envs
+            .get(env.id())
+            .unwrap()
+            .protected_agents_dirs()
+            .is_empty()
+    );
+    let env = home.create(json!({})).await;
+    let spec = EnvironmentSpec::from_json(&json!({"agents_writable": true})).unwrap();
+    home.envs
+        .update(env.id(), &spec)
+        .await
+        .expect("loosening is allowed");
 }
 
 /// A copy (`from_environment`) keeps a `.agents` directory the model made in the base as the
@@ -309,4 +331,61 @@ async fn a_copy_keeps_the_models_agents_directory_the_models_unless_its_sources_
         .map(|path| path.display().to_string())
         .collect();
     assert_eq!(left, ["gate.js", "hooks.json"]);
+}
+
+/// A link in an owner's `.agents` directory that leads out of it (absolute, or climbing above
+/// it) is refused at create and update, naming the link, where it points and the fix: an
+/// owner hook would run what lies there, which the model may write. Links that stay inside
+/// pass.
+#[tokio::test]
+async fn links_out_of_an_owners_agents_directory_are_refused() {
+    use std::os::unix::fs::symlink;
+    // (link below the `.agents` directory, where it points, refused); a new case is one line.
+    let cases = [
+        ("gate.js", "/workspace/gate.js", true),
+        ("gate.js", "/.agents/real.js", true),
+        ("lib", "../lib", true),
+        ("sub/lib", "../../workspace/lib", true),
+        ("sub/deep/x.js", "../../../x.js", true),
+        ("sub/deep/top.js", "../../real.js", false),
+        ("alias.js", "real.js", false),
+        ("sub/alias.js", "../real.js", false),
+        ("sub/deep/alias.js", "../../sub/../real.js", false),
+    ];
+    for agents in ["workspace/.agents", ".agents"] {
+        for (link, points_to, expect_refused) in cases {
+            let case = format!("{agents}/{link} -> {points_to}");
+            let tree = tempfile::tempdir().unwrap();
+            std::fs::write(tree.path().join("real.js"), "owner").unwrap();
+            let at = tree.path().join(link);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            symlink(points_to, &at).unwrap();
+            let source = json!({"type": "local", "source": tree.path(), "target": agents});
+            let home = Home::with_host_sources();
+            let spec = json!({"sources": [{"type": "inline", "target": "workspace/x", "content": "x"}, source]});
+            if expect_refused {
+                let message = refused(&home, spec).await;
+                assert!(
+                    message.contains("`$.sources[1]`")
+                        && message.contains(&format!(
+                            "`/{agents}/{link}` is a symbolic link to `{points_to}`"
+                        )),
+                    "{case}: {message}"
+                );
+                // And as an update, leaving the environment as it was.
+                let env = home.create(json!({"sources": [{"type": "inline", "target": "workspace/.agents/a", "content": "x"}]})).await;
+                let spec = EnvironmentSpec::from_json(&json!({"sources": [source]})).unwrap();
+                let before = snapshot(env.root());
+                let err = home.envs.update(env.id(), &spec).await.expect_err(&case);
+                assert!(err.to_string().contains("symbolic link"), "{case}: {err}");
+                assert_eq!(snapshot(env.root()), before, "{case}");
+            } else {
+                let spec = EnvironmentSpec::from_json(&spec).unwrap();
+                home.envs
+                    .create(&spec)
+                    .await
+                    .unwrap_or_else(|err| panic!("{case}: {err}"));
+            }
+        }
+    }
 }

@@ -32,3 +32,5 @@ mod seeds;
 mod store;
 /// Shared helpers.
 mod support;
+/// Code writes only the allowed top-level entries.
+mod top_level;

@@ -106,6 +106,10 @@ pub struct Sandbox {
     /// `/`-separated paths below a top-level directory (such as `workspace/.agents`), which
     /// are bound read-only over themselves; such a path must exist and not be a symlink.
     pub read_only: Vec<String>,
+    /// When set, the only top-level entries of `root` mounted read-write: every other entry
+    /// (whenever it was added) is read-only, whatever `read_only` says. `None`: all but
+    /// `read_only`.
+    pub writable_entries: Option<Vec<String>>,
     /// Host directories (or files) bound at paths of their own inside, besides `root`.
     pub binds: Vec<Bind>,
     /// Resource limits.
@@ -210,6 +214,7 @@ impl Sandbox {
         Self {
             root: Some(root.into()),
             read_only: vec![".agents".into()],
+            writable_entries: None,
             binds: Vec::new(),
             limits: Limits::default(),
             listen_inside: None,
@@ -225,6 +230,7 @@ impl Sandbox {
         Ok(Self {
             root: None,
             read_only: Vec::new(),
+            writable_entries: None,
             binds: vec![Bind {
                 target: host.clone(),
                 host,

@@ -184,7 +184,11 @@ pub(crate) fn prepare(
     }
     for (name, kind) in &entries {
         let Some(root) = &root else { break };
-        let read_only = sandbox.read_only.iter().any(|ro| ro == name);
+        let read_only = sandbox.read_only.iter().any(|ro| ro == name)
+            || sandbox
+                .writable_entries
+                .as_ref()
+                .is_some_and(|writable| !writable.iter().any(|entry| entry == name));
         let inside = format!("/{name}");
         ops.push(Op::Bind {
             src: join("/oldroot", &root.join(name))?,

@@ -293,15 +293,13 @@ async fn a_hook_file_that_would_fail_silently_is_refused_and_nothing_is_written(
 }
 
 #[tokio::test]
-async fn an_upload_into_workspace_agents_makes_it_the_owners() {
+async fn an_upload_into_workspace_agents_it_was_created_without_is_refused() {
     let api = Api::start().await;
     let id = empty(&api).await;
-    let reply = upload_whole(&api, &id, "workspace/.agents/hooks.json", b"{}").await;
-    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let reply = start(&api, &id, "workspace/.agents/hooks.json", 2, "").await;
+    assert_eq!(reply.status, 400, "{:?}", reply.body);
+    let body = format!("{:?}", reply.body);
+    assert!(body.contains("from_environment"), "{body}");
     let environment = api.get(&format!("/v1/environments/{id}")).await.json();
-    assert_eq!(
-        environment["owner_agents"],
-        json!(["/workspace/.agents"]),
-        "{environment}"
-    );
+    assert_eq!(environment.get("owner_agents"), None, "{environment}");
 }
