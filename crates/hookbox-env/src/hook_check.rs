@@ -109,7 +109,8 @@ pub(crate) fn check_text(
     let text = std::str::from_utf8(text)
         .map_err(|_| refuse("is not UTF-8 text; save it as UTF-8 JSON".to_owned()))?;
     for hook in check.commands(file, text).map_err(refuse)? {
-        let mut needed = scripts(&hook.command).chain(program_in_environment(&hook.command));
+        let mut needed =
+            scripts(&hook.command).chain(program_in_environment(&hook.command).map(str::to_owned));
         if let Some(missing) = needed.find(|script| !script_exists(script)) {
             return Err(refuse(format!(
                 "at `{}.command`: the command names `{missing}`, which does not exist in the \
