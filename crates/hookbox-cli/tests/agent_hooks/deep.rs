@@ -29,7 +29,10 @@ fn events(dir: &Path) -> Vec<(&'static str, Vec<&'static str>, String)> {
         "permission_mode": "default", "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": args, "tool_use_id": "toolu_1",
     });
-    let codex = with_fields(claude.clone(), json!({"model": "gpt-5-codex", "turn_id": "t"}));
+    let codex = with_fields(
+        claude.clone(),
+        json!({"model": "gpt-5-codex", "turn_id": "t"}),
+    );
     let gemini = super::gemini_cli::event(
         dir,
         "BeforeTool",
@@ -40,13 +43,18 @@ fn events(dir: &Path) -> Vec<(&'static str, Vec<&'static str>, String)> {
         "preToolUse",
         json!({"tool_name": "Shell", "tool_input": args}),
     );
-    let copilot = json!({"timestamp": 1, "cwd": dir, "toolName": "bash", "toolArgs": args.to_string()});
+    let copilot =
+        json!({"timestamp": 1, "cwd": dir, "toolName": "bash", "toolArgs": args.to_string()});
     vec![
         ("claude-code", vec![], claude.to_string()),
         ("codex", vec![], codex.to_string()),
         ("gemini-cli", vec![], gemini.to_string()),
         ("cursor", vec![], cursor.to_string()),
-        ("copilot", vec!["--event", "preToolUse"], copilot.to_string()),
+        (
+            "copilot",
+            vec!["--event", "preToolUse"],
+            copilot.to_string(),
+        ),
     ]
 }
 
@@ -102,7 +110,11 @@ fn no_tool_call_is_let_through_unjudged_however_deep_its_arguments() {
                 (format!("{agent}, depth {depth}"), with_deep(&event, &x))
             })
             .collect();
-        let start = event.split(DEEP).next().expect("start").trim_end_matches(['"', '\\']);
+        let start = event
+            .split(DEEP)
+            .next()
+            .expect("start")
+            .trim_end_matches(['"', '\\']);
         cases.push((
             format!("{agent}, {UNCLOSED} bytes of ["),
             [start.as_bytes(), "[".repeat(UNCLOSED).as_bytes()].concat(),
@@ -122,7 +134,10 @@ fn no_tool_call_is_let_through_unjudged_however_deep_its_arguments() {
                 output.status
             );
             let gated = judged() == before + 3;
-            assert!(gated || !case.ends_with("depth 1"), "{case}: the gate never ran");
+            assert!(
+                gated || !case.ends_with("depth 1"),
+                "{case}: the gate never ran"
+            );
             assert!(
                 gated || blocked(agent, &output),
                 "{case}: let through without its gate judging it: {:?}\n{}\n{stderr}",
