@@ -9,6 +9,8 @@
 //! file for a configuration file git includes), so the model cannot create it. What cannot be
 //! kept out of the model's reach is refused, with the reason: a script directly in a directory
 //! the model writes in (its neighbours would be the model's), a hooks directory that is one.
+//! How a command line is read, and what code run inline looks up in its working directory,
+//! is [`super::inline`]'s.
 
 use std::path::{Component, Path, PathBuf};
 
