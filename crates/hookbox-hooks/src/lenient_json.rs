@@ -19,6 +19,11 @@ pub(crate) fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Resul
     })
 }
 
+/// Whether `error` says the JSON is nested deeper than `serde_json` reads (128 levels).
+pub(crate) fn too_deep(error: &serde_json::Error) -> bool {
+    error.to_string().starts_with("recursion limit exceeded")
+}
+
 /// `text` with every escape of a lone surrogate replaced by `\ufffd`; `None` when it has none.
 /// Escapes are found by their backslash alone: outside a string a backslash is invalid JSON
 /// anyway, and an escaped backslash is skipped whole, so `\\udcff` stays as it is.

@@ -43,6 +43,10 @@ pub enum Failure {
     /// The reply exceeded the output limit and was cut, so it cannot be trusted: on an event
     /// that can block, it blocks (a cut answer is never an allow).
     OutputTruncated,
+    /// The reply is JSON nested deeper than it can be read (128 levels), as a gate's echo
+    /// of a deeply nested tool input is: on an event that can block, it blocks (the model
+    /// shapes tool inputs, so it could otherwise make any gate's answer unreadable).
+    TooDeep,
     /// Nothing was printed (or the HTTP body was empty).
     EmptyOutput,
     /// The reply is not a JSON object: plain text, a log line before the JSON, bad JSON.
@@ -93,6 +97,7 @@ impl fmt::Display for Failure {
             Self::NonZeroExit { code, stderr } => write!(f, "exited with status {code}: {stderr}"),
             Self::Signaled { signal } => write!(f, "killed by signal {signal}"),
             Self::OutputTruncated => f.write_str("output exceeded the limit and was cut"),
+            Self::TooDeep => f.write_str("output is JSON nested too deep to read"),
             Self::EmptyOutput => f.write_str("printed nothing"),
             Self::NotJson { excerpt } => write!(f, "output is not a JSON object: {excerpt:?}"),
             Self::NotAnObject => f.write_str("output is JSON but not an object"),

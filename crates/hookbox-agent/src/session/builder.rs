@@ -20,7 +20,7 @@ use super::mcp::{McpServer, McpTool};
 use super::permissions::{PermissionMode, PermissionPrompt};
 use super::{
     HookMatcher, Session, SessionControl, SessionError, SubagentDefinition, TranscriptFormat, emit,
-    git, mcp, new_uuid, permissions, protect, structured, tools, valid_session_id,
+    git, inline, mcp, new_uuid, permissions, protect, structured, tools, valid_session_id,
 };
 
 /// Builds a [`Session`].
@@ -415,10 +415,12 @@ impl SessionBuilder {
         let runners = match self.runners {
             Some(runners) => runners,
             None => Runners {
-                command: Arc::new(HostCommandRunner {
-                    cwd: Some(cwd.clone()),
-                    env: vec![(protect::PROJECT_DIR_VARIABLE.into(), cwd.clone().into())],
-                    env_clear: false,
+                command: Arc::new(inline::GuardedRunner {
+                    host: HostCommandRunner {
+                        cwd: Some(cwd.clone()),
+                        env: vec![(protect::PROJECT_DIR_VARIABLE.into(), cwd.clone().into())],
+                        env_clear: false,
+                    },
                 }),
                 http: match self.http_hooks {
                     Some(http) => http,

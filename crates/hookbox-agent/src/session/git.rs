@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::inline;
 use super::protect::{self, Named, Use};
 
 /// How git uses each key's value: the key (`section.name`, or `section.*.name` for any
@@ -184,14 +185,25 @@ impl Resolver {
                 }),
                 Some(Use::Command) => {
                     let command = value.strip_prefix('!').unwrap_or(&value);
-                    for word in protect::words(command) {
-                        if protect::names_a_file(&word) && !word.contains('$') {
-                            let path = self.expand(&word, &self.top.clone());
-                            self.named.push(Named {
-                                path,
-                                used: Use::Command,
-                            });
-                        }
+                    let analysis = inline::analyse(command);
+                    let words = analysis
+                        .words
+                        .into_iter()
+                        .filter(|w| protect::names_a_file(w));
+                    let words = words
+                        .map(|word| (word, Use::Command))
+                        .chain(analysis.scripts.into_iter().map(|word| (word, Use::Script)));
+                    for (word, used) in words.filter(|(word, _)| !word.contains('$')) {
+                        let path = self.expand(&word, &self.top.clone());
+                        self.named.push(Named { path, used });
+                    }
+                    // Git runs it in the work tree's top.
+                    for above in self.top.clone().ancestors() {
+                        self.named
+                            .extend(analysis.looked_up.iter().map(|name| Named {
+                                path: above.join(name),
+                                used: Use::LookedUp,
+                            }));
                     }
                 }
                 _ => {}

@@ -18,6 +18,7 @@ mod compact;
 mod core;
 mod emit;
 mod git;
+mod inline;
 mod mcp;
 mod messages;
 mod outcome;

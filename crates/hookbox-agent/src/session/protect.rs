@@ -9,10 +9,14 @@
 //! file for a configuration file git includes), so the model cannot create it. What cannot be
 //! kept out of the model's reach is refused, with the reason: a script directly in a directory
 //! the model writes in (its neighbours would be the model's), a hooks directory that is one.
+//! How a command line is read, and what code run inline looks up in its working directory,
+//! is [`super::inline`]'s.
 
 use std::path::{Component, Path, PathBuf};
 
 use hookbox_hooks::{Handler, HookSet};
+
+use super::inline;
 
 /// The variable Claude Code hook commands use for the project directory.
 pub(crate) const PROJECT_DIR_VARIABLE: &str = "CLAUDE_PROJECT_DIR";
@@ -41,6 +45,12 @@ pub(crate) enum Use {
     /// A word of a command it runs: a script is kept read-only with its directory (and what
     /// its interpreter reads above it); a data file alone; a missing script is masked.
     Command,
+    /// A file an interpreter runs or a shell sources, whatever its name: kept as a script.
+    Script,
+    /// A name an interpreter looks up in its working directory and above (Node's
+    /// `node_modules`): kept read-only; a missing one is masked by an empty directory, which
+    /// the lookup passes over.
+    LookedUp,
     /// A path that moves others (`core.worktree`): nothing of its own to protect.
     Data,
 }
@@ -54,28 +64,48 @@ pub(crate) struct Named {
     pub(crate) used: Use,
 }
 
-/// The paths the command hooks of `hooks` name: every word of a command that contains a `/`
-/// or has a file extension, with `$CLAUDE_PROJECT_DIR` / `${CLAUDE_PROJECT_DIR}` replaced by
+/// The paths the command hooks of `hooks` name ([`inline::analyse`]): every word of a command
+/// that contains a `/` or has a file extension, every script an interpreter runs or a shell
+/// sources, and what an interpreter started without a script looks up in the working
+/// directory and above; with `$CLAUDE_PROJECT_DIR` / `${CLAUDE_PROJECT_DIR}` replaced by
 /// `project_dir` (relative ones are relative to it, the hooks' working directory).
 pub(crate) fn hook_commands(hooks: &HookSet, project_dir: &Path) -> Vec<Named> {
     let dir = project_dir.display().to_string();
-    hooks
-        .bindings()
-        .filter_map(|binding| match &binding.handler {
-            Handler::Command(command) => Some(command.command.as_str()),
-            _ => None,
-        })
-        .flat_map(words)
-        .map(|word| {
-            word.replace(&format!("${{{PROJECT_DIR_VARIABLE}}}"), &dir)
-                .replace(&format!("${PROJECT_DIR_VARIABLE}"), &dir)
-        })
-        .filter(|word| !word.contains('$') && names_a_file(word))
-        .map(|word| Named {
-            path: project_dir.join(word),
-            used: Use::Command,
-        })
-        .collect()
+    let expand = |word: &String| {
+        word.replace(&format!("${{{PROJECT_DIR_VARIABLE}}}"), &dir)
+            .replace(&format!("${PROJECT_DIR_VARIABLE}"), &dir)
+    };
+    let mut named = Vec::new();
+    for binding in hooks.bindings() {
+        let Handler::Command(command) = &binding.handler else {
+            continue;
+        };
+        let analysis = inline::analyse(&command.command);
+        let words = analysis
+            .words
+            .iter()
+            .map(expand)
+            .filter(|w| names_a_file(w));
+        let scripts = analysis.scripts.iter().map(expand);
+        for (word, used) in words
+            .map(|word| (word, Use::Command))
+            .chain(scripts.map(|word| (word, Use::Script)))
+        {
+            if !word.contains('$') {
+                named.push(Named {
+                    path: project_dir.join(word),
+                    used,
+                });
+            }
+        }
+        for above in project_dir.ancestors() {
+            named.extend(analysis.looked_up.iter().map(|name| Named {
+                path: above.join(name),
+                used: Use::LookedUp,
+            }));
+        }
+    }
+    named
 }
 
 /// Whether a word of a command may name a file: it has a `/` or an extension.
@@ -110,9 +140,9 @@ pub(crate) fn to_protect(named: &[Named], roots: &[PathBuf]) -> Result<Vec<PathB
             }
             match item.used {
                 Use::Config if !exists => mask(root, &path, Mask::File),
-                Use::Dir if !exists => mask(root, &path, Mask::Dir),
-                Use::Command => {
-                    paths.extend(command_paths(&path, root)?);
+                Use::Dir | Use::LookedUp if !exists => mask(root, &path, Mask::Dir),
+                Use::Command | Use::Script => {
+                    paths.extend(command_paths(&path, root, item.used == Use::Script)?);
                     continue;
                 }
                 Use::Data => continue,
@@ -124,10 +154,12 @@ pub(crate) fn to_protect(named: &[Named], roots: &[PathBuf]) -> Result<Vec<PathB
     Ok(paths)
 }
 
-/// The paths to protect for `path`, a word of a command beneath writable `root`.
-fn command_paths(path: &Path, root: &Path) -> Result<Vec<PathBuf>, String> {
+/// The paths to protect for `path`, a word of a command beneath writable `root` (`script`:
+/// one that runs whatever its name).
+fn command_paths(path: &Path, root: &Path, script: bool) -> Result<Vec<PathBuf>, String> {
+    let script = script || is_script(path);
     let Ok(meta) = std::fs::metadata(path) else {
-        if is_script(path) {
+        if script {
             mask(root, path, Mask::Dir);
             return Ok(vec![path.to_path_buf()]);
         }
@@ -136,8 +168,7 @@ fn command_paths(path: &Path, root: &Path) -> Result<Vec<PathBuf>, String> {
     if !meta.is_file() {
         return Ok(Vec::new());
     }
-    if !is_script(path) && std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 == 0
-    {
+    if !script && std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 == 0 {
         return Ok(vec![path.to_path_buf()]);
     }
     let dir = path.parent().unwrap_or(root);
@@ -239,48 +270,68 @@ fn normalise(path: &Path) -> PathBuf {
     out
 }
 
-/// The words of a shell command line, roughly: split at blanks and control operators, with
-/// quotes removed (enough to find the paths in `python3 "$CLAUDE_PROJECT_DIR"/x.py | jq`).
-pub(crate) fn words(command: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut quote = None;
-    for character in command.chars() {
-        match (quote, character) {
-            (Some(open), c) if c == open => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => quote = Some(character),
-            (None, c) if c.is_whitespace() || ";|&()<>`".contains(c) => {
-                if !word.is_empty() {
-                    words.push(std::mem::take(&mut word));
-                }
-            }
-            (None, c) => word.push(c),
-        }
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    words
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Each hook command form and what a session keeps read-only for it, in a project holding
+    /// `lib.sh` and `gate` at its top and `hooks/lib.sh`: the paths (relative), or words of
+    /// the refusal. A new form is one line.
+    const PROTECTED: &[(&str, Result<&[&str], &str>)] = &[
+        ("python3 -c 'import json'", Ok(&[])),
+        ("python3 -m gate", Ok(&[])),
+        ("node -e \"require('x')\"", Ok(NODE)),
+        ("node -p 1", Ok(NODE)),
+        ("cat | node", Ok(NODE)),
+        ("sh -c 'node -e 1'", Ok(NODE)),
+        ("perl -e 1", Ok(&[])),
+        ("bash -c '. hooks/lib.sh'", Ok(&["hooks"])),
+        ("bash -c 'source lib.sh'", Err("lies directly in")),
+        ("python3 gate", Err("lies directly in")),
+        ("python3 hooks/lib.sh", Ok(&["hooks"])),
+    ];
+
+    const NODE: &[&str] = &["package.json", "node_modules"];
+
     #[test]
-    fn words_drop_quotes_and_split_at_operators() {
-        assert_eq!(
-            words(r#"python3 "$CLAUDE_PROJECT_DIR"/.claude/hooks/x.py|jq -r '.a b'; ./run.sh>out"#),
-            [
-                "python3",
-                "$CLAUDE_PROJECT_DIR/.claude/hooks/x.py",
-                "jq",
-                "-r",
-                ".a b",
-                "./run.sh",
-                "out"
-            ]
-        );
+    fn every_hook_form_keeps_what_its_interpreter_loads_the_owners() {
+        for (command, expected) in PROTECTED {
+            let dir = tempfile::tempdir().unwrap();
+            let project = dir.path().canonicalize().unwrap();
+            std::fs::create_dir(project.join("hooks")).unwrap();
+            for file in ["lib.sh", "gate", "hooks/lib.sh"] {
+                std::fs::write(project.join(file), ":\n").unwrap();
+            }
+            let settings = serde_json::json!({"hooks": {"PreToolUse": [
+                {"matcher": "*", "hooks": [{"type": "command", "command": command}]}]}});
+            let mut builder = HookSet::builder();
+            builder
+                .load_str(
+                    "settings",
+                    &settings.to_string(),
+                    Some(hookbox_hooks::Dialect::Sdk),
+                )
+                .unwrap();
+            let named = hook_commands(&builder.build(), &project);
+            let protected = to_protect(&named, std::slice::from_ref(&project));
+            match (protected, expected) {
+                (Ok(paths), Ok(expected)) => {
+                    let paths: std::collections::BTreeSet<PathBuf> = paths
+                        .iter()
+                        .map(|path| path.strip_prefix(&project).unwrap().to_path_buf())
+                        .collect();
+                    let expected = expected.iter().map(PathBuf::from).collect();
+                    assert_eq!(paths, expected, "{command}");
+                    for path in &paths {
+                        assert!(
+                            project.join(path).exists(),
+                            "{command}: {path:?} not masked"
+                        );
+                    }
+                }
+                (Err(why), Err(words)) => assert!(why.contains(words), "{command}: {why}"),
+                (got, expected) => panic!("{command}: {got:?}, expected {expected:?}"),
+            }
+        }
     }
 }

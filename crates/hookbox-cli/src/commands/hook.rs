@@ -253,8 +253,8 @@ fn logged(
 }
 
 /// The answer when the daemon failed after it was handed `call` (`message` says how): the
-/// agent's blocking failure when the policy fails closed anywhere (or cannot be read), its
-/// non-blocking one otherwise, as for input the adapter cannot read.
+/// agent's blocking failure when the policy fails closed anywhere (or cannot be read) or the
+/// event cannot be read, its non-blocking one otherwise.
 fn respond_failed(call: &Call, message: &str) -> Reply {
     let started = Instant::now();
     let settings = call.settings();
@@ -265,27 +265,28 @@ fn respond_failed(call: &Call, message: &str) -> Reply {
         .ok()
         .and_then(|stdin| agent.translate(stdin, call.args.event.as_deref()).ok());
     let cwd = working_dir(call, translated.as_ref());
-    let deny = locate_policy(call, settings.as_ref(), &cwd)
-        .and_then(|files| load_policy_files(&files, call.args.fail_closed))
-        .map_or(true, |policy| adapter::fails_closed(&policy.hooks));
+    let deny = translated.is_none()
+        || locate_policy(call, settings.as_ref(), &cwd)
+            .and_then(|files| load_policy_files(&files, call.args.fail_closed))
+            .map_or(true, |policy| adapter::fails_closed(&policy.hooks));
     let decision = translated.map(|translated| translated.failed(agent, message, deny));
     let reply = agent.failure(message, deny);
     logged(call, settings.as_ref(), reply, decision, started)
 }
 
 /// The answer to `call` given before it ended (`message` says why; `started` when it came in),
-/// logged: the agent's blocking failure unless the call's policy was loaded and fails open
-/// (the policy is not read again: that may be what hangs).
+/// logged: the agent's blocking failure unless the event was read and the call's policy was
+/// loaded and fails open (the policy is not read again: that may be what hangs).
 pub(crate) fn deadline_reply(call: &Call, message: &str, started: Instant) -> Reply {
     let _ = call.overdue.set(());
     let agent = Agent::from(call.args.agent);
-    let deny = call.fails_closed.get().copied().unwrap_or(true);
-    let decision = call
+    let translated = call
         .stdin
         .as_ref()
         .ok()
-        .and_then(|stdin| agent.translate(stdin, call.args.event.as_deref()).ok())
-        .map(|translated| translated.failed(agent, message, deny));
+        .and_then(|stdin| agent.translate(stdin, call.args.event.as_deref()).ok());
+    let deny = translated.is_none() || call.fails_closed.get().copied().unwrap_or(true);
+    let decision = translated.map(|translated| translated.failed(agent, message, deny));
     let settings = call.settings();
     logged(
         call,
@@ -355,7 +356,7 @@ fn answer(
     let _ = call.fails_closed.set(adapter::fails_closed(&hooks));
     let translated = match input {
         Ok(translated) => translated,
-        Err(message) => return (agent.failure(&message, adapter::fails_closed(&hooks)), None),
+        Err(message) => return (agent.failure(&unreadable(&message), true), None),
     };
     // Warnings (e.g. a project group ignored because the managed policy defines it) are shown.
     let mut warnings: String = hooks
@@ -409,6 +410,16 @@ fn answer(
     let mut reply = agent.answer(&translated, &outcome);
     reply.stderr.insert_str(0, &warnings);
     (reply, Some(translated.decision(agent, &outcome)))
+}
+
+/// Why an event that cannot be read is denied whatever the policy's `on_error` says: the
+/// model shapes tool arguments (nesting them past what a JSON reader accepts, say), so an
+/// unreadable event answered as a failing gate would let it make any call unjudged.
+fn unreadable(message: &str) -> String {
+    format!(
+        "{message}; no gate could judge this event, and its tool arguments are the model's, so \
+         it is denied whatever the policy's on_error says"
+    )
 }
 
 /// Where `call`'s command hooks run: the working directory the agent reported in `translated`

@@ -133,7 +133,7 @@ fn unknown_events_pass_and_blocks_copilot_cannot_enforce_are_said() {
 }
 
 #[test]
-fn unreadable_input_passes_with_a_message_unless_a_handler_fails_closed() {
+fn unreadable_input_is_denied_with_the_reason_whatever_the_policy() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (open, closed) = open_and_closed_gates(dir.path());
     // No event named anywhere.
@@ -146,17 +146,19 @@ fn unreadable_input_passes_with_a_message_unless_a_handler_fails_closed() {
         input.to_string().as_bytes(),
     );
     assert_eq!(code(&output), 0);
-    assert!(output.stdout.is_empty());
-    assert!(stderr(&output).contains("--event"), "{}", stderr(&output));
-    // toolArgs that are not JSON: denied when a handler fails closed.
-    let bad = json!({"timestamp": 1, "cwd": dir.path(), "toolName": "bash", "toolArgs": "{rm"});
-    let output = hook(dir.path(), &closed, "preToolUse", &bad);
-    assert_eq!(code(&output), 0);
     assert_eq!(stdout_json(&output)["permissionDecision"], "deny");
-    assert!(
-        stdout_json(&output)["permissionDecisionReason"]
-            .as_str()
-            .expect("reason")
-            .contains("no `toolArgs` object"),
-    );
+    assert!(stderr(&output).contains("--event"), "{}", stderr(&output));
+    // toolArgs that are not JSON: denied, whether a handler fails closed or open.
+    let bad = json!({"timestamp": 1, "cwd": dir.path(), "toolName": "bash", "toolArgs": "{rm"});
+    for policy in [&closed, &open] {
+        let output = hook(dir.path(), policy, "preToolUse", &bad);
+        assert_eq!(code(&output), 0);
+        assert_eq!(stdout_json(&output)["permissionDecision"], "deny");
+        assert!(
+            stdout_json(&output)["permissionDecisionReason"]
+                .as_str()
+                .expect("reason")
+                .contains("no `toolArgs` object"),
+        );
+    }
 }

@@ -168,7 +168,7 @@ fn answers_are_in_cursors_format() {
 }
 
 #[test]
-fn unreadable_input_is_a_failure_unless_a_handler_fails_closed() {
+fn unreadable_input_is_denied_whatever_the_policy() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (open, closed) = open_and_closed_gates(dir.path());
     let input = br#"{"hook_event_name": "beforeShellExecution", "cwd": "/"}"#;
@@ -179,8 +179,8 @@ fn unreadable_input_is_a_failure_unless_a_handler_fails_closed() {
         &["--policy", &open],
         input,
     );
-    assert_eq!(code(&output), 1, "{}", stderr(&output));
-    assert!(output.stdout.is_empty());
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert_eq!(stdout_json(&output)["permission"], "deny");
     assert!(
         stderr(&output).contains("the beforeShellExecution input has no `command` string"),
         "{}",
@@ -196,6 +196,6 @@ fn unreadable_input_is_a_failure_unless_a_handler_fails_closed() {
     assert_eq!(code(&output), 2);
     assert_eq!(stdout_json(&output)["permission"], "deny");
     let output = hook_as("cursor", dir.path(), dir.path(), &["--policy", &open], b"{");
-    assert_eq!(code(&output), 1);
+    assert_eq!(code(&output), 2);
     assert!(stderr(&output).contains("not JSON"), "{}", stderr(&output));
 }

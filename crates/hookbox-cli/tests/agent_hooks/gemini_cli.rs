@@ -199,7 +199,7 @@ fn answers_are_in_gemini_clis_format() {
 }
 
 #[test]
-fn unreadable_input_is_a_warning_unless_a_handler_fails_closed() {
+fn unreadable_input_is_denied_whatever_the_policy() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (open, closed) = open_and_closed_gates(dir.path());
     let input = br#"{"hook_event_name": "BeforeTool", "tool_name": "run_shell_command", "tool_input": "rm -rf /"}"#;
@@ -210,7 +210,7 @@ fn unreadable_input_is_a_warning_unless_a_handler_fails_closed() {
         &["--policy", &open],
         input,
     );
-    assert_eq!(code(&output), 1);
+    assert_eq!(code(&output), 2);
     assert!(
         stderr(&output).contains("no `tool_input` object"),
         "{}",

@@ -11,6 +11,7 @@ use super::{code, seed_config, stdout_json, write};
 mod copilot;
 mod cursor;
 mod daemon;
+mod deep;
 mod gemini_cli;
 mod log;
 mod passthrough;
@@ -446,7 +447,7 @@ fn an_empty_sandbox_answer_is_silent_and_a_broken_one_is_reported() {
 }
 
 #[test]
-fn unreadable_input_is_a_non_blocking_error_unless_a_handler_fails_closed() {
+fn unreadable_input_is_denied_whatever_the_policy() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (open, closed) = open_and_closed_gates(dir.path());
     let bad_inputs: [&[u8]; 4] = [
@@ -456,13 +457,13 @@ fn unreadable_input_is_a_non_blocking_error_unless_a_handler_fails_closed() {
         br#"{"hook_event_name": "PreToolUse", "tool_name": "Bash"}"#,
     ];
     for input in bad_inputs {
-        let output = hook(dir.path(), dir.path(), &["--policy", &open], input);
-        assert_eq!(code(&output), 1, "{}", String::from_utf8_lossy(input));
-        assert!(stderr(&output).starts_with("hookbox hook claude-code: "));
-        assert!(output.stdout.is_empty());
-        let output = hook(dir.path(), dir.path(), &["--policy", &closed], input);
-        assert_eq!(code(&output), 2, "{}", String::from_utf8_lossy(input));
-        assert!(stderr(&output).contains("(denied)"), "{}", stderr(&output));
+        for policy in [&open, &closed] {
+            let output = hook(dir.path(), dir.path(), &["--policy", policy], input);
+            assert_eq!(code(&output), 2, "{}", String::from_utf8_lossy(input));
+            assert!(stderr(&output).starts_with("hookbox hook claude-code: "));
+            assert!(stderr(&output).contains("(denied)"), "{}", stderr(&output));
+            assert!(output.stdout.is_empty());
+        }
     }
 }
 

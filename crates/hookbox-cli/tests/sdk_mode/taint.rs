@@ -1,6 +1,7 @@
 //! The taint check of SDK mode: nothing the model writes is opened, executed or mapped by a
 //! process on the host. A session through the real claude-agent-sdk, with settings hooks in
-//! Python, Node and bash (in `.claude` and elsewhere in the project), a project stdio MCP
+//! Python, Node and bash (in `.claude` and elsewhere in the project) and inline code of each
+//! interpreter (`python3 -c`, `python3 -m`, `node -e`, `bash -c`, `perl -e`), a project stdio MCP
 //! server and a git repository whose configuration names hooks, an include, an fsmonitor and
 //! a filter driver in the work tree. The model's `Bash` first writes a marker at every path of
 //! a generated list ([`targets`]), then the session goes on (hooks fire); then the test runs
@@ -120,6 +121,7 @@ fn project_files(log: &Path) -> Vec<(&'static str, String)> {
             ),
         ),
         ("scripts/sh/lib.sh", ":\n".to_owned()),
+        ("lib/sh/common.sh", ":\n".to_owned()),
         ("mcp/srv/server.py", SERVER.to_owned()),
         (
             ".husky/pre-commit",
@@ -142,7 +144,7 @@ fn project_files(log: &Path) -> Vec<(&'static str, String)> {
 }
 
 /// The settings hooks: (event, command), each matching every tool; every hook script of
-/// [`project_files`].
+/// [`project_files`], and code run inline by each interpreter.
 const HOOKS: &[(&str, &str)] = &[
     (
         "PreToolUse",
@@ -154,6 +156,27 @@ const HOOKS: &[(&str, &str)] = &[
         "node \"$CLAUDE_PROJECT_DIR\"/tools/hooks/gate.js",
     ),
     ("PostToolUse", "bash scripts/sh/gate.sh"),
+    // Inline code, started in the project: what it loads is looked up there.
+    (
+        "PreToolUse",
+        "python3 -c 'import json, os, sys; json.load(sys.stdin); \
+         open(os.environ[\"HOOKBOX_TAINT_LOG\"], \"a\").write(\"py-inline\\n\"); print(\"{}\")'",
+    ),
+    ("PreToolUse", "python3 -m json.tool > /dev/null"),
+    (
+        "PostToolUse",
+        "node -e \"const fs = require('fs'); try { require('left-pad'); } catch (e) {} \
+         fs.readFileSync(0); fs.appendFileSync(process.env.HOOKBOX_TAINT_LOG, 'node-inline\\n'); \
+         process.stdout.write('{}')\"",
+    ),
+    (
+        "PostToolUse",
+        "bash -c '. lib/sh/common.sh && cat > /dev/null && echo bash-inline >> \"$HOOKBOX_TAINT_LOG\"'",
+    ),
+    (
+        "PostToolUse",
+        "perl -Mstrict -e 'local $/; my $event = <STDIN>; print \"{}\"'",
+    ),
 ];
 
 /// What the host ran, as each script logs it: every settings hook and every git hook, driver
@@ -161,8 +184,11 @@ const HOOKS: &[(&str, &str)] = &[
 const RAN: &[&str] = &[
     "py-claude",
     "py-scripts",
+    "py-inline",
     "node",
+    "node-inline",
     "bash",
+    "bash-inline",
     "pre-commit",
     "fsmonitor",
     "clean",
@@ -193,6 +219,7 @@ fn targets() -> Vec<String> {
         .chain(MCP_ARGS.iter().copied())
         .filter(|word| word.contains('/'))
         .map(|word| word.replace("\"$CLAUDE_PROJECT_DIR\"/", ""))
+        .filter(|word| !word.contains('$') && !word.starts_with('/'))
         .collect();
     for (key, value) in GIT_CONFIG {
         match *key {
@@ -351,7 +378,7 @@ fn no_host_process_opens_what_the_model_wrote() {
         "permission_mode": "bypassPermissions",
         "mcp_servers": {"srv": {"command": "python3", "args": MCP_ARGS}},
     });
-    let (output, messages) = sdk_query(&python, &world, &wrapper, &spec);
+    let (output, messages) = sdk_query(&python, &world, &wrapper, &spec, &log);
     let result = messages
         .iter()
         .find(|message| message["message_class"] == "ResultMessage")
@@ -466,7 +493,8 @@ fn run(command: &[String], dir: &Path, world: &World) -> Output {
 }
 
 /// Runs claude-agent-sdk's `query()` (sessions.py) with `cli` as its `cli_path` and options
-/// `spec`; returns the output and the messages it printed.
+/// `spec`, and `HOOKBOX_TAINT_LOG` = `log` for the inline hooks; returns the output and the
+/// messages it printed.
 #[expect(
     clippy::disallowed_methods,
     reason = "the test runs the SDK's client program"
@@ -476,6 +504,7 @@ fn sdk_query(
     world: &World,
     cli: &Path,
     spec: &Value,
+    log: &Path,
 ) -> (Output, Vec<Value>) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk_mode/sessions.py");
     let child = std::process::Command::new(python)
@@ -485,6 +514,7 @@ fn sdk_query(
         .env("HOOKBOX_SDK_CLI", cli)
         .env("HOOKBOX_SDK_CWD", world.work())
         .env("HOOKBOX_SDK_MODEL", AGENT)
+        .env("HOOKBOX_TAINT_LOG", log)
         .env("HOOKBOX_HOME", world.home.path())
         .env("HOME", world.home.path())
         .env("GIT_CONFIG_NOSYSTEM", "1")

@@ -63,20 +63,30 @@ pub(crate) fn decode(event: HookEvent, binding: &Binding, raw: RawReply) -> Verd
     if let Some(stdout) = answered {
         keep_a_completed_block(event, binding, stdout, &mut verdict);
     }
-    if verdict.failure == Some(Failure::OutputTruncated)
-        && verdict.decision.is_none()
-        && event.can_block()
-    {
+    let unreadable = match verdict.failure {
         // The reply was cut at the capture cap: whatever it said past the cut is unknown, and
         // a gate that echoes its input would otherwise be defeated by a large input.
-        verdict.decision = Some(blocking_decision(event));
-        verdict.failed_closed = true;
-        verdict.reason = Some(format!(
+        Some(Failure::OutputTruncated) => Some(format!(
             "hook `{}` answered with more than {} bytes, so its answer was cut; a cut answer \
              is never an allow",
             binding.handler.label(),
             crate::runner::HANDLER_OUTPUT_LIMIT
-        ));
+        )),
+        // Likewise for an echo of a deeply nested input.
+        Some(Failure::TooDeep) => Some(format!(
+            "hook `{}` answered with JSON nested too deep to read; an unreadable answer is \
+             never an allow",
+            binding.handler.label()
+        )),
+        _ => None,
+    };
+    if let Some(reason) = unreadable
+        && verdict.decision.is_none()
+        && event.can_block()
+    {
+        verdict.decision = Some(blocking_decision(event));
+        verdict.failed_closed = true;
+        verdict.reason = Some(reason);
         return verdict;
     }
     if verdict.failure.is_some() && verdict.decision.is_none() && fails_closed(event, binding) {

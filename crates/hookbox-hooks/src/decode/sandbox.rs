@@ -37,6 +37,7 @@ fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, Failure> {
     match crate::lenient_json::from_slice::<Value>(text.as_bytes()) {
         Ok(Value::Object(object)) => Ok(object),
         Ok(_) => Err(Failure::NotAnObject),
+        Err(error) if crate::lenient_json::too_deep(&error) => Err(Failure::TooDeep),
         Err(_) => Err(Failure::NotJson {
             excerpt: excerpt(text),
         }),

@@ -59,6 +59,9 @@ fn from_text(event: HookEvent, bytes: &[u8]) -> Verdict {
     if text.starts_with('{') {
         return match crate::lenient_json::from_slice::<Map<String, Value>>(text.as_bytes()) {
             Ok(object) => from_object(event, object),
+            Err(error) if crate::lenient_json::too_deep(&error) => {
+                Verdict::failed(Failure::TooDeep)
+            }
             Err(_) => Verdict::failed(Failure::NotJson {
                 excerpt: excerpt(text),
             }),

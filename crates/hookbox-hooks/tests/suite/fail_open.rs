@@ -430,3 +430,70 @@ async fn post_hooks_all_run_and_cannot_deny() {
         assert_eq!(line["tool_call"]["name"], "write_file");
     }
 }
+
+/// `{"command": "ls", "x": [[…]]}` with `x` nested `depth` arrays deep.
+fn nested_input(depth: usize) -> Value {
+    let text = format!(
+        r#"{{"command": "ls", "x": {}{}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    serde_json::from_str(&text).expect("readable input")
+}
+
+/// A gate that echoes the tool input it is sent, deeply nested or not, is never defeated by
+/// its depth: its answer is read and applied, or the call is denied. Every depth the event
+/// can carry (the model's tool input is read within 128 levels), through a real Python gate.
+#[tokio::test]
+async fn an_echo_of_a_deeply_nested_input_is_applied_or_denies() {
+    let echo = r#"python3 -c 'import json, sys; e = json.load(sys.stdin); print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": e["tool_input"]}}))'"#;
+    let config =
+        json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": echo}]}]}});
+    let hooks = dispatcher(&[config], None);
+    for depth in [1, 100, 123, 124, 125, 126] {
+        let input = nested_input(depth);
+        let tool = hookbox_hooks::ToolUse {
+            tool_name: "Bash",
+            tool_input: &input,
+            tool_use_id: "toolu_1",
+        };
+        let event = hookbox_hooks::EventInput::sdk(
+            &hookbox_hooks::SessionContext::default(),
+            hookbox_hooks::SdkEvent::PreToolUse { agent: None, tool },
+        );
+        let outcome = hooks.dispatch(&event).await;
+        let applied =
+            outcome.decision == Decision::Allow && outcome.updated_input.as_ref() == Some(&input);
+        assert!(
+            applied || outcome.decision == Decision::Deny,
+            "depth {depth}: {outcome:#?}"
+        );
+        if !applied {
+            assert_eq!(
+                outcome.trace[0].failure,
+                Some(Failure::TooDeep),
+                "depth {depth}"
+            );
+        }
+    }
+}
+
+/// A sandbox-dialect answer nested too deep to read denies, as a cut one does.
+#[tokio::test]
+async fn an_answer_nested_too_deep_to_read_denies() {
+    for depth in [127, 128, 129, 10_000] {
+        let answer = format!(
+            r#"{{"decision": "allow", "x": {}{}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let outcome = gate(&format!("printf '%s' '{answer}'"), 10).await;
+        let read = serde_json::from_str::<Value>(&answer).is_ok();
+        let expected = if read {
+            Decision::Allow
+        } else {
+            Decision::Deny
+        };
+        assert_eq!(outcome.decision, expected, "depth {depth}: {outcome:#?}");
+    }
+}

@@ -67,7 +67,7 @@ fn the_thin_client_is_answered_by_the_warm_daemon_as_hookbox_hook_is() {
     });
     assert_eq!(decision(&denied), "deny", "{}", stderr(&denied));
     assert_eq!(seen(&allowed), (0, String::new(), String::new()));
-    assert_eq!(code(&malformed), 1, "{}", stderr(&malformed));
+    assert_eq!(code(&malformed), 2, "{}", stderr(&malformed));
     assert!(
         stderr(&malformed).contains("not JSON"),
         "{}",
@@ -217,8 +217,8 @@ fn a_handover_is_only_taken_from_the_thin_clients_memory_file() {
     memfd.seek(SeekFrom::Start(0)).expect("seek");
     let from_memfd = run(Some(Stdio::from(memfd)));
     for output in [piped, from_file, from_memfd] {
-        // Read as the event it is: not JSON, never "the daemon failed".
-        assert_eq!(code(&output), 1, "{}", stderr(&output));
+        // Read as the event it is: not JSON (denied), never "the daemon failed".
+        assert_eq!(code(&output), 2, "{}", stderr(&output));
         assert!(
             stderr(&output).contains("not JSON") && !stderr(&output).contains("forged"),
             "{}",
