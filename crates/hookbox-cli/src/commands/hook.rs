@@ -267,7 +267,11 @@ fn respond_failed(call: &Call, message: &str) -> Reply {
     let cwd = working_dir(call, translated.as_ref());
     let deny = locate_policy(call, settings.as_ref(), &cwd)
         .and_then(|files| load_policy_files(&files, call.args.fail_closed))
-        .map_or(true, |policy| adapter::fails_closed(&policy.hooks));
+        .map_or(true, |policy| {
+            let lapsed = policy.untrusted.and_then(|untrusted| untrusted.lapsed);
+            adapter::fails_closed(&policy.hooks)
+                || lapsed.is_some_and(|lapsed| lapsed.fails_closed || call.args.fail_closed)
+        });
     let decision = translated.map(|translated| translated.failed(agent, message, deny));
     let reply = agent.failure(message, deny);
     logged(call, settings.as_ref(), reply, decision, started)
@@ -352,18 +356,34 @@ fn answer(
             return (agent.failure(&message, true), decision);
         }
     };
-    let _ = call.fails_closed.set(adapter::fails_closed(&hooks));
+    // A trusted project whose trust lapsed has its gates off: the policy in force fails as
+    // for a failing gate (closed under `--fail-closed` or the trusted `on_error: deny`).
+    let lapse = untrusted.as_ref().and_then(|untrusted| {
+        let lapsed = untrusted.lapsed?;
+        let message = format!(
+            "the trusted project's gates are off: {}",
+            untrusted_message(untrusted, call.var("HOOKBOX_HOME").as_deref())
+        );
+        Some((message, call.args.fail_closed || lapsed.fails_closed))
+    });
+    let fails_closed =
+        adapter::fails_closed(&hooks) || lapse.as_ref().is_some_and(|(_, deny)| *deny);
+    let _ = call.fails_closed.set(fails_closed);
     let translated = match input {
         Ok(translated) => translated,
-        Err(message) => return (agent.failure(&message, adapter::fails_closed(&hooks)), None),
+        Err(message) => return (agent.failure(&message, fails_closed), None),
     };
+    if let Some((message, true)) = &lapse {
+        let decision = translated.failed(agent, message, true);
+        return (agent.failure(message, true), Some(decision));
+    }
     // Warnings (e.g. a project group ignored because the managed policy defines it) are shown.
     let mut warnings: String = hooks
         .diagnostics()
         .iter()
         .map(|warning| format!("hookbox hook {}: {warning}\n", agent.name()))
         .collect();
-    if let Some(untrusted) = untrusted {
+    if let Some(untrusted) = untrusted.filter(|_| lapse.is_none()) {
         warnings.push_str(&format!(
             "hookbox hook {}: {}\n",
             agent.name(),
@@ -395,20 +415,37 @@ fn answer(
         HookOutcome::default()
     };
     let mut outcome = outcome;
-    if let Some(ignored) = &call.home_ignored {
-        warnings.push_str(ignored);
+    // Said where the agent's user sees it, as a gate that failed open is.
+    let shown = [
+        lapse
+            .as_ref()
+            .map(|(message, _)| format!("hookbox: {message} (not gated)")),
+        call.home_ignored.clone(),
+    ];
+    for message in shown.into_iter().flatten() {
+        warnings.push_str(&message);
         warnings.push('\n');
-        // Said where the agent's user sees it, as a gate that failed open is.
         if matches!(agent, Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli) {
             outcome.system_message = Some(match outcome.system_message.take() {
-                Some(theirs) => format!("{theirs}\n{ignored}"),
-                None => ignored.clone(),
+                Some(theirs) => format!("{theirs}\n{message}"),
+                None => message,
             });
         }
     }
     let mut reply = agent.answer(&translated, &outcome);
     reply.stderr.insert_str(0, &warnings);
-    (reply, Some(translated.decision(agent, &outcome)))
+    let mut decision = translated.decision(agent, &outcome);
+    if let Some((message, _)) = lapse {
+        // Logged as the gate that failed open, never hidden behind `none`.
+        decision.reason = Some(match decision.reason.take() {
+            Some(reason) if decision.decision != "none" => format!("{reason} (and {message})"),
+            _ => message,
+        });
+        if decision.decision == "none" {
+            decision.decision = "fail-open".to_owned();
+        }
+    }
+    (reply, Some(decision))
 }
 
 /// Where `call`'s command hooks run: the working directory the agent reported in `translated`

@@ -497,3 +497,155 @@ fn a_trusted_policy_replaced_by_garbage_is_untrusted_and_blocks_nothing() {
         stderr(&output)
     );
 }
+
+/// A trusted project never loses its gates silently. Each row breaks a trusted project one way
+/// (a file of its closure edited, a BOM before its policy, a script gone or made a link, a file
+/// appearing at a path its hooks name, its policy gone, its snapshot gone or edited); each
+/// column is how its policy fails: open by default (the call goes on, the agent's user is told
+/// in `systemMessage` and the log says `fail-open` with the cause), closed under
+/// `--fail-closed` or when the policy *as trusted* says `on_error: deny` (what the changed
+/// file says never counts: the last row's break rewrites it to `allow`). A new break is one
+/// line.
+#[test]
+fn a_trusted_project_whose_closure_changes_fails_as_its_trusted_policy_says() {
+    type Break = fn(&Setup);
+    let breaks: [(&str, Break, &str); 9] = [
+        (
+            "script edited",
+            |s| append(&s.project.join(".agents/hooks/gate.sh"), "#\n"),
+            "gate.sh changed",
+        ),
+        (
+            "BOM before the policy",
+            |s| prepend(&s.policy(), "\u{feff}"),
+            "hooks.json changed",
+        ),
+        (
+            "script removed",
+            |s| std::fs::remove_file(s.project.join(".agents/hooks/gate.sh")).expect("rm"),
+            "gate.sh is gone",
+        ),
+        (
+            "script made a link",
+            |s| relink(&s.project.join(".agents/hooks/gate.sh")),
+            "a link never carries trust",
+        ),
+        (
+            "named file appears",
+            |s| script(&s.project, ".agents/hooks/rules.txt", "planted"),
+            "rules.txt is new",
+        ),
+        (
+            "policy removed",
+            |s| std::fs::remove_file(s.policy()).expect("rm"),
+            "hooks.json is gone",
+        ),
+        (
+            "snapshot removed",
+            |s| std::fs::remove_dir_all(s.home.join("trusted")).expect("rm"),
+            "is gone from hookbox's home",
+        ),
+        (
+            "snapshot edited",
+            |s| edit_snapshot(&s.home),
+            "is not the file trusted",
+        ),
+        (
+            "policy says allow",
+            |s| {
+                write_gate(&s.project, "allow");
+                append(&s.policy(), "\n");
+            },
+            "hooks.json changed",
+        ),
+    ];
+    // (policy's on_error, --fail-closed, exit, logged)
+    let columns = [
+        (None, false, 0, "fail-open"),
+        (None, true, 2, "deny"),
+        (Some("deny"), false, 2, "deny"),
+    ];
+    for (name, change, cause) in breaks {
+        for (on_error, fail_closed, exit, logged) in columns {
+            let case = format!("{name}, on_error {on_error:?}, --fail-closed {fail_closed}");
+            let setup = Setup::new();
+            write_gate(&setup.project, on_error.unwrap_or("allow"));
+            script(
+                &setup.project,
+                ".agents/hooks/gate.sh",
+                &denying("trusted gate"),
+            );
+            trust(&setup.home, &setup.policy());
+            change(&setup);
+            let extra: &[&str] = if fail_closed { &["--fail-closed"] } else { &[] };
+            let output = hook(
+                &setup.home,
+                &setup.project,
+                extra,
+                &pre_tool_use(&setup.project, "Bash", json!({"command": "ls"})),
+            );
+            assert_eq!(code(&output), exit, "{case}: {}", stderr(&output));
+            let told = stderr(&output);
+            assert!(
+                told.contains("gates are off") && told.contains(cause),
+                "{case}: {told}"
+            );
+            if exit == 0 {
+                let shown = stdout_json(&output)["systemMessage"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                assert!(
+                    shown.contains("gates are off") && shown.contains(cause),
+                    "{case}: {shown}"
+                );
+            }
+            let log = hookbox_in(&setup.home, &["log", "--json", "--limit", "1"], b"");
+            let last = &stdout_json(&log)[0];
+            assert_eq!(last["decision"], logged, "{case}: {last:#}");
+            assert!(
+                last["reason"]
+                    .as_str()
+                    .is_some_and(|reason| reason.contains(cause)),
+                "{case}: {last:#}"
+            );
+        }
+    }
+}
+
+/// Writes `project`'s policy: its gate runs `gate.sh` after reading `rules.txt` if there, with
+/// the file's `on_error`.
+fn write_gate(project: &Path, on_error: &str) {
+    let policy = json!({"on_error": on_error, "g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": "cat .agents/hooks/rules.txt >/dev/null 2>&1; sh .agents/hooks/gate.sh"}]}]}});
+    std::fs::write(project.join(".agents/hooks.json"), policy.to_string()).expect("policy");
+}
+
+/// Appends `text` to `path`.
+fn append(path: &Path, text: &str) {
+    let old = std::fs::read_to_string(path).expect("read");
+    std::fs::write(path, old + text).expect("write");
+}
+
+/// Puts `text` before what `path` holds.
+fn prepend(path: &Path, text: &str) {
+    let old = std::fs::read_to_string(path).expect("read");
+    std::fs::write(path, format!("{text}{old}")).expect("write");
+}
+
+/// Replaces `path` by a link to a copy of it.
+fn relink(path: &Path) {
+    let copy = path.with_extension("copy");
+    std::fs::rename(path, &copy).expect("mv");
+    std::os::unix::fs::symlink(&copy, path).expect("ln");
+}
+
+/// Rewrites the trusted snapshot's `gate.sh` (read-only, but the user's) to allow.
+fn edit_snapshot(home: &Path) {
+    let snapshots = std::fs::read_dir(home.join("trusted")).expect("snapshots");
+    for entry in snapshots.flatten() {
+        let gate = entry.path().join(".agents/hooks/gate.sh");
+        std::fs::set_permissions(&gate, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::write(&gate, "#!/bin/sh\ncat >/dev/null\n").expect("forge");
+    }
+}
