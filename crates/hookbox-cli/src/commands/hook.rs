@@ -366,6 +366,13 @@ fn answer(
         );
         Some((message, call.args.fail_closed || lapsed.fails_closed))
     });
+    // The root of a project whose policy applies: trusted, or whose trust lapsed.
+    let project_root = view.as_ref().map(|view| view.root.clone()).or_else(|| {
+        let untrusted = untrusted
+            .as_ref()
+            .filter(|untrusted| untrusted.lapsed.is_some())?;
+        Some(untrusted.policy.parent()?.parent()?.to_path_buf())
+    });
     let fails_closed =
         adapter::fails_closed(&hooks) || lapse.as_ref().is_some_and(|(_, deny)| *deny);
     let _ = call.fails_closed.set(fails_closed);
@@ -416,7 +423,13 @@ fn answer(
     };
     let mut outcome = outcome;
     // Said where the agent's user sees it, as a gate that failed open is.
+    let exposed = settings.ok().and_then(|settings| {
+        let root = project_root.as_deref()?;
+        let warning = TrustStore::in_home(&settings.home).exposed_to(root)?;
+        Some(format!("hookbox hook {}: {warning}", agent.name()))
+    });
     let shown = [
+        exposed,
         lapse
             .as_ref()
             .map(|(message, _)| format!("hookbox: {message} (not gated)")),
@@ -527,7 +540,11 @@ pub(crate) fn load_policy_files(
 pub(crate) fn trust(args: &TrustArgs) -> anyhow::Result<ExitCode> {
     let home = hookbox_env::Environments::default_home()?;
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
-    let recorded = TrustStore::in_home(&home).trust(&args.file)?;
+    let store = TrustStore::in_home(&home);
+    let recorded = store.trust(&args.file)?;
+    if let Some(warning) = store.exposed_to(&recorded.root) {
+        eprintln!("hookbox trust: warning: {warning}");
+    }
     let files: Vec<String> = recorded
         .files
         .iter()

@@ -649,3 +649,45 @@ fn edit_snapshot(home: &Path) {
         std::fs::write(&gate, "#!/bin/sh\ncat >/dev/null\n").expect("forge");
     }
 }
+
+/// A home inside the project (an agent started in `~`, where the default home is) lets the
+/// model rewrite the trust records, snapshots and user policy: `hookbox trust` and `hookbox
+/// hook` say so, each time; a snapshot it edits there is not run (the table above).
+#[test]
+fn a_home_inside_the_trusted_project_is_said() {
+    let setup = Setup::new();
+    let home = setup.project.join(".local/share/hookbox");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    write_gate(&setup.project, "allow");
+    script(
+        &setup.project,
+        ".agents/hooks/gate.sh",
+        &denying("trusted gate"),
+    );
+    let trusted = hookbox_in(
+        &home,
+        &["trust", setup.project.to_str().expect("utf-8")],
+        b"",
+    );
+    assert_eq!(code(&trusted), 0, "{}", stderr(&trusted));
+    assert!(
+        stderr(&trusted).contains("lies inside the project"),
+        "{}",
+        stderr(&trusted)
+    );
+    let output = hook(
+        &home,
+        &setup.project,
+        &[],
+        &pre_tool_use(&setup.project, "Bash", json!({"command": "ls"})),
+    );
+    assert!(
+        stderr(&output).contains("lies inside the project"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        stdout_json(&output)["hookSpecificOutput"]["permissionDecisionReason"],
+        "trusted gate"
+    );
+}

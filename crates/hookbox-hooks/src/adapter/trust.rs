@@ -274,6 +274,23 @@ impl TrustStore {
         }))
     }
 
+    /// Why the project at `root` can forge its own trust, if it can: hookbox's home (trust
+    /// records, snapshots, the user's policy) lies inside it, where the agent's model writes
+    /// the project. Each of `hookbox trust` and `hookbox hook` says so.
+    pub fn exposed_to(&self, root: &Path) -> Option<String> {
+        let home = std::fs::canonicalize(&self.home).ok()?;
+        let root = std::fs::canonicalize(root).ok()?;
+        home.starts_with(&root).then(|| {
+            format!(
+                "hookbox's home {} lies inside the project {}, which the agent can write: it \
+                 could rewrite the trust records, the trusted snapshots and the user's policy; \
+                 set HOOKBOX_HOME (or `hookbox install --home`) to a directory outside it",
+                home.display(),
+                root.display()
+            )
+        })
+    }
+
     /// The project of `policy` has no policy file: nothing to load, unless the project was
     /// trusted, whose gates are then off (a lapse, never silent).
     fn policy_gone(&self, policy: &Path) -> ProjectTrust {
