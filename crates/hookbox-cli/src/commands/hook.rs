@@ -543,7 +543,7 @@ pub(crate) fn trust(args: &TrustArgs) -> anyhow::Result<ExitCode> {
     let store = TrustStore::in_home(&home);
     let recorded = store.trust(&args.file)?;
     if let Some(warning) = store.exposed_to(&recorded.root) {
-        eprintln!("hookbox trust: warning: {warning}");
+        let _ = writeln!(std::io::stderr(), "hookbox trust: warning: {warning}");
     }
     let files: Vec<String> = recorded
         .files
