@@ -472,20 +472,21 @@ fn working_dir(call: &Call, translated: Option<&adapter::Translated>) -> PathBuf
 }
 
 /// The policy files of `call`: `--policy FILE`, else the managed, user and project files, the
-/// project being the directory the agent names (e.g. `CLAUDE_PROJECT_DIR`), else `cwd`.
+/// project being the directory the agent names (e.g. `CLAUDE_PROJECT_DIR`), else the project
+/// `cwd` is in (see [`TrustStore::project_of`]).
 fn locate_policy(
     call: &Call,
     settings: SettingsRead<'_>,
     cwd: &Path,
 ) -> anyhow::Result<PolicyFiles> {
-    let project = Agent::from(call.args.agent)
-        .project_variable()
-        .and_then(|name| call.var(name))
-        .map_or_else(|| cwd.to_path_buf(), PathBuf::from);
     let files = match &call.args.policy {
         Some(path) => PolicyFiles::Explicit(path.clone()),
         None => {
             let Settings { home, config } = settings_of(settings)?;
+            let project = Agent::from(call.args.agent)
+                .project_variable()
+                .and_then(|name| call.var(name))
+                .map_or_else(|| TrustStore::in_home(home).project_of(cwd), PathBuf::from);
             layered_files(home, config, &project)
         }
     };

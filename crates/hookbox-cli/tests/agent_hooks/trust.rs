@@ -691,3 +691,51 @@ fn a_home_inside_the_trusted_project_is_said() {
         "trusted gate"
     );
 }
+
+/// Agents that name no project root (Cursor, Codex, Copilot) give the event's `cwd`: in a
+/// subdirectory of a trusted project (after the model's `cd`), the project's gate still runs,
+/// found by walking up to the nearest project policy. One row per agent: its name, its
+/// arguments, its event in `cwd`.
+#[test]
+fn a_working_directory_below_a_trusted_project_keeps_its_gate() {
+    type Event = fn(&Path) -> Vec<u8>;
+    let agents: [(&str, &[&str], Event); 3] = [
+        ("cursor", &[], |cwd| {
+            let fields = json!({"command": "rm -rf victim", "cwd": cwd, "sandbox": false});
+            super::cursor::event(cwd, "beforeShellExecution", fields)
+                .to_string()
+                .into_bytes()
+        }),
+        ("codex", &[], |cwd| {
+            super::codex_pre_tool_use(cwd, "rm -rf victim")
+        }),
+        ("copilot", &["--event", "preToolUse"], |cwd| {
+            json!({"timestamp": 1, "cwd": cwd, "toolName": "bash",
+                "toolArgs": json!({"command": "rm -rf victim"}).to_string()})
+            .to_string()
+            .into_bytes()
+        }),
+    ];
+    for (agent, extra, event) in agents {
+        let setup = Setup::new();
+        write_gate(&setup.project, "allow");
+        script(
+            &setup.project,
+            ".agents/hooks/gate.sh",
+            &denying("trusted gate"),
+        );
+        trust(&setup.home, &setup.policy());
+        let below = setup.project.join("sub/deeper");
+        std::fs::create_dir_all(&below).expect("mkdir");
+        for cwd in [&setup.project, &below] {
+            let output = super::hook_as(agent, &setup.home, cwd, extra, &event(cwd));
+            let answer = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                answer.contains("deny") && answer.contains("trusted gate"),
+                "{agent} in {}: {answer} {}",
+                cwd.display(),
+                stderr(&output)
+            );
+        }
+    }
+}

@@ -274,6 +274,22 @@ impl TrustStore {
         }))
     }
 
+    /// The project a working directory `cwd` is in, for an agent that names no project root:
+    /// the nearest of `cwd` and its parents holding a project policy (whatever it is: a link
+    /// there is found and refused) or trusted (its policy may be gone: a lapse), else `cwd`.
+    /// A `cd` into a subdirectory leaves the project's gates on.
+    pub fn project_of(&self, cwd: &Path) -> PathBuf {
+        let records = self.records().unwrap_or_default();
+        let canonical = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        canonical
+            .ancestors()
+            .find(|dir| {
+                std::fs::symlink_metadata(dir.join(PROJECT_POLICY)).is_ok()
+                    || records.projects.contains_key(&key(dir))
+            })
+            .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf)
+    }
+
     /// Why the project at `root` can forge its own trust, if it can: hookbox's home (trust
     /// records, snapshots, the user's policy) lies inside it, where the agent's model writes
     /// the project. Each of `hookbox trust` and `hookbox hook` says so.
