@@ -739,3 +739,47 @@ fn a_working_directory_below_a_trusted_project_keeps_its_gate() {
         }
     }
 }
+
+/// Two `hookbox trust` at once (two projects, one home) keep both records and both snapshots:
+/// neither loses the other's record nor deletes the snapshot it just wrote. Repeated, since
+/// the two may or may not overlap in any one round.
+#[test]
+fn two_trusts_at_once_keep_both_projects_trusted() {
+    let setup = Setup::new();
+    let other = setup.project.with_file_name("other");
+    for (project, reason) in [(&setup.project, "first"), (&other, "second")] {
+        std::fs::create_dir_all(project.join(".agents/hooks")).expect("mkdir");
+        write_gate(project, "allow");
+        script(project, ".agents/hooks/gate.sh", &denying(reason));
+    }
+    for round in 0..20 {
+        let _ = std::fs::remove_file(setup.home.join("trusted-projects.json"));
+        let children: Vec<_> = [&setup.project, &other]
+            .iter()
+            .map(|project| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+                    .args(["trust", project.to_str().expect("utf-8")])
+                    .env("HOOKBOX_HOME", &setup.home)
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .expect("hookbox trust")
+            })
+            .collect();
+        for mut child in children {
+            assert!(child.wait().expect("wait").success(), "round {round}");
+        }
+        let records: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(setup.home.join("trusted-projects.json")).expect("records"),
+        )
+        .expect("json");
+        let projects = records["projects"].as_object().expect("projects");
+        assert_eq!(projects.len(), 2, "round {round}: {records:#}");
+        for record in projects.values() {
+            let closure = record["closure"].as_str().expect("closure");
+            assert!(
+                setup.home.join("trusted").join(closure).is_dir(),
+                "round {round}: the snapshot {closure} is gone"
+            );
+        }
+    }
+}

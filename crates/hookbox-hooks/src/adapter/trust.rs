@@ -36,6 +36,10 @@ const PATH_RECORDS: &str = "trusted-policies.json";
 /// The snapshots' directory, under hookbox's home.
 const SNAPSHOTS: &str = "trusted";
 
+/// The lock every `hookbox trust` holds while it writes a snapshot and the records, under
+/// hookbox's home: two at once neither lose a record nor delete the other's snapshot.
+const LOCK: &str = "trusted-projects.lock";
+
 /// The user's trust in project policies, kept in hookbox's home.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TrustStore {
@@ -381,15 +385,28 @@ impl TrustStore {
             absent,
             fails_closed: Some(fails_closed(&policy, &text)?),
         };
+        let lock_path = self.home.join(LOCK);
+        let write_error = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| TrustError::Write { path, source }
+        };
+        // Held until the end of this function (closed with the file).
+        let lock = std::fs::File::create(&lock_path).map_err(write_error(&lock_path))?;
+        lock.lock().map_err(write_error(&lock_path))?;
         let snapshot = self.write_snapshot(&record.closure, &files)?;
         let mut records = self.records()?;
         records.projects.insert(key(&root), record.clone());
         let json = serde_json::to_string_pretty(&records).unwrap_or_default() + "\n";
         let path = self.records_file();
-        let temporary = path.with_extension("json.tmp");
-        std::fs::write(&temporary, json)
+        let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
+        let written = std::fs::write(&temporary, json)
             .and_then(|()| std::fs::rename(&temporary, &path))
-            .map_err(|source| TrustError::Write { path, source })?;
+            .map_err(write_error(&path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+        written?;
+        // Under the lock, every snapshot written is recorded: what no record names is unused.
         self.forget_unused_snapshots(&records);
         let mut listed: Vec<PathBuf> = record.files.into_keys().collect();
         listed.sort_by_key(|file| file != Path::new(PROJECT_POLICY));
