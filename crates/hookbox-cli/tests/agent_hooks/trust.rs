@@ -744,6 +744,7 @@ fn a_working_directory_below_a_trusted_project_keeps_its_gate() {
 /// neither loses the other's record nor deletes the snapshot it just wrote. Repeated, since
 /// the two may or may not overlap in any one round.
 #[test]
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
 fn two_trusts_at_once_keep_both_projects_trusted() {
     let setup = Setup::new();
     let other = setup.project.with_file_name("other");
