@@ -784,3 +784,75 @@ fn two_trusts_at_once_keep_both_projects_trusted() {
         }
     }
 }
+
+/// `hookbox trust` refuses a policy that `hookbox hook` would refuse to load (over the bounds
+/// of a file the model can write), with the same words, instead of trusting a policy that then
+/// blocks every call. One row per bound.
+#[test]
+fn trust_refuses_a_policy_over_the_model_file_bounds() {
+    type Grow = fn(&Path);
+    let bounds: [(&str, Grow); 2] = [
+        ("262144-byte limit", |policy| {
+            append(policy, &" ".repeat(300_000));
+        }),
+        ("over the limit of 256", |policy| {
+            let hooks: Vec<_> = (0..300)
+                .map(|n| json!({"type": "command", "command": format!("echo {n}")}))
+                .collect();
+            let text = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": hooks}]}});
+            std::fs::write(policy, text.to_string()).expect("policy");
+        }),
+    ];
+    for (words, grow) in bounds {
+        let setup = Setup::new();
+        write_gate(&setup.project, "allow");
+        script(
+            &setup.project,
+            ".agents/hooks/gate.sh",
+            &denying("trusted gate"),
+        );
+        grow(&setup.policy());
+        let output = hookbox_in(
+            &setup.home,
+            &["trust", setup.policy().to_str().expect("utf-8")],
+            b"",
+        );
+        assert_ne!(code(&output), 0, "{words}: trusted");
+        assert!(
+            stderr(&output).contains(words),
+            "{words}: {}",
+            stderr(&output)
+        );
+        assert!(
+            !setup.home.join("trusted-projects.json").exists(),
+            "{words}: recorded"
+        );
+    }
+}
+
+/// The snapshot's name covers each file's mode: the same bytes executable in one project and
+/// not in another are two snapshots, each with its own modes.
+#[test]
+fn a_snapshot_keeps_the_modes_of_its_project() {
+    let setup = Setup::new();
+    let other = setup.project.with_file_name("other");
+    std::fs::create_dir_all(other.join(".agents/hooks")).expect("mkdir");
+    for project in [&setup.project, &other] {
+        write_gate(project, "allow");
+        script(project, ".agents/hooks/gate.sh", &denying("gate"));
+    }
+    let gate = other.join(".agents/hooks/gate.sh");
+    std::fs::set_permissions(&gate, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    trust(&setup.home, &setup.policy());
+    trust(&setup.home, &other);
+    let snapshots = std::fs::read_dir(setup.home.join("trusted")).expect("snapshots");
+    let mut modes: Vec<u32> = snapshots
+        .flatten()
+        .map(|entry| {
+            let gate = entry.path().join(".agents/hooks/gate.sh");
+            std::fs::metadata(gate).expect("gate").permissions().mode() & 0o777
+        })
+        .collect();
+    modes.sort_unstable();
+    assert_eq!(modes, [0o444, 0o555]);
+}

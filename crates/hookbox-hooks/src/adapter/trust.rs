@@ -352,6 +352,14 @@ impl TrustStore {
                 policy.display()
             ))
         })?;
+        let handlers = crate::config::parse(&policy.display().to_string(), &text, None, &[])
+            .map_or(0, |parsed| parsed.bindings.len());
+        if let Some(message) = crate::hookset::over_model_bounds(text.len(), handlers) {
+            return Err(TrustError::Refused(format!(
+                "{} cannot be trusted: {message} by `hookbox hook`",
+                policy.display()
+            )));
+        }
         let now = closure(&root, &policy, &text)?;
         if let Some((file, reason)) = refused(&now) {
             return Err(TrustError::Refused(format!(
@@ -374,7 +382,11 @@ impl TrustStore {
             closure: sha256(
                 files
                     .iter()
-                    .map(|(file, (bytes, _))| format!("{}  {}\n", sha256(bytes), file.display()))
+                    .map(|(file, (bytes, executable))| {
+                        // The mode is part of the name: the snapshot's files keep it.
+                        let mode = if *executable { "555" } else { "444" };
+                        format!("{}  {mode}  {}\n", sha256(bytes), file.display())
+                    })
                     .collect::<String>()
                     .as_bytes(),
             ),
