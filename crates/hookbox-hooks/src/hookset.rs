@@ -10,6 +10,24 @@ use crate::event::{Dialect, HookEvent};
 use crate::handler::{CallbackHandler, Handler, OnError};
 use crate::matcher::{MatcherKind, MatcherSet};
 
+/// Why a hook file the model can write, of `bytes` bytes declaring `handlers` handlers, is
+/// ignored, if it is: over [`MODEL_FILE_MAX_BYTES`] or [`MODEL_FILE_MAX_HANDLERS`]
+/// (`hookbox trust` refuses such a file with the same words).
+pub(crate) fn over_model_bounds(bytes: usize, handlers: usize) -> Option<String> {
+    if bytes > MODEL_FILE_MAX_BYTES {
+        return Some(format!(
+            "the file is {bytes} bytes, over the {MODEL_FILE_MAX_BYTES}-byte limit for hook \
+             files the model can write; it is ignored"
+        ));
+    }
+    (handlers > MODEL_FILE_MAX_HANDLERS).then(|| {
+        format!(
+            "the file declares {handlers} handlers, over the limit of {MODEL_FILE_MAX_HANDLERS} \
+             for hook files the model can write; it is ignored"
+        )
+    })
+}
+
 /// Largest hook file the model can write that is still read (256 KiB).
 pub const MODEL_FILE_MAX_BYTES: usize = 256 * 1024;
 
@@ -240,15 +258,8 @@ impl HookSetBuilder {
         text: &str,
         dialect: Option<Dialect>,
     ) -> Result<&mut Self, LoadError> {
-        if text.len() > MODEL_FILE_MAX_BYTES {
-            self.diagnostics.push(over_bound(
-                source,
-                format!(
-                    "the file is {} bytes, over the {MODEL_FILE_MAX_BYTES}-byte limit for hook \
-                     files the model can write; it is ignored",
-                    text.len()
-                ),
-            ));
+        if let Some(message) = over_model_bounds(text.len(), 0) {
+            self.diagnostics.push(over_bound(source, message));
             return Ok(self);
         }
         self.load_trusted(source, text, dialect, Trust::ModelWritable)
@@ -266,15 +277,10 @@ impl HookSetBuilder {
         let mut parsed =
             config::parse_failing(source, text, dialect, &self.sandbox_tools, self.on_error)
                 .map_err(|d| LoadError::Invalid(Box::new(d)))?;
-        if trust == Trust::ModelWritable && parsed.bindings.len() > MODEL_FILE_MAX_HANDLERS {
-            self.diagnostics.push(over_bound(
-                source,
-                format!(
-                    "the file declares {} handlers, over the limit of {MODEL_FILE_MAX_HANDLERS} \
-                     for hook files the model can write; it is ignored",
-                    parsed.bindings.len()
-                ),
-            ));
+        if trust == Trust::ModelWritable
+            && let Some(message) = over_model_bounds(0, parsed.bindings.len())
+        {
+            self.diagnostics.push(over_bound(source, message));
             return Ok(self);
         }
         let shadowed = self.shadowed_groups(source, &parsed.groups);

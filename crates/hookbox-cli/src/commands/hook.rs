@@ -268,7 +268,11 @@ fn respond_failed(call: &Call, message: &str) -> Reply {
     let deny = translated.is_none()
         || locate_policy(call, settings.as_ref(), &cwd)
             .and_then(|files| load_policy_files(&files, call.args.fail_closed))
-            .map_or(true, |policy| adapter::fails_closed(&policy.hooks));
+            .map_or(true, |policy| {
+                let lapsed = policy.untrusted.and_then(|untrusted| untrusted.lapsed);
+                adapter::fails_closed(&policy.hooks)
+                    || lapsed.is_some_and(|lapsed| lapsed.fails_closed || call.args.fail_closed)
+            });
     let decision = translated.map(|translated| translated.failed(agent, message, deny));
     let reply = agent.failure(message, deny);
     logged(call, settings.as_ref(), reply, decision, started)
@@ -353,18 +357,41 @@ fn answer(
             return (agent.failure(&message, true), decision);
         }
     };
-    let _ = call.fails_closed.set(adapter::fails_closed(&hooks));
+    // A trusted project whose trust lapsed has its gates off: the policy in force fails as
+    // for a failing gate (closed under `--fail-closed` or the trusted `on_error: deny`).
+    let lapse = untrusted.as_ref().and_then(|untrusted| {
+        let lapsed = untrusted.lapsed?;
+        let message = format!(
+            "the trusted project's gates are off: {}",
+            untrusted_message(untrusted, call.var("HOOKBOX_HOME").as_deref())
+        );
+        Some((message, call.args.fail_closed || lapsed.fails_closed))
+    });
+    // The root of a project whose policy applies: trusted, or whose trust lapsed.
+    let project_root = view.as_ref().map(|view| view.root.clone()).or_else(|| {
+        let untrusted = untrusted
+            .as_ref()
+            .filter(|untrusted| untrusted.lapsed.is_some())?;
+        Some(untrusted.policy.parent()?.parent()?.to_path_buf())
+    });
+    let fails_closed =
+        adapter::fails_closed(&hooks) || lapse.as_ref().is_some_and(|(_, deny)| *deny);
+    let _ = call.fails_closed.set(fails_closed);
     let translated = match input {
         Ok(translated) => translated,
         Err(message) => return (agent.failure(&unreadable(&message), true), None),
     };
+    if let Some((message, true)) = &lapse {
+        let decision = translated.failed(agent, message, true);
+        return (agent.failure(message, true), Some(decision));
+    }
     // Warnings (e.g. a project group ignored because the managed policy defines it) are shown.
     let mut warnings: String = hooks
         .diagnostics()
         .iter()
         .map(|warning| format!("hookbox hook {}: {warning}\n", agent.name()))
         .collect();
-    if let Some(untrusted) = untrusted {
+    if let Some(untrusted) = untrusted.filter(|_| lapse.is_none()) {
         warnings.push_str(&format!(
             "hookbox hook {}: {}\n",
             agent.name(),
@@ -396,20 +423,43 @@ fn answer(
         HookOutcome::default()
     };
     let mut outcome = outcome;
-    if let Some(ignored) = &call.home_ignored {
-        warnings.push_str(ignored);
+    // Said where the agent's user sees it, as a gate that failed open is.
+    let exposed = settings.ok().and_then(|settings| {
+        let root = project_root.as_deref()?;
+        let warning = TrustStore::in_home(&settings.home).exposed_to(root)?;
+        Some(format!("hookbox hook {}: {warning}", agent.name()))
+    });
+    let shown = [
+        exposed,
+        lapse
+            .as_ref()
+            .map(|(message, _)| format!("hookbox: {message} (not gated)")),
+        call.home_ignored.clone(),
+    ];
+    for message in shown.into_iter().flatten() {
+        warnings.push_str(&message);
         warnings.push('\n');
-        // Said where the agent's user sees it, as a gate that failed open is.
         if matches!(agent, Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli) {
             outcome.system_message = Some(match outcome.system_message.take() {
-                Some(theirs) => format!("{theirs}\n{ignored}"),
-                None => ignored.clone(),
+                Some(theirs) => format!("{theirs}\n{message}"),
+                None => message,
             });
         }
     }
     let mut reply = agent.answer(&translated, &outcome);
     reply.stderr.insert_str(0, &warnings);
-    (reply, Some(translated.decision(agent, &outcome)))
+    let mut decision = translated.decision(agent, &outcome);
+    if let Some((message, _)) = lapse {
+        // Logged as the gate that failed open, never hidden behind `none`.
+        decision.reason = Some(match decision.reason.take() {
+            Some(reason) if decision.decision != "none" => format!("{reason} (and {message})"),
+            _ => message,
+        });
+        if decision.decision == "none" {
+            decision.decision = "fail-open".to_owned();
+        }
+    }
+    (reply, Some(decision))
 }
 
 /// Why an event that cannot be read is denied whatever the policy's `on_error` says: the
@@ -433,20 +483,21 @@ fn working_dir(call: &Call, translated: Option<&adapter::Translated>) -> PathBuf
 }
 
 /// The policy files of `call`: `--policy FILE`, else the managed, user and project files, the
-/// project being the directory the agent names (e.g. `CLAUDE_PROJECT_DIR`), else `cwd`.
+/// project being the directory the agent names (e.g. `CLAUDE_PROJECT_DIR`), else the project
+/// `cwd` is in (see [`TrustStore::project_of`]).
 fn locate_policy(
     call: &Call,
     settings: SettingsRead<'_>,
     cwd: &Path,
 ) -> anyhow::Result<PolicyFiles> {
-    let project = Agent::from(call.args.agent)
-        .project_variable()
-        .and_then(|name| call.var(name))
-        .map_or_else(|| cwd.to_path_buf(), PathBuf::from);
     let files = match &call.args.policy {
         Some(path) => PolicyFiles::Explicit(path.clone()),
         None => {
             let Settings { home, config } = settings_of(settings)?;
+            let project = Agent::from(call.args.agent)
+                .project_variable()
+                .and_then(|name| call.var(name))
+                .map_or_else(|| TrustStore::in_home(home).project_of(cwd), PathBuf::from);
             layered_files(home, config, &project)
         }
     };
@@ -501,7 +552,11 @@ pub(crate) fn load_policy_files(
 pub(crate) fn trust(args: &TrustArgs) -> anyhow::Result<ExitCode> {
     let home = hookbox_env::Environments::default_home()?;
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
-    let recorded = TrustStore::in_home(&home).trust(&args.file)?;
+    let store = TrustStore::in_home(&home);
+    let recorded = store.trust(&args.file)?;
+    if let Some(warning) = store.exposed_to(&recorded.root) {
+        let _ = writeln!(std::io::stderr(), "hookbox trust: warning: {warning}");
+    }
     let files: Vec<String> = recorded
         .files
         .iter()

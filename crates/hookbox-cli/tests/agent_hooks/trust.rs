@@ -497,3 +497,362 @@ fn a_trusted_policy_replaced_by_garbage_is_untrusted_and_blocks_nothing() {
         stderr(&output)
     );
 }
+
+/// A trusted project never loses its gates silently. Each row breaks a trusted project one way
+/// (a file of its closure edited, a BOM before its policy, a script gone or made a link, a file
+/// appearing at a path its hooks name, its policy gone, its snapshot gone or edited); each
+/// column is how its policy fails: open by default (the call goes on, the agent's user is told
+/// in `systemMessage` and the log says `fail-open` with the cause), closed under
+/// `--fail-closed` or when the policy *as trusted* says `on_error: deny` (what the changed
+/// file says never counts: the last row's break rewrites it to `allow`). A new break is one
+/// line.
+#[test]
+fn a_trusted_project_whose_closure_changes_fails_as_its_trusted_policy_says() {
+    type Break = fn(&Setup);
+    let breaks: [(&str, Break, &str); 9] = [
+        (
+            "script edited",
+            |s| append(&s.project.join(".agents/hooks/gate.sh"), "#\n"),
+            "gate.sh changed",
+        ),
+        (
+            "BOM before the policy",
+            |s| prepend(&s.policy(), "\u{feff}"),
+            "hooks.json changed",
+        ),
+        (
+            "script removed",
+            |s| std::fs::remove_file(s.project.join(".agents/hooks/gate.sh")).expect("rm"),
+            "gate.sh is gone",
+        ),
+        (
+            "script made a link",
+            |s| relink(&s.project.join(".agents/hooks/gate.sh")),
+            "a link never carries trust",
+        ),
+        (
+            "named file appears",
+            |s| script(&s.project, ".agents/hooks/rules.txt", "planted"),
+            "rules.txt is new",
+        ),
+        (
+            "policy removed",
+            |s| std::fs::remove_file(s.policy()).expect("rm"),
+            "hooks.json is gone",
+        ),
+        (
+            "snapshot removed",
+            |s| std::fs::remove_dir_all(s.home.join("trusted")).expect("rm"),
+            "is gone from hookbox's home",
+        ),
+        (
+            "snapshot edited",
+            |s| edit_snapshot(&s.home),
+            "is not the file trusted",
+        ),
+        (
+            "policy says allow",
+            |s| {
+                write_gate(&s.project, "allow");
+                append(&s.policy(), "\n");
+            },
+            "hooks.json changed",
+        ),
+    ];
+    // (policy's on_error, --fail-closed, exit, logged)
+    let columns = [
+        (None, false, 0, "fail-open"),
+        (None, true, 2, "deny"),
+        (Some("deny"), false, 2, "deny"),
+    ];
+    for (name, change, cause) in breaks {
+        for (on_error, fail_closed, exit, logged) in columns {
+            let case = format!("{name}, on_error {on_error:?}, --fail-closed {fail_closed}");
+            let setup = Setup::new();
+            write_gate(&setup.project, on_error.unwrap_or("allow"));
+            script(
+                &setup.project,
+                ".agents/hooks/gate.sh",
+                &denying("trusted gate"),
+            );
+            trust(&setup.home, &setup.policy());
+            change(&setup);
+            let extra: &[&str] = if fail_closed { &["--fail-closed"] } else { &[] };
+            let output = hook(
+                &setup.home,
+                &setup.project,
+                extra,
+                &pre_tool_use(&setup.project, "Bash", json!({"command": "ls"})),
+            );
+            assert_eq!(code(&output), exit, "{case}: {}", stderr(&output));
+            let told = stderr(&output);
+            assert!(
+                told.contains("gates are off") && told.contains(cause),
+                "{case}: {told}"
+            );
+            if exit == 0 {
+                let shown = stdout_json(&output)["systemMessage"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                assert!(
+                    shown.contains("gates are off") && shown.contains(cause),
+                    "{case}: {shown}"
+                );
+            }
+            let log = hookbox_in(&setup.home, &["log", "--json", "--limit", "1"], b"");
+            let last = &stdout_json(&log)[0];
+            assert_eq!(last["decision"], logged, "{case}: {last:#}");
+            assert!(
+                last["reason"]
+                    .as_str()
+                    .is_some_and(|reason| reason.contains(cause)),
+                "{case}: {last:#}"
+            );
+        }
+    }
+}
+
+/// Writes `project`'s policy: its gate runs `gate.sh` after reading `rules.txt` if there, with
+/// the file's `on_error`.
+fn write_gate(project: &Path, on_error: &str) {
+    let policy = json!({"on_error": on_error, "g": {"pre_tool_execution": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": "cat .agents/hooks/rules.txt >/dev/null 2>&1; sh .agents/hooks/gate.sh"}]}]}});
+    std::fs::write(project.join(".agents/hooks.json"), policy.to_string()).expect("policy");
+}
+
+/// Appends `text` to `path`.
+fn append(path: &Path, text: &str) {
+    let old = std::fs::read_to_string(path).expect("read");
+    std::fs::write(path, old + text).expect("write");
+}
+
+/// Puts `text` before what `path` holds.
+fn prepend(path: &Path, text: &str) {
+    let old = std::fs::read_to_string(path).expect("read");
+    std::fs::write(path, format!("{text}{old}")).expect("write");
+}
+
+/// Replaces `path` by a link to a copy of it.
+fn relink(path: &Path) {
+    let copy = path.with_extension("copy");
+    std::fs::rename(path, &copy).expect("mv");
+    std::os::unix::fs::symlink(&copy, path).expect("ln");
+}
+
+/// Rewrites the trusted snapshot's `gate.sh` (read-only, but the user's) to allow.
+fn edit_snapshot(home: &Path) {
+    let snapshots = std::fs::read_dir(home.join("trusted")).expect("snapshots");
+    for entry in snapshots.flatten() {
+        let gate = entry.path().join(".agents/hooks/gate.sh");
+        std::fs::set_permissions(&gate, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::write(&gate, "#!/bin/sh\ncat >/dev/null\n").expect("forge");
+    }
+}
+
+/// A home inside the project (an agent started in `~`, where the default home is) lets the
+/// model rewrite the trust records, snapshots and user policy: `hookbox trust` and `hookbox
+/// hook` say so, each time; a snapshot it edits there is not run (the table above).
+#[test]
+fn a_home_inside_the_trusted_project_is_said() {
+    let setup = Setup::new();
+    let home = setup.project.join(".local/share/hookbox");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    write_gate(&setup.project, "allow");
+    script(
+        &setup.project,
+        ".agents/hooks/gate.sh",
+        &denying("trusted gate"),
+    );
+    let trusted = hookbox_in(
+        &home,
+        &["trust", setup.project.to_str().expect("utf-8")],
+        b"",
+    );
+    assert_eq!(code(&trusted), 0, "{}", stderr(&trusted));
+    assert!(
+        stderr(&trusted).contains("lies inside the project"),
+        "{}",
+        stderr(&trusted)
+    );
+    let output = hook(
+        &home,
+        &setup.project,
+        &[],
+        &pre_tool_use(&setup.project, "Bash", json!({"command": "ls"})),
+    );
+    assert!(
+        stderr(&output).contains("lies inside the project"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        stdout_json(&output)["hookSpecificOutput"]["permissionDecisionReason"],
+        "trusted gate"
+    );
+}
+
+/// Agents that name no project root (Cursor, Codex, Copilot) give the event's `cwd`: in a
+/// subdirectory of a trusted project (after the model's `cd`), the project's gate still runs,
+/// found by walking up to the nearest project policy. One row per agent: its name, its
+/// arguments, its event in `cwd`.
+#[test]
+fn a_working_directory_below_a_trusted_project_keeps_its_gate() {
+    type Event = fn(&Path) -> Vec<u8>;
+    let agents: [(&str, &[&str], Event); 3] = [
+        ("cursor", &[], |cwd| {
+            let fields = json!({"command": "rm -rf victim", "cwd": cwd, "sandbox": false});
+            super::cursor::event(cwd, "beforeShellExecution", fields)
+                .to_string()
+                .into_bytes()
+        }),
+        ("codex", &[], |cwd| {
+            super::codex_pre_tool_use(cwd, "rm -rf victim")
+        }),
+        ("copilot", &["--event", "preToolUse"], |cwd| {
+            json!({"timestamp": 1, "cwd": cwd, "toolName": "bash",
+                "toolArgs": json!({"command": "rm -rf victim"}).to_string()})
+            .to_string()
+            .into_bytes()
+        }),
+    ];
+    for (agent, extra, event) in agents {
+        let setup = Setup::new();
+        write_gate(&setup.project, "allow");
+        script(
+            &setup.project,
+            ".agents/hooks/gate.sh",
+            &denying("trusted gate"),
+        );
+        trust(&setup.home, &setup.policy());
+        let below = setup.project.join("sub/deeper");
+        std::fs::create_dir_all(&below).expect("mkdir");
+        for cwd in [&setup.project, &below] {
+            let output = super::hook_as(agent, &setup.home, cwd, extra, &event(cwd));
+            let answer = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                answer.contains("deny") && answer.contains("trusted gate"),
+                "{agent} in {}: {answer} {}",
+                cwd.display(),
+                stderr(&output)
+            );
+        }
+    }
+}
+
+/// Two `hookbox trust` at once (two projects, one home) keep both records and both snapshots:
+/// neither loses the other's record nor deletes the snapshot it just wrote. Repeated, since
+/// the two may or may not overlap in any one round.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "tests run the built binary")]
+fn two_trusts_at_once_keep_both_projects_trusted() {
+    let setup = Setup::new();
+    let other = setup.project.with_file_name("other");
+    for (project, reason) in [(&setup.project, "first"), (&other, "second")] {
+        std::fs::create_dir_all(project.join(".agents/hooks")).expect("mkdir");
+        write_gate(project, "allow");
+        script(project, ".agents/hooks/gate.sh", &denying(reason));
+    }
+    for round in 0..20 {
+        let _ = std::fs::remove_file(setup.home.join("trusted-projects.json"));
+        let children: Vec<_> = [&setup.project, &other]
+            .iter()
+            .map(|project| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_hookbox"))
+                    .args(["trust", project.to_str().expect("utf-8")])
+                    .env("HOOKBOX_HOME", &setup.home)
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .expect("hookbox trust")
+            })
+            .collect();
+        for mut child in children {
+            assert!(child.wait().expect("wait").success(), "round {round}");
+        }
+        let records: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(setup.home.join("trusted-projects.json")).expect("records"),
+        )
+        .expect("json");
+        let projects = records["projects"].as_object().expect("projects");
+        assert_eq!(projects.len(), 2, "round {round}: {records:#}");
+        for record in projects.values() {
+            let closure = record["closure"].as_str().expect("closure");
+            assert!(
+                setup.home.join("trusted").join(closure).is_dir(),
+                "round {round}: the snapshot {closure} is gone"
+            );
+        }
+    }
+}
+
+/// `hookbox trust` refuses a policy that `hookbox hook` would refuse to load (over the bounds
+/// of a file the model can write), with the same words, instead of trusting a policy that then
+/// blocks every call. One row per bound.
+#[test]
+fn trust_refuses_a_policy_over_the_model_file_bounds() {
+    type Grow = fn(&Path);
+    let bounds: [(&str, Grow); 2] = [
+        ("262144-byte limit", |policy| {
+            append(policy, &" ".repeat(300_000));
+        }),
+        ("over the limit of 256", |policy| {
+            let hooks: Vec<_> = (0..300)
+                .map(|n| json!({"type": "command", "command": format!("echo {n}")}))
+                .collect();
+            let text = json!({"g": {"pre_tool_execution": [{"matcher": "*", "hooks": hooks}]}});
+            std::fs::write(policy, text.to_string()).expect("policy");
+        }),
+    ];
+    for (words, grow) in bounds {
+        let setup = Setup::new();
+        write_gate(&setup.project, "allow");
+        script(
+            &setup.project,
+            ".agents/hooks/gate.sh",
+            &denying("trusted gate"),
+        );
+        grow(&setup.policy());
+        let output = hookbox_in(
+            &setup.home,
+            &["trust", setup.policy().to_str().expect("utf-8")],
+            b"",
+        );
+        assert_ne!(code(&output), 0, "{words}: trusted");
+        assert!(
+            stderr(&output).contains(words),
+            "{words}: {}",
+            stderr(&output)
+        );
+        assert!(
+            !setup.home.join("trusted-projects.json").exists(),
+            "{words}: recorded"
+        );
+    }
+}
+
+/// The snapshot's name covers each file's mode: the same bytes executable in one project and
+/// not in another are two snapshots, each with its own modes.
+#[test]
+fn a_snapshot_keeps_the_modes_of_its_project() {
+    let setup = Setup::new();
+    let other = setup.project.with_file_name("other");
+    std::fs::create_dir_all(other.join(".agents/hooks")).expect("mkdir");
+    for project in [&setup.project, &other] {
+        write_gate(project, "allow");
+        script(project, ".agents/hooks/gate.sh", &denying("gate"));
+    }
+    let gate = other.join(".agents/hooks/gate.sh");
+    std::fs::set_permissions(&gate, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    trust(&setup.home, &setup.policy());
+    trust(&setup.home, &other);
+    let snapshots = std::fs::read_dir(setup.home.join("trusted")).expect("snapshots");
+    let mut modes: Vec<u32> = snapshots
+        .flatten()
+        .map(|entry| {
+            let gate = entry.path().join(".agents/hooks/gate.sh");
+            std::fs::metadata(gate).expect("gate").permissions().mode() & 0o777
+        })
+        .collect();
+    modes.sort_unstable();
+    assert_eq!(modes, [0o444, 0o555]);
+}

@@ -34,8 +34,8 @@ use crate::trace::{HandlerResult, TraceEntry};
 pub(crate) use closure::PROJECT_VARIABLES;
 pub use policy::{Fingerprint, Loaded, PolicyFiles};
 pub use trust::{
-    Change, ChangeKind, Distrust, PROJECT_POLICY, ProjectTrust, Recorded, TrustError, TrustStore,
-    TrustedPolicy, Untrusted,
+    Change, ChangeKind, Distrust, Lapsed, PROJECT_POLICY, ProjectTrust, Recorded, TrustError,
+    TrustStore, TrustedPolicy, Untrusted,
 };
 
 /// An agent whose hook events `hookbox hook` answers.

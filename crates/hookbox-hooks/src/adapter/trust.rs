@@ -36,6 +36,10 @@ const PATH_RECORDS: &str = "trusted-policies.json";
 /// The snapshots' directory, under hookbox's home.
 const SNAPSHOTS: &str = "trusted";
 
+/// The lock every `hookbox trust` holds while it writes a snapshot and the records, under
+/// hookbox's home: two at once neither lose a record nor delete the other's snapshot.
+const LOCK: &str = "trusted-projects.lock";
+
 /// The user's trust in project policies, kept in hookbox's home.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TrustStore {
@@ -71,6 +75,18 @@ pub struct Untrusted {
     pub policy: PathBuf,
     /// Why it is not trusted.
     pub why: Distrust,
+    /// Set when the project was trusted and no longer is (its closure or its snapshot
+    /// changed, or its policy is gone): its trusted gates are off, which is never silent.
+    pub lapsed: Option<Lapsed>,
+}
+
+/// A project whose trust lapsed: what its trusted policy meant when a gate fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lapsed {
+    /// Whether the policy as trusted fails closed (a handler with `on_error: deny`), as
+    /// recorded by `hookbox trust`; `true` when the record does not say (an earlier
+    /// hookbox's). What the files say now never counts: the agent may have written them.
+    pub fails_closed: bool,
 }
 
 /// Why a project's policy is not trusted.
@@ -91,6 +107,8 @@ pub enum Distrust {
     },
     /// The trusted snapshot is gone from hookbox's home.
     SnapshotGone(PathBuf),
+    /// A file of the trusted snapshot is not the one trusted (hookbox's home was written).
+    SnapshotAltered(PathBuf),
 }
 
 /// One file of a closure that is not as trusted.
@@ -162,6 +180,10 @@ struct Record {
     /// The paths the hooks name where no file was (one appearing there changes the closure).
     #[serde(default)]
     absent: Vec<PathBuf>,
+    /// Whether the policy fails closed (a handler with `on_error: deny`): what a call gets
+    /// once this trust lapsed. Absent in an earlier hookbox's records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fails_closed: Option<bool>,
 }
 
 /// A file of a closure as it is now.
@@ -198,23 +220,22 @@ impl TrustStore {
     /// be read (a link, a FIFO…) or does not parse, or the records cannot be read.
     pub fn status(&self, policy: &Path) -> Result<ProjectTrust, LoadError> {
         let Some(text) = read_text(policy)? else {
-            return Ok(ProjectTrust::NoPolicy);
-        };
-        let untrusted = |why| {
-            Ok(ProjectTrust::Untrusted(Untrusted {
-                policy: policy.to_path_buf(),
-                why,
-            }))
+            return Ok(self.policy_gone(policy));
         };
         let root = project_root(policy).map_err(|message| read_error(policy, message))?;
         let records = self.records()?;
         let Some(record) = records.projects.get(&key(&root)) else {
-            return untrusted(if self.has_path_record(&root)? {
-                Distrust::PathRecordOnly
-            } else {
-                Distrust::New
-            });
+            return Ok(ProjectTrust::Untrusted(Untrusted {
+                policy: policy.to_path_buf(),
+                why: if self.has_path_record(&root)? {
+                    Distrust::PathRecordOnly
+                } else {
+                    Distrust::New
+                },
+                lapsed: None,
+            }));
         };
+        let untrusted = |why| Ok(lapsed(policy, record, why));
         // A policy other than the trusted one is not parsed and its words are not followed
         // (it may be anything the agent wrote): only the trusted files are compared.
         let now = if record.files.get(Path::new(PROJECT_POLICY)) == Some(&sha256(text.as_bytes())) {
@@ -243,11 +264,76 @@ impl TrustStore {
         if !snapshot.is_dir() {
             return untrusted(Distrust::SnapshotGone(snapshot));
         }
+        // What runs is the snapshot: it must still be exactly what was trusted.
+        let altered = record.files.iter().find(|(file, digest)| {
+            !matches!(file_state(&snapshot, file), FileState::File(bytes, _) if sha256(&bytes) == **digest)
+        });
+        if let Some((file, _)) = altered {
+            return untrusted(Distrust::SnapshotAltered(snapshot.join(file)));
+        }
         Ok(ProjectTrust::Trusted(TrustedPolicy {
             text,
             root,
             snapshot,
         }))
+    }
+
+    /// The project a working directory `cwd` is in, for an agent that names no project root:
+    /// the nearest of `cwd` and its parents holding a project policy (whatever it is: a link
+    /// there is found and refused) or trusted (its policy may be gone: a lapse), else `cwd`.
+    /// A `cd` into a subdirectory leaves the project's gates on.
+    pub fn project_of(&self, cwd: &Path) -> PathBuf {
+        let records = self.records().unwrap_or_default();
+        let canonical = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        canonical
+            .ancestors()
+            .find(|dir| {
+                std::fs::symlink_metadata(dir.join(PROJECT_POLICY)).is_ok()
+                    || records.projects.contains_key(&key(dir))
+            })
+            .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf)
+    }
+
+    /// Why the project at `root` can forge its own trust, if it can: hookbox's home (trust
+    /// records, snapshots, the user's policy) lies inside it, where the agent's model writes
+    /// the project. Each of `hookbox trust` and `hookbox hook` says so.
+    pub fn exposed_to(&self, root: &Path) -> Option<String> {
+        let home = std::fs::canonicalize(&self.home).ok()?;
+        let root = std::fs::canonicalize(root).ok()?;
+        home.starts_with(&root).then(|| {
+            format!(
+                "hookbox's home {} lies inside the project {}, which the agent can write: it \
+                 could rewrite the trust records, the trusted snapshots and the user's policy; \
+                 set HOOKBOX_HOME (or `hookbox install --home`) to a directory outside it",
+                home.display(),
+                root.display()
+            )
+        })
+    }
+
+    /// The project of `policy` has no policy file: nothing to load, unless the project was
+    /// trusted, whose gates are then off (a lapse, never silent).
+    fn policy_gone(&self, policy: &Path) -> ProjectTrust {
+        let Ok(root) = project_root(policy) else {
+            return ProjectTrust::NoPolicy;
+        };
+        // The records are read only to see a lapse: a broken records file does not block a
+        // project without a policy (it does once one is there).
+        let Some(record) = self
+            .records()
+            .ok()
+            .and_then(|mut records| records.projects.remove(&key(&root)))
+        else {
+            return ProjectTrust::NoPolicy;
+        };
+        lapsed(
+            policy,
+            &record,
+            Distrust::Changed(vec![Change {
+                file: PathBuf::from(PROJECT_POLICY),
+                how: ChangeKind::Removed,
+            }]),
+        )
     }
 
     /// Trusts the project policy at `policy` (`<root>/.agents/hooks.json`, or the project's
@@ -266,6 +352,14 @@ impl TrustStore {
                 policy.display()
             ))
         })?;
+        let handlers = crate::config::parse(&policy.display().to_string(), &text, None, &[])
+            .map_or(0, |parsed| parsed.bindings.len());
+        if let Some(message) = crate::hookset::over_model_bounds(text.len(), handlers) {
+            return Err(TrustError::Refused(format!(
+                "{} cannot be trusted: {message} by `hookbox hook`",
+                policy.display()
+            )));
+        }
         let now = closure(&root, &policy, &text)?;
         if let Some((file, reason)) = refused(&now) {
             return Err(TrustError::Refused(format!(
@@ -288,7 +382,11 @@ impl TrustStore {
             closure: sha256(
                 files
                     .iter()
-                    .map(|(file, (bytes, _))| format!("{}  {}\n", sha256(bytes), file.display()))
+                    .map(|(file, (bytes, executable))| {
+                        // The mode is part of the name: the snapshot's files keep it.
+                        let mode = if *executable { "555" } else { "444" };
+                        format!("{}  {mode}  {}\n", sha256(bytes), file.display())
+                    })
                     .collect::<String>()
                     .as_bytes(),
             ),
@@ -297,16 +395,30 @@ impl TrustStore {
                 .map(|(file, (bytes, _))| (file.clone(), sha256(bytes)))
                 .collect(),
             absent,
+            fails_closed: Some(fails_closed(&policy, &text)?),
         };
+        let lock_path = self.home.join(LOCK);
+        let write_error = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| TrustError::Write { path, source }
+        };
+        // Held until the end of this function (closed with the file).
+        let lock = std::fs::File::create(&lock_path).map_err(write_error(&lock_path))?;
+        lock.lock().map_err(write_error(&lock_path))?;
         let snapshot = self.write_snapshot(&record.closure, &files)?;
         let mut records = self.records()?;
         records.projects.insert(key(&root), record.clone());
         let json = serde_json::to_string_pretty(&records).unwrap_or_default() + "\n";
         let path = self.records_file();
-        let temporary = path.with_extension("json.tmp");
-        std::fs::write(&temporary, json)
+        let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
+        let written = std::fs::write(&temporary, json)
             .and_then(|()| std::fs::rename(&temporary, &path))
-            .map_err(|source| TrustError::Write { path, source })?;
+            .map_err(write_error(&path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+        written?;
+        // Under the lock, every snapshot written is recorded: what no record names is unused.
         self.forget_unused_snapshots(&records);
         let mut listed: Vec<PathBuf> = record.files.into_keys().collect();
         listed.sort_by_key(|file| file != Path::new(PROJECT_POLICY));
@@ -319,28 +431,43 @@ impl TrustStore {
     }
 
     /// The files recorded as the trusted closure of the project of `policy` (and the paths
-    /// its hooks name where no file was), as absolute paths (empty when none is): what must
-    /// be watched for a change of its trust.
+    /// its hooks name where no file was), then the files of its snapshot, as absolute paths
+    /// (empty when none is): what must be watched for a change of its trust.
     pub fn recorded_files(&self, policy: &Path) -> Vec<PathBuf> {
         self.recorded(policy)
-            .map(|(root, files)| files.iter().map(|file| root.join(file)).collect())
-            .unwrap_or_default()
+            .iter()
+            .map(|(base, file)| base.join(file))
+            .collect()
     }
 
     /// Those files' states now, in the order of [`Self::recorded_files`].
     pub(crate) fn recorded_states(&self, policy: &Path) -> Vec<FileState> {
         self.recorded(policy)
-            .map(|(root, files)| files.iter().map(|file| file_state(&root, file)).collect())
-            .unwrap_or_default()
+            .iter()
+            .map(|(base, file)| file_state(base, file))
+            .collect()
     }
 
-    /// The canonical root of `policy`'s project and the files of its record.
-    fn recorded(&self, policy: &Path) -> Option<(PathBuf, Vec<PathBuf>)> {
-        let root = project_root(policy).ok()?;
-        let record = self.records().ok()?.projects.remove(&key(&root))?;
-        let mut files: Vec<PathBuf> = record.files.into_keys().collect();
-        files.extend(record.absent);
-        Some((root, files))
+    /// The files of the record of `policy`'s project, each as (directory, path relative to
+    /// it): the project's, then the snapshot's.
+    fn recorded(&self, policy: &Path) -> Vec<(PathBuf, PathBuf)> {
+        let Some(root) = project_root(policy).ok() else {
+            return Vec::new();
+        };
+        let Some(record) = self
+            .records()
+            .ok()
+            .and_then(|mut records| records.projects.remove(&key(&root)))
+        else {
+            return Vec::new();
+        };
+        let snapshot = self.home.join(SNAPSHOTS).join(&record.closure);
+        let in_project = record.files.keys().chain(&record.absent);
+        let in_snapshot = record.files.keys();
+        in_project
+            .map(|file| (root.clone(), file.clone()))
+            .chain(in_snapshot.map(|file| (snapshot.clone(), file.clone())))
+            .collect()
     }
 
     /// The records (none when the file does not exist).
@@ -471,6 +598,11 @@ impl std::fmt::Display for Distrust {
                 "its trusted copy {} is gone from hookbox's home",
                 snapshot.display()
             ),
+            Self::SnapshotAltered(file) => write!(
+                formatter,
+                "its trusted copy {} is not the file trusted (something wrote hookbox's home)",
+                file.display()
+            ),
         }
     }
 }
@@ -525,6 +657,31 @@ fn closure(
         }
     }
     Ok(files)
+}
+
+/// The project of `policy`, trusted as `record` and no longer, because of `why`.
+fn lapsed(policy: &Path, record: &Record, why: Distrust) -> ProjectTrust {
+    ProjectTrust::Untrusted(Untrusted {
+        policy: policy.to_path_buf(),
+        why,
+        lapsed: Some(Lapsed {
+            fails_closed: record.fails_closed.unwrap_or(true),
+        }),
+    })
+}
+
+/// Whether the policy at `policy` holding `text` fails closed: a handler says `on_error: deny`.
+fn fails_closed(policy: &Path, text: &str) -> Result<bool, LoadError> {
+    let parsed = crate::config::parse(&policy.display().to_string(), text, None, &[])
+        .map_err(|diagnostic| LoadError::Invalid(Box::new(diagnostic)))?;
+    Ok(parsed
+        .bindings
+        .iter()
+        .any(|binding| match &binding.handler {
+            Handler::Command(command) => command.on_error == crate::handler::OnError::Deny,
+            Handler::Http(http) => http.on_error == crate::handler::OnError::Deny,
+            Handler::Callback(_) => false,
+        }))
 }
 
 /// The first file of `closure` that can never be trusted, and why.
