@@ -49,6 +49,16 @@ pub(crate) const KEYS: &[(&str, Use)] = &[
     ("remote.*.uploadpack", Use::Command),
     ("remote.*.receivepack", Use::Command),
     ("uploadpack.packobjectshook", Use::Command),
+    ("core.alternaterefscommand", Use::Command),
+    ("trailer.*.cmd", Use::Command),
+    ("trailer.*.command", Use::Command),
+    ("difftool.*.path", Use::Command),
+    ("mergetool.*.path", Use::Command),
+    ("browser.*.cmd", Use::Command),
+    ("browser.*.path", Use::Command),
+    ("man.*.cmd", Use::Command),
+    ("man.*.path", Use::Command),
+    ("sendemail.sendmailcmd", Use::Command),
 ];
 
 /// Include files followed at most in depth (git's own limit).
@@ -262,8 +272,13 @@ fn read_bounded(path: &Path) -> Option<String> {
 /// The `(section[.subsection].name, value)` entries of git configuration `text`, in order:
 /// `[section]`, `[section "subsection"]` and `[section.subsection]` headers, `name = value`
 /// (quotes, escapes and `\` line continuations as git reads them; a name alone is `true`),
-/// `#` and `;` comments.
+/// `#` and `;` comments; like git, a leading byte-order mark is skipped and a carriage return
+/// before a line feed is part of the line end.
 fn parse(text: &str) -> Vec<(String, String)> {
+    let text = text
+        .strip_prefix('\u{feff}')
+        .unwrap_or(text)
+        .replace("\r\n", "\n");
     let mut entries = Vec::new();
     let mut section = String::new();
     let mut chars = text.chars().peekable();

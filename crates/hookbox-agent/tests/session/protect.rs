@@ -390,6 +390,15 @@ const GIT_CASES: &[Case] = &[
     ("[mergetool \"m\"]\n\tcmd = mergetool/m.sh", &[("mergetool/m.sh", "")], "mergetool/lib.sh"),
     ("[interactive]\n\tdiffFilter = dfilter/f.sh", &[("dfilter/f.sh", "")], "dfilter/lib.sh"),
     ("[init]\n\ttemplateDir = templates", &[], "templates/hooks/pre-commit"),
+    ("[include]\r\n\tpath = ../crlf.inc\r", &[], "crlf.inc"),
+    ("[include]\n\tpath = ../bom.inc", &[("bom.inc", "\u{feff}[core]\n\tfsmonitor = bomfs/f.sh\n")], "bomfs/f.sh"),
+    ("[core]\n\talternateRefsCommand = altrefs/a.sh", &[("altrefs/a.sh", "")], "altrefs/lib.sh"),
+    ("[trailer \"t\"]\n\tcmd = trailer/t.sh", &[("trailer/t.sh", "")], "trailer/lib.sh"),
+    ("[difftool \"p\"]\n\tpath = dtpath/d.sh", &[("dtpath/d.sh", "")], "dtpath/lib.sh"),
+    ("[mergetool \"p\"]\n\tpath = mtpath/m.sh", &[("mtpath/m.sh", "")], "mtpath/lib.sh"),
+    ("[browser \"b\"]\n\tcmd = browser/b.sh", &[("browser/b.sh", "")], "browser/lib.sh"),
+    ("[man \"m\"]\n\tcmd = man/m.sh", &[("man/m.sh", "")], "man/lib.sh"),
+    ("[sendemail]\n\tsendmailCmd = sendmail/s.sh", &[("sendmail/s.sh", "")], "sendmail/lib.sh"),
 ];
 
 /// Every way a settings hook makes the host load a file, one line each: the hook's command,
