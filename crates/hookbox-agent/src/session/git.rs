@@ -104,8 +104,26 @@ pub(crate) fn named_paths(cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> V
     for file in files {
         resolver.read(&file, 0);
     }
+    // Then what the environment gives (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_<n>`,
+    // `GIT_CONFIG_VALUE_<n>`), which git reads after every file.
+    let count = env("GIT_CONFIG_COUNT").and_then(|count| count.trim().parse::<usize>().ok());
+    for n in 0..count.unwrap_or(0).min(MAX_ENV_ENTRIES) {
+        let key = env(&format!("GIT_CONFIG_KEY_{n}"));
+        let value = env(&format!("GIT_CONFIG_VALUE_{n}"));
+        let (Some(key), Some(value)) = (key, value) else {
+            continue;
+        };
+        if use_of(&key) == Some(Use::Config) {
+            let included = resolver.expand(&value, &resolver.top.clone());
+            resolver.read(&included, 1);
+        }
+        resolver.entries.push((key, value));
+    }
     resolver.finish()
 }
+
+/// Entries read from the environment at most (git's own bound is its environment's size).
+const MAX_ENV_ENTRIES: usize = 1024;
 
 /// A repository as git finds it from a directory: its git directory, the common one (of the
 /// main work tree, for a linked one) and the top of its work tree.
@@ -420,5 +438,35 @@ mod tests {
         assert_eq!(use_of("includeIf.gitdir:~/w/.path"), Some(Use::Config));
         assert_eq!(use_of("alias.st"), Some(Use::Command));
         assert_eq!(use_of("user.name"), None);
+    }
+
+    #[test]
+    fn configuration_from_the_environment_is_read_after_the_files() {
+        let project = tempfile::tempdir().expect("project");
+        let top = project.path().canonicalize().expect("top");
+        std::fs::create_dir(top.join(".git")).expect(".git");
+        std::fs::write(top.join(".git/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+        std::fs::write(top.join(".git/config"), "").expect("config");
+        let env = |name: &str| {
+            match name {
+                "GIT_CONFIG_NOSYSTEM" => Some("1"),
+                "GIT_CONFIG_GLOBAL" => Some("/dev/null"),
+                "GIT_CONFIG_COUNT" => Some("2"),
+                "GIT_CONFIG_KEY_0" => Some("core.hooksPath"),
+                "GIT_CONFIG_VALUE_0" => Some(".githooks"),
+                "GIT_CONFIG_KEY_1" => Some("core.fsmonitor"),
+                "GIT_CONFIG_VALUE_1" => Some("tools/fsmon.sh"),
+                _ => None,
+            }
+            .map(str::to_owned)
+        };
+        let named = named_paths(&top, &env);
+        let has = |path: &str, used: Use| {
+            named
+                .iter()
+                .any(|named| named.path == top.join(path) && named.used == used)
+        };
+        assert!(has(".githooks", Use::Dir), "{named:?}");
+        assert!(has("tools/fsmon.sh", Use::Command), "{named:?}");
     }
 }
